@@ -1,0 +1,30 @@
+# make test: everything CI runs. It installs the real servers the tests use
+# when they are missing (see tools/testdeps.sh), then vets and runs every test
+# with the race detector. KSPIDER_REQUIRE_SERVERS=1 turns a missing server
+# binary from a skip into a failure (see tools/testenv).
+
+GO ?= go
+TEST_TIMEOUT ?= 40m
+
+.PHONY: test deps vet build fuzz
+
+test: deps vet
+	KSPIDER_REQUIRE_SERVERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+deps:
+	@bash tools/testdeps.sh
+
+vet:
+	$(GO) vet ./...
+
+build:
+	$(GO) build -o kspider ./cmd/kspider
+
+# fuzz runs every fuzz target for FUZZTIME each (seed corpora run in make test).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done

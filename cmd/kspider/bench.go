@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// benchmark is one `kspider bench` target; each lives in its own file.
+type benchmark struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+func benchmarks() []benchmark {
+	return []benchmark{
+		{"urltree", "URL tree size and Add/Find/Get speed against a Go map", benchURLTree},
+		{"storage", "page storage pipeline throughput per codec", benchStorage},
+		{"resolver", "DNS resolver cold rate and cache hit cost", benchResolver},
+	}
+}
+
+func runBench(ctx context.Context, e env, args []string) error {
+	help := func() {
+		fmt.Fprintln(e.stdout, "usage: kspider bench <target> [arguments]")
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, "Runs a benchmark and prints its figures (--json for one JSON object).")
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, "targets:")
+		for _, b := range benchmarks() {
+			fmt.Fprintf(e.stdout, "  %-9s %s\n", b.name, b.summary)
+		}
+	}
+	if len(args) == 0 {
+		return usagef("missing benchmark target")
+	}
+	if a := args[0]; a == "-h" || a == "-help" || a == "--help" || a == "help" {
+		help()
+		return nil
+	}
+	var names []string
+	for _, b := range benchmarks() {
+		if b.name == args[0] {
+			return b.run(ctx, e, args[1:])
+		}
+		names = append(names, b.name)
+	}
+	return usagef("unknown benchmark %q (targets: %s)", args[0], strings.Join(names, ", "))
+}

@@ -1,0 +1,189 @@
+// Command kspider is the one kspider binary: every node runs it, and so do the
+// operator's tools. Each subcommand lives in its own file; this file only
+// dispatches.
+//
+// Exit status: 0 on success, 1 when the command failed, 2 on a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// env is what a subcommand may touch of the outside world, so tests can run
+// subcommands in-process with their own streams.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// command is one subcommand. run receives the arguments after the
+// subcommand's name; it returns flag.ErrHelp after printing help, a usageError
+// for bad arguments, or any other error for a failure.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, e env, args []string) error
+}
+
+// commands lists the subcommands, in the order `kspider help` shows them.
+func commands() []command {
+	return []command{
+		{"demo", "crawl a local test web on loopback to the end and print a summary", runDemo},
+		{"links", "print the links of an HTML page, resolved and normalised", runLinks},
+		{"normalize", "print the canonical (or WHATWG) form of URLs", runNormalize},
+		{"robots", "check URLs against a robots.txt file", runRobots},
+		{"resolve", "resolve host names with kspider's own DNS resolver", runResolve},
+		{"clock", "show the NTP offset, time slot and active phase", runClock},
+		{"get", "print one stored page", runGet},
+		{"stats", "report statistics over stored pages (offline)", runStats},
+		{"export", "export stored pages (warc)", runExport},
+		{"bench", "run a benchmark (urltree, storage, resolver)", runBench},
+		{"help", "list the subcommands, or show one's help", nil},
+	}
+}
+
+// usageError marks an error in how the command was called (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// errNotImplemented is returned by subcommands whose issue has not landed yet.
+var errNotImplemented = errors.New("not implemented yet")
+
+// newFlags returns a flag set for subcommand name whose -h/--help prints the
+// given usage line and description followed by the flags.
+func newFlags(e env, name, usage, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "usage: kspider %s\n\n", usage)
+		if description != "" {
+			fmt.Fprintf(out, "%s\n\n", strings.TrimSpace(description))
+		}
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(out, "flags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args, mapping flag errors to usage errors. -h and --help
+// print help to stdout and return flag.ErrHelp.
+func parseFlags(e env, fs *flag.FlagSet, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(e.stdout)
+			fs.Usage()
+			return flag.ErrHelp
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "kspider: a cluster web crawler (one binary on every node)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "usage: kspider <command> [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	cmds := commands()
+	width := 0
+	for _, c := range cmds {
+		width = max(width, len(c.name))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'kspider <command> --help' for a command's arguments.")
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// run executes kspider with args (without the program name) and returns the
+// exit status.
+func run(ctx context.Context, e env, args []string) int {
+	if len(args) == 0 {
+		printHelp(e.stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		printHelp(e.stdout)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			printHelp(e.stdout)
+			return 0
+		}
+		name, args = args[1], []string{args[1], "--help"}
+	}
+	c, ok := lookup(name)
+	if !ok || c.run == nil {
+		fmt.Fprintf(e.stderr, "kspider: unknown command %q (commands: %s)\n", name, strings.Join(commandNames(), ", "))
+		return 2
+	}
+	err := c.run(ctx, e, args[1:])
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "kspider %s: %s (see 'kspider %s --help')\n", name, ue.msg, name)
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "kspider %s: %v\n", name, err)
+		return 1
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}

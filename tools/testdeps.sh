@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs when it is missing: real servers the tests
+# talk to on loopback (nginx, dnsmasq, chronyd), the Debian doc package whose
+# HTML the benchmarks and interoperability tests use, and the independent WARC
+# reader (npm package warcio, pinned in tools/warccheck/package.json).
+# As root on Debian it installs them (apt-get update once, then apt-get
+# install); otherwise it fails with a message naming the packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+
+pkgs=()
+have nginx   || pkgs+=(nginx-light)
+have dnsmasq || pkgs+=(dnsmasq-base)
+have chronyd || pkgs+=(chrony)
+[ -d /usr/share/doc/postgresql-doc-15/html ] || pkgs+=(postgresql-doc-15)
+if [ -f tools/warccheck/package.json ]; then
+  have node || pkgs+=(nodejs)
+  have npm  || pkgs+=(npm)
+fi
+
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "testdeps: installing ${pkgs[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  else
+    echo "testdeps: missing Debian packages: ${pkgs[*]}" >&2
+    echo "testdeps: install them as root: apt-get update && apt-get install -y ${pkgs[*]}" >&2
+    exit 1
+  fi
+fi
+
+if [ -f tools/warccheck/package.json ] && [ ! -d tools/warccheck/node_modules/warcio ]; then
+  echo "testdeps: installing the warcio npm package into tools/warccheck" >&2
+  (cd tools/warccheck && npm install --no-audit --no-fund --silent >/dev/null) || {
+    echo "testdeps: 'npm install' in tools/warccheck failed (needs the npm registry)" >&2
+    exit 1
+  }
+fi
