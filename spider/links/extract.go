@@ -1,0 +1,416 @@
+package links
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+
+	"golang.org/x/net/html"
+
+	"github.com/kspider/kspider/spider/urlnorm"
+)
+
+// DefaultMaxLinks is the cap on links per page when Options.MaxLinks is 0.
+const DefaultMaxLinks = 1000
+
+// ElementHeader is Link.Element for links from HTTP response headers; Attr
+// is then the header's name ("Location", "Link", "Refresh").
+const ElementHeader = "header"
+
+// Link is one link of a page.
+type Link struct {
+	URL      string // canonical absolute URL (urlnorm.AppendCanonical)
+	Element  string // lower-case element name, or ElementHeader
+	Attr     string // lower-case attribute name, or the header's name
+	Rel      string // rel of a, area, link or a Link header; lower case, single spaces
+	NoFollow bool   // Rel holds the token nofollow
+}
+
+// Options configures an extraction. The zero value is the default.
+type Options struct {
+	// MaxLinks caps len(Result.Links); 0 means DefaultMaxLinks, a negative
+	// value means no cap.
+	MaxLinks int
+	// Agent is the crawler's robots name: <meta name=Agent> and
+	// "X-Robots-Tag: Agent: ..." apply besides the generic ones.
+	Agent string
+	// Canonical configures the canonical form of the links.
+	Canonical urlnorm.Options
+}
+
+// Result is what Extract found in one page.
+type Result struct {
+	Links []Link
+	// Base is the URL the body's links were resolved against: the first
+	// valid <base href>, or the page URL.
+	Base string
+	// NoFollow and NoIndex are the page's robots directives, from
+	// <meta name=robots> and X-Robots-Tag ("none" sets both).
+	NoFollow bool
+	NoIndex  bool
+	// Found counts every link candidate seen (an srcset counts each URL).
+	Found int
+	// Dropped counts candidates that have no canonical form (invalid, not
+	// http/https, ...), by reason; DroppedTotal is their sum.
+	Dropped      map[urlnorm.Reason]int
+	DroppedTotal int
+	// Truncated counts candidates not looked at because Links had reached
+	// the cap; it is 0 unless the cap was hit.
+	Truncated int
+}
+
+// ErrPageURL is returned (wrapped) when the page URL itself is not an
+// absolute URL.
+var ErrPageURL = errors.New("links: page URL is not an absolute URL")
+
+// Extract returns the links of one page. body is the HTML (any broken HTML
+// is fine; nil is an empty page), pageURL the URL it was fetched from
+// (after redirects), header its response headers or nil. The error is
+// non-nil only when pageURL is unusable.
+func Extract(body []byte, pageURL string, header http.Header, opts Options) (Result, error) {
+	var x Extractor
+	return x.Extract(body, pageURL, header, opts)
+}
+
+// Extractor extracts links reusing its buffers between pages: a worker
+// keeps one and calls Extract for each page. It is not safe for concurrent
+// use.
+type Extractor struct {
+	raw  []byte      // the raw reference text of all candidates, back to back
+	refs []candidate // candidates in document order
+	out  []byte      // canonical URLs, back to back
+}
+
+// candidate is one raw link before resolution.
+type candidate struct {
+	start, end int // raw[start:end]
+	element    string
+	attr       string
+	rel        string
+	header     bool // resolve against the page URL, not <base>
+}
+
+// Extract is the package-level Extract with reused buffers.
+func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opts Options) (Result, error) {
+	page, err := urlnorm.Parse(pageURL)
+	if err != nil {
+		return Result{}, errors.Join(ErrPageURL, err)
+	}
+	x.raw, x.refs, x.out = x.raw[:0], x.refs[:0], x.out[:0]
+	var res Result
+	if header != nil {
+		x.fromHeaders(header, opts.Agent, &res)
+	}
+	baseRef, hasBase := x.scan(body, opts.Agent, &res)
+	base := page
+	if hasBase {
+		if b, err := urlnorm.ParseRef(page, baseRef); err == nil {
+			base = b
+		}
+	}
+	res.Base = base.Href()
+	x.resolve(page, base, opts, &res)
+	return res, nil
+}
+
+// resolve turns the candidates into canonical links, up to the cap.
+func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) {
+	limit := opts.MaxLinks
+	if limit == 0 {
+		limit = DefaultMaxLinks
+	}
+	res.Found = len(x.refs)
+	if len(x.refs) == 0 {
+		return
+	}
+	raw := string(x.raw) // one allocation for every reference of the page
+	type span struct{ start, end int }
+	n := len(x.refs)
+	if limit >= 0 {
+		n = min(n, limit)
+	}
+	spans := make([]span, 0, n)
+	kept := make([]candidate, 0, cap(spans))
+	for i, c := range x.refs {
+		if limit >= 0 && len(kept) >= limit {
+			res.Truncated = len(x.refs) - i
+			break
+		}
+		b := base
+		if c.header {
+			b = page
+		}
+		start := len(x.out)
+		var err error
+		x.out, err = urlnorm.AppendCanonical(x.out, b, raw[c.start:c.end], &opts.Canonical)
+		if err != nil {
+			x.out = x.out[:start]
+			if res.Dropped == nil {
+				res.Dropped = make(map[urlnorm.Reason]int)
+			}
+			var ue *urlnorm.Error
+			r := urlnorm.ReasonInvalid
+			if errors.As(err, &ue) {
+				r = ue.Reason
+			}
+			res.Dropped[r]++
+			res.DroppedTotal++
+			continue
+		}
+		spans = append(spans, span{start, len(x.out)})
+		kept = append(kept, c)
+	}
+	urls := string(x.out) // one allocation for every URL of the page
+	res.Links = make([]Link, len(kept))
+	for i, c := range kept {
+		res.Links[i] = Link{
+			URL:      urls[spans[i].start:spans[i].end],
+			Element:  c.element,
+			Attr:     c.attr,
+			Rel:      c.rel,
+			NoFollow: hasToken(c.rel, "nofollow"),
+		}
+	}
+}
+
+// add records one candidate whose text is ref.
+func (x *Extractor) add(ref []byte, element, attr, rel string, header bool) {
+	start := len(x.raw)
+	x.raw = append(x.raw, ref...)
+	x.refs = append(x.refs, candidate{start: start, end: len(x.raw), element: element, attr: attr, rel: rel, header: header})
+}
+
+// tag holds the attributes of one start tag that matter to links; values
+// point into the tokenizer's buffer and live until its next token.
+type tag struct {
+	seen                         uint32 // bit per attribute: the first occurrence wins
+	href, src, srcset, lowsrc    []byte
+	lowres, data, cite, poster   []byte
+	rel, typ, httpEquiv, content []byte
+	name                         []byte
+}
+
+const (
+	aHref = 1 << iota
+	aSrc
+	aSrcset
+	aLowsrc
+	aLowres
+	aData
+	aCite
+	aPoster
+	aRel
+	aType
+	aHTTPEquiv
+	aContent
+	aName
+)
+
+// readAttrs collects the interesting attributes of the current tag.
+func (t *tag) readAttrs(z *html.Tokenizer) {
+	*t = tag{}
+	for {
+		key, val, more := z.TagAttr()
+		var bit uint32
+		var dst *[]byte
+		switch string(key) {
+		case "href":
+			bit, dst = aHref, &t.href
+		case "src":
+			bit, dst = aSrc, &t.src
+		case "srcset":
+			bit, dst = aSrcset, &t.srcset
+		case "lowsrc":
+			bit, dst = aLowsrc, &t.lowsrc
+		case "lowres":
+			bit, dst = aLowres, &t.lowres
+		case "data":
+			bit, dst = aData, &t.data
+		case "cite":
+			bit, dst = aCite, &t.cite
+		case "poster":
+			bit, dst = aPoster, &t.poster
+		case "rel":
+			bit, dst = aRel, &t.rel
+		case "type":
+			bit, dst = aType, &t.typ
+		case "http-equiv":
+			bit, dst = aHTTPEquiv, &t.httpEquiv
+		case "content":
+			bit, dst = aContent, &t.content
+		case "name":
+			bit, dst = aName, &t.name
+		}
+		if dst != nil && t.seen&bit == 0 {
+			t.seen |= bit
+			*dst = val
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+func (t *tag) has(bit uint32) bool { return t.seen&bit != 0 }
+
+// scan tokenizes the body, recording candidates and robots directives. It
+// returns the first <base href> if there is one.
+func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string, hasBase bool) {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	var t tag
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			// The end of the body: a bytes.Reader fails with nothing but
+			// io.EOF, and the tokenizer has no other errors without a
+			// buffer limit.
+			return baseRef, hasBase
+		case html.StartTagToken, html.SelfClosingTagToken:
+		default:
+			continue
+		}
+		name, hasAttr := z.TagName()
+		el, ok := elementName(name)
+		if !ok {
+			continue
+		}
+		if tt == html.StartTagToken && (el == "noscript" || el == "noframes") {
+			z.NextIsNotRawText()
+			continue
+		}
+		if !hasAttr {
+			continue
+		}
+		t.readAttrs(z)
+		switch el {
+		case "a", "area", "link":
+			if t.has(aHref) {
+				x.add(t.href, el, "href", relString(t.rel), false)
+			}
+		case "base":
+			if t.has(aHref) {
+				if !hasBase {
+					baseRef, hasBase = string(t.href), true
+				}
+				x.add(t.href, el, "href", "", false)
+			}
+		case "img":
+			x.addIf(&t, aSrc, t.src, el, "src")
+			x.addIf(&t, aLowsrc, t.lowsrc, el, "lowsrc")
+			x.addIf(&t, aLowres, t.lowres, el, "lowres")
+			if t.has(aSrcset) {
+				x.addSrcset(t.srcset, el)
+			}
+		case "source":
+			x.addIf(&t, aSrc, t.src, el, "src")
+			if t.has(aSrcset) {
+				x.addSrcset(t.srcset, el)
+			}
+		case "frame", "iframe", "script", "embed", "audio", "track":
+			x.addIf(&t, aSrc, t.src, el, "src")
+		case "video":
+			x.addIf(&t, aSrc, t.src, el, "src")
+			x.addIf(&t, aPoster, t.poster, el, "poster")
+		case "object":
+			x.addIf(&t, aData, t.data, el, "data")
+		case "input":
+			if t.has(aType) && bytes.EqualFold(bytes.TrimSpace(t.typ), []byte("image")) {
+				x.addIf(&t, aSrc, t.src, el, "src")
+			}
+		case "blockquote", "q", "del", "ins":
+			x.addIf(&t, aCite, t.cite, el, "cite")
+		case "meta":
+			if t.has(aHTTPEquiv) && bytes.EqualFold(bytes.TrimSpace(t.httpEquiv), []byte("refresh")) {
+				if u, ok := refreshURL(t.content); ok {
+					x.add(u, el, "content", "", false)
+				}
+			}
+			if t.has(aName) && t.has(aContent) && robotsName(t.name, agent) {
+				applyDirectives(t.content, res)
+			}
+		}
+	}
+}
+
+func (x *Extractor) addIf(t *tag, bit uint32, val []byte, el, attr string) {
+	if t.has(bit) {
+		x.add(val, el, attr, "", false)
+	}
+}
+
+func (x *Extractor) addSrcset(srcset []byte, el string) {
+	forEachSrcsetURL(srcset, func(u []byte) { x.add(u, el, "srcset", "", false) })
+}
+
+// elementName maps a tag name to the table's constant (so links share the
+// string instead of allocating one) and says whether it matters.
+func elementName(name []byte) (string, bool) {
+	switch string(name) {
+	case "a":
+		return "a", true
+	case "area":
+		return "area", true
+	case "link":
+		return "link", true
+	case "base":
+		return "base", true
+	case "img":
+		return "img", true
+	case "source":
+		return "source", true
+	case "frame":
+		return "frame", true
+	case "iframe":
+		return "iframe", true
+	case "script":
+		return "script", true
+	case "embed":
+		return "embed", true
+	case "object":
+		return "object", true
+	case "video":
+		return "video", true
+	case "audio":
+		return "audio", true
+	case "track":
+		return "track", true
+	case "input":
+		return "input", true
+	case "blockquote":
+		return "blockquote", true
+	case "q":
+		return "q", true
+	case "del":
+		return "del", true
+	case "ins":
+		return "ins", true
+	case "meta":
+		return "meta", true
+	case "noscript":
+		return "noscript", true
+	case "noframes":
+		return "noframes", true
+	}
+	return "", false
+}
+
+// fromHeaders records the links and directives of the response headers.
+func (x *Extractor) fromHeaders(h http.Header, agent string, res *Result) {
+	for _, v := range h.Values("Location") {
+		x.add([]byte(v), ElementHeader, "Location", "", true)
+	}
+	for _, v := range h.Values("Link") {
+		forEachLinkHeader(v, func(u []byte, rel string) {
+			x.add(u, ElementHeader, "Link", rel, true)
+		})
+	}
+	for _, v := range h.Values("Refresh") {
+		if u, ok := refreshURL([]byte(v)); ok {
+			x.add(u, ElementHeader, "Refresh", "", true)
+		}
+	}
+	for _, v := range h.Values("X-Robots-Tag") {
+		xRobotsTag(v, agent, res)
+	}
+}

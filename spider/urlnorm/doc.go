@@ -1,0 +1,24 @@
+// Package urlnorm turns the URL strings found on the web into the keys the
+// crawler stores, in two layers.
+//
+// Layer 1 is resolution exactly as a browser does it: the basic URL parser of
+// the WHATWG URL Standard (https://url.spec.whatwg.org/). Parse and ParseRef
+// return a URL whose Href is byte-for-byte what a browser's URL object gives:
+// tabs and newlines stripped, backslashes read as slashes in special schemes,
+// dot segments removed (also their %2e spellings), the standard's
+// percent-encode sets applied, hosts mapped by UTS #46 to punycode, IPv4
+// numbers in all their forms (hex, octal, fewer than four parts) and IPv6
+// addresses serialised canonically, default ports dropped.
+//
+// Layer 2 is the crawler's canonical form, built on layer 1 by
+// AppendCanonical and Canonical. It is the key of the URL tree, so it obeys
+// two rules: two spellings of one resource give one string, and one string
+// never stands for two resources. It drops the fragment and the credentials,
+// keeps only http and https, writes "/" for an empty path, upper-cases
+// percent-escapes and decodes the escapes of unreserved characters (RFC 3986
+// §2.3) but never of reserved ones (%2F stays %2F: decoding it would merge
+// two resources). Options can also strip session ids and sort the query.
+//
+// The query is always encoded as UTF-8; a browser would use the encoding of
+// the document for a link's query, which a crawler cannot know reliably.
+package urlnorm
