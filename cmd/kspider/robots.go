@@ -1,12 +1,207 @@
 package main
 
-import "context"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
 
-// runRobots is a placeholder until its issue lands.
+	"github.com/kspider/kspider/spider/robots"
+)
+
+const robotsUsage = "robots check --robots FILE --agent NAME URL...\n       kspider robots check --jsonl < REQUESTS"
+
+const robotsHelp = `Checks URLs against a robots.txt file as kspider's crawler does (RFC 9309).
+
+subcommands:
+  check   print "allowed URL" or "disallowed URL" for each URL
+
+Run 'kspider robots check --help' for its flags.`
+
+// runRobots dispatches the robots subcommands (only "check" for now).
 func runRobots(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "robots", "robots check --robots FILE --agent NAME URL...", "Checks URLs against a robots.txt file.")
+	if len(args) == 0 || args[0] != "check" {
+		fs := newFlags(e, "robots", robotsUsage, robotsHelp)
+		if err := parseFlags(e, fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			return usagef("missing subcommand (check)")
+		}
+		return usagef("unknown subcommand %q (check)", fs.Arg(0))
+	}
+	return runRobotsCheck(ctx, e, args[1:])
+}
+
+const robotsCheckHelp = `Prints "allowed URL" or "disallowed URL" for each URL, judged by the rules
+the robots.txt FILE ("-" for standard input) sets for the user agent NAME
+(its product token: "KSpider" of "KSpider/1.0 (+https://...)").
+A URL that does not parse prints "error URL: reason" and the command exits 1
+after checking the others.
+
+With --jsonl, reads one JSON object per line from standard input,
+  {"robots": "<robots.txt text>", "agent": "NAME", "url": "URL"}
+and writes one line per input line, in the same order:
+  {"allowed": true} or {"allowed": false}, or {"error": "reason"} for a
+malformed line (the command goes on with the next line).`
+
+func runRobotsCheck(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "robots check", "robots check --robots FILE --agent NAME URL...\n       kspider robots check --jsonl < REQUESTS", robotsCheckHelp)
+	file := fs.String("robots", "", "robots.txt `FILE` to check against (- for standard input)")
+	agent := fs.String("agent", "KSpider", "user agent `NAME` (its product token picks the group)")
+	jsonl := fs.Bool("jsonl", false, "read JSON requests from standard input, write JSON answers")
+	limit := fs.Int("limit", robots.DefaultMaxSize, "parse at most `BYTES` of a robots.txt (RFC 9309: at least 500 KiB)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	if *jsonl {
+		if *file != "" || fs.NArg() > 0 {
+			return usagef("--jsonl takes its requests from standard input, not --robots or URL arguments")
+		}
+		return robotsJSONL(ctx, e, *limit)
+	}
+	if *file == "" {
+		return usagef("missing --robots FILE")
+	}
+	if fs.NArg() == 0 {
+		return usagef("missing URL")
+	}
+	var body []byte
+	var err error
+	if *file == "-" {
+		body, err = io.ReadAll(e.stdin)
+	} else {
+		body, err = os.ReadFile(*file)
+	}
+	if err != nil {
+		return err
+	}
+	rules := robots.ParseLimit(body, *limit).Rules(*agent)
+	w := bufio.NewWriter(e.stdout)
+	bad := 0
+	for _, u := range fs.Args() {
+		if _, err := url.Parse(u); err != nil {
+			fmt.Fprintf(w, "error %s: %v\n", u, errors.Unwrap(err))
+			bad++
+			continue
+		}
+		verdict := "disallowed"
+		if rules.AllowedURL(u) {
+			verdict = "allowed"
+		}
+		fmt.Fprintf(w, "%s %s\n", verdict, u)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d URLs did not parse", bad, fs.NArg())
+	}
+	return nil
+}
+
+// maxRequestLine bounds one --jsonl request: a robots.txt past the parse
+// limit is ignored anyway, escaped JSON at most doubles it.
+const maxRequestLine = 16 << 20
+
+type robotsRequest struct {
+	Robots *string `json:"robots"`
+	Agent  string  `json:"agent"`
+	URL    *string `json:"url"`
+}
+
+func robotsJSONL(ctx context.Context, e env, limit int) error {
+	r := bufio.NewReaderSize(e.stdin, 64<<10)
+	w := bufio.NewWriter(e.stdout)
+	enc := json.NewEncoder(w)
+	var lastBody string
+	var lastFile *robots.File
+	for lineNo := 1; ; lineNo++ {
+		if err := ctx.Err(); err != nil {
+			w.Flush()
+			return err
+		}
+		line, tooLong, err := readLine(r, maxRequestLine)
+		if err == io.EOF && len(line) == 0 && !tooLong {
+			break
+		}
+		if err != nil && err != io.EOF {
+			w.Flush()
+			return fmt.Errorf("reading requests: %w", err)
+		}
+		var answer any
+		switch req, rerr := parseRobotsRequest(line, tooLong); {
+		case rerr != nil:
+			answer = struct {
+				Error string `json:"error"`
+			}{fmt.Sprintf("line %d: %v", lineNo, rerr)}
+		default:
+			if lastFile == nil || *req.Robots != lastBody {
+				lastBody, lastFile = *req.Robots, robots.ParseLimit([]byte(*req.Robots), limit)
+			}
+			answer = struct {
+				Allowed bool `json:"allowed"`
+			}{lastFile.Rules(req.Agent).AllowedURL(*req.URL)}
+		}
+		if err := enc.Encode(answer); err != nil {
+			return err
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	return w.Flush()
+}
+
+func parseRobotsRequest(line []byte, tooLong bool) (robotsRequest, error) {
+	var req robotsRequest
+	if tooLong {
+		return req, fmt.Errorf("request longer than %d bytes", maxRequestLine)
+	}
+	if len(bytes.TrimSpace(line)) == 0 {
+		return req, errors.New("empty line")
+	}
+	if err := json.Unmarshal(line, &req); err != nil {
+		return req, fmt.Errorf("not a JSON object: %v", err)
+	}
+	switch {
+	case req.Robots == nil:
+		return req, errors.New(`missing "robots"`)
+	case req.URL == nil:
+		return req, errors.New(`missing "url"`)
+	case strings.TrimSpace(req.Agent) == "":
+		return req, errors.New(`missing "agent"`)
+	}
+	if _, err := url.Parse(*req.URL); err != nil {
+		return req, fmt.Errorf("bad url: %v", errors.Unwrap(err))
+	}
+	return req, nil
+}
+
+// readLine reads one line without its line ending (LF or CRLF). A line
+// longer than max is skipped to its end and reported as tooLong.
+func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > max+2 {
+				tooLong, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		buf = bytes.TrimSuffix(buf, []byte("\r"))
+		return buf, tooLong, err
+	}
 }

@@ -1,0 +1,189 @@
+package robots
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultTTL is how long a fetched robots.txt is trusted: RFC 9309 section
+// 2.4 says crawlers should not use a cached copy for more than 24 hours.
+const DefaultTTL = 24 * time.Hour
+
+// Cache is the thesis's robots cache: it maps an origin ("http://host:port")
+// to the id of a compiled rule set, and ids to rule sets. Origins with
+// identical rules (most sites have none, or the default of their CMS) share
+// one set. It holds at most a fixed number of origins, evicting expired ones
+// first and otherwise a random one, and forgets each origin after its time to
+// live. It is safe for concurrent use; a lookup takes a read lock and
+// allocates nothing.
+type Cache struct {
+	maxTTL time.Duration
+	max    int
+
+	mu      sync.RWMutex
+	origins map[string]originEntry
+	sets    []ruleSet         // by id; a free slot has rules == nil
+	free    []uint32          // ids of free slots
+	byKey   map[string]uint32 // rule-set fingerprint -> id
+}
+
+// originEntry is what the cache knows of one origin.
+type originEntry struct {
+	id       uint32
+	expires  int64  // unix nanoseconds
+	failures uint32 // consecutive unreachable fetches (for back-off)
+}
+
+type ruleSet struct {
+	rules *Rules
+	key   string
+	refs  int
+}
+
+// NewCache returns a cache for at most maxOrigins origins (at least 1) whose
+// entries live at most maxTTL (DefaultTTL when <= 0).
+func NewCache(maxOrigins int, maxTTL time.Duration) *Cache {
+	if maxOrigins < 1 {
+		maxOrigins = 1
+	}
+	if maxTTL <= 0 {
+		maxTTL = DefaultTTL
+	}
+	return &Cache{
+		maxTTL:  maxTTL,
+		max:     maxOrigins,
+		origins: make(map[string]originEntry),
+		sets:    make([]ruleSet, 1), // id 0 is never used
+		byKey:   make(map[string]uint32),
+	}
+}
+
+// Get returns the rules cached for origin, if any and not expired at now.
+func (c *Cache) Get(origin string, now time.Time) (*Rules, bool) {
+	c.mu.RLock()
+	e, ok := c.origins[origin]
+	var r *Rules
+	if ok && now.UnixNano() < e.expires {
+		r = c.sets[e.id].rules
+	}
+	c.mu.RUnlock()
+	return r, r != nil
+}
+
+// Allowed checks an absolute URL against the rules cached for its origin.
+// cached is false when the origin has no fresh entry; allowed is then false.
+func (c *Cache) Allowed(rawURL string, now time.Time) (allowed, cached bool) {
+	r, ok := c.Get(OriginOf(rawURL), now)
+	if !ok {
+		return false, false
+	}
+	return r.AllowedURL(rawURL), true
+}
+
+// ID returns the rule-set id cached for origin (0 when none), expired or
+// not, and the number of consecutive failed fetches recorded with it.
+func (c *Cache) ID(origin string) (id uint32, failures int) {
+	c.mu.RLock()
+	e := c.origins[origin]
+	c.mu.RUnlock()
+	return e.id, int(e.failures)
+}
+
+// Put caches rules for origin until now+ttl (ttl is capped at the cache's
+// maximum), recording failures consecutive failed fetches, and returns the
+// rule-set id.
+func (c *Cache) Put(origin string, r *Rules, now time.Time, ttl time.Duration, failures int) uint32 {
+	if ttl <= 0 || ttl > c.maxTTL {
+		ttl = c.maxTTL
+	}
+	key := r.fingerprint()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, had := c.origins[origin]
+	if !had && len(c.origins) >= c.max {
+		c.evictLocked(now.UnixNano())
+	}
+	id, ok := c.byKey[key]
+	if !ok {
+		if n := len(c.free); n > 0 {
+			id = c.free[n-1]
+			c.free = c.free[:n-1]
+			c.sets[id] = ruleSet{rules: r, key: key}
+		} else {
+			id = uint32(len(c.sets))
+			c.sets = append(c.sets, ruleSet{rules: r, key: key})
+		}
+		c.byKey[key] = id
+	}
+	c.sets[id].refs++
+	if had {
+		c.releaseLocked(old.id)
+	}
+	c.origins[origin] = originEntry{id: id, expires: now.Add(ttl).UnixNano(), failures: uint32(min(failures, 1<<30))}
+	return id
+}
+
+// Len returns the number of cached origins and of distinct rule sets.
+func (c *Cache) Len() (origins, sets int) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.origins), len(c.byKey)
+}
+
+// evictLocked removes one origin: an expired one among the first few the map
+// yields, else the first (map order is random, so this is random eviction).
+func (c *Cache) evictLocked(now int64) {
+	const look = 8
+	victim, n := "", 0
+	for o, e := range c.origins {
+		if victim == "" || e.expires <= now {
+			victim = o
+			if e.expires <= now {
+				break
+			}
+		}
+		if n++; n >= look {
+			break
+		}
+	}
+	if victim != "" {
+		c.releaseLocked(c.origins[victim].id)
+		delete(c.origins, victim)
+	}
+}
+
+func (c *Cache) releaseLocked(id uint32) {
+	s := &c.sets[id]
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	delete(c.byKey, s.key)
+	*s = ruleSet{}
+	c.free = append(c.free, id)
+}
+
+// fingerprint is a string equal for rule sets that decide alike.
+func (r *Rules) fingerprint() string {
+	var b strings.Builder
+	if r.HasCrawlDelay {
+		b.WriteString(strconv.FormatInt(int64(r.CrawlDelay), 10))
+	}
+	b.WriteByte('|')
+	for _, p := range r.patterns {
+		switch {
+		case p.allow && p.anchor:
+			b.WriteByte('A')
+		case p.allow:
+			b.WriteByte('a')
+		case p.anchor:
+			b.WriteByte('D')
+		default:
+			b.WriteByte('d')
+		}
+		b.WriteString(p.text)
+		b.WriteByte(0)
+	}
+	return b.String()
+}

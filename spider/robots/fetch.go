@@ -1,0 +1,184 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Doer sends one HTTP request; *http.Client is one. It must not follow
+// redirects itself (NewClient returns such a client): the Fetcher counts
+// and follows them.
+type Doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// NewClient returns an *http.Client that leaves redirects to the Fetcher.
+func NewClient(t http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport:     t,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Outcome is how a robots.txt fetch ended, in RFC 9309 section 2.3 terms.
+type Outcome uint8
+
+const (
+	// Fetched: a 2xx answer; its body is the robots.txt.
+	Fetched Outcome = iota
+	// Unavailable: a 4xx answer, or more redirects than allowed; there is no
+	// robots.txt and everything may be crawled.
+	Unavailable
+	// Unreachable: a 5xx answer or a network failure; nothing may be
+	// crawled until a later fetch succeeds.
+	Unreachable
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Fetched:
+		return "fetched"
+	case Unavailable:
+		return "unavailable"
+	case Unreachable:
+		return "unreachable"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Result is what Fetch found out about one origin.
+type Result struct {
+	Outcome    Outcome
+	HTTPStatus int    // the last status code, 0 when no answer came
+	URL        string // the last URL asked (after redirects)
+	Redirects  int
+	File       *File  // the parsed body when Fetched
+	Rules      *Rules // the rules for the Fetcher's agent under Outcome
+	Err        error  // why it was Unreachable or Unavailable, when known
+}
+
+// Fetcher fetches and interprets robots.txt files.
+type Fetcher struct {
+	Client       Doer          // required
+	UserAgent    string        // sent, and the agent whose rules are compiled
+	MaxBody      int           // bytes read and parsed; DefaultMaxSize when 0
+	MaxRedirects int           // redirects followed; 5 when 0 (RFC 9309: at least 5)
+	Timeout      time.Duration // for the whole fetch, redirects included; 30 s when 0
+}
+
+// Fetch fetches origin + "/robots.txt" (origin is "scheme://authority").
+func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	maxRedirects := f.MaxRedirects
+	if maxRedirects <= 0 {
+		maxRedirects = 5
+	}
+	u, err := url.Parse(origin + "/robots.txt")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return f.result(Result{Outcome: Unreachable, URL: origin, Err: fmt.Errorf("robots: bad origin %q", origin)})
+	}
+	res := Result{}
+	for {
+		res.URL = u.String()
+		resp, err := f.get(ctx, u)
+		if err != nil {
+			res.Outcome, res.Err = Unreachable, err
+			return f.result(res)
+		}
+		res.HTTPStatus = resp.StatusCode
+		switch c := resp.StatusCode; {
+		case c >= 200 && c < 300:
+			body, err := f.readBody(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				res.Outcome, res.Err = Unreachable, fmt.Errorf("robots: reading %s: %w", res.URL, err)
+				return f.result(res)
+			}
+			res.Outcome, res.File = Fetched, ParseLimit(body, f.maxBody())
+			return f.result(res)
+		case c >= 300 && c < 400:
+			drain(resp.Body)
+			loc := resp.Header.Get("Location")
+			next, err := u.Parse(loc)
+			switch {
+			case loc == "" || err != nil:
+				res.Outcome, res.Err = Unavailable, fmt.Errorf("robots: %s: status %d with bad Location %q", res.URL, c, loc)
+				return f.result(res)
+			case next.Scheme != "http" && next.Scheme != "https":
+				res.Outcome, res.Err = Unavailable, fmt.Errorf("robots: %s: redirect to non-HTTP %q", res.URL, loc)
+				return f.result(res)
+			case res.Redirects >= maxRedirects:
+				// RFC 9309 2.3.1.2: after five redirects the file may be
+				// taken as unavailable.
+				res.Outcome, res.Err = Unavailable, fmt.Errorf("robots: %s: more than %d redirects", origin, maxRedirects)
+				return f.result(res)
+			}
+			res.Redirects++
+			u = next
+		case c >= 400 && c < 500:
+			drain(resp.Body)
+			res.Outcome = Unavailable
+			return f.result(res)
+		default: // 5xx, and anything HTTP does not define
+			drain(resp.Body)
+			res.Outcome, res.Err = Unreachable, fmt.Errorf("robots: %s: status %d", res.URL, c)
+			return f.result(res)
+		}
+	}
+}
+
+func (f *Fetcher) get(ctx context.Context, u *url.URL) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if f.UserAgent != "" {
+		req.Header.Set("User-Agent", f.UserAgent)
+	}
+	if f.Client == nil {
+		return nil, errors.New("robots: Fetcher has no Client")
+	}
+	return f.Client.Do(req)
+}
+
+func (f *Fetcher) maxBody() int {
+	if f.MaxBody > 0 {
+		return f.MaxBody
+	}
+	return DefaultMaxSize
+}
+
+// readBody reads up to maxBody bytes and one more, so ParseLimit can tell a
+// body of exactly the limit from a longer one.
+func (f *Fetcher) readBody(r io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(r, int64(f.maxBody())+1))
+}
+
+func (f *Fetcher) result(res Result) Result {
+	switch res.Outcome {
+	case Fetched:
+		res.Rules = res.File.Rules(f.UserAgent)
+	case Unavailable:
+		res.Rules = AllowAll()
+	default:
+		res.Rules = DisallowAll()
+	}
+	return res
+}
+
+// drain reads a little of an unwanted body so the connection can be reused,
+// and closes it.
+func drain(b io.ReadCloser) {
+	io.Copy(io.Discard, io.LimitReader(b, 4<<10))
+	b.Close()
+}

@@ -1,0 +1,109 @@
+package robots
+
+// The percent-encoding normal form patterns and paths are compared in
+// (RFC 9309 section 2.2.2): octets outside printable US-ASCII (controls,
+// space, DEL, 0x80-0xFF) are percent-encoded; escapes get upper-case hex;
+// escapes of unreserved characters (RFC 3986: ALPHA DIGIT - . _ ~) are
+// decoded, so "/%7Ea" and "/~a" are one path while "%2F" and "/" stay two.
+// A '%' not followed by two hex digits is left alone. Patterns and paths use
+// the same form; in a pattern '*' and '$' keep their meaning because they are
+// reserved characters that the form never creates nor decodes.
+
+const upperHex = "0123456789ABCDEF"
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// mustEncode reports whether a raw octet is encoded in the normal form.
+func mustEncode(c byte) bool { return c <= 0x20 || c >= 0x7F }
+
+// isNormal reports whether s is already in the normal form, the common case
+// for a crawler's canonical URLs, which lets a check skip the copy.
+func isNormal(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if mustEncode(c) {
+			return false
+		}
+		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			h, l := s[i+1], s[i+2]
+			if 'a' <= h || 'a' <= l || isUnreserved(unhex(h)<<4|unhex(l)) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}
+
+// appendNormal appends the normal form of s to dst.
+func appendNormal(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case mustEncode(c):
+			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			v := unhex(s[i+1])<<4 | unhex(s[i+2])
+			if isUnreserved(v) {
+				dst = append(dst, v)
+			} else {
+				dst = append(dst, '%', upperHex[v>>4], upperHex[v&15])
+			}
+			i += 2
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func normalizePattern(s string) string {
+	if isNormal(s) {
+		return s
+	}
+	return string(appendNormal(make([]byte, 0, len(s)+8), s))
+}
+
+// googleEscape is the escaping Google's parser applies to patterns (and not
+// to paths): upper-case hex in escapes and %-encoded octets >= 0x80. Only
+// the differential test's dialect uses it.
+func googleEscape(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			b = append(b, '%', upper(s[i+1]), upper(s[i+2]))
+			i += 2
+		case c >= 0x80:
+			b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func upper(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
