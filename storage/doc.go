@@ -1,0 +1,85 @@
+// Package storage is kspider's page store: the Storage Manager of the thesis
+// (§8). Fetched pages flow through a pipeline
+//
+//	Put ─▶ incoming pool ─▶ compressor goroutines ─▶ compressed pool ─▶ one saver per directory
+//
+// Both pools are bounded channels, so a crawl faster than its disks is slowed
+// down (Put blocks) rather than losing pages. Each saver owns one data
+// directory - one disk - and takes the next compressed record whenever it is
+// free, so a fast disk takes more records than a slow one and a failed disk
+// takes none.
+//
+// # Directory layout
+//
+// A data directory holds
+//
+//	LOCK               flock(2)ed by the one Store writing the directory
+//	00000001.seg …     segment files, appended to sequentially, rolled at Config.SegmentSize
+//	url.idx            the index: URL id → (segment, offset), mmapped
+//
+// # Segment files (format version 1)
+//
+// A segment starts with a 16-byte header (see segmentHeader in segment.go):
+// the magic "KSPS", the format version, the segment's number (the same as in
+// its name) and four reserved zero bytes. Records follow back to back.
+//
+// Every record is self-describing, so a segment can be read without its
+// index, and a damaged record can be skipped by searching for the next
+// magic. A record is a 64-byte fixed header (recordHeader in record.go, all
+// integers little-endian) followed by the server IP (0, 4 or 16 bytes), the
+// URL, the response header block and the body as compressed by the record's
+// codec. The CRC-32C (Castagnoli) in the header covers every byte of the
+// record after the CRC field itself, so a flipped bit anywhere - in the
+// lengths, the URL or the body - is detected before anything is decoded.
+//
+// Codecs: 0 none, 1 LZO1X-1 (github.com/rasky/go-lzo, the default, as in the
+// thesis), 2 S2 and 3 zstd (github.com/klauspost/compress). The codec is a
+// field of each record, so a store may mix them.
+//
+// # Index (format version 1)
+//
+// url.idx is a 4096-byte header (indexHeader in index.go) followed by an
+// array of 12-byte entries addressed by URL id: entry i, at byte 4096+12·i,
+// holds the segment number (uint32, 0 = no record) and the record's offset
+// in that segment (uint64). Get(urlID) is therefore one lookup in memory and
+// one read of the segment. The file is grown with fallocate(2) before it is
+// mapped larger, so a full disk is a write error, not a SIGBUS.
+//
+// An index entry is set only after its record has been synced, so the index
+// never points at data a crash could take away. The header holds a
+// checkpoint (segment, offset) up to which every record is known to be in
+// the index; it is written only after the entries it covers have been
+// msynced. Opening a directory re-reads the segments from the checkpoint on
+// and so rebuilds whatever the index missed.
+//
+// # Re-crawls: the latest record wins
+//
+// When a URL id is stored more than once, Get returns, and Scan visits, only
+// the latest record: within a directory the one written last (the index
+// simply points at it); across directories the one with the later FetchTime
+// (on a tie, the directory listed later). Superseded records stay in the
+// segments until a future compaction.
+//
+// # Durability and crashes
+//
+// A record is durable once its saver has written and fdatasynced it; savers
+// sync every Config.SyncEvery records or Config.SyncInterval, whichever comes
+// first, and report the URL ids just made durable through Config.OnDurable
+// (Store.Durable counts them). After a crash (kill -9, power loss) the next
+// Open truncates a torn record at the tail of the last segment and re-indexes
+// the records after the checkpoint; every record reported durable is kept.
+//
+// A saver whose directory fails (disk full, I/O error, read-only file
+// system) stops with an error naming the directory; the records it had not
+// yet made durable go back to the compressed pool and the other savers
+// store them. Nothing written before is touched. Put fails only when every
+// saver has stopped.
+//
+// # Reading
+//
+// A Reader (OpenReader) serves Get by URL id and Scan over all records, one
+// goroutine per directory. It never writes: records a crashed writer left
+// beyond the index checkpoint are indexed in memory. Corrupt records are
+// skipped by Scan (resynchronising on the next magic), counted and described
+// in ScanStats; Get reports them as errors naming the file and offset.
+package storage

@@ -1,0 +1,239 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// indexHeader is the first page of url.idx:
+//
+//	off len field
+//	  0   4 magic       "KSPI"
+//	  4   4 version     indexVersion
+//	  8   4 entrySize   indexEntrySize
+//	 12   4 reserved    0
+//	 16   4 ckptSegment checkpoint: every record before (ckptSegment, ckptOffset)
+//	 20   4 reserved    0
+//	 24   8 ckptOffset    is in the index
+//	 32   4 crc         CRC-32C of bytes 0…31
+//	 36     zero up to indexHeaderSize
+//
+// Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
+//
+//	0 4 segment (0: no record for this id)
+//	4 8 offset of the record in that segment
+const (
+	indexName       = "url.idx"
+	indexMagic      = "KSPI"
+	indexVersion    = 1
+	indexHeaderSize = 4096
+	indexEntrySize  = 12
+
+	indexInitialEntries = 1 << 16
+	indexMaxGrowBytes   = 1 << 30 // growth step cap, so a big id does not double a huge file
+	maxIndexedID        = 1<<40 - 1
+)
+
+// index is one directory's url.idx, mapped into memory.
+type index struct {
+	f        *os.File
+	path     string
+	data     []byte // the whole file, mapped
+	writable bool
+}
+
+// createIndex writes a fresh, empty index at path (replacing any file
+// there) with the checkpoint at the start of segment 1.
+func createIndex(path string) error {
+	f, err := os.OpenFile(path+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	hdr := make([]byte, indexHeaderSize)
+	putIndexHeader(hdr, 0, 0)
+	_, err = f.Write(hdr)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(path+".tmp", path)
+	}
+	if err != nil {
+		os.Remove(path + ".tmp")
+		return fmt.Errorf("storage: creating index %s: %w", path, err)
+	}
+	return nil
+}
+
+func putIndexHeader(b []byte, seg uint32, off int64) {
+	copy(b, indexMagic)
+	binary.LittleEndian.PutUint32(b[4:], indexVersion)
+	binary.LittleEndian.PutUint32(b[8:], indexEntrySize)
+	binary.LittleEndian.PutUint32(b[16:], seg)
+	binary.LittleEndian.PutUint64(b[24:], uint64(off))
+	binary.LittleEndian.PutUint32(b[32:], crc32.Checksum(b[:32], castagnoli))
+}
+
+// openIndex maps the index at path. A damaged header is an error wrapping
+// ErrCorrupt; the caller rebuilds the index from the segments then.
+func openIndex(path string, writable bool) (*index, error) {
+	flag := os.O_RDONLY
+	prot := unix.PROT_READ
+	if writable {
+		flag = os.O_RDWR
+		prot |= unix.PROT_WRITE
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	size := fi.Size()
+	if size < indexHeaderSize || (size-indexHeaderSize)%indexEntrySize != 0 {
+		f.Close()
+		return nil, fmt.Errorf("storage: index %s: %w: file of %d bytes", path, ErrCorrupt, size)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), prot, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: mapping index %s: %w", path, err)
+	}
+	ix := &index{f: f, path: path, data: data, writable: writable}
+	if err := ix.checkHeader(); err != nil {
+		ix.close()
+		return nil, err
+	}
+	return ix, nil
+}
+
+func (ix *index) checkHeader() error {
+	h := ix.data[:indexHeaderSize]
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("storage: index %s: %w: %s", ix.path, ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case string(h[:4]) != indexMagic:
+		return bad("bad magic %q", h[:4])
+	case binary.LittleEndian.Uint32(h[4:]) != indexVersion:
+		return bad("unknown format version %d", binary.LittleEndian.Uint32(h[4:]))
+	case binary.LittleEndian.Uint32(h[8:]) != indexEntrySize:
+		return bad("entry size %d", binary.LittleEndian.Uint32(h[8:]))
+	case binary.LittleEndian.Uint32(h[32:]) != crc32.Checksum(h[:32], castagnoli):
+		return bad("header CRC mismatch")
+	}
+	return nil
+}
+
+// entries is how many URL ids the mapped file has room for.
+func (ix *index) entries() uint64 { return uint64(len(ix.data)-indexHeaderSize) / indexEntrySize }
+
+// checkpoint returns the position up to which the segments are indexed.
+func (ix *index) checkpoint() (seg uint32, off int64) {
+	return binary.LittleEndian.Uint32(ix.data[16:]), int64(binary.LittleEndian.Uint64(ix.data[24:]))
+}
+
+// lookup returns where the record of id is, if the index has one.
+func (ix *index) lookup(id uint64) (seg uint32, off int64, ok bool) {
+	if id >= ix.entries() {
+		return 0, 0, false
+	}
+	e := ix.data[indexHeaderSize+id*indexEntrySize:]
+	seg = binary.LittleEndian.Uint32(e)
+	off = int64(binary.LittleEndian.Uint64(e[4:]))
+	return seg, off, seg != 0
+}
+
+// set points id at (seg, off), growing the file first when needed.
+func (ix *index) set(id uint64, seg uint32, off int64) error {
+	if err := ix.reserve(id); err != nil {
+		return err
+	}
+	e := ix.data[indexHeaderSize+id*indexEntrySize:]
+	binary.LittleEndian.PutUint32(e, seg)
+	binary.LittleEndian.PutUint64(e[4:], uint64(off))
+	return nil
+}
+
+// reserve makes sure the file has room for id. It allocates the disk space
+// with fallocate before mapping it, so a full disk is an error here rather
+// than a SIGBUS on a later store into the mapping.
+func (ix *index) reserve(id uint64) error {
+	n := ix.entries()
+	if id < n {
+		return nil
+	}
+	if id > maxIndexedID {
+		return fmt.Errorf("storage: index %s: URL id %d is beyond what an index can hold (%d)", ix.path, id, uint64(maxIndexedID))
+	}
+	want := max(id+1, n*2, indexInitialEntries)
+	if step := uint64(indexMaxGrowBytes / indexEntrySize); want > id+1 && want-n > step {
+		want = max(id+1, n+step)
+	}
+	size := int64(indexHeaderSize + want*indexEntrySize)
+	if err := fallocate(ix.f, size); err != nil {
+		return fmt.Errorf("storage: growing index %s to %d bytes: %w", ix.path, size, err)
+	}
+	data, err := unix.Mmap(int(ix.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("storage: mapping index %s: %w", ix.path, err)
+	}
+	unix.Munmap(ix.data)
+	ix.data = data
+	return nil
+}
+
+// fallocate extends f to size bytes with its blocks allocated. File
+// systems without fallocate get a plain truncate.
+func fallocate(f *os.File, size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err = f.Truncate(size)
+	}
+	return err
+}
+
+// sync flushes the mapped entries to disk.
+func (ix *index) sync() error {
+	if err := unix.Msync(ix.data, unix.MS_SYNC); err != nil {
+		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
+	}
+	return nil
+}
+
+// setCheckpoint records, durably, that every record before (seg, off) is
+// in the index. It syncs the entries first, so the checkpoint never
+// promises entries a crash could lose.
+func (ix *index) setCheckpoint(seg uint32, off int64) error {
+	if err := ix.sync(); err != nil {
+		return err
+	}
+	putIndexHeader(ix.data[:indexHeaderSize], seg, off)
+	if err := unix.Msync(ix.data[:indexHeaderSize], unix.MS_SYNC); err != nil {
+		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
+	}
+	return nil
+}
+
+func (ix *index) close() error {
+	var err error
+	if ix.data != nil {
+		err = unix.Munmap(ix.data)
+		ix.data = nil
+	}
+	if cerr := ix.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,354 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrNotFound is returned by Get for a URL id with no stored record.
+var ErrNotFound = errors.New("storage: no stored page for this URL id")
+
+// Reader reads a store that no Store is writing to (or a snapshot of one:
+// records written after OpenReader are not seen). Get may be called from
+// many goroutines; Scan runs one goroutine per directory.
+type Reader struct {
+	dirs []*dirReader
+
+	decoders sync.Pool // *decoder, for Get
+
+	records    atomic.Int64
+	superseded atomic.Int64
+	skipped    atomic.Int64
+	skippedB   atomic.Int64
+	errMu      sync.Mutex
+	errs       []error
+}
+
+// dirReader is one data directory as the reader sees it.
+type dirReader struct {
+	dir   string
+	segs  map[uint32]*segmentFile
+	order []uint32 // segment numbers, ascending
+	ix    *index   // nil when url.idx is missing or damaged
+	// extra indexes the records the index does not cover: those after its
+	// checkpoint, or all of them when there is no usable index.
+	extra map[uint64]location
+}
+
+type segmentFile struct {
+	f    *os.File
+	path string
+	size int64
+	bad  bool // the segment header is damaged: nothing in it is trusted
+}
+
+type location struct {
+	seg uint32
+	off int64
+}
+
+// maxReportedErrors bounds ScanStats.Errors.
+const maxReportedErrors = 100
+
+// ScanStats counts what a Reader met, from OpenReader on.
+type ScanStats struct {
+	Records      int64   // records passed to Scan's fn
+	Superseded   int64   // older records of re-crawled URL ids, not passed
+	Skipped      int64   // damaged regions skipped
+	SkippedBytes int64   // bytes in them
+	Errors       []error // the first damaged regions, as *Corruption (at most 100)
+}
+
+// OpenReader opens the data directories read-only. It indexes in memory the
+// records a crashed writer left after the index checkpoint, and all records
+// of a directory whose index is missing or damaged.
+func OpenReader(dirs []string) (*Reader, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("storage: no data directory given")
+	}
+	r := &Reader{}
+	r.decoders.New = func() any { return new(decoder) }
+	for _, d := range dirs {
+		dr, err := r.openDir(d)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.dirs = append(r.dirs, dr)
+	}
+	return r, nil
+}
+
+func (r *Reader) openDir(dir string) (*dirReader, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("storage: %s is not a directory", dir)
+	}
+	nums, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, order: nums, extra: map[uint64]location{}}
+	for _, n := range nums {
+		path := segmentPath(dir, n)
+		f, err := os.Open(path)
+		if err != nil {
+			dr.close()
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		sf := &segmentFile{f: f, path: path}
+		dr.segs[n] = sf
+		st, err := f.Stat()
+		if err != nil {
+			dr.close()
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		sf.size = st.Size()
+	}
+	ix, err := openIndex(filepath.Join(dir, indexName), false)
+	switch {
+	case err == nil:
+		dr.ix = ix
+	case errors.Is(err, os.ErrNotExist) && len(nums) == 0:
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrCorrupt):
+		r.noteError(fmt.Errorf("%w; reading the segments instead", err))
+	default:
+		dr.close()
+		return nil, err
+	}
+	ckSeg, ckOff := uint32(0), int64(0)
+	if dr.ix != nil {
+		ckSeg, ckOff = dr.ix.checkpoint()
+	}
+	for _, n := range nums {
+		if n < ckSeg {
+			continue
+		}
+		start := int64(segmentHeaderSize)
+		if n == ckSeg {
+			start = max(ckOff, segmentHeaderSize)
+		}
+		err := r.eachRecord(dr, n, start, false, func(off int64, h recordHeader, _ []byte) error {
+			dr.extra[h.urlID] = location{n, off}
+			return nil
+		})
+		if err != nil {
+			dr.close()
+			return nil, err
+		}
+	}
+	return dr, nil
+}
+
+// eachRecord calls fn for every valid record of segment n from offset start
+// on, noting damaged regions if note is set (a Scan meets them again). rec
+// is valid only during the call.
+func (r *Reader) eachRecord(dr *dirReader, n uint32, start int64, note bool, fn func(off int64, h recordHeader, rec []byte) error) error {
+	sf := dr.segs[n]
+	if sf.bad {
+		return nil
+	}
+	sr, err := newSegmentReader(sf.f, sf.path, n, sf.size)
+	if err != nil {
+		var c *Corruption
+		if errors.As(err, &c) {
+			sf.bad = true
+			r.noteCorruption(c) // only once: bad segments are not read again
+			return nil
+		}
+		return err
+	}
+	sr.off = min(start, sf.size)
+	for {
+		off, h, rec, err := sr.next()
+		if err == io.EOF {
+			return nil
+		}
+		var c *Corruption
+		if errors.As(err, &c) {
+			if note {
+				r.noteCorruption(c)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(off, h, rec); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Reader) noteCorruption(c *Corruption) {
+	r.skipped.Add(1)
+	r.skippedB.Add(c.Skipped)
+	r.noteError(c)
+}
+
+func (r *Reader) noteError(err error) {
+	r.errMu.Lock()
+	if len(r.errs) < maxReportedErrors {
+		r.errs = append(r.errs, err)
+	}
+	r.errMu.Unlock()
+}
+
+// Stats returns what the reader has met so far.
+func (r *Reader) Stats() ScanStats {
+	r.errMu.Lock()
+	errs := append([]error(nil), r.errs...)
+	r.errMu.Unlock()
+	return ScanStats{
+		Records:      r.records.Load(),
+		Superseded:   r.superseded.Load(),
+		Skipped:      r.skipped.Load(),
+		SkippedBytes: r.skippedB.Load(),
+		Errors:       errs,
+	}
+}
+
+// Skipped returns how many damaged regions the reader has skipped.
+func (r *Reader) Skipped() int64 { return r.skipped.Load() }
+
+// locate returns where dr holds the current record of id.
+func (dr *dirReader) locate(id uint64) (location, bool) {
+	if l, ok := dr.extra[id]; ok {
+		return l, true
+	}
+	if dr.ix != nil {
+		if seg, off, ok := dr.ix.lookup(id); ok {
+			return location{seg, off}, true
+		}
+	}
+	return location{}, false
+}
+
+// readRecord reads and checks the record at l: one read for records up to
+// 64 KiB, two for larger ones.
+func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, error) {
+	var h recordHeader
+	sf := dr.segs[l.seg]
+	if sf == nil {
+		return h, nil, fmt.Errorf("storage: %s: index points at segment %d, which does not exist", dr.dir, l.seg)
+	}
+	if l.off < segmentHeaderSize || l.off > sf.size-recordHeaderSize {
+		return h, nil, fmt.Errorf("storage: %s: index points at offset %d, outside the records (file of %d bytes)", sf.path, l.off, sf.size)
+	}
+	n := int(min(int64(64<<10), sf.size-l.off))
+	buf = grow(buf[:0], n)[:n]
+	if _, err := sf.f.ReadAt(buf, l.off); err != nil {
+		return h, nil, fmt.Errorf("storage: reading %s at offset %d: %w", sf.path, l.off, err)
+	}
+	h, err := parseRecordHeader(buf)
+	if err != nil {
+		return h, nil, fmt.Errorf("storage: %s at offset %d: %w", sf.path, l.off, err)
+	}
+	if int64(h.length) > sf.size-l.off {
+		return h, nil, fmt.Errorf("storage: %s at offset %d: %w: record of %d bytes runs past the end of the file", sf.path, l.off, ErrCorrupt, h.length)
+	}
+	if int(h.length) > len(buf) {
+		buf = grow(buf, int(h.length)-len(buf))[:h.length]
+		if _, err := sf.f.ReadAt(buf[n:], l.off+int64(n)); err != nil {
+			return h, nil, fmt.Errorf("storage: reading %s at offset %d: %w", sf.path, l.off+int64(n), err)
+		}
+	}
+	if err := checkRecord(h, buf); err != nil {
+		return h, nil, fmt.Errorf("storage: %s at offset %d: %w", sf.path, l.off, err)
+	}
+	return h, buf[:h.length], nil
+}
+
+// Get returns the latest stored page of urlID, or ErrNotFound. A damaged
+// record is an error naming its file and offset.
+func (r *Reader) Get(urlID uint64) (*Page, error) {
+	var (
+		best    recordHeader
+		bestRec []byte
+		found   bool
+	)
+	for _, dr := range r.dirs {
+		l, ok := dr.locate(urlID)
+		if !ok {
+			continue
+		}
+		h, rec, err := dr.readRecord(l, nil)
+		if err != nil {
+			return nil, err
+		}
+		if h.urlID != urlID {
+			return nil, fmt.Errorf("storage: %s: %w: index entry for URL id %d points at the record of id %d (segment %d, offset %d)",
+				dr.dir, ErrCorrupt, urlID, h.urlID, l.seg, l.off)
+		}
+		if !found || h.fetchTime >= best.fetchTime {
+			best, bestRec, found = h, rec, true
+		}
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	dec := r.decoders.Get().(*decoder)
+	defer r.decoders.Put(dec)
+	return decodeRecord(best, bestRec, dec)
+}
+
+// current reports whether the record of h at (dir i, l) is the one Get
+// returns for its URL id: the index must point at it, and no other
+// directory may hold a later fetch.
+func (r *Reader) current(i int, l location, h recordHeader) bool {
+	if got, ok := r.dirs[i].locate(h.urlID); !ok || got != l {
+		return false
+	}
+	for j, dr := range r.dirs {
+		if j == i {
+			continue
+		}
+		ol, ok := dr.locate(h.urlID)
+		if !ok {
+			continue
+		}
+		oh, _, err := dr.readRecord(ol, nil)
+		if err != nil || oh.urlID != h.urlID {
+			continue
+		}
+		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
+			return false
+		}
+	}
+	return true
+}
+
+// Close releases the files.
+func (r *Reader) Close() error {
+	var err error
+	for _, dr := range r.dirs {
+		if cerr := dr.close(); err == nil {
+			err = cerr
+		}
+	}
+	r.dirs = nil
+	return err
+}
+
+func (dr *dirReader) close() error {
+	var err error
+	for _, sf := range dr.segs {
+		if cerr := sf.f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if dr.ix != nil {
+		if cerr := dr.ix.close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,177 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// openSaver takes a data directory for writing: it locks it, repairs what a
+// crash may have left (a torn record at the end of the last segment, index
+// entries missing after the checkpoint) and opens the last segment for
+// appending.
+func openSaver(s *Store, dir string) (_ *saver, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	sv := &saver{s: s, dir: dir}
+	defer func() {
+		if err != nil {
+			sv.closeFiles()
+		}
+	}()
+	lockPath := filepath.Join(dir, "LOCK")
+	if sv.lock, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if err := unix.Flock(int(sv.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return nil, fmt.Errorf("storage: data directory %s is in use by another store (%s: %w)", dir, lockPath, err)
+	}
+	ixPath := filepath.Join(dir, indexName)
+	if sv.ix, err = openIndex(ixPath, true); err != nil {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
+		if errors.Is(err, ErrCorrupt) {
+			s.cfg.Logf("%v; rebuilding it from the segments", err)
+		}
+		if err := createIndex(ixPath); err != nil {
+			return nil, err
+		}
+		if sv.ix, err = openIndex(ixPath, true); err != nil {
+			return nil, err
+		}
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	end, lastOK, err := sv.reindex(segs)
+	if err != nil {
+		return nil, err
+	}
+	if len(segs) > 0 && lastOK && end < s.cfg.SegmentSize {
+		n := segs[len(segs)-1]
+		path := segmentPath(dir, n)
+		if sv.seg, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+		if _, err := sv.seg.Seek(end, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("storage: %s: %w", path, err)
+		}
+		sv.segNum, sv.segOff, sv.synced = n, end, end
+	} else {
+		next := uint32(1)
+		if len(segs) > 0 {
+			next = segs[len(segs)-1] + 1
+		}
+		if err := sv.createSegment(next); err != nil {
+			return nil, fmt.Errorf("storage: %w", err)
+		}
+	}
+	if err := sv.ix.setCheckpoint(sv.segNum, sv.segOff); err != nil {
+		return nil, err
+	}
+	return sv, nil
+}
+
+// reindex reads the segments from the index checkpoint on and points the
+// index at every record there; later records override earlier ones. A torn
+// record at the end of the last segment is truncated away. It returns the
+// end of the valid data in the last segment and whether that segment can
+// be appended to.
+func (sv *saver) reindex(segs []uint32) (end int64, lastOK bool, err error) {
+	ckSeg, ckOff := sv.ix.checkpoint()
+	logf := sv.s.cfg.Logf
+	for i, n := range segs {
+		if n < ckSeg {
+			continue
+		}
+		last := i == len(segs)-1
+		start := int64(segmentHeaderSize)
+		if n == ckSeg {
+			start = max(ckOff, segmentHeaderSize)
+		}
+		end, lastOK, err = sv.reindexSegment(n, start, last)
+		if err != nil {
+			return 0, false, err
+		}
+		if !last && !lastOK {
+			logf("storage: %s: unreadable segment left as it is", segmentPath(sv.dir, n))
+		}
+	}
+	if err := sv.ix.sync(); err != nil {
+		return 0, false, err
+	}
+	return end, lastOK, nil
+}
+
+func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok bool, err error) {
+	path := segmentPath(sv.dir, n)
+	logf := sv.s.cfg.Logf
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("storage: %w", err)
+	}
+	size := fi.Size()
+	if last && size < segmentHeaderSize {
+		// Torn while being created: start it again.
+		logf("storage: %s: segment header torn (%d bytes); rewriting it", path, size)
+		if err := f.Truncate(0); err != nil {
+			return 0, false, fmt.Errorf("storage: %w", err)
+		}
+		if _, err := f.WriteAt(encodeSegmentHeader(n), 0); err != nil {
+			return 0, false, fmt.Errorf("storage: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			return 0, false, fmt.Errorf("storage: %w", err)
+		}
+		return segmentHeaderSize, true, nil
+	}
+	r, err := newSegmentReader(f, path, n, size)
+	if err != nil {
+		var c *Corruption
+		if errors.As(err, &c) {
+			logf("%v", err)
+			return size, false, nil
+		}
+		return 0, false, err
+	}
+	r.off = min(start, size)
+	for {
+		off, h, _, err := r.next()
+		if err == io.EOF {
+			return size, true, nil
+		}
+		var c *Corruption
+		if errors.As(err, &c) {
+			if last && c.Offset+c.Skipped == size {
+				logf("%v; truncating the torn tail", c)
+				if err := f.Truncate(c.Offset); err != nil {
+					return 0, false, fmt.Errorf("storage: truncating %s: %w", path, err)
+				}
+				if err := f.Sync(); err != nil {
+					return 0, false, fmt.Errorf("storage: %w", err)
+				}
+				return c.Offset, true, nil
+			}
+			logf("%v", c)
+			continue
+		}
+		if err != nil {
+			return 0, false, err
+		}
+		if err := sv.ix.set(h.urlID, n, off); err != nil {
+			return 0, false, err
+		}
+	}
+}

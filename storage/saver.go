@@ -1,0 +1,318 @@
+package storage
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// saver owns one data directory: it appends records to the current segment
+// sequentially, syncs them by the configured policy and only then points
+// the index at them.
+type saver struct {
+	s   *Store
+	dir string
+	ix  *index
+
+	lock   *os.File // flocked LOCK file
+	seg    *os.File
+	segNum uint32
+	segOff int64 // end of the records handed to the file or the buffer
+	synced int64 // end of the records known durable in seg
+
+	wbuf    []byte    // records not yet written to seg
+	pending []*record // written or buffered, not yet synced
+	ids     []uint64  // scratch for OnDurable
+
+	sinceCheckpoint int64 // bytes synced since the index checkpoint
+	timer           *time.Timer
+}
+
+const (
+	writeBufferSize = 1 << 20
+	pendingMaxBytes = 32 << 20 // sync early rather than hold more than this
+	checkpointBytes = 64 << 20 // how much recovery may have to re-read
+)
+
+func (sv *saver) run() {
+	s := sv.s
+	defer s.saversDone.Done()
+	in := s.compressed
+	sv.timer = time.NewTimer(time.Hour)
+	sv.timer.Stop()
+	var timerC <-chan time.Time
+	pendingBytes := 0
+	for {
+		var r *record
+		var ok bool
+		select {
+		case r = <-s.retry:
+		case r, ok = <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+		default:
+			// Idle: hand buffered records to the kernel, and once the input
+			// has ended, make everything durable without waiting.
+			err := sv.flush()
+			if err == nil && in == nil && len(sv.pending) > 0 {
+				err = sv.sync()
+				pendingBytes, timerC = 0, nil
+			}
+			if err != nil {
+				sv.fail(err)
+				return
+			}
+			select {
+			case r = <-s.retry:
+			case r, ok = <-in:
+				if !ok {
+					in = nil
+					continue
+				}
+			case <-timerC:
+				if err := sv.sync(); err != nil {
+					sv.fail(err)
+					return
+				}
+				pendingBytes, timerC = 0, nil
+				continue
+			case <-s.drained:
+				sv.finish()
+				return
+			}
+		}
+		if err := sv.write(r); err != nil {
+			sv.fail(err)
+			return
+		}
+		if len(sv.pending) == 1 {
+			sv.timer.Reset(s.cfg.SyncInterval)
+			timerC = sv.timer.C
+		}
+		pendingBytes += len(r.buf)
+		if len(sv.pending) >= s.cfg.SyncEvery || pendingBytes >= pendingMaxBytes {
+			if err := sv.sync(); err != nil {
+				sv.fail(err)
+				return
+			}
+			pendingBytes, timerC = 0, nil
+		}
+	}
+}
+
+// write appends r to the current segment (through the buffer), rolling the
+// segment first when r would take it past the configured size.
+func (sv *saver) write(r *record) error {
+	sv.pending = append(sv.pending, r)
+	if err := sv.ix.reserve(r.urlID); err != nil {
+		return err
+	}
+	if sv.segOff > segmentHeaderSize && sv.segOff+int64(len(r.buf)) > sv.s.cfg.SegmentSize {
+		if err := sv.roll(); err != nil {
+			return err
+		}
+	}
+	r.seg, r.off = sv.segNum, sv.segOff
+	sv.segOff += int64(len(r.buf))
+	if len(sv.wbuf)+len(r.buf) > writeBufferSize {
+		if err := sv.flush(); err != nil {
+			return err
+		}
+		if len(r.buf) > writeBufferSize {
+			return sv.writeFile(r.buf)
+		}
+	}
+	sv.wbuf = append(sv.wbuf, r.buf...)
+	return nil
+}
+
+func (sv *saver) flush() error {
+	if len(sv.wbuf) == 0 {
+		return nil
+	}
+	err := sv.writeFile(sv.wbuf)
+	sv.wbuf = sv.wbuf[:0]
+	return err
+}
+
+func (sv *saver) writeFile(b []byte) error {
+	if h := sv.s.cfg.failWrite; h != nil {
+		if err := h(sv.dir); err != nil {
+			return fmt.Errorf("writing %s: %w", sv.seg.Name(), err)
+		}
+	}
+	if _, err := sv.seg.Write(b); err != nil {
+		return fmt.Errorf("writing %s: %w", sv.seg.Name(), err)
+	}
+	return nil
+}
+
+// sync makes the pending records durable, then indexes them and reports
+// them to OnDurable.
+func (sv *saver) sync() error {
+	sv.timer.Stop()
+	if err := sv.flush(); err != nil {
+		return err
+	}
+	if len(sv.pending) == 0 {
+		return nil
+	}
+	if h := sv.s.cfg.failWrite; h != nil {
+		if err := h(sv.dir); err != nil {
+			return fmt.Errorf("syncing %s: %w", sv.seg.Name(), err)
+		}
+	}
+	if err := unix.Fdatasync(int(sv.seg.Fd())); err != nil {
+		return fmt.Errorf("syncing %s: %w", sv.seg.Name(), err)
+	}
+	sv.sinceCheckpoint += sv.segOff - sv.synced
+	sv.synced = sv.segOff
+	sv.ids = sv.ids[:0]
+	for _, r := range sv.pending {
+		// The index has room: write reserved it before the record went out.
+		sv.ix.set(r.urlID, r.seg, r.off)
+		sv.ids = append(sv.ids, r.urlID)
+	}
+	n := len(sv.pending)
+	if f := sv.s.cfg.OnDurable; f != nil {
+		f(sv.ids)
+	}
+	sv.s.durable.Add(uint64(n))
+	for i, r := range sv.pending {
+		sv.pending[i] = nil
+		sv.s.recordDone(r)
+	}
+	sv.pending = sv.pending[:0]
+	if sv.sinceCheckpoint >= checkpointBytes {
+		if err := sv.ix.setCheckpoint(sv.segNum, sv.synced); err != nil {
+			return err
+		}
+		sv.sinceCheckpoint = 0
+	}
+	return nil
+}
+
+// roll syncs and closes the current segment and starts the next one.
+func (sv *saver) roll() error {
+	last := sv.pending[len(sv.pending)-1] // the record that does not fit
+	sv.pending = sv.pending[:len(sv.pending)-1]
+	err := sv.sync()
+	sv.pending = append(sv.pending, last)
+	if err != nil {
+		return err
+	}
+	if err := sv.ix.setCheckpoint(sv.segNum, sv.synced); err != nil {
+		return err
+	}
+	sv.sinceCheckpoint = 0
+	if err := sv.seg.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", sv.seg.Name(), err)
+	}
+	sv.seg = nil
+	return sv.createSegment(sv.segNum + 1)
+}
+
+// createSegment starts segment n, durably: header written and synced, and
+// the directory entry synced.
+func (sv *saver) createSegment(n uint32) error {
+	path := segmentPath(sv.dir, n)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if h := sv.s.cfg.failWrite; h != nil {
+		if err = h(sv.dir); err != nil {
+			err = fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	if err == nil {
+		_, err = f.Write(encodeSegmentHeader(n))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = syncDir(sv.dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("creating segment %s: %w", path, err)
+	}
+	sv.seg, sv.segNum = f, n
+	sv.segOff, sv.synced = segmentHeaderSize, segmentHeaderSize
+	return nil
+}
+
+// finish makes everything durable and closes the directory's files.
+func (sv *saver) finish() {
+	err := sv.sync()
+	if err == nil {
+		err = sv.ix.setCheckpoint(sv.segNum, sv.synced)
+	}
+	if err != nil {
+		sv.fail(err)
+		return
+	}
+	if err := sv.closeFiles(); err != nil {
+		sv.s.setErr(fmt.Errorf("storage: closing %s: %w", sv.dir, err))
+	}
+}
+
+// fail stops this saver after an I/O error. The records it had not made
+// durable go back to the other savers; what it had synced stays as it is.
+func (sv *saver) fail(err error) {
+	s := sv.s
+	err = fmt.Errorf("storage: saver for %s stopped: %w", sv.dir, err)
+	s.setErr(err)
+	s.cfg.Logf("%v", err)
+	if sv.seg != nil {
+		// Best effort: drop the unsynced tail, which recovery would
+		// otherwise have to skip as a torn record.
+		sv.seg.Truncate(sv.synced)
+	}
+	sv.closeFiles()
+	pending := sv.pending
+	sv.pending = nil
+	if s.alive.Add(-1) == 0 {
+		s.deadOnce.Do(func() { close(s.dead) })
+		for _, r := range pending {
+			s.recordLost(r)
+		}
+		return
+	}
+	s.requeues.Add(1)
+	go func() {
+		defer s.requeues.Done()
+		for _, r := range pending {
+			select {
+			case s.retry <- r:
+			case <-s.dead:
+				s.recordLost(r)
+			}
+		}
+	}()
+}
+
+func (sv *saver) closeFiles() error {
+	var err error
+	if sv.seg != nil {
+		err = sv.seg.Close()
+		sv.seg = nil
+	}
+	if sv.ix != nil {
+		if cerr := sv.ix.close(); err == nil {
+			err = cerr
+		}
+		sv.ix = nil
+	}
+	if sv.lock != nil {
+		sv.lock.Close() // closing releases the flock
+		sv.lock = nil
+	}
+	return err
+}

@@ -1,0 +1,68 @@
+package storage
+
+import (
+	"context"
+	"sync"
+)
+
+// Scan calls fn for every stored page, the latest record of each URL id
+// only (see the package doc), reading all directories in parallel.
+//
+// fn is called concurrently, from one goroutine per directory; it must be
+// safe for that. Each Page is fn's to keep. Within a directory pages come
+// in the order they were written. Damaged records are skipped and counted
+// (Stats, Skipped); the scan carries on behind them. Scan stops at the
+// first error fn returns, or when ctx ends, and returns that error.
+func (r *Reader) Scan(ctx context.Context, fn func(p *Page) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for i := range r.dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.scanDir(ctx, i, fn); err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) error {
+	dr := r.dirs[i]
+	dec := new(decoder)
+	defer dec.close()
+	for _, n := range dr.order {
+		err := r.eachRecord(dr, n, segmentHeaderSize, true, func(off int64, h recordHeader, rec []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !r.current(i, location{n, off}, h) {
+				r.superseded.Add(1)
+				return nil
+			}
+			p, err := decodeRecord(h, rec, dec)
+			if err != nil {
+				// The CRC matched, so the writer stored a body its codec
+				// cannot read back: report it like any damaged record.
+				r.noteCorruption(&Corruption{File: dr.segs[n].path, Offset: off, Skipped: int64(h.length), Reason: err})
+				return nil
+			}
+			r.records.Add(1)
+			return fn(p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

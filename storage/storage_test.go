@@ -1,0 +1,237 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testPage builds a deterministic page for id: compressible HTML of a size
+// that varies with id, sometimes with an IPv6 address or none.
+func testPage(id uint64) *Page {
+	rng := rand.New(rand.NewPCG(id, 7))
+	var body bytes.Buffer
+	body.WriteString("<!doctype html><html><head><title>page ")
+	fmt.Fprint(&body, id)
+	body.WriteString("</title></head><body>\n")
+	for n := rng.IntN(200); n > 0; n-- {
+		fmt.Fprintf(&body, "<p class=\"x%d\">paragraph %d of page %d: %x</p>\n", rng.IntN(5), n, id, rng.Uint32())
+	}
+	body.WriteString("</body></html>\n")
+	p := &Page{
+		URLID:     id,
+		URL:       fmt.Sprintf("http://host%d.example/path/%d.html", id%17, id),
+		FetchTime: time.Date(2026, 11, 21, 9, 0, 0, int(id), time.UTC),
+		Duration:  time.Duration(id) * time.Millisecond,
+		Status:    200,
+		Header:    []byte(fmt.Sprintf("Content-Type: text/html\r\nServer: test/%d\r\n", id%3)),
+		ServerIP:  netip.AddrFrom4([4]byte{127, 0, 0, byte(id)}),
+		Body:      body.Bytes(),
+	}
+	switch id % 5 {
+	case 1:
+		p.ServerIP = netip.Addr{}
+	case 2:
+		p.ServerIP = netip.MustParseAddr("::1")
+	case 3:
+		p.Status = 404
+		p.Body = nil
+		p.Header = nil
+	}
+	return p
+}
+
+func samePage(t *testing.T, got, want *Page) {
+	t.Helper()
+	if got.URLID != want.URLID || got.URL != want.URL || !got.FetchTime.Equal(want.FetchTime) ||
+		got.Duration != want.Duration || got.Status != want.Status || got.ServerIP != want.ServerIP ||
+		!bytes.Equal(got.Header, want.Header) || !bytes.Equal(got.Body, want.Body) {
+		t.Fatalf("page %d differs:\n got %+v\nwant %+v", want.URLID, summary(got), summary(want))
+	}
+}
+
+func summary(p *Page) string {
+	return fmt.Sprintf("{%d %s %v %v %d %v hdr=%q body=%d bytes}", p.URLID, p.URL, p.FetchTime, p.Duration, p.Status, p.ServerIP, p.Header, len(p.Body))
+}
+
+// writeStore stores pages ids [from, to) in a store over dirs.
+func writeStore(t *testing.T, cfg Config, from, to uint64) {
+	t.Helper()
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := from; id < to; id++ {
+		if err := s.Put(context.Background(), testPage(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Durable(), to-from; got != want {
+		t.Fatalf("Durable() = %d after Close, want %d", got, want)
+	}
+}
+
+// checkStore reads dirs back and checks pages [from, to) are all there.
+func checkStore(t *testing.T, dirs []string, from, to uint64) {
+	t.Helper()
+	r, err := OpenReader(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for id := from; id < to; id++ {
+		p, err := r.Get(id)
+		if err != nil {
+			t.Fatalf("Get(%d): %v", id, err)
+		}
+		samePage(t, p, testPage(id))
+	}
+	if _, err := r.Get(to + 1000); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(absent) = %v, want ErrNotFound", err)
+	}
+	var mu sync.Mutex
+	seen := map[uint64]bool{}
+	err = r.Scan(context.Background(), func(p *Page) error {
+		samePage(t, p, testPage(p.URLID))
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[p.URLID] {
+			return fmt.Errorf("page %d seen twice", p.URLID)
+		}
+		seen[p.URLID] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(seen)) != to-from {
+		t.Fatalf("Scan saw %d pages, want %d", len(seen), to-from)
+	}
+	if st := r.Stats(); st.Skipped != 0 {
+		t.Fatalf("clean store: skipped %d regions: %v", st.Skipped, st.Errors)
+	}
+}
+
+func TestRoundTripEveryCodec(t *testing.T) {
+	for _, codec := range Codecs() {
+		t.Run(codec, func(t *testing.T) {
+			dirs := []string{t.TempDir(), t.TempDir()}
+			cfg := Config{Dirs: dirs, Codec: codec, Compressors: 2, SegmentSize: 256 << 10}
+			writeStore(t, cfg, 0, 300)
+			checkStore(t, dirs, 0, 300)
+			// Reopening appends to the same store.
+			writeStore(t, cfg, 300, 400)
+			checkStore(t, dirs, 0, 400)
+		})
+	}
+}
+
+func TestMixedCodecsAndRecrawlLatestWins(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	writeStore(t, Config{Dirs: dirs, Codec: "zstd"}, 0, 50)
+	// Re-crawl ids 10..19 later, with another codec and another body.
+	s, err := Open(Config{Dirs: dirs, Codec: "s2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(10); id < 20; id++ {
+		p := testPage(id)
+		p.FetchTime = p.FetchTime.Add(time.Hour)
+		p.Body = []byte("new body")
+		if err := s.Put(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for id := uint64(0); id < 50; id++ {
+		p, err := r.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recrawled := id >= 10 && id < 20; recrawled != (string(p.Body) == "new body") {
+			t.Fatalf("page %d: body %.20q", id, p.Body)
+		}
+	}
+	var mu sync.Mutex
+	n := 0
+	err = r.Scan(context.Background(), func(p *Page) error {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if p.URLID >= 10 && p.URLID < 20 && string(p.Body) != "new body" {
+			return fmt.Errorf("scan yielded the superseded record of %d", p.URLID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); n != 50 || st.Superseded != 10 {
+		t.Fatalf("scan: %d pages, %d superseded; want 50 and 10", n, st.Superseded)
+	}
+}
+
+func TestOnDurableReportsEveryPage(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	got := map[uint64]bool{}
+	cfg := Config{Dirs: []string{dir, filepath.Join(dir, "b")}, SyncEvery: 7, OnDurable: func(ids []uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			got[id] = true
+		}
+	}}
+	writeStore(t, cfg, 0, 100)
+	if len(got) != 100 {
+		t.Fatalf("OnDurable reported %d pages, want 100", len(got))
+	}
+}
+
+func TestPutRejectsBadPages(t *testing.T) {
+	s, err := Open(Config{Dirs: []string{t.TempDir()}, MaxURLID: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range []*Page{nil, {URLID: 1001}, {URLID: 1, Status: -1}, {URLID: 1, URL: string(make([]byte, maxURLLen+1))}} {
+		if err := s.Put(context.Background(), p); err == nil {
+			t.Errorf("Put(%v) accepted", p)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(context.Background(), testPage(1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Put after Close: %v", err)
+	}
+}
+
+func TestSecondWriterIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Open(Config{Dirs: []string{dir}}); err == nil {
+		t.Fatal("a second Store opened the same directory")
+	}
+}
