@@ -100,7 +100,7 @@ type Store struct {
 	requeues        sync.WaitGroup // failed savers handing their records back
 	savers          []*saver
 
-	alive       atomic.Int32 // savers still working
+	alive       atomic.Int32  // savers still working
 	dead        chan struct{} // closed when no saver is left
 	deadOnce    sync.Once
 	outstanding atomic.Int64  // records accepted by Put, not yet durable or lost
