@@ -52,11 +52,15 @@ func Codecs() []string { return append([]string(nil), codecNames[:]...) }
 // from record to record.
 type encoder struct {
 	codec Codec
+	lzo   *lzoCompressor
 	zstd  *zstd.Encoder
 }
 
 func newEncoder(c Codec) (*encoder, error) {
 	e := &encoder{codec: c}
+	if c == CodecLZO {
+		e.lzo = new(lzoCompressor)
+	}
 	if c == CodecZstd {
 		z, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
@@ -72,7 +76,7 @@ func newEncoder(c Codec) (*encoder, error) {
 func (e *encoder) appendEncoded(dst, src []byte) []byte {
 	switch e.codec {
 	case CodecLZO:
-		return appendLZO(dst, src)
+		return e.lzo.appendCompress(dst, src)
 	case CodecS2:
 		n := len(dst)
 		need := s2.MaxEncodedLen(len(src))
@@ -158,10 +162,6 @@ func (d *decoder) decode(c Codec, dst, src []byte, rawLen int) (out []byte, err 
 		return nil, fmt.Errorf("decodes to %d bytes, header says %d", len(out)-n, rawLen)
 	}
 	return out, nil
-}
-
-func appendLZO(dst, src []byte) []byte {
-	return append(dst, lzo.Compress1X(src)...)
 }
 
 // decodeLZO wraps go-lzo's decompressor, which relies on the runtime's

@@ -11,6 +11,10 @@ import (
 // saver owns one data directory: it appends records to the current segment
 // sequentially, syncs them by the configured policy and only then points
 // the index at them.
+//
+// The fdatasync runs in its own goroutine while the saver goes on writing
+// the next records into the same file, so a slow sync does not stall the
+// disk's sequential stream; at most one sync is in flight.
 type saver struct {
 	s   *Store
 	dir string
@@ -22,12 +26,24 @@ type saver struct {
 	segOff int64 // end of the records handed to the file or the buffer
 	synced int64 // end of the records known durable in seg
 
-	wbuf    []byte    // records not yet written to seg
-	pending []*record // written or buffered, not yet synced
-	ids     []uint64  // scratch for OnDurable
+	wbuf         []byte    // records not yet written to seg
+	pending      []*record // written or buffered, no sync started for them
+	pendingBytes int
+	spare        []*record // a drained batch slice, for reuse
+	inflight     *syncBatch
+	syncDone     chan *syncBatch
+	ids          []uint64 // scratch for OnDurable
 
 	sinceCheckpoint int64 // bytes synced since the index checkpoint
 	timer           *time.Timer
+	timerC          <-chan time.Time // timer.C while records wait for a sync
+}
+
+// syncBatch is one fdatasync in flight and the records it makes durable.
+type syncBatch struct {
+	recs []*record
+	end  int64 // segment offset the sync covers
+	err  error
 }
 
 const (
@@ -40,13 +56,17 @@ func (sv *saver) run() {
 	s := sv.s
 	defer s.saversDone.Done()
 	in := s.compressed
+	sv.syncDone = make(chan *syncBatch, 1)
 	sv.timer = time.NewTimer(time.Hour)
 	sv.timer.Stop()
-	var timerC <-chan time.Time
-	pendingBytes := 0
 	for {
+		var syncDone chan *syncBatch
+		if sv.inflight != nil {
+			syncDone = sv.syncDone
+		}
 		var r *record
 		var ok bool
+		var err error
 		select {
 		case r = <-s.retry:
 		case r, ok = <-in:
@@ -54,17 +74,20 @@ func (sv *saver) run() {
 				in = nil
 				continue
 			}
+		case b := <-syncDone:
+			err = sv.applySync(b)
 		default:
 			// Idle: hand buffered records to the kernel, and once the input
 			// has ended, make everything durable without waiting.
-			err := sv.flush()
+			err = sv.flush()
 			if err == nil && in == nil && len(sv.pending) > 0 {
-				err = sv.sync()
-				pendingBytes, timerC = 0, nil
+				err = sv.startSync()
+				if sv.inflight != nil {
+					syncDone = sv.syncDone
+				}
 			}
 			if err != nil {
-				sv.fail(err)
-				return
+				break
 			}
 			select {
 			case r = <-s.retry:
@@ -73,33 +96,28 @@ func (sv *saver) run() {
 					in = nil
 					continue
 				}
-			case <-timerC:
-				if err := sv.sync(); err != nil {
-					sv.fail(err)
-					return
-				}
-				pendingBytes, timerC = 0, nil
-				continue
+			case b := <-syncDone:
+				err = sv.applySync(b)
+			case <-sv.timerC:
+				err = sv.startSync()
 			case <-s.drained:
 				sv.finish()
 				return
 			}
 		}
-		if err := sv.write(r); err != nil {
+		if err == nil && r != nil {
+			err = sv.write(r)
+			if err == nil && len(sv.pending) == 1 {
+				sv.timer.Reset(s.cfg.SyncInterval)
+				sv.timerC = sv.timer.C
+			}
+			if err == nil && (len(sv.pending) >= s.cfg.SyncEvery || sv.pendingBytes >= pendingMaxBytes) {
+				err = sv.startSync()
+			}
+		}
+		if err != nil {
 			sv.fail(err)
 			return
-		}
-		if len(sv.pending) == 1 {
-			sv.timer.Reset(s.cfg.SyncInterval)
-			timerC = sv.timer.C
-		}
-		pendingBytes += len(r.buf)
-		if len(sv.pending) >= s.cfg.SyncEvery || pendingBytes >= pendingMaxBytes {
-			if err := sv.sync(); err != nil {
-				sv.fail(err)
-				return
-			}
-			pendingBytes, timerC = 0, nil
 		}
 	}
 }
@@ -108,6 +126,7 @@ func (sv *saver) run() {
 // segment first when r would take it past the configured size.
 func (sv *saver) write(r *record) error {
 	sv.pending = append(sv.pending, r)
+	sv.pendingBytes += len(r.buf)
 	if err := sv.ix.reserve(r.urlID); err != nil {
 		return err
 	}
@@ -151,47 +170,80 @@ func (sv *saver) writeFile(b []byte) error {
 	return nil
 }
 
-// sync makes the pending records durable, then indexes them and reports
-// them to OnDurable.
-func (sv *saver) sync() error {
+// startSync writes out the buffer and starts an fdatasync covering the
+// pending records, after the one in flight (if any) has finished.
+func (sv *saver) startSync() error {
 	sv.timer.Stop()
+	sv.timerC = nil
 	if err := sv.flush(); err != nil {
 		return err
 	}
 	if len(sv.pending) == 0 {
 		return nil
 	}
+	if sv.inflight != nil {
+		if err := sv.applySync(<-sv.syncDone); err != nil {
+			return err
+		}
+	}
 	if h := sv.s.cfg.failWrite; h != nil {
 		if err := h(sv.dir); err != nil {
 			return fmt.Errorf("syncing %s: %w", sv.seg.Name(), err)
 		}
 	}
-	if err := unix.Fdatasync(int(sv.seg.Fd())); err != nil {
-		return fmt.Errorf("syncing %s: %w", sv.seg.Name(), err)
+	b := &syncBatch{recs: sv.pending, end: sv.segOff}
+	sv.pending, sv.spare, sv.pendingBytes = sv.spare[:0], nil, 0
+	sv.inflight = b
+	fd := int(sv.seg.Fd())
+	go func() {
+		b.err = unix.Fdatasync(fd)
+		sv.syncDone <- b
+	}()
+	return nil
+}
+
+// applySync completes the sync b: its records are durable now, so the
+// index may point at them and OnDurable hears of them. A failed sync puts
+// its records back in front of the pending ones.
+func (sv *saver) applySync(b *syncBatch) error {
+	sv.inflight = nil
+	if b.err != nil {
+		sv.pending = append(b.recs, sv.pending...)
+		return fmt.Errorf("syncing %s: %w", sv.seg.Name(), b.err)
 	}
-	sv.sinceCheckpoint += sv.segOff - sv.synced
-	sv.synced = sv.segOff
+	sv.sinceCheckpoint += b.end - sv.synced
+	sv.synced = b.end
 	sv.ids = sv.ids[:0]
-	for _, r := range sv.pending {
+	for _, r := range b.recs {
 		// The index has room: write reserved it before the record went out.
 		sv.ix.set(r.urlID, r.seg, r.off)
 		sv.ids = append(sv.ids, r.urlID)
 	}
-	n := len(sv.pending)
 	if f := sv.s.cfg.OnDurable; f != nil {
 		f(sv.ids)
 	}
-	sv.s.durable.Add(uint64(n))
-	for i, r := range sv.pending {
-		sv.pending[i] = nil
+	sv.s.durable.Add(uint64(len(b.recs)))
+	for i, r := range b.recs {
+		b.recs[i] = nil
 		sv.s.recordDone(r)
 	}
-	sv.pending = sv.pending[:0]
+	sv.spare = b.recs[:0]
 	if sv.sinceCheckpoint >= checkpointBytes {
 		if err := sv.ix.setCheckpoint(sv.segNum, sv.synced); err != nil {
 			return err
 		}
 		sv.sinceCheckpoint = 0
+	}
+	return nil
+}
+
+// sync makes every pending record durable before it returns.
+func (sv *saver) sync() error {
+	if err := sv.startSync(); err != nil {
+		return err
+	}
+	if sv.inflight != nil {
+		return sv.applySync(<-sv.syncDone)
 	}
 	return nil
 }
@@ -267,6 +319,10 @@ func (sv *saver) finish() {
 // durable go back to the other savers; what it had synced stays as it is.
 func (sv *saver) fail(err error) {
 	s := sv.s
+	if sv.inflight != nil {
+		// A sync that succeeds still makes its records durable.
+		sv.applySync(<-sv.syncDone)
+	}
 	err = fmt.Errorf("storage: saver for %s stopped: %w", sv.dir, err)
 	s.setErr(err)
 	s.cfg.Logf("%v", err)

@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	lzo "github.com/rasky/go-lzo"
+)
+
+// lzoInputs are edge cases around the compressor's thresholds, repetitive
+// and random data, and real HTML when the PostgreSQL docs are installed.
+func lzoInputs(t testing.TB) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var in [][]byte
+	for _, n := range []int{0, 1, 3, 4, 12, 13, 14, 17, 18, 19, 238, 239, 255, 256, 300, 4096, 70000, 200000} {
+		r := make([]byte, n)
+		for i := range r {
+			r[i] = byte(rng.IntN(256))
+		}
+		in = append(in, r, bytes.Repeat([]byte("a"), n), bytes.Repeat([]byte("<p>abc</p>"), n/10+1)[:n])
+		mixed := make([]byte, n)
+		for i := range mixed {
+			mixed[i] = "abcdefgh"[rng.IntN(8)]
+		}
+		in = append(in, mixed)
+	}
+	files, _ := filepath.Glob("/usr/share/doc/postgresql-doc-15/html/*.html")
+	for i, f := range files {
+		if i%40 != 0 {
+			continue
+		}
+		if b, err := os.ReadFile(f); err == nil {
+			in = append(in, b)
+		}
+	}
+	return in
+}
+
+func TestLZOMatchesGoLZO(t *testing.T) {
+	var c lzoCompressor
+	prefix := []byte("prefix")
+	for i, in := range lzoInputs(t) {
+		want := lzo.Compress1X(in)
+		got := c.appendCompress(append([]byte(nil), prefix...), in)
+		if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+			t.Fatalf("input %d (%d bytes): output differs from go-lzo's", i, len(in))
+		}
+		back, err := decodeLZO(got[len(prefix):], len(in))
+		if err != nil || !bytes.Equal(back, in) {
+			t.Fatalf("input %d (%d bytes): round trip failed: %v", i, len(in), err)
+		}
+	}
+}
+
+func TestLZODecodeRejectsGarbage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var c lzoCompressor
+	good := c.appendCompress(nil, bytes.Repeat([]byte("<td>cell</td>"), 500))
+	for i := 0; i < 2000; i++ {
+		b := append([]byte(nil), good...)
+		for j := rng.IntN(4); j >= 0; j-- {
+			b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
+		}
+		b = b[:rng.IntN(len(b)+1)]
+		decodeLZO(b, 13*500) // must not panic
+	}
+}
+
+func BenchmarkLZOCompress(b *testing.B) {
+	in := lzoInputs(b)
+	var n int
+	for _, x := range in {
+		n += len(x)
+	}
+	b.Run("storage", func(b *testing.B) {
+		var c lzoCompressor
+		buf := make([]byte, 0, 1<<20)
+		b.SetBytes(int64(n))
+		b.ReportAllocs()
+		for range b.N {
+			for _, x := range in {
+				buf = c.appendCompress(buf[:0], x)
+			}
+		}
+	})
+	b.Run("go-lzo", func(b *testing.B) {
+		b.SetBytes(int64(n))
+		b.ReportAllocs()
+		for range b.N {
+			for _, x := range in {
+				lzo.Compress1X(x)
+			}
+		}
+	})
+}
