@@ -1,0 +1,141 @@
+package urltree
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The meta file holds the commit record: which prefix of the arrays is
+// durable. It is a 64-byte header followed by two slots, at offsets 512 and
+// 1024 so that each lies in its own disk sector. Sync writes the slot the
+// previous commit did not use, so a torn write can only damage the newer
+// slot and Open falls back to the older one. Slot layout (little endian):
+//
+//	offset size
+//	0      8    seq: commit number, the valid slot with the higher one wins
+//	8      8    count: URLs durable in the arena and pointer arrays
+//	16     8    arena length: entry bytes after the arena's header
+//	24     4    root node id (meaningful only when clean)
+//	28     4    flags: 1 = clean, the node array matches count and root
+//	32     28   zero
+//	60     4    CRC-32C of bytes 0..59
+const (
+	metaSlotSize = 64
+	metaFileSize = 1536
+	flagClean    = 1
+)
+
+var metaSlotOffsets = [2]int64{512, 1024}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+type commit struct {
+	seq      uint64
+	count    uint64
+	arenaLen uint64
+	root     uint32
+	flags    uint32
+}
+
+func (c commit) encode() []byte {
+	b := make([]byte, metaSlotSize)
+	binary.LittleEndian.PutUint64(b[0:], c.seq)
+	binary.LittleEndian.PutUint64(b[8:], c.count)
+	binary.LittleEndian.PutUint64(b[16:], c.arenaLen)
+	binary.LittleEndian.PutUint32(b[24:], c.root)
+	binary.LittleEndian.PutUint32(b[28:], c.flags)
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+	return b
+}
+
+func decodeCommit(b []byte) (commit, bool) {
+	if len(b) < metaSlotSize || binary.LittleEndian.Uint32(b[60:]) != crc32.Checksum(b[:60], castagnoli) {
+		return commit{}, false
+	}
+	c := commit{
+		seq:      binary.LittleEndian.Uint64(b[0:]),
+		count:    binary.LittleEndian.Uint64(b[8:]),
+		arenaLen: binary.LittleEndian.Uint64(b[16:]),
+		root:     binary.LittleEndian.Uint32(b[24:]),
+		flags:    binary.LittleEndian.Uint32(b[28:]),
+	}
+	return c, c.seq != 0
+}
+
+type metaFile struct {
+	path string
+	f    *os.File
+	last commit
+}
+
+func createMeta(path string) (*metaFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	b := make([]byte, metaFileSize)
+	putHeader(b, magicMeta)
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("urltree: write %s: %w", path, err)
+	}
+	m := &metaFile{path: path, f: f}
+	return m, nil
+}
+
+func openMeta(path string, readOnly bool) (*metaFile, error) {
+	flag := os.O_RDWR
+	if readOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	b := make([]byte, metaFileSize)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && n < headerSize {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %d bytes, shorter than its header", ErrCorrupt, path, n)
+	}
+	b = b[:n]
+	if err := checkHeader(path, b, magicMeta); err != nil {
+		f.Close()
+		return nil, err
+	}
+	m := &metaFile{path: path, f: f}
+	found := false
+	for _, off := range metaSlotOffsets {
+		if off+metaSlotSize > int64(len(b)) {
+			continue
+		}
+		if c, ok := decodeCommit(b[off : off+metaSlotSize]); ok && (!found || c.seq > m.last.seq) {
+			m.last, found = c, true
+		}
+	}
+	if !found {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: neither commit slot is valid", ErrCorrupt, path)
+	}
+	return m, nil
+}
+
+// write makes c the durable commit: c.seq is set to one past the last.
+func (m *metaFile) write(c commit) error {
+	c.seq = m.last.seq + 1
+	off := metaSlotOffsets[c.seq%2]
+	if _, err := m.f.WriteAt(c.encode(), off); err != nil {
+		return fmt.Errorf("urltree: write %s: %w", m.path, err)
+	}
+	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
+	}
+	m.last = c
+	return nil
+}
+
+func (m *metaFile) close() error { return m.f.Close() }

@@ -1,0 +1,135 @@
+package urltree
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mappedFile is one array file mapped into memory in full. It grows by
+// reserving disk blocks with fallocate first and remapping afterwards, so
+// a full disk is an error from grow rather than a SIGBUS on a later store.
+type mappedFile struct {
+	path     string
+	f        *os.File
+	data     []byte // the whole file, shared mapping
+	readOnly bool
+}
+
+// minFileSize is the smallest size a file grows to; growth is then
+// proportional (1/4) so remaps stay rare without much preallocated space.
+const minFileSize = 64 << 10
+
+func openMapped(path string, readOnly, create bool) (*mappedFile, error) {
+	flag := os.O_RDWR
+	if readOnly {
+		flag = os.O_RDONLY
+	}
+	if create {
+		flag |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	m := &mappedFile{path: path, f: f, readOnly: readOnly}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	if fi.Size() > 0 {
+		if err := m.mapSize(fi.Size()); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *mappedFile) mapSize(size int64) error {
+	if size != int64(int(size)) {
+		return fmt.Errorf("urltree: %s: file of %d bytes is too large to map", m.path, size)
+	}
+	prot := unix.PROT_READ
+	if !m.readOnly {
+		prot |= unix.PROT_WRITE
+	}
+	data, err := unix.Mmap(int(m.f.Fd()), 0, int(size), prot, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("urltree: mmap %s (%d bytes): %w", m.path, size, err)
+	}
+	m.data = data
+	return nil
+}
+
+// ensure makes the file at least n bytes long and mapped.
+func (m *mappedFile) ensure(n int64) error {
+	if n <= int64(len(m.data)) {
+		return nil
+	}
+	if m.readOnly {
+		return ErrReadOnly
+	}
+	old := int64(len(m.data))
+	size := max(n, old+old/4, minFileSize)
+	size = (size + 4095) &^ 4095
+	if err := unix.Fallocate(int(m.f.Fd()), 0, old, size-old); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			// Some filesystems cannot reserve blocks; writing zeros
+			// reserves them just as well, only more slowly.
+			err = m.zeroFill(old, size)
+		}
+		if err != nil {
+			return fmt.Errorf("urltree: grow %s to %d bytes: %w", m.path, size, err)
+		}
+	}
+	if m.data != nil {
+		if err := unix.Munmap(m.data); err != nil {
+			return fmt.Errorf("urltree: munmap %s: %w", m.path, err)
+		}
+		m.data = nil
+	}
+	return m.mapSize(size)
+}
+
+func (m *mappedFile) zeroFill(from, to int64) error {
+	zeros := make([]byte, 64<<10)
+	for off := from; off < to; {
+		n := min(int64(len(zeros)), to-off)
+		if _, err := m.f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+func (m *mappedFile) sync() error {
+	if m.readOnly {
+		return nil
+	}
+	// On Linux the pages of a shared mapping live in the page cache, so
+	// fdatasync writes them back just as msync(MS_SYNC) would.
+	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
+	}
+	return nil
+}
+
+func (m *mappedFile) close() error {
+	var err error
+	if m.data != nil {
+		err = unix.Munmap(m.data)
+		m.data = nil
+	}
+	if cerr := m.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("urltree: close %s: %w", m.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,381 @@
+package urltree
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+)
+
+// File names inside a tree's directory.
+const (
+	metaName  = "urltree.meta"
+	nodesName = "urltree.nodes"
+	ptrsName  = "urltree.ptrs"
+	arenaName = "urltree.arena"
+)
+
+// DefaultMaxURLLen is the longest URL Add accepts unless Options say
+// otherwise; MaxURLLenLimit is the most Options may allow.
+const (
+	DefaultMaxURLLen = 8 << 10
+	MaxURLLenLimit   = 1<<16 - 1
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// MaxURLLen is the longest URL Add accepts (DefaultMaxURLLen if 0, at
+	// most MaxURLLenLimit).
+	MaxURLLen int
+	// ReadOnly opens an existing tree without writing to it. After a crash
+	// the node array is then rebuilt in memory rather than in its file.
+	ReadOnly bool
+}
+
+// Tree is a prefix-compressed URL set assigning dense ids. One writer and
+// any number of readers may use it concurrently: Add and Sync take a write
+// lock, Find, Get and Len a read lock.
+type Tree struct {
+	mu        sync.RWMutex
+	dir       string
+	maxURLLen int
+	readOnly  bool
+	closed    bool
+	recovered bool
+
+	meta  *metaFile
+	nodeF *mappedFile // nil when the node array lives on the heap
+	ptrF  *mappedFile
+	arenF *mappedFile
+
+	nodes nodes
+	ptrs  []uint64
+	arena []byte // the whole arena file; entries start at headerSize
+
+	count    uint64 // URLs stored
+	arenaEnd uint64 // end offset of the last entry in the arena file
+	root     uint32
+
+	scratch []byte // entry encoding buffer of the writer
+}
+
+// Open opens the tree in dir, creating dir and an empty tree when there is
+// none (unless opts.ReadOnly). After a crash the durable prefix (the URLs
+// added before the last Sync) is kept and the node array rebuilt.
+func Open(dir string, opts *Options) (*Tree, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxURLLen == 0 {
+		o.MaxURLLen = DefaultMaxURLLen
+	}
+	if o.MaxURLLen < 1 || o.MaxURLLen > MaxURLLenLimit {
+		return nil, fmt.Errorf("urltree: MaxURLLen %d outside 1..%d", o.MaxURLLen, MaxURLLenLimit)
+	}
+	t := &Tree{dir: dir, maxURLLen: o.MaxURLLen, readOnly: o.ReadOnly, root: none}
+	metaPath := filepath.Join(dir, metaName)
+	if _, err := os.Stat(metaPath); errors.Is(err, fs.ErrNotExist) {
+		if o.ReadOnly {
+			return nil, fmt.Errorf("%w: %s", ErrNoTree, dir)
+		}
+		if err := t.create(); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	if err := t.open(); err != nil {
+		t.closeFiles()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tree) path(name string) string { return filepath.Join(t.dir, name) }
+
+func (t *Tree) create() error {
+	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		return fmt.Errorf("urltree: %w", err)
+	}
+	// Array files without a meta file are left from a crash inside create;
+	// they hold nothing durable.
+	for _, name := range []string{nodesName, ptrsName, arenaName} {
+		if err := os.Remove(t.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("urltree: %w", err)
+		}
+	}
+	var err error
+	for _, f := range []struct {
+		mf    **mappedFile
+		name  string
+		magic [8]byte
+	}{{&t.nodeF, nodesName, magicNodes}, {&t.ptrF, ptrsName, magicPtrs}, {&t.arenF, arenaName, magicArena}} {
+		if *f.mf, err = openMapped(t.path(f.name), false, true); err != nil {
+			t.closeFiles()
+			return err
+		}
+		if err = (*f.mf).ensure(minFileSize); err != nil {
+			t.closeFiles()
+			return err
+		}
+		putHeader((*f.mf).data, f.magic)
+		if err = (*f.mf).sync(); err != nil {
+			t.closeFiles()
+			return err
+		}
+	}
+	t.remapped()
+	t.arenaEnd = headerSize
+	if t.meta, err = createMeta(t.path(metaName)); err == nil {
+		err = t.meta.write(commit{})
+	}
+	if err == nil {
+		err = syncDir(t.dir)
+	}
+	if err != nil {
+		t.closeFiles()
+		os.Remove(t.path(metaName))
+		return err
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("urltree: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("urltree: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// remapped refreshes the typed views after a file was (re)mapped.
+func (t *Tree) remapped() {
+	if t.nodeF != nil {
+		t.nodes = nodes(u64s(t.nodeF.data))
+	}
+	t.ptrs = u64s(t.ptrF.data)
+	t.arena = t.arenF.data
+}
+
+// u64s views a mapped file after its header as little-endian uint64s
+// (mappings are page aligned, and kspider runs on little-endian CPUs).
+func u64s(b []byte) []uint64 {
+	if len(b) < headerSize+8 {
+		return nil
+	}
+	b = b[headerSize:]
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+// Len returns the number of URLs in the tree.
+func (t *Tree) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return int(t.count)
+}
+
+// Recovered reports whether Open had to rebuild the node array (after a
+// crash, or because the node file failed its checks).
+func (t *Tree) Recovered() bool { return t.recovered }
+
+func (t *Tree) checkURL(url []byte) error {
+	if len(url) == 0 {
+		return ErrEmptyURL
+	}
+	if len(url) > t.maxURLLen {
+		return fmt.Errorf("%w: %d bytes, the maximum is %d (URL starts %q)", ErrURLTooLong, len(url), t.maxURLLen, url[:min(64, len(url))])
+	}
+	return nil
+}
+
+// Add stores url unless it is there already, and returns its id. Ids are
+// dense, in order of first addition, and never reused. The URL is durable
+// once Sync returns.
+func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
+	if err := t.checkURL(url); err != nil {
+		return 0, false, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, false, ErrClosed
+	}
+	var p insertPath
+	d := t.search(url, &p)
+	if d.found != none {
+		return d.found, false, nil
+	}
+	if t.readOnly {
+		return 0, false, ErrReadOnly
+	}
+	if t.count >= maxURLs {
+		return 0, false, ErrFull
+	}
+	id = uint32(t.count)
+	lcp, ref := d.loL, d.lo
+	if d.hiL > lcp {
+		lcp, ref = d.hiL, d.hi
+	}
+	// A reference that shares at least as much with its own reference
+	// adds no bytes to a Get: refer past it, so every hop of a Get
+	// contributes bytes and chains stay short.
+	for lcp > 0 {
+		e := t.entry(ref)
+		if e.lcp < lcp {
+			break
+		}
+		ref = e.ref
+	}
+	t.scratch = appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
+	if err := t.reserve(id, uint64(len(t.scratch))); err != nil {
+		return 0, false, err
+	}
+	if id%ptrBlock == 0 {
+		t.ptrs[id>>ptrShift] = t.arenaEnd
+	}
+	copy(t.arena[t.arenaEnd:], t.scratch)
+	t.arenaEnd += uint64(len(t.scratch))
+	t.root = t.nodes.attach(t.root, &p, id)
+	t.count++
+	return id, true, nil
+}
+
+// AddString is Add for a string.
+func (t *Tree) AddString(url string) (uint32, bool, error) {
+	return t.Add(unsafe.Slice(unsafe.StringData(url), len(url)))
+}
+
+// reserve grows the files so entry id of n bytes fits.
+func (t *Tree) reserve(id uint32, n uint64) error {
+	grown := false
+	need := []struct {
+		f    *mappedFile
+		size uint64
+	}{
+		{t.arenF, t.arenaEnd + n},
+		{t.ptrF, headerSize + (uint64(id>>ptrShift)+1)*8},
+		{t.nodeF, headerSize + (uint64(id)+1)*8},
+	}
+	for _, r := range need {
+		if r.f == nil {
+			continue
+		}
+		if r.size > uint64(len(r.f.data)) {
+			if err := r.f.ensure(int64(r.size)); err != nil {
+				t.remapped()
+				return err
+			}
+			grown = true
+		}
+	}
+	if t.nodeF == nil && uint64(id) >= uint64(len(t.nodes)) {
+		t.nodes = append(t.nodes, make([]uint64, len(t.nodes)/4+1024)...)
+	}
+	if grown {
+		t.remapped()
+	}
+	return nil
+}
+
+// Find returns the id of url and whether it is in the tree.
+func (t *Tree) Find(url []byte) (uint32, bool) {
+	if len(url) == 0 || len(url) > t.maxURLLen {
+		return 0, false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return 0, false
+	}
+	d := t.search(url, nil)
+	return d.found, d.found != none
+}
+
+// FindString is Find for a string.
+func (t *Tree) FindString(url string) (uint32, bool) {
+	return t.Find(unsafe.Slice(unsafe.StringData(url), len(url)))
+}
+
+// Get appends the URL with the given id to buf and returns the result.
+func (t *Tree) Get(id uint32, buf []byte) ([]byte, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.closed {
+		return buf, ErrClosed
+	}
+	if uint64(id) >= t.count {
+		return buf, fmt.Errorf("%w: id %d, the tree holds %d URLs", ErrNotFound, id, t.count)
+	}
+	return t.appendURL(buf, id), nil
+}
+
+// Sync makes every URL added so far durable.
+func (t *Tree) Sync() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	return t.commit(0)
+}
+
+func (t *Tree) commit(flags uint32) error {
+	if t.readOnly {
+		return nil
+	}
+	if err := t.arenF.sync(); err != nil {
+		return err
+	}
+	if err := t.ptrF.sync(); err != nil {
+		return err
+	}
+	if flags&flagClean != 0 {
+		if err := t.nodeF.sync(); err != nil {
+			return err
+		}
+	}
+	return t.meta.write(commit{count: t.count, arenaLen: t.arenaEnd - headerSize, root: t.root, flags: flags})
+}
+
+// Close syncs the tree, marks its node array clean (so the next Open need
+// not rebuild it) and releases the files.
+func (t *Tree) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrClosed
+	}
+	err := t.commit(flagClean)
+	t.closed = true
+	if cerr := t.closeFiles(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (t *Tree) closeFiles() error {
+	var err error
+	for _, f := range []*mappedFile{t.nodeF, t.ptrF, t.arenF} {
+		if f != nil {
+			if cerr := f.close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	t.nodeF, t.ptrF, t.arenF = nil, nil, nil
+	t.nodes, t.ptrs, t.arena = nil, nil, nil
+	if t.meta != nil {
+		if cerr := t.meta.close(); err == nil {
+			err = cerr
+		}
+		t.meta = nil
+	}
+	return err
+}

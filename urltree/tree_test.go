@@ -1,0 +1,166 @@
+package urltree
+
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+
+	"encoding/binary"
+	"errors"
+	"golang.org/x/sys/unix"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBadInput(t *testing.T) {
+	tr, err := Open(t.TempDir(), &Options{MaxURLLen: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if _, _, err := tr.Add(nil); !errors.Is(err, ErrEmptyURL) {
+		t.Errorf("Add(empty) = %v, want ErrEmptyURL", err)
+	}
+	if _, _, err := tr.AddString("http://toolong"); !errors.Is(err, ErrURLTooLong) {
+		t.Errorf("Add(long) = %v, want ErrURLTooLong", err)
+	}
+	if _, ok := tr.FindString("http://toolong"); ok {
+		t.Error("Find(long) found something")
+	}
+	if _, err := tr.Get(0, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(0) of an empty tree = %v, want ErrNotFound", err)
+	}
+	if _, err := Open(t.TempDir(), &Options{MaxURLLen: MaxURLLenLimit + 1}); err == nil {
+		t.Error("Open accepted MaxURLLen above the limit")
+	}
+}
+
+func TestNewerFormat(t *testing.T) {
+	for _, name := range []string{metaName, nodesName, ptrsName, arenaName} {
+		dir := t.TempDir()
+		tr, err := Open(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.AddString("http://example.com/")
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(b[8:], FormatVersion+1)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(dir, nil)
+		if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: Open = %v, want ErrNewerFormat naming the file", name, err)
+		}
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(dir, &Options{ReadOnly: true}); !errors.Is(err, ErrNoTree) {
+		t.Errorf("read-only Open of an empty dir = %v, want ErrNoTree", err)
+	}
+	tr, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.AddString("http://a/")
+	tr.AddString("http://b/")
+	tr.Sync()
+	tr.AddString("http://c/") // not synced: lost to the "crash" below
+	tr.closeFiles()
+	ro, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !ro.Recovered() || ro.Len() != 2 {
+		t.Errorf("read-only reopen after a crash: Recovered %v, Len %d; want true, 2", ro.Recovered(), ro.Len())
+	}
+	if id, ok := ro.FindString("http://b/"); !ok || id != 1 {
+		t.Errorf("Find = %d, %v", id, ok)
+	}
+	if _, _, err := ro.AddString("http://d/"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Add on a read-only tree = %v, want ErrReadOnly", err)
+	}
+}
+
+func TestReadOnlyDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores directory permissions")
+	}
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir, nil)
+	if err == nil || !errors.Is(err, os.ErrPermission) {
+		t.Errorf("Open in a read-only directory = %v, want a permission error", err)
+	}
+}
+
+// TestDiskFull runs a child whose file size limit (RLIMIT_FSIZE) stands
+// in for a full disk: growing a file then fails with EFBIG just where a
+// full disk fails with ENOSPC. Add must return that error, not die of
+// SIGBUS, and the URLs added before must stay intact.
+func TestDiskFull(t *testing.T) {
+	if dir := os.Getenv(diskFullEnv); dir != "" {
+		diskFullChild(dir)
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestDiskFull$", "-test.count=1")
+	cmd.Env = append(os.Environ(), diskFullEnv+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child ok") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+const diskFullEnv = "KSPIDER_URLTREE_DISKFULL_DIR"
+
+func diskFullChild(dir string) {
+	fail := func(format string, args ...any) {
+		fmt.Printf(format+"\n", args...)
+		os.Exit(1)
+	}
+	lim := unix.Rlimit{Cur: 256 << 10, Max: 256 << 10}
+	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
+		fail("setrlimit: %v", err)
+	}
+	tr, err := Open(dir, nil)
+	if err != nil {
+		fail("open: %v", err)
+	}
+	var addErr error
+	n := 0
+	for ; n < 1_000_000 && addErr == nil; n++ {
+		_, _, addErr = tr.AddString(fmt.Sprintf("http://host%d.example/%d", n*7919%100003, n))
+	}
+	if addErr == nil {
+		fail("Add never failed under a 256 KiB file size limit")
+	}
+	if !errors.Is(addErr, syscall.EFBIG) {
+		fail("Add failed with %v, want EFBIG", addErr)
+	}
+	var buf []byte
+	for id := range tr.Len() {
+		want := fmt.Sprintf("http://host%d.example/%d", id*7919%100003, id)
+		if buf, err = tr.Get(uint32(id), buf[:0]); err != nil || string(buf) != want {
+			fail("Get(%d) = %q, %v", id, buf, err)
+		}
+	}
+	fmt.Printf("child ok: %d URLs, then %v\n", tr.Len(), addErr)
+}
