@@ -33,6 +33,7 @@ var googleCauses = []googleCause{
 	{"line-length", dialect{maxLine: googleMaxLine}, -1},
 	{"robots.txt-implicit", dialect{noRobotsTx: true}, -1},
 	{"agent-token", dialect{tokenChars: true}, -1},
+	{"grobotstxt-hex-bug", dialect{rawPercent: true, hexBug: true}, -1},
 }
 
 // googleMaxLine is where Google's parser cuts a line (2083*8-1 octets).
@@ -41,6 +42,9 @@ const googleMaxLine = 2083*8 - 1
 // googleAll is every Google behaviour at once, for disagreements that need
 // two causes together.
 var googleAll = googleCause{"several", dialect{rawPercent: true, indexHTML: true, maxLine: googleMaxLine, noRobotsTx: true, tokenChars: true}, 0}
+
+// googleAllBug is googleAll with the Go port's escaping bug.
+var googleAllBug = googleCause{"several", dialect{rawPercent: true, indexHTML: true, maxLine: googleMaxLine, noRobotsTx: true, tokenChars: true, hexBug: true}, 0}
 
 type diffStats struct {
 	files, queries, agree, oracleSkipped int
@@ -87,15 +91,16 @@ func diffFile(t testing.TB, name string, body []byte, st *diffStats, pathsPerFil
 				dialects = map[string]*File{}
 			}
 			cause := ""
-			for _, c := range append(googleCauses, googleAll) {
-				f := dialects[c.name]
+			for _, c := range append(googleCauses, googleAll, googleAllBug) {
+				key := fmt.Sprint(c.d, c.limit)
+				f := dialects[key]
 				if f == nil {
 					limit := c.limit
 					if limit < 0 {
 						limit = DefaultMaxSize
 					}
 					f = parse(body, limit, c.d)
-					dialects[c.name] = f
+					dialects[key] = f
 				}
 				if f.Rules(agent).Allowed(path) == want {
 					cause = c.name

@@ -83,14 +83,31 @@ func normalizePattern(s string) string {
 
 // googleEscape is the escaping Google's parser applies to patterns (and not
 // to paths): upper-case hex in escapes and %-encoded octets >= 0x80. Only
-// the differential test's dialect uses it.
-func googleEscape(s string) string {
+// the differential test's dialect uses it. With hexBug it reproduces a bug
+// of the Go port (github.com/jimsmart/grobotstxt v1.0.3): when a pattern
+// needs rewriting, its toUpper clears bit 5 of every escape's hex digits,
+// so "%3c" becomes "%\x13C" and never matches.
+func googleEscape(s string, hexBug bool) string {
+	rewrite := false
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) &&
+			('a' <= s[i+1] || 'a' <= s[i+2]) {
+			rewrite = true
+		}
+	}
+	if !rewrite {
+		return s
+	}
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			b = append(b, '%', upper(s[i+1]), upper(s[i+2]))
+			if hexBug {
+				b = append(b, '%', s[i+1]&0xDF, s[i+2]&0xDF)
+			} else {
+				b = append(b, '%', upper(s[i+1]), upper(s[i+2]))
+			}
 			i += 2
 		case c >= 0x80:
 			b = append(b, '%', upperHex[c>>4], upperHex[c&15])

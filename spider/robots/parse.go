@@ -53,6 +53,7 @@ type dialect struct {
 	maxLine    int  // cut lines longer than this (Google: 16663)
 	noRobotsTx bool // do not allow /robots.txt implicitly
 	tokenChars bool // user-agent tokens run over RFC 9110 token characters
+	hexBug     bool // with rawPercent: the Go port's toUpper also mangles digits
 }
 
 // Parse parses a robots.txt body, reading at most DefaultMaxSize bytes. It
@@ -182,7 +183,7 @@ func (p *parser) line(b []byte) {
 
 func (p *parser) pattern(v string) string {
 	if p.d.rawPercent {
-		return googleEscape(v)
+		return googleEscape(v, p.d.hexBug)
 	}
 	return normalizePattern(v)
 }

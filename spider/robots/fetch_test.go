@@ -1,0 +1,289 @@
+package robots
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// robotsServer is a loopback HTTP server whose /robots.txt answer the test
+// sets, counting requests.
+type robotsServer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	handler http.HandlerFunc
+	hits    atomic.Int64
+	agent   atomic.Value
+}
+
+func newRobotsServer(t *testing.T, h http.HandlerFunc) *robotsServer {
+	t.Helper()
+	s := &robotsServer{handler: h}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		s.agent.Store(r.UserAgent())
+		s.mu.Lock()
+		h := s.handler
+		s.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *robotsServer) set(h http.HandlerFunc) { s.mu.Lock(); s.handler = h; s.mu.Unlock() }
+
+func body(text string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, text)
+	}
+}
+
+func status(code int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) }
+}
+
+func newFetcher(timeout time.Duration) *Fetcher {
+	return &Fetcher{Client: NewClient(http.DefaultTransport), UserAgent: "KSpider/1.0 (+http://127.0.0.1/bot)", Timeout: timeout}
+}
+
+func TestFetchOutcomes(t *testing.T) {
+	srv := newRobotsServer(t, body("user-agent: kspider\ndisallow: /no\nsitemap: http://x/s.xml\n"))
+	f := newFetcher(5 * time.Second)
+	ctx := context.Background()
+
+	res := f.Fetch(ctx, srv.URL)
+	if res.Outcome != Fetched || res.HTTPStatus != 200 || res.Rules.Allowed("/no") || !res.Rules.Allowed("/yes") {
+		t.Fatalf("200: %+v", res)
+	}
+	if got := srv.agent.Load(); got != f.UserAgent {
+		t.Errorf("User-Agent sent = %q", got)
+	}
+	if len(res.File.Sitemaps) != 1 {
+		t.Errorf("sitemaps = %q", res.File.Sitemaps)
+	}
+	for _, c := range []struct {
+		code    int
+		outcome Outcome
+		allowed bool
+	}{
+		{404, Unavailable, true}, {403, Unavailable, true}, {401, Unavailable, true}, {410, Unavailable, true},
+		{500, Unreachable, false}, {503, Unreachable, false},
+	} {
+		srv.set(status(c.code))
+		res := f.Fetch(ctx, srv.URL)
+		if res.Outcome != c.outcome || res.HTTPStatus != c.code || res.Rules.Allowed("/a") != c.allowed {
+			t.Errorf("status %d: outcome %v allowed %v, want %v %v", c.code, res.Outcome, res.Rules.Allowed("/a"), c.outcome, c.allowed)
+		}
+		if !res.Rules.Allowed("/robots.txt") {
+			t.Errorf("status %d: /robots.txt itself disallowed", c.code)
+		}
+	}
+}
+
+func TestFetchRedirects(t *testing.T) {
+	other := newRobotsServer(t, body("user-agent: *\ndisallow: /moved\n"))
+	srv := newRobotsServer(t, nil)
+	// /robots.txt -> /r/1 -> ... -> /r/n -> other server's /robots.txt
+	chain := func(n int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			var i int
+			if r.URL.Path != "/robots.txt" {
+				fmt.Sscanf(r.URL.Path, "/r/%d", &i)
+			}
+			if i+1 < n {
+				http.Redirect(w, r, fmt.Sprintf("/r/%d", i+1), http.StatusMovedPermanently)
+				return
+			}
+			http.Redirect(w, r, other.URL+"/robots.txt", http.StatusFound)
+		}
+	}
+	f := newFetcher(5 * time.Second)
+	srv.set(chain(5))
+	res := f.Fetch(context.Background(), srv.URL)
+	if res.Outcome != Fetched || res.Redirects != 5 || res.Rules.Allowed("/moved") {
+		t.Fatalf("5 redirects: outcome %v, %d redirects, err %v", res.Outcome, res.Redirects, res.Err)
+	}
+	srv.set(chain(6))
+	res = f.Fetch(context.Background(), srv.URL)
+	if res.Outcome != Unavailable || !res.Rules.Allowed("/moved") {
+		t.Fatalf("6 redirects: outcome %v, err %v", res.Outcome, res.Err)
+	}
+	srv.set(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(302) })
+	if res := f.Fetch(context.Background(), srv.URL); res.Outcome != Unavailable {
+		t.Errorf("302 without Location: %v", res.Outcome)
+	}
+}
+
+func TestFetchFailures(t *testing.T) {
+	// A closed server: connection refused.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	f := newFetcher(5 * time.Second)
+	if res := f.Fetch(context.Background(), dead.URL); res.Outcome != Unreachable || res.Err == nil || res.Rules.Allowed("/") {
+		t.Errorf("refused: %+v", res)
+	}
+	// A server slower than the timeout.
+	release := make(chan struct{})
+	slow := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	f = newFetcher(100 * time.Millisecond)
+	if res := f.Fetch(context.Background(), slow.URL); res.Outcome != Unreachable {
+		t.Errorf("timeout: %v", res.Outcome)
+	}
+	// A bad origin.
+	if res := f.Fetch(context.Background(), "ftp://127.0.0.1"); res.Outcome != Unreachable || res.Err == nil {
+		t.Errorf("ftp origin: %+v", res)
+	}
+}
+
+func TestFetchBodyLimit(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("user-agent: *\ndisallow: /early\n")
+	for b.Len() < 100<<10 {
+		b.WriteString("# filler filler filler filler filler filler\n")
+	}
+	b.WriteString("disallow: /late\n")
+	srv := newRobotsServer(t, body(b.String()))
+	f := newFetcher(5 * time.Second)
+	f.MaxBody = 64 << 10
+	res := f.Fetch(context.Background(), srv.URL)
+	if res.Outcome != Fetched || !res.File.Truncated || res.Rules.Allowed("/early") || !res.Rules.Allowed("/late") {
+		t.Fatalf("limit: outcome %v truncated %v", res.Outcome, res.File.Truncated)
+	}
+}
+
+// fakeClock is a settable clock for the cache and the back-off.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func TestSourceBackoffAndTTL(t *testing.T) {
+	srv := newRobotsServer(t, status(503))
+	clock := &fakeClock{t: time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)}
+	s := &Source{Fetcher: newFetcher(5 * time.Second), Cache: NewCache(100, 0),
+		TTL: 24 * time.Hour, RetryMin: time.Minute, RetryMax: 8 * time.Minute, Now: clock.Now}
+	ctx := context.Background()
+	u := srv.URL + "/page"
+	want := []struct {
+		wait time.Duration
+		hits int64
+	}{{0, 1}, {59 * time.Second, 1}, {time.Second, 2}, {time.Minute, 2}, {time.Minute, 3}, {4 * time.Minute, 4},
+		{8 * time.Minute, 5}, {8 * time.Minute, 6}}
+	for i, w := range want {
+		clock.Advance(w.wait)
+		if s.Allowed(ctx, u) {
+			t.Fatalf("step %d: allowed while the server answers 503", i)
+		}
+		if got := srv.hits.Load(); got != w.hits {
+			t.Fatalf("step %d (after +%v): %d fetches, want %d", i, w.wait, got, w.hits)
+		}
+	}
+	if _, failures := s.Cache.ID(srv.URL); failures != 6 {
+		t.Errorf("failures = %d, want 6", failures)
+	}
+	srv.set(body("user-agent: *\ndisallow: /private\n"))
+	clock.Advance(8 * time.Minute)
+	if !s.Allowed(ctx, u) || s.Allowed(ctx, srv.URL+"/private/x") {
+		t.Fatal("rules not used after recovery")
+	}
+	if _, failures := s.Cache.ID(srv.URL); failures != 0 {
+		t.Errorf("failures after success = %d", failures)
+	}
+	hits := srv.hits.Load()
+	clock.Advance(23 * time.Hour)
+	s.Allowed(ctx, u)
+	if srv.hits.Load() != hits {
+		t.Error("refetched before the TTL")
+	}
+	clock.Advance(time.Hour)
+	s.Allowed(ctx, u)
+	if srv.hits.Load() != hits+1 {
+		t.Error("not refetched after 24 h")
+	}
+}
+
+func TestSourceOneFetchPerOrigin(t *testing.T) {
+	release := make(chan struct{})
+	srv := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		fmt.Fprint(w, "user-agent: *\ndisallow: /x\n")
+	})
+	s := &Source{Fetcher: newFetcher(5 * time.Second), Cache: NewCache(10, 0)}
+	var wg sync.WaitGroup
+	var allowed atomic.Int64
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s.Allowed(context.Background(), srv.URL+"/y") {
+				allowed.Add(1)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // let the callers pile up on the fetch
+	close(release)
+	wg.Wait()
+	if srv.hits.Load() != 1 || allowed.Load() != 20 {
+		t.Fatalf("%d fetches, %d allowed; want 1 and 20", srv.hits.Load(), allowed.Load())
+	}
+}
+
+func TestCacheSharingAndBounds(t *testing.T) {
+	c := NewCache(3, time.Hour)
+	now := time.Unix(1e9, 0)
+	a := Parse([]byte("user-agent: *\ndisallow: /a\n")).Rules("x")
+	a2 := Parse([]byte("# same rules\nUser-Agent: *\nDisallow: /a\n")).Rules("x")
+	b := Parse([]byte("user-agent: *\ndisallow: /b\n")).Rules("x")
+	id1 := c.Put("http://one", a, now, 0, 0)
+	id2 := c.Put("http://two", a2, now, 0, 0)
+	id3 := c.Put("http://three", b, now, 0, 0)
+	if id1 != id2 || id1 == id3 {
+		t.Errorf("ids %d %d %d: equal rules must share an id, others not", id1, id2, id3)
+	}
+	if o, s := c.Len(); o != 3 || s != 2 {
+		t.Errorf("Len = %d origins, %d sets", o, s)
+	}
+	if allowed, ok := c.Allowed("http://one/a/x", now); !ok || allowed {
+		t.Errorf("cached check: allowed %v cached %v", allowed, ok)
+	}
+	if _, ok := c.Allowed("http://four/a", now); ok {
+		t.Error("uncached origin reported cached")
+	}
+	c.Put("http://four", AllowAll(), now, 0, 0)
+	if o, _ := c.Len(); o != 3 {
+		t.Errorf("cache grew past its bound: %d", o)
+	}
+	if _, ok := c.Get("http://four", now.Add(time.Hour)); ok {
+		t.Error("entry alive after its TTL")
+	}
+	if _, ok := c.Get("http://four", now.Add(time.Hour-1)); !ok {
+		t.Error("entry dead before its TTL")
+	}
+	// Replacing every origin's rules frees the old sets.
+	for _, o := range []string{"http://one", "http://two", "http://three", "http://four"} {
+		c.Put(o, DisallowAll(), now, 0, 0)
+	}
+	if _, s := c.Len(); s != 1 {
+		t.Errorf("%d rule sets left, want 1", s)
+	}
+}

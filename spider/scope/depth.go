@@ -1,0 +1,102 @@
+package scope
+
+import "sync"
+
+// DepthStore remembers, per URL, the smallest link depth it was seen at.
+// The node backs it with the URL tree's per-URL state bytes; MemDepth is an
+// in-memory one. Implementations must make Lower atomic per URL.
+type DepthStore interface {
+	// Lower records that url was seen at depth d. If the URL is new, or d is
+	// smaller than its stored depth, it stores d and returns the old depth
+	// (NoDepth for a new URL) and true; otherwise it changes nothing and
+	// returns the stored depth and false.
+	Lower(url string, d uint8) (prev uint8, lowered bool)
+}
+
+// NoDepth is the depth of a URL never seen; depths at or above it are
+// stored as NoDepth-1.
+const NoDepth uint8 = 255
+
+// Depth is the link depth limit: a URL is crawled when its shortest known
+// link distance from a seed (seeds are depth 0) is at most Max.
+type Depth struct {
+	Max   int
+	Store DepthStore
+}
+
+// Decision is what Depth.Seen tells the node to do with a URL.
+type Decision struct {
+	// Crawl: the URL is within the limit for the first time (new, or known
+	// only beyond the limit so far); schedule it.
+	Crawl bool
+	// Reexpand: the URL was already admitted, at a larger depth; its links
+	// count from the new Depth now. If the page was fetched already, the
+	// node follows its links again (they may now be within the limit);
+	// if not, the fetch will use the stored depth.
+	Reexpand bool
+	// Depth is the URL's depth after this sighting.
+	Depth uint8
+	// Reason is TooDeep when the URL is beyond the limit (its depth is
+	// stored all the same, so a shorter path found later re-admits it), else
+	// OK; OK with neither Crawl nor Reexpand means it was already known at a
+	// depth no larger than this one: nothing to do.
+	Reason Reason
+}
+
+// Seen records that url was found at depth d and says what to do about it.
+func (l *Depth) Seen(url string, d int) Decision {
+	dd := clampDepth(d)
+	prev, lowered := l.Store.Lower(url, dd)
+	if !lowered {
+		return Decision{Depth: prev, Reason: OK}
+	}
+	if int(dd) > l.Max {
+		return Decision{Depth: dd, Reason: TooDeep}
+	}
+	known := prev != NoDepth && int(prev) <= l.Max
+	return Decision{Crawl: !known, Reexpand: known, Depth: dd, Reason: OK}
+}
+
+func clampDepth(d int) uint8 {
+	switch {
+	case d < 0:
+		return 0
+	case d >= int(NoDepth):
+		return NoDepth - 1
+	}
+	return uint8(d)
+}
+
+// MemDepth is an in-memory DepthStore, safe for concurrent use.
+type MemDepth struct {
+	mu sync.Mutex
+	m  map[string]uint8
+}
+
+// NewMemDepth returns an empty MemDepth.
+func NewMemDepth() *MemDepth { return &MemDepth{m: map[string]uint8{}} }
+
+// Lower implements DepthStore.
+func (s *MemDepth) Lower(url string, d uint8) (uint8, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, ok := s.m[url]
+	if ok && prev <= d {
+		return prev, false
+	}
+	s.m[url] = d
+	if !ok {
+		return NoDepth, true
+	}
+	return prev, true
+}
+
+// Get returns the stored depth of url, NoDepth when never seen.
+func (s *MemDepth) Get(url string) uint8 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.m[url]; ok {
+		return d
+	}
+	return NoDepth
+}

@@ -1,0 +1,162 @@
+package scope
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestDomainRules(t *testing.T) {
+	d, err := ParseDomainRules([]string{"th.ac.*", "th.co.+", "com.example", "-th.ac.ku.cs.*", "-th.ac.bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]Reason{
+		"ac.th":           OK,
+		"ku.ac.th":        OK,
+		"www.ku.ac.th":    OK,
+		"cs.ku.ac.th":     Excluded,
+		"www.cs.ku.ac.th": Excluded,
+		"bad.ac.th":       Excluded,
+		"x.bad.ac.th":     OK, // "-th.ac.bad" names only that host
+		"co.th":           OutOfDomain,
+		"shop.co.th":      OK,
+		"example.com":     OK,
+		"www.example.com": OutOfDomain,
+		"xac.th":          OutOfDomain,
+		"ac.th.evil.com":  OutOfDomain,
+		"[::1]":           OutOfDomain,
+	} {
+		if got := d.Match(host); got != want {
+			t.Errorf("Match(%q) = %v, want %v", host, got, want)
+		}
+	}
+	all, _ := ParseDomainRules([]string{"*", "-com.evil.*"})
+	if all.Match("anything.org") != OK || all.Match("www.evil.com") != Excluded {
+		t.Error("* with a negative rule")
+	}
+	only, _ := ParseDomainRules([]string{"-com.evil.*"})
+	if only.Match("good.org") != OK || only.Match("evil.com") != Excluded {
+		t.Error("negative rules alone must leave other hosts in scope")
+	}
+	for _, bad := range []string{"th..ac", "th.a*c", "", "-", "th.ac.ku/x"} {
+		if _, err := ParseDomainRules([]string{bad}); err == nil {
+			t.Errorf("rule %q accepted", bad)
+		}
+	}
+}
+
+func TestPathTraps(t *testing.T) {
+	for _, c := range []struct {
+		path  string
+		want  Reason
+		depth int
+	}{
+		{"/", OK, 4},
+		{"/a/loop/loop", OK, 8},
+		{"/a/loop/loop/loop", RepeatedSegment, 8},
+		{"/a/loop/loop/loop/loop/loop/x", RepeatedSegment, 8},
+		{"/a/b/a/b/a/b", RepeatedSegment, 8},
+		{"/2020/01/01/news", OK, 8},
+		{"/a//b///c", OK, 8},
+		{"/a/b/c/d", OK, 4},
+		{"/a/b/c/d/", OK, 4},
+		{"/a/b/c/d/e", TooDeepPath, 4},
+	} {
+		if got := pathTraps(c.path, c.depth, 3); got != c.want {
+			t.Errorf("pathTraps(%q, %d) = %v, want %v", c.path, c.depth, got, c.want)
+		}
+	}
+	long := strings.Repeat("/x", 1_000_000)
+	if got := pathTraps(long, 0, 3); got != RepeatedSegment {
+		t.Errorf("huge path: %v", got)
+	}
+	var distinct strings.Builder
+	for i := 0; i < 100_000; i++ {
+		fmt.Fprintf(&distinct, "/s%d", i)
+	}
+	if got := pathTraps(distinct.String(), 0, 3); got != OK {
+		t.Errorf("long distinct path: %v", got)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	c := Default()
+	c.Include = []string{`^https?://[^/]*\.ac\.th(:\d+)?/`, `^https://example\.org/`}
+	c.Exclude = []string{`\.(jpg|png)$`}
+	c.Domains = []string{"th.ac.*", "org.example", "-th.ac.ku.cs.*"}
+	c.MaxURLLength = 80
+	c.RejectCGI = true
+	f, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[string]Reason{
+		"http://www.ku.ac.th/":                           OK,
+		"http://www.ku.ac.th:8080/a/b?c=d":               OK,
+		"http://www.ku.ac.th/img.jpg":                    Excluded,
+		"http://www.cs.ku.ac.th/":                        Excluded,
+		"http://www.example.com/":                        OutOfDomain,
+		"http://example.org/":                            NotIncluded,
+		"https://example.org/a":                          OK,
+		"ftp://www.ku.ac.th/":                            BadURL,
+		"www.ku.ac.th/":                                  BadURL,
+		"http:///path":                                   BadURL,
+		"http://user@www.ku.ac.th/":                      BadURL,
+		"http://www.ku.ac.th/" + strings.Repeat("a", 80): TooLong,
+		"http://www.ku.ac.th/cgi-bin/x":                  CGI,
+		"http://www.ku.ac.th/search.CGI":                 CGI,
+		"http://www.ku.ac.th/a/loop/loop/loop/":          RepeatedSegment,
+	} {
+		if got := f.Check(u); got != want {
+			t.Errorf("Check(%q) = %v, want %v", u, got, want)
+		}
+	}
+	c = Default()
+	c.RejectQuery = true
+	f, _ = New(c)
+	if f.Check("http://e.com/a?b") != CGI || f.Check("http://e.com/a") != OK || f.Check("http://[::1]:80/x?") != CGI {
+		t.Error("RejectQuery")
+	}
+	if _, err := New(Config{Include: []string{"("}}); err == nil {
+		t.Error("bad regexp accepted")
+	}
+}
+
+func TestBudgets(t *testing.T) {
+	c := Default()
+	c.MaxPagesPerHost = 100
+	c.MaxSubdomains = 5
+	f, _ := New(c)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				f.Admit(fmt.Sprintf("http://www.example.com/p%d", i))
+				f.Admit(fmt.Sprintf("http://h%d.wild.example.co.uk/", i%10))
+			}
+		}()
+	}
+	wg.Wait()
+	counts := f.Counts()
+	// www.example.com: 400 tries, 100 admitted. wild: 10 hosts, 5 admitted
+	// (each 40 pages), 5 refused every time (200 tries).
+	if counts[OK] != 100+200 || counts[HostBudget] != 300 || counts[TooManySubdomains] != 200 {
+		t.Errorf("counts: ok %d host-budget %d too-many-subdomains %d", counts[OK], counts[HostBudget], counts[TooManySubdomains])
+	}
+	if Registrable("A.B.Example.CO.UK") != "example.co.uk" || Registrable("10.0.0.1") != "10.0.0.1" || Registrable("[::1]") != "[::1]" {
+		t.Error("Registrable")
+	}
+	f.Count(TooDeep)
+	if f.Counts()[TooDeep] != 1 {
+		t.Error("Count")
+	}
+	for r := OK; r < NumReasons; r++ {
+		if r.String() == "" || strings.HasPrefix(r.String(), "Reason(") {
+			t.Errorf("reason %d has no name", r)
+		}
+	}
+}
