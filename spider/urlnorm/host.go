@@ -1,0 +1,170 @@
+package urlnorm
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+)
+
+// uts46 is "domain to ASCII" with beStrict false (§3.5): UTS #46 ToASCII
+// with CheckHyphens false, CheckBidi true, CheckJoiners true,
+// UseSTD3ASCIIRules false, Transitional_Processing false and
+// VerifyDnsLength false. MapForLookup turns STD3 rules on, so the option
+// after it turns them off again. An idna.Profile is immutable.
+var uts46 = idna.New(
+	idna.MapForLookup(),
+	idna.BidiRule(),
+	idna.CheckJoiners(true),
+	idna.CheckHyphens(false),
+	idna.StrictDomainName(false),
+	idna.Transitional(false),
+	idna.VerifyDNSLength(false),
+)
+
+const (
+	errHost       failure = "invalid host"
+	errForbidden  failure = "forbidden code point in host"
+	errIDNA       failure = "host is not a valid internationalised domain name"
+	errIPv4       failure = "invalid IPv4 address"
+	errIPv6       failure = "invalid IPv6 address"
+	errEmptyHost  failure = "empty host"
+	errPort       failure = "invalid port"
+	errNoBase     failure = "relative URL without a base"
+	errOpaqueBase failure = "relative URL against a base with an opaque path"
+)
+
+// forbiddenHost reports the forbidden host code points (§3.2).
+func forbiddenHost(c byte) bool {
+	switch c {
+	case 0, '\t', '\n', '\r', ' ', '#', '/', ':', '<', '>', '?', '@', '[', '\\', ']', '^', '|':
+		return true
+	}
+	return false
+}
+
+// forbiddenDomain reports the forbidden domain code points: the host ones,
+// C0 controls, "%" and DEL.
+func forbiddenDomain(c byte) bool {
+	return forbiddenHost(c) || c < 0x20 || c == '%' || c == 0x7f
+}
+
+// appendHost appends the serialisation of the host parsed from s (§3.5
+// "host parser"). scratch is reused for decoding.
+func appendHost(dst []byte, s string, special bool) ([]byte, error) {
+	if strings.HasPrefix(s, "[") {
+		if !strings.HasSuffix(s, "]") || len(s) < 2 {
+			return dst, errIPv6
+		}
+		a, ok := parseIPv6(s[1 : len(s)-1])
+		if !ok {
+			return dst, errIPv6
+		}
+		dst = append(dst, '[')
+		dst = appendIPv6(dst, &a)
+		return append(dst, ']'), nil
+	}
+	if !special {
+		return appendOpaqueHost(dst, s)
+	}
+	// The decoded domain is built at the end of dst and replaced by its
+	// ASCII form, so ASCII hosts (nearly all) are handled without
+	// allocating.
+	start := len(dst)
+	dst = percentDecode(dst, s)
+	ascii := true
+	for _, c := range dst[start:] {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii && !hasPunycodeLabel(dst[start:]) {
+		for i := start; i < len(dst); i++ {
+			if c := dst[i]; 'A' <= c && c <= 'Z' {
+				dst[i] = c + 'a' - 'A'
+			}
+		}
+	} else {
+		// UTF-8 decode without BOM: invalid sequences become U+FFFD, which
+		// UTS #46 disallows, so they fail below.
+		decoded := strings.ToValidUTF8(string(dst[start:]), "\uFFFD")
+		decoded = strings.TrimPrefix(decoded, "\uFEFF")
+		a, err := uts46.ToASCII(decoded)
+		if err != nil {
+			return dst[:start], errIDNA
+		}
+		dst = append(dst[:start], a...)
+	}
+	domain := dst[start:]
+	if len(domain) == 0 {
+		return dst[:start], errEmptyHost
+	}
+	for _, c := range domain {
+		if forbiddenDomain(c) {
+			return dst[:start], errForbidden
+		}
+	}
+	if endsInNumber(domain) {
+		v, ok := parseIPv4(domain)
+		if !ok {
+			return dst[:start], errIPv4
+		}
+		return appendIPv4(dst[:start], v), nil
+	}
+	return dst, nil
+}
+
+// hasPunycodeLabel reports whether a label starts with "xn--" (any case):
+// such a label must be decoded and checked, ASCII or not.
+func hasPunycodeLabel(d []byte) bool {
+	for i := 0; i+4 <= len(d); i++ {
+		if (i == 0 || d[i-1] == '.') && (d[i] == 'x' || d[i] == 'X') && (d[i+1] == 'n' || d[i+1] == 'N') && d[i+2] == '-' && d[i+3] == '-' {
+			return true
+		}
+	}
+	return false
+}
+
+// appendOpaqueHost is the "opaque-host parser" of non-special schemes.
+func appendOpaqueHost(dst []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; forbiddenHost(c) {
+			return dst, errForbidden
+		}
+	}
+	return appendEncoded(dst, s, &c0ControlSet), nil
+}
+
+// endsInNumber is the "ends in a number checker": whether the last label
+// (ignoring one trailing dot) is decimal digits or an IPv4 number.
+func endsInNumber(d []byte) bool {
+	if len(d) > 0 && d[len(d)-1] == '.' {
+		d = d[:len(d)-1]
+		if len(d) == 0 {
+			return false
+		}
+	}
+	last := d
+	for i := len(d) - 1; i >= 0; i-- {
+		if d[i] == '.' {
+			last = d[i+1:]
+			break
+		}
+	}
+	if len(last) == 0 {
+		return false
+	}
+	digits := true
+	for _, c := range last {
+		if c < '0' || c > '9' {
+			digits = false
+			break
+		}
+	}
+	if digits {
+		return true
+	}
+	_, ok := parseIPv4Number(last)
+	return ok
+}
