@@ -56,15 +56,15 @@ func TestCanonical(t *testing.T) {
 func TestCanonicalDrops(t *testing.T) {
 	base := mustParse(t, "https://example.com/")
 	for in, want := range map[string]Reason{
-		"mailto:x@example.com": ReasonScheme,
-		"javascript:void(0)":   ReasonScheme,
-		"ftp://example.com/":   ReasonScheme,
-		"data:text/html,hi":    ReasonScheme,
-		"file:///etc/passwd":   ReasonScheme,
-		"http://[::1":          ReasonInvalid,
-		"http://exa mple.com/": ReasonInvalid,
-		"http://:80/":          ReasonInvalid,
-		"http://256.256.256.256/": ReasonInvalid,
+		"mailto:x@example.com":      ReasonScheme,
+		"javascript:void(0)":        ReasonScheme,
+		"ftp://example.com/":        ReasonScheme,
+		"data:text/html,hi":         ReasonScheme,
+		"file:///etc/passwd":        ReasonScheme,
+		"http://[::1":               ReasonInvalid,
+		"http://exa mple.com/":      ReasonInvalid,
+		"http://:80/":               ReasonInvalid,
+		"http://256.256.256.256/":   ReasonInvalid,
 		"http://example.com:99999/": ReasonInvalid,
 	} {
 		dst := []byte("keep")
@@ -209,7 +209,7 @@ func TestFileURLs(t *testing.T) {
 	base := mustParse(t, "file:///tmp/mock/path")
 	httpBase := mustParse(t, "http://www.example.com/test")
 	for _, tc := range []struct {
-		base      *URL
+		base     *URL
 		in, want string
 	}{
 		{base, "file:c:\\foo\\bar.html", "file:///c:/foo/bar.html"},
