@@ -1,0 +1,197 @@
+package warc
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/base32"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/kspider/kspider/storage"
+)
+
+// PageError reports a stored page that cannot be written as a valid response
+// record (bad URL, status or header block). Nothing was written for it; the
+// writer is still usable.
+type PageError struct {
+	URLID  uint64
+	URL    string
+	Reason string
+}
+
+func (e *PageError) Error() string {
+	return fmt.Sprintf("warc: page %d (%q): %s", e.URLID, e.URL, e.Reason)
+}
+
+// WriteResponse writes page p as a response record belonging to the warcinfo
+// record warcinfoID (empty for none). A page that cannot be represented is a
+// *PageError and leaves the file as it was; any other error is a write
+// failure after which the file is unusable.
+func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) error {
+	if err := checkTargetURI(p.URL); err != nil {
+		return &PageError{p.URLID, p.URL, err.Error()}
+	}
+	if p.Status < 100 || p.Status > 999 {
+		return &PageError{p.URLID, p.URL, fmt.Sprintf("HTTP status %d is not three digits", p.Status)}
+	}
+	head, err := appendHTTPHead(w.httpHead[:0], p.Status, p.Header, len(p.Body))
+	if err != nil {
+		return &PageError{p.URLID, p.URL, err.Error()}
+	}
+	w.httpHead = head
+
+	bh := sha1.New()
+	bh.Write(head)
+	bh.Write(p.Body)
+	var sum [sha1.Size]byte
+	blockDigest := "sha1:" + base32.StdEncoding.EncodeToString(bh.Sum(sum[:0]))
+
+	fields := append(w.fields[:0],
+		Field{"WARC-Type", TypeResponse},
+		Field{"WARC-Record-ID", ResponseRecordID(p.URLID, p.URL, p.FetchTime)},
+		Field{"WARC-Date", FormatDate(p.FetchTime)},
+		Field{"WARC-Target-URI", p.URL},
+	)
+	if p.ServerIP.IsValid() {
+		fields = append(fields, Field{"WARC-IP-Address", p.ServerIP.Unmap().WithZone("").String()})
+	}
+	if warcinfoID != "" {
+		fields = append(fields, Field{"WARC-Warcinfo-ID", warcinfoID})
+	}
+	fields = append(fields,
+		Field{"WARC-Payload-Digest", SHA1Digest(p.Body)},
+		Field{"WARC-Block-Digest", blockDigest},
+		Field{"Content-Type", ContentTypeHTTPResponse},
+	)
+	w.fields = fields
+	return w.writeRecord(fields, head, p.Body)
+}
+
+// checkTargetURI rejects what cannot stand in a WARC-Target-URI field: an
+// empty URI, whitespace or control characters.
+func checkTargetURI(u string) error {
+	if u == "" {
+		return fmt.Errorf("empty URL")
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c == 0x7f {
+			return fmt.Errorf("URL has a space or control character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+// appendHTTPHead appends the HTTP status line and header block of a response
+// whose stored header block is header and whose body is bodyLen bytes, ending
+// with the blank line. Transfer-Encoding and a Content-Length that does not
+// match bodyLen are renamed (see the package doc); a Content-Length giving
+// bodyLen is added unless a matching one is kept.
+func appendHTTPHead(b []byte, status int, header []byte, bodyLen int) ([]byte, error) {
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(status)...)
+	b = append(b, "\r\n"...)
+
+	keptLength := false
+	for lineNo := 1; len(header) > 0; lineNo++ {
+		var line []byte
+		if i := bytes.IndexByte(header, '\n'); i >= 0 {
+			line, header = header[:i], header[i+1:]
+		} else {
+			line, header = header, nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			if len(bytes.TrimSpace(header)) == 0 {
+				break // a trailing blank line ends the block
+			}
+			return nil, fmt.Errorf("header line %d is empty in the middle of the header block", lineNo)
+		}
+		if err := checkHeaderBytes(line); err != nil {
+			return nil, fmt.Errorf("header line %d: %v", lineNo, err)
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			if lineNo == 1 {
+				return nil, fmt.Errorf("header line 1 is a continuation line")
+			}
+			b = append(b, line...) // obs-fold: belongs to the field before, renamed or not
+			b = append(b, "\r\n"...)
+			continue
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !isToken(line[:colon]) {
+			return nil, fmt.Errorf("header line %d is not \"Name: value\": %q", lineNo, clip(line))
+		}
+		name, value := line[:colon], line[colon+1:]
+		switch {
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			b = append(b, "X-Crawler-Transfer-Encoding:"...)
+			b = append(b, value...)
+		case asciiEqualFold(name, "Content-Length"):
+			if !keptLength && string(bytes.Trim(value, " \t")) == strconv.Itoa(bodyLen) {
+				keptLength = true
+				b = append(b, line...)
+			} else {
+				b = append(b, "X-Crawler-Content-Length:"...)
+				b = append(b, value...)
+			}
+		default:
+			b = append(b, line...)
+		}
+		b = append(b, "\r\n"...)
+	}
+	if !keptLength {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(bodyLen), 10)
+		b = append(b, "\r\n"...)
+	}
+	return append(b, "\r\n"...), nil
+}
+
+// checkHeaderBytes rejects control characters other than horizontal tab,
+// which would let a stored header break the record's framing.
+func checkHeaderBytes(line []byte) error {
+	for i, c := range line {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return fmt.Errorf("control character %#02x at byte %d", c, i)
+		}
+	}
+	return nil
+}
+
+func isToken(b []byte) bool {
+	for _, c := range b {
+		if c <= ' ' || c >= 0x7f || bytes.IndexByte([]byte(`"(),/:;<=>?@[\]{}`), c) >= 0 {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(b []byte) []byte {
+	if len(b) > 60 {
+		return b[:60]
+	}
+	return b
+}

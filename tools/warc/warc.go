@@ -1,0 +1,211 @@
+// Package warc writes stored pages as a WARC/1.1 file (ISO 28500:2017), the
+// format web archives exchange, and reads such files back.
+//
+// A file written here is a sequence of gzip members, one per record, so that
+// archive tools can seek to any record by offset:
+//
+//	warcinfo   one record describing the file (software, format)
+//	response   one record per stored page
+//
+// Every record is
+//
+//	WARC/1.1 CRLF
+//	named fields, "Name: value" CRLF each
+//	CRLF
+//	block (Content-Length bytes)
+//	CRLF CRLF
+//
+// A response record's block is an HTTP/1.1 response: status line, the
+// header lines as the crawler received them, a blank line and the body.
+// Storage keeps bodies decoded of any transfer encoding (chunked), so the
+// block could not honour the original Transfer-Encoding or a Content-Length
+// that no longer matches: those headers are renamed to
+// X-Crawler-Transfer-Encoding and X-Crawler-Content-Length (the original
+// value is kept, as wget, Heritrix and warcprox keep theirs under a prefix),
+// and a Content-Length giving the written body's length is added. A
+// Content-Length that already matches stays as it is. Content-Encoding is
+// kept: the stored body is still content-encoded (e.g. gzip) as received.
+//
+// WARC-Payload-Digest and WARC-Block-Digest are "sha1:" and the base32
+// (RFC 4648) SHA-1 of the body and of the whole block, as Heritrix and
+// warcio write them. Record ids of response records are name-based UUIDs
+// (SHA-1, RFC 9562 version 5) of the URL id, URL and fetch time, so
+// exporting the same store twice gives the same ids; the warcinfo record's id
+// is random.
+package warc
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Version is the WARC version line every record starts with.
+const Version = "WARC/1.1"
+
+// Record types this package writes.
+const (
+	TypeWarcinfo = "warcinfo"
+	TypeResponse = "response"
+)
+
+// ContentTypeHTTPResponse is the Content-Type of a response record's block.
+const ContentTypeHTTPResponse = "application/http; msgtype=response"
+
+// Field is one named field of a record header. A record's fields keep the
+// order they were written in.
+type Field struct {
+	Name, Value string
+}
+
+// Writer writes records to an underlying writer, each as its own gzip member.
+// It is not safe for concurrent use.
+type Writer struct {
+	w        *bufio.Writer
+	gz       *gzip.Writer
+	head     []byte  // the record header being built, reused
+	httpHead []byte  // a response block's status line and headers, reused
+	fields   []Field // a response record's fields, reused
+	count    int     // records written
+	err      error   // first write error; the file is unusable after it
+}
+
+// NewWriter returns a Writer on w. Call Flush when done.
+func NewWriter(w io.Writer) *Writer {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	gz, _ := gzip.NewWriterLevel(bw, gzip.DefaultCompression) // the level is valid
+	return &Writer{w: bw, gz: gz}
+}
+
+// Count returns how many records have been written.
+func (w *Writer) Count() int { return w.count }
+
+// WriteRecord writes one record: the version line, fields (which must not
+// contain Content-Length: it is computed from block) and block. Field names
+// and values must be free of CR, LF and (for names) colons.
+func (w *Writer) WriteRecord(fields []Field, block []byte) error {
+	return w.writeRecord(fields, block)
+}
+
+// writeRecord writes a record whose block is the concatenation of parts.
+func (w *Writer) writeRecord(fields []Field, parts ...[]byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	for _, f := range fields {
+		if err := checkField(f); err != nil {
+			return err
+		}
+	}
+	h := append(w.head[:0], Version+"\r\n"...)
+	for _, f := range fields {
+		h = append(h, f.Name...)
+		h = append(h, ": "...)
+		h = append(h, f.Value...)
+		h = append(h, "\r\n"...)
+	}
+	h = append(h, "Content-Length: "...)
+	blockLen := 0
+	for _, p := range parts {
+		blockLen += len(p)
+	}
+	h = strconv.AppendInt(h, int64(blockLen), 10)
+	h = append(h, "\r\n\r\n"...)
+	w.head = h
+	w.gz.Reset(w.w)
+	if _, err := w.gz.Write(h); err != nil {
+		w.err = err
+		return err
+	}
+	for _, part := range parts {
+		if _, err := w.gz.Write(part); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	if _, err := w.gz.Write(recordEnd); err != nil {
+		w.err = err
+		return err
+	}
+	if err := w.gz.Close(); err != nil {
+		w.err = err
+		return err
+	}
+	w.count++
+	return nil
+}
+
+var recordEnd = []byte("\r\n\r\n")
+
+// Flush writes buffered data to the underlying writer.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.w.Flush(); err != nil {
+		w.err = err
+	}
+	return w.err
+}
+
+func checkField(f Field) error {
+	if f.Name == "" || strings.ContainsAny(f.Name, ":\r\n \t") {
+		return fmt.Errorf("warc: bad field name %q", f.Name)
+	}
+	if strings.ContainsAny(f.Value, "\r\n") {
+		return fmt.Errorf("warc: field %s: value contains a line break: %q", f.Name, f.Value)
+	}
+	if strings.EqualFold(f.Name, "Content-Length") {
+		return errors.New("warc: Content-Length is computed by the writer, not given")
+	}
+	return nil
+}
+
+// WriteInfo writes a warcinfo record for the file named filename (its base
+// name, as WARC-Filename) dated date, with the given info fields (e.g.
+// software, format) as its application/warc-fields block. It returns the
+// record's id, for the WARC-Warcinfo-ID of the records that follow.
+func (w *Writer) WriteInfo(filename string, date time.Time, info []Field) (id string, err error) {
+	id, err = RandomRecordID()
+	if err != nil {
+		return "", err
+	}
+	var block strings.Builder
+	for _, f := range info {
+		if err := checkField(f); err != nil {
+			return "", err
+		}
+		block.WriteString(f.Name + ": " + f.Value + "\r\n")
+	}
+	fields := []Field{
+		{"WARC-Type", TypeWarcinfo},
+		{"WARC-Record-ID", id},
+		{"WARC-Date", FormatDate(date)},
+	}
+	if filename != "" {
+		fields = append(fields, Field{"WARC-Filename", filename})
+	}
+	fields = append(fields, Field{"Content-Type", "application/warc-fields"})
+	return id, w.WriteRecord(fields, []byte(block.String()))
+}
+
+// FormatDate formats t as a WARC-Date: RFC 3339 in UTC, to the second (the
+// precision WARC/1.0 readers and 14-digit CDX timestamps expect).
+func FormatDate(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05Z")
+}
+
+// SHA1Digest returns "sha1:" and the base32 SHA-1 of b, the form of
+// WARC-Payload-Digest and WARC-Block-Digest.
+func SHA1Digest(b []byte) string {
+	sum := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+}
