@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kspider/kspider/tools/testweb"
 )
 
 func runTest(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
@@ -33,5 +37,40 @@ func TestServeUntilCancelled(t *testing.T) {
 	code, out, errs := runTest(t, ctx, "--hosts", "50", "--http", "127.0.0.1:0", "--https", "127.0.0.1:0", "--dns", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, "seeds:") || !strings.Contains(out, "dns   127.0.0.1:") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+func TestAuditCommand(t *testing.T) {
+	dir := t.TempDir()
+	log := dir + "/requests.log"
+	lines := `{"ev":"req","conn":1,"scheme":"http","server":"127.1.0.1:80","client":"127.0.0.2:5000","start":100,"end":200,"host":"a.th","method":"GET","target":"/","status":200,"bytes":10}
+{"ev":"req","conn":2,"scheme":"http","server":"127.1.0.1:80","client":"127.0.0.2:5001","start":150,"end":250,"host":"a.th","method":"GET","target":"/","status":200,"bytes":10,"disallowed":true}
+{"ev":"conn","conn":1,"scheme":"http","server":"127.1.0.1:80","client":"127.0.0.2:5000","start":90,"end":300,"bytes":99,"requests":1}
+{"ev":"conn","conn":2,"scheme":"http","server":"127.1.0.1:80","client":"127.0.0.2:5001","start":140,"end":310,"bytes":99,"requests":1}
+`
+	if err := os.WriteFile(log, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runTest(t, context.Background(), "audit", "--log", log, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep testweb.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests != 2 || rep.DuplicateFetches != 1 || rep.Forbidden != 1 || rep.MaxConnsPerHost != 2 || rep.MinRequestGap != 50 {
+		t.Errorf("report %+v", rep)
+	}
+	code, out, _ = runTest(t, context.Background(), "audit", "--log", log)
+	if code != 0 || !strings.Contains(out, "duplicate fetches   1") {
+		t.Errorf("text: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runTest(t, context.Background(), "audit"); code != 2 {
+		t.Errorf("no --log: exit %d, want 2", code)
+	}
+	os.WriteFile(log, []byte("garbage\n"), 0o644)
+	if code, _, errs := runTest(t, context.Background(), "audit", "--log", log); code != 1 || !strings.Contains(errs, "line 1") {
+		t.Errorf("bad log: exit %d %s", code, errs)
 	}
 }
