@@ -15,7 +15,7 @@ func robotsRules(h *Host) string {
 	case RobotsDisallow, RobotsSlow, RobotsHuge:
 		return "# robots.txt for " + h.Name + "\nUser-agent: *\nDisallow: /private/\nDisallow: /" + escapePathSegment(sec) + "/\n"
 	case RobotsWildcards:
-		return "User-agent: *\nDisallow: /*.pdf$\nDisallow: /*?*lang=\nDisallow: /images/icon-*.png\nDisallow: /private\nAllow: /private/index.html$\n"
+		return "User-agent: *\nDisallow: /*.pdf$\nDisallow: /*?*lang=\nDisallow: /images/icon-*.png\nDisallow: /private\nAllow: /private/open.html$\n"
 	case RobotsAgents:
 		return "User-agent: kspider\nDisallow: /private/\nDisallow: /" + escapePathSegment(sec) + "/\n\n" +
 			"User-agent: Googlebot\nUser-agent: bingbot\nAllow: /\n\nUser-agent: *\nDisallow: /\n"
