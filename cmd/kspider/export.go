@@ -1,12 +1,161 @@
 package main
 
-import "context"
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
-// runExport is a placeholder until its issue lands.
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/warc"
+)
+
+// runExport exports stored pages; the format is the first argument.
 func runExport(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "export", "export warc --data DIR --out FILE.warc.gz", "Exports stored pages.")
+	fs := newFlags(e, "export", "export FORMAT [flags]",
+		`Exports the pages of a store. Formats:
+
+  warc   WARC/1.1 (ISO 28500), one gzip member per record
+         (kspider export warc --help)`)
+	if len(args) > 0 && args[0] == "warc" {
+		return runExportWARC(ctx, e, args[1:])
+	}
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	if fs.NArg() == 0 {
+		return usagef("missing format (warc)")
+	}
+	return usagef("unknown format %q (formats: warc)", fs.Arg(0))
+}
+
+func runExportWARC(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "export warc", "export warc --data DIR [--data DIR...] --out FILE.warc.gz",
+		`Writes every stored page as a WARC/1.1 file (ISO 28500), one gzip member per
+record: a warcinfo record, then one response record per page (the latest
+record of each URL id) with WARC-Target-URI, WARC-Date (the fetch time),
+WARC-IP-Address, WARC-Payload-Digest and WARC-Block-Digest (sha1, base32) and
+the HTTP status line, headers and body.
+
+Bodies are stored decoded of transfer encoding, so Transfer-Encoding is written
+as X-Crawler-Transfer-Encoding, a Content-Length that does not match the body
+as X-Crawler-Content-Length, and a correct Content-Length is added.
+
+Header lines that would break the HTTP block (no colon, control characters)
+are left out and logged. Damaged records and pages that cannot be written as
+WARC at all (a URL with spaces, a status that is not three digits) are skipped
+and logged. The file is written under a temporary name and renamed when
+complete.`)
+	var dirs dataDirsFlag
+	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
+	out := fs.String("out", "", "the WARC `FILE` to write (conventionally .warc.gz)")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q", fs.Arg(0))
+	case len(dirs) == 0:
+		return usagef("--data DIR is required")
+	case *out == "":
+		return usagef("--out FILE is required")
+	}
+
+	r, err := storage.OpenReader(dirs)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var written, refused int
+	err = writeFileAtomic(*out, func(f io.Writer) error {
+		w := warc.NewWriter(f)
+		infoID, err := w.WriteInfo(filepath.Base(*out), time.Now(), []warc.Field{
+			{Name: "software", Value: "kspider"},
+			{Name: "format", Value: "WARC File Format 1.1"},
+			{Name: "conformsTo", Value: "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"},
+			{Name: "description", Value: "pages exported from the kspider store " + strings.Join(dirs, ", ")},
+		})
+		if err != nil {
+			return err
+		}
+		var mu sync.Mutex // Scan calls back from one goroutine per directory
+		err = r.Scan(ctx, func(p *storage.Page) error {
+			mu.Lock()
+			defer mu.Unlock()
+			dropped, err := w.WriteResponse(p, infoID)
+			var pe *warc.PageError
+			switch {
+			case errors.As(err, &pe):
+				refused++
+				fmt.Fprintf(e.stderr, "kspider export: skipped: %v\n", err)
+				return nil
+			case err != nil:
+				return err
+			}
+			for _, d := range dropped {
+				fmt.Fprintf(e.stderr, "kspider export: page %d (%s): left out malformed %s\n", p.URLID, p.URL, d)
+			}
+			written++
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+	scan := r.Stats()
+	reportSkipped(e.stderr, "export", scan)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",
+		written, *out, scan.Skipped, refused)
+	return nil
+}
+
+// writeFileAtomic writes path through fill: into a temporary file in the
+// same directory, synced and renamed over path only when fill succeeded, so
+// path is never seen half written.
+func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := fill(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", f.Name(), err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is synced.
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
 }

@@ -1,12 +1,140 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
-// runStats is a placeholder until its issue lands.
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/stats"
+)
+
+// runStats reports statistics over a store's pages, offline.
 func runStats(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "stats", "stats --data DIR [--json|--html FILE]", "Reports statistics over the pages of a store, offline.")
+	fs := newFlags(e, "stats", "stats --data DIR [--data DIR...] [--json | --html FILE] [--top N]",
+		`Reports statistics over the pages of a store, offline (no network): the
+thesis's result tables (summary, HTTP status, Server software, servers,
+machines and documents by domain suffix, top domains, outgoing links per page,
+file extensions, the link matrix between domain suffixes) and content types,
+charsets, page sizes, fetch times and the compression ratio. All data
+directories are scanned in parallel. Text tables by default.`)
+	var dirs dataDirsFlag
+	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
+	asJSON := fs.Bool("json", false, "print JSON instead of text tables")
+	htmlFile := fs.String("html", "", "write a self-contained HTML report with charts to `FILE`")
+	top := fs.Int("top", 20, "rows per table before \"(other)\" (-1: all)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q", fs.Arg(0))
+	case len(dirs) == 0:
+		return usagef("--data DIR is required")
+	case *asJSON && *htmlFile != "":
+		return usagef("--json and --html exclude each other")
+	case *top == 0 || *top < -1:
+		return usagef("--top must be positive or -1")
+	}
+
+	r, err := storage.OpenReader(dirs)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	stored, err := segmentBytes(dirs)
+	if err != nil {
+		return err
+	}
+	c := stats.New(stats.Options{Limit: *top, NewLinkFunc: stats.CrawlerLinks, StoredBytes: stored})
+	var progress *stats.Progress
+	if stats.IsTerminal(e.stderr) {
+		progress = stats.StartProgress(e.stderr, c, 250*time.Millisecond)
+	}
+	err = r.Scan(ctx, func(p *storage.Page) error {
+		c.Add(p)
+		return nil
+	})
+	if progress != nil {
+		progress.Stop()
+	}
+	if err != nil {
+		return fmt.Errorf("scanning %s: %w", strings.Join(dirs, ", "), err)
+	}
+	scan := r.Stats()
+	reportSkipped(e.stderr, "stats", scan)
+	for range scan.Skipped {
+		c.AddBadRecord()
+	}
+	report := c.Report()
+
+	switch {
+	case *asJSON:
+		return report.WriteJSON(e.stdout)
+	case *htmlFile != "":
+		title := "kspider statistics: " + strings.Join(dirs, ", ")
+		if err := writeFileAtomic(*htmlFile, func(w io.Writer) error { return report.WriteHTML(w, title) }); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wrote %s (%d pages)\n", *htmlFile, report.Summary.URLs)
+		return nil
+	default:
+		return report.WriteText(e.stdout)
+	}
+}
+
+// reportSkipped logs the damaged records a scan skipped.
+func reportSkipped(w io.Writer, cmd string, s storage.ScanStats) {
+	if s.Skipped == 0 {
+		return
+	}
+	for _, err := range s.Errors {
+		fmt.Fprintf(w, "kspider %s: skipped: %v\n", cmd, err)
+	}
+	if more := s.Skipped - int64(len(s.Errors)); more > 0 {
+		fmt.Fprintf(w, "kspider %s: skipped %d more damaged regions\n", cmd, more)
+	}
+	fmt.Fprintf(w, "kspider %s: %d damaged regions (%d bytes) skipped in all\n", cmd, s.Skipped, s.SkippedBytes)
+}
+
+// segmentBytes is the size of the segment files of the data directories:
+// what the pages take on disk, superseded records of re-crawled URLs
+// included (the index is not counted).
+func segmentBytes(dirs []string) (int64, error) {
+	var n int64
+	for _, dir := range dirs {
+		segs, err := filepath.Glob(filepath.Join(dir, "*.seg"))
+		if err != nil {
+			return 0, err
+		}
+		for _, s := range segs {
+			fi, err := os.Stat(s)
+			if err != nil {
+				return 0, err
+			}
+			n += fi.Size()
+		}
+	}
+	return n, nil
+}
+
+// dataDirsFlag is a repeatable --data flag.
+type dataDirsFlag []string
+
+func (d *dataDirsFlag) String() string { return strings.Join(*d, ",") }
+
+func (d *dataDirsFlag) Set(v string) error {
+	if v == "" {
+		return fmt.Errorf("empty directory")
+	}
+	if slices.Contains(*d, v) {
+		return fmt.Errorf("%s given twice", v)
+	}
+	*d = append(*d, v)
+	return nil
 }

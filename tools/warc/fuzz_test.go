@@ -9,8 +9,8 @@ import (
 )
 
 // FuzzHTTPHead feeds arbitrary stored header blocks to the response writer:
-// it either refuses the page or writes a head that an HTTP parser reads back
-// with the body's length and no transfer coding.
+// whatever it drops, it writes a head that an HTTP parser reads back with the
+// body's length and no transfer coding.
 func FuzzHTTPHead(f *testing.F) {
 	for _, p := range testPages() {
 		f.Add(p.Header, len(p.Body))
@@ -23,10 +23,7 @@ func FuzzHTTPHead(f *testing.F) {
 		if bodyLen < 0 || bodyLen > 1<<16 {
 			return
 		}
-		head, err := appendHTTPHead(nil, 200, header, bodyLen)
-		if err != nil {
-			return
-		}
+		head, _ := appendHTTPHead(nil, 200, header, bodyLen)
 		block := append(head, bytes.Repeat([]byte("x"), bodyLen)...)
 		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(block)), nil)
 		if err != nil {

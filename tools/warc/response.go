@@ -12,8 +12,8 @@ import (
 )
 
 // PageError reports a stored page that cannot be written as a valid response
-// record (bad URL, status or header block). Nothing was written for it; the
-// writer is still usable.
+// record (a URL that cannot stand in WARC-Target-URI, a status that is not
+// three digits). Nothing was written for it; the writer is still usable.
 type PageError struct {
 	URLID  uint64
 	URL    string
@@ -25,20 +25,22 @@ func (e *PageError) Error() string {
 }
 
 // WriteResponse writes page p as a response record belonging to the warcinfo
-// record warcinfoID (empty for none). A page that cannot be represented is a
-// *PageError and leaves the file as it was; any other error is a write
-// failure after which the file is unusable.
-func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) error {
+// record warcinfoID (empty for none).
+//
+// Header lines that would break the HTTP block (no colon, a name that is not
+// a token, control characters, a blank line inside the block, a continuation
+// line with nothing to continue) are left out, so that archive tools can read
+// the record; dropped describes them, for the caller to log. A page that
+// cannot be represented at all is a *PageError and leaves the file as it was;
+// any other error is a write failure after which the file is unusable.
+func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) (dropped []string, err error) {
 	if err := checkTargetURI(p.URL); err != nil {
-		return &PageError{p.URLID, p.URL, err.Error()}
+		return nil, &PageError{p.URLID, p.URL, err.Error()}
 	}
 	if p.Status < 100 || p.Status > 999 {
-		return &PageError{p.URLID, p.URL, fmt.Sprintf("HTTP status %d is not three digits", p.Status)}
+		return nil, &PageError{p.URLID, p.URL, fmt.Sprintf("HTTP status %d is not three digits", p.Status)}
 	}
-	head, err := appendHTTPHead(w.httpHead[:0], p.Status, p.Header, len(p.Body))
-	if err != nil {
-		return &PageError{p.URLID, p.URL, err.Error()}
-	}
+	head, dropped := appendHTTPHead(w.httpHead[:0], p.Status, p.Header, len(p.Body))
 	w.httpHead = head
 
 	bh := sha1.New()
@@ -65,7 +67,7 @@ func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) error {
 		Field{"Content-Type", ContentTypeHTTPResponse},
 	)
 	w.fields = fields
-	return w.writeRecord(fields, head, p.Body)
+	return dropped, w.writeRecord(fields, head, p.Body)
 }
 
 // checkTargetURI rejects what cannot stand in a WARC-Target-URI field: an
@@ -86,8 +88,9 @@ func checkTargetURI(u string) error {
 // whose stored header block is header and whose body is bodyLen bytes, ending
 // with the blank line. Transfer-Encoding and a Content-Length that does not
 // match bodyLen are renamed (see the package doc); a Content-Length giving
-// bodyLen is added unless a matching one is kept.
-func appendHTTPHead(b []byte, status int, header []byte, bodyLen int) ([]byte, error) {
+// bodyLen is added unless a matching one is kept. Malformed lines are left
+// out and described in dropped.
+func appendHTTPHead(b []byte, status int, header []byte, bodyLen int) (_ []byte, dropped []string) {
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, ' ')
@@ -95,6 +98,7 @@ func appendHTTPHead(b []byte, status int, header []byte, bodyLen int) ([]byte, e
 	b = append(b, "\r\n"...)
 
 	keptLength := false
+	lastKept := -1 // the number of the last field line written
 	for lineNo := 1; len(header) > 0; lineNo++ {
 		var line []byte
 		if i := bytes.IndexByte(header, '\n'); i >= 0 {
@@ -104,26 +108,31 @@ func appendHTTPHead(b []byte, status int, header []byte, bodyLen int) ([]byte, e
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) == 0 {
-			if len(bytes.TrimSpace(header)) == 0 {
-				break // a trailing blank line ends the block
+			if len(bytes.TrimSpace(header)) > 0 {
+				dropped = append(dropped, fmt.Sprintf("header line %d: blank line inside the header block", lineNo))
 			}
-			return nil, fmt.Errorf("header line %d is empty in the middle of the header block", lineNo)
+			continue
 		}
 		if err := checkHeaderBytes(line); err != nil {
-			return nil, fmt.Errorf("header line %d: %v", lineNo, err)
+			dropped = append(dropped, fmt.Sprintf("header line %d: %v: %q", lineNo, err, clip(line)))
+			continue
 		}
 		if line[0] == ' ' || line[0] == '\t' {
-			if lineNo == 1 {
-				return nil, fmt.Errorf("header line 1 is a continuation line")
+			if lastKept != lineNo-1 {
+				dropped = append(dropped, fmt.Sprintf("header line %d: continuation of no field: %q", lineNo, clip(line)))
+				continue
 			}
+			lastKept = lineNo
 			b = append(b, line...) // obs-fold: belongs to the field before, renamed or not
 			b = append(b, "\r\n"...)
 			continue
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || !isToken(line[:colon]) {
-			return nil, fmt.Errorf("header line %d is not \"Name: value\": %q", lineNo, clip(line))
+			dropped = append(dropped, fmt.Sprintf("header line %d: not \"Name: value\": %q", lineNo, clip(line)))
+			continue
 		}
+		lastKept = lineNo
 		name, value := line[:colon], line[colon+1:]
 		switch {
 		case asciiEqualFold(name, "Transfer-Encoding"):
@@ -147,7 +156,7 @@ func appendHTTPHead(b []byte, status int, header []byte, bodyLen int) ([]byte, e
 		b = strconv.AppendInt(b, int64(bodyLen), 10)
 		b = append(b, "\r\n"...)
 	}
-	return append(b, "\r\n"...), nil
+	return append(b, "\r\n"...), dropped
 }
 
 // checkHeaderBytes rejects control characters other than horizontal tab,

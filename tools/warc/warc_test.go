@@ -62,8 +62,8 @@ func writeTestWARC(t testing.TB, pages []*storage.Page) (data []byte, infoID str
 		t.Fatal(err)
 	}
 	for _, p := range pages {
-		if err := w.WriteResponse(p, infoID); err != nil {
-			t.Fatalf("WriteResponse(%s): %v", p.URL, err)
+		if dropped, err := w.WriteResponse(p, infoID); err != nil || dropped != nil {
+			t.Fatalf("WriteResponse(%s): %v (dropped %q)", p.URL, err, dropped)
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -223,22 +223,17 @@ func TestBadPagesAreSkipped(t *testing.T) {
 		{&storage.Page{URLID: 12, URL: "http://x/\r\nWARC-Type: evil", Status: 200}, "space or control"},
 		{&storage.Page{URLID: 13, URL: "http://x/", Status: 0}, "three digits"},
 		{&storage.Page{URLID: 14, URL: "http://x/", Status: 1000}, "three digits"},
-		{&storage.Page{URLID: 15, URL: "http://x/", Status: 200, Header: []byte("A: b\r\n\r\nC: d\r\n")}, "empty in the middle"},
-		{&storage.Page{URLID: 16, URL: "http://x/", Status: 200, Header: []byte("no colon here\r\n")}, "not \"Name: value\""},
-		{&storage.Page{URLID: 17, URL: "http://x/", Status: 200, Header: []byte("A: b\rc\r\n")}, "control character"},
-		{&storage.Page{URLID: 18, URL: "http://x/", Status: 200, Header: []byte(" folded: first\r\n")}, "continuation"},
-		{&storage.Page{URLID: 19, URL: "http://x/", Status: 200, Header: []byte("Bad Name: x\r\n")}, "not \"Name: value\""},
 	}
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
 	for _, b := range bad {
-		err := w.WriteResponse(b.page, "")
+		_, err := w.WriteResponse(b.page, "")
 		var pe *PageError
 		if !errors.As(err, &pe) || pe.URLID != b.page.URLID || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("page %d: error %v, want a PageError containing %q", b.page.URLID, err, b.want)
 		}
 	}
-	if err := w.WriteResponse(good, ""); err != nil {
+	if _, err := w.WriteResponse(good, ""); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()
@@ -249,6 +244,32 @@ func TestBadPagesAreSkipped(t *testing.T) {
 	}
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("bad pages left records behind: %v", err)
+	}
+}
+
+// TestMalformedHeaderLinesAreDropped checks that a page whose stored header
+// block has broken lines is still written, without them, and that they are
+// reported.
+func TestMalformedHeaderLinesAreDropped(t *testing.T) {
+	for _, c := range []struct {
+		header, want, dropped string
+	}{
+		{"A: b\r\n\r\nC: d\r\n", "A: b\r\nC: d\r\n", "line 2: blank line inside"},
+		{"no colon here\r\nA: b\r\n", "A: b\r\n", `line 1: not "Name: value"`},
+		{"A: b\rc\r\nD: e\r\n", "D: e\r\n", "line 1: control character 0x0d"},
+		{" folded: first\r\nA: b\r\n", "A: b\r\n", "line 1: continuation of no field"},
+		{"Bad Name: x\r\n folded\r\nA: b\r\n", "A: b\r\n", `line 1: not "Name: value"`},
+		{"A: b\r\n folded\r\n", "A: b\r\n folded\r\n", ""},
+		{"A: b\n\n", "A: b\r\n", ""},
+	} {
+		head, dropped := appendHTTPHead(nil, 200, []byte(c.header), 0)
+		want := "HTTP/1.1 200 OK\r\n" + c.want + "Content-Length: 0\r\n\r\n"
+		if string(head) != want {
+			t.Errorf("%q: head %q, want %q", c.header, head, want)
+		}
+		if c.dropped == "" && dropped != nil || c.dropped != "" && (len(dropped) == 0 || !strings.Contains(dropped[0], c.dropped)) {
+			t.Errorf("%q: dropped %q, want %q", c.header, dropped, c.dropped)
+		}
 	}
 }
 

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/base32"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/stats/storetest"
+	"github.com/kspider/kspider/tools/warc"
+	"github.com/kspider/kspider/tools/warccheck"
+)
+
+func exportWARC(t *testing.T, args []string) (file, stdout, stderr string) {
+	t.Helper()
+	file = filepath.Join(t.TempDir(), "out.warc.gz")
+	code, out, errOut := runCmd(t, "", append(append([]string{"export", "warc"}, args...), "--out", file)...)
+	if code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	return file, out, errOut
+}
+
+func pagesByURL() map[string]*storage.Page {
+	m := map[string]*storage.Page{}
+	for _, p := range storetest.Pages() {
+		m[p.URL] = p
+	}
+	return m
+}
+
+func sha1Base32(b []byte) string {
+	sum := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
+}
+
+// TestExportWARCRoundTrip exports a two-directory store and reads it back
+// with the Go reader and net/http.
+func TestExportWARCRoundTrip(t *testing.T) {
+	_, args := buildTestStore(t, 2, "lzo")
+	file, out, errOut := exportWARC(t, args)
+	pages := pagesByURL()
+	if !strings.Contains(out, "wrote 12 pages to "+file) {
+		t.Errorf("stdout %q", out)
+	}
+	if !strings.Contains(errOut, `(http://www.thaigov.go.th/): left out malformed header line 2: not "Name: value"`) {
+		t.Errorf("the thaigov page's broken header line is not logged: %q", errOut)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := warc.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := r.Next()
+	if err != nil || info.Get("WARC-Type") != "warcinfo" || info.Get("WARC-Filename") != "out.warc.gz" ||
+		!bytes.Contains(info.Block, []byte("software: kspider")) {
+		t.Fatalf("first record: %v %+v", err, info)
+	}
+	seen := 0
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		p := pages[rec.Get("WARC-Target-URI")]
+		if p == nil {
+			t.Fatalf("record for unknown URL %q", rec.Get("WARC-Target-URI"))
+		}
+		delete(pages, p.URL)
+		if rec.Get("WARC-Type") != "response" || rec.Get("WARC-Warcinfo-ID") != info.Get("WARC-Record-ID") ||
+			rec.Get("WARC-Date") != p.FetchTime.Format("2006-01-02T15:04:05Z") ||
+			rec.Get("WARC-Payload-Digest") != sha1Base32(p.Body) || rec.Get("WARC-Block-Digest") != sha1Base32(rec.Block) ||
+			rec.Get("Content-Type") != "application/http; msgtype=response" {
+			t.Errorf("%s: fields %v", p.URL, rec.Fields)
+		}
+		if ip := rec.Get("WARC-IP-Address"); ip != "" != p.ServerIP.IsValid() || p.ServerIP.IsValid() && ip != p.ServerIP.String() {
+			t.Errorf("%s: WARC-IP-Address %q, stored %v", p.URL, ip, p.ServerIP)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(rec.Block)), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p.URL, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != p.Status || !bytes.Equal(body, p.Body) || resp.ContentLength != int64(len(p.Body)) {
+			t.Errorf("%s: status %d, body %q (length %d)", p.URL, resp.StatusCode, body, resp.ContentLength)
+		}
+	}
+	if seen != 12 || len(pages) != 0 {
+		t.Errorf("%d response records; pages not exported: %v", seen, pages)
+	}
+}
+
+// TestExportWARCReadByWarcio checks the export with the warcio npm package.
+func TestExportWARCReadByWarcio(t *testing.T) {
+	_, args := buildTestStore(t, 2, "lzo")
+	file, _, _ := exportWARC(t, args)
+	recs := warccheck.Read(t, file, false)
+	pages := pagesByURL()
+	if len(recs) != len(pages)+1 || recs[0].Type != "warcinfo" {
+		t.Fatalf("warcio read %d records (first %q), want %d", len(recs), recs[0].Type, len(pages)+1)
+	}
+	for _, rec := range recs[1:] {
+		p := pages[rec.TargetURI]
+		if p == nil {
+			t.Fatalf("warcio: record for unknown URL %q", rec.TargetURI)
+		}
+		delete(pages, p.URL)
+		sum := sha1.Sum(p.Body)
+		if rec.Type != "response" || rec.Status != p.Status || rec.PayloadSHA1 != hex.EncodeToString(sum[:]) ||
+			rec.PayloadLength != len(p.Body) || rec.WARCHeader("WARC-Payload-Digest") != sha1Base32(p.Body) ||
+			rec.HTTPHeader("Content-Length") != strconv.Itoa(len(p.Body)) || rec.HTTPHeader("Transfer-Encoding") != "" {
+			t.Errorf("%s: warcio read %+v", p.URL, rec)
+		}
+		if h, err := p.ParseHeader(); err == nil {
+			for name := range h {
+				if name != "Content-Length" && name != "Transfer-Encoding" && rec.HTTPHeader(name) != h.Get(name) {
+					t.Errorf("%s: header %s: warcio %q, stored %q", p.URL, name, rec.HTTPHeader(name), h.Get(name))
+				}
+			}
+		}
+	}
+	if len(pages) != 0 {
+		t.Errorf("warcio did not see %v", pages)
+	}
+}
+
+func TestExportSkipsCorruptRecord(t *testing.T) {
+	dirs, args := buildTestStore(t, 1, "none")
+	storetest.Corrupt(t, dirs, "http://www.mit.edu/report.pdf")
+	file, out, errOut := exportWARC(t, args)
+	if !strings.Contains(out, "wrote 11 pages") || !strings.Contains(out, "1 damaged records") {
+		t.Errorf("stdout %q", out)
+	}
+	if !strings.Contains(errOut, "kspider export: skipped:") || !strings.Contains(errOut, ".seg") {
+		t.Errorf("the skipped record is not logged with its file: %q", errOut)
+	}
+	data, _ := os.ReadFile(file)
+	r, _ := warc.NewReader(bytes.NewReader(data))
+	n := 0
+	for {
+		if _, err := r.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 12 {
+		t.Errorf("%d records, want warcinfo and 11 responses", n)
+	}
+}
+
+func TestExportSkipsUnwritablePage(t *testing.T) {
+	dir := t.TempDir()
+	bad := storetest.Pages()[:2]
+	bad[1].URL = "http://www.ku.ac.th/a page with spaces"
+	storetest.Build(t, []string{dir}, "lzo", bad)
+	_, out, errOut := exportWARC(t, []string{"--data", dir})
+	if !strings.Contains(out, "wrote 1 pages") || !strings.Contains(out, "1 unwritable pages") ||
+		!strings.Contains(errOut, "a page with spaces") {
+		t.Errorf("stdout %q stderr %q", out, errOut)
+	}
+}
+
+func TestExportUsageAndFailures(t *testing.T) {
+	dir := t.TempDir()
+	storetest.Build(t, []string{dir}, "lzo", storetest.Pages()[:1])
+	outDir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"export"}, 2, "missing format"},
+		{[]string{"export", "zip"}, 2, `unknown format "zip"`},
+		{[]string{"export", "warc", "--out", "x.warc.gz"}, 2, "--data DIR is required"},
+		{[]string{"export", "warc", "--data", dir}, 2, "--out FILE is required"},
+		{[]string{"export", "warc", "--data", dir, "--out", filepath.Join(outDir, "no", "such", "dir.warc.gz")}, 1, "no such file"},
+		// Renaming over a directory fails: the temporary file must go.
+		{[]string{"export", "warc", "--data", dir, "--out", outDir}, 1, ""},
+	} {
+		code, _, errOut := runCmd(t, "", c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+	if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
+		t.Errorf("failed exports left files behind: %v", entries)
+	}
+	for _, args := range [][]string{{"export", "--help"}, {"export", "warc", "--help"}, {"help", "export"}} {
+		code, out, _ := runCmd(t, "", args...)
+		if code != 0 || !strings.Contains(out, "usage: kspider export") {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/tools/stats"
+	"github.com/kspider/kspider/tools/stats/storetest"
+)
+
+func buildTestStore(t *testing.T, ndirs int, codec string) (dirs, args []string) {
+	t.Helper()
+	for range ndirs {
+		dirs = append(dirs, t.TempDir())
+	}
+	storetest.Build(t, dirs, codec, storetest.Pages())
+	for _, d := range dirs {
+		args = append(args, "--data", d)
+	}
+	return dirs, args
+}
+
+// compressionTable matches the one table that depends on the codec's output
+// size, absent from the golden files (which the stats package's tests
+// produce without a stored size).
+var compressionTable = regexp.MustCompile(`(?s)\nCompression\n.*?\n\n`)
+
+func TestStatsTextMatchesGolden(t *testing.T) {
+	_, args := buildTestStore(t, 2, "lzo")
+	code, out, errOut := runCmd(t, "", append([]string{"stats"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !compressionTable.MatchString(out) {
+		t.Fatalf("no compression table:\n%s", out)
+	}
+	want, err := os.ReadFile("../../tools/stats/testdata/golden.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := compressionTable.ReplaceAllString(out, "\n"); got != string(want) {
+		t.Errorf("kspider stats differs from tools/stats/testdata/golden.txt:\n%s", got)
+	}
+}
+
+func TestStatsJSONMatchesGolden(t *testing.T) {
+	dirs, args := buildTestStore(t, 2, "zstd")
+	code, out, errOut := runCmd(t, "", append([]string{"stats", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got, want map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("stats --json is not JSON: %v\n%s", err, out)
+	}
+	golden, err := os.ReadFile("../../tools/stats/testdata/golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(golden, &want); err != nil {
+		t.Fatal(err)
+	}
+	var report stats.Report
+	json.Unmarshal([]byte(out), &report)
+	c := report.Compression
+	seg, _ := segmentBytes(dirs)
+	if c == nil || c.StoredBytes != seg || c.RawBytes != report.Summary.BytesStored || c.Ratio <= 0 {
+		t.Errorf("compression %+v (segments hold %d bytes)", c, seg)
+	}
+	delete(got, "compression")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kspider stats --json differs from tools/stats/testdata/golden.json:\n%s", out)
+	}
+}
+
+func TestStatsHTML(t *testing.T) {
+	_, args := buildTestStore(t, 1, "s2")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "report.html")
+	code, out, errOut := runCmd(t, "", append([]string{"stats", "--html", file}, args...)...)
+	if code != 0 || !strings.Contains(out, "wrote "+file+" (12 pages)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	html, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "<svg", "Links between domain suffixes", "ku.ac.th", "Compression"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("temporary files left beside the report: %v", entries)
+	}
+}
+
+func TestStatsCountsCorruptRecord(t *testing.T) {
+	dirs, args := buildTestStore(t, 1, "none")
+	storetest.Corrupt(t, dirs, "http://www.mit.edu/report.pdf")
+	code, out, errOut := runCmd(t, "", append([]string{"stats", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r stats.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Problems.BadRecords != 1 || r.Summary.URLs != 11 {
+		t.Errorf("bad records %d, URLs %d; want 1 and 11", r.Problems.BadRecords, r.Summary.URLs)
+	}
+	if !strings.Contains(errOut, "kspider stats: skipped:") || !strings.Contains(errOut, ".seg") {
+		t.Errorf("the skipped record is not logged with its file: %q", errOut)
+	}
+}
+
+func TestStatsUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"stats"}, 2, "--data DIR is required"},
+		{[]string{"stats", "--data", dir, "--json", "--html", "x.html"}, 2, "exclude each other"},
+		{[]string{"stats", "--data", dir, "extra"}, 2, "unexpected argument"},
+		{[]string{"stats", "--data", dir, "--data", dir}, 2, "given twice"},
+		{[]string{"stats", "--data", dir, "--top", "0"}, 2, "--top"},
+		{[]string{"stats", "--data", filepath.Join(dir, "missing")}, 1, "missing"},
+	} {
+		code, _, errOut := runCmd(t, "", c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+func TestStatsNoProgressOffTerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if stats.IsTerminal(f) {
+		t.Fatal("a regular file is taken for a terminal")
+	}
+}
