@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,11 +76,12 @@ func (c *Cache) Get(origin string, now time.Time) (*Rules, bool) {
 // Allowed checks an absolute URL against the rules cached for its origin.
 // cached is false when the origin has no fresh entry; allowed is then false.
 func (c *Cache) Allowed(rawURL string, now time.Time) (allowed, cached bool) {
-	r, ok := c.Get(OriginOf(rawURL), now)
+	origin, path := splitURL(rawURL)
+	r, ok := c.Get(origin, now)
 	if !ok {
 		return false, false
 	}
-	return r.AllowedURL(rawURL), true
+	return r.Allowed(path), true
 }
 
 // ID returns the rule-set id cached for origin (0 when none), expired or
@@ -171,7 +173,7 @@ func (r *Rules) fingerprint() string {
 		b.WriteString(strconv.FormatInt(int64(r.CrawlDelay), 10))
 	}
 	b.WriteByte('|')
-	for _, p := range r.patterns {
+	for _, p := range slices.Concat(r.general, r.keyed) {
 		switch {
 		case p.allow && p.anchor:
 			b.WriteByte('A')

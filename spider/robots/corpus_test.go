@@ -4,8 +4,11 @@ import (
 	"archive/tar"
 	"errors"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kspider/kspider/tools/dataset"
 	"github.com/kspider/kspider/tools/testenv"
@@ -53,4 +56,59 @@ func eachCorpusFile(t testing.TB, keep func(i int) bool, fn func(corpusFile)) in
 		fn(corpusFile{index: i, name: h.Name, body: body})
 	}
 	return n
+}
+
+// TestCorpusParse parses corpus files (every 25th; all with
+// KSPIDER_ROBOTS_FULL=1), compiles rules for every agent each names, and
+// reports parse time per file. Timings are logged, never asserted.
+func TestCorpusParse(t *testing.T) {
+	keep := func(i int) bool { return i%25 == 0 }
+	if os.Getenv("KSPIDER_ROBOTS_FULL") == "1" {
+		keep = nil
+	}
+	var (
+		times            []time.Duration
+		bytes, truncated int64
+		ignored, lines   int
+		groups, sitemaps int
+		maxName          string
+		maxTime          time.Duration
+	)
+	eachCorpusFile(t, keep, func(f corpusFile) {
+		start := time.Now()
+		file := Parse(f.body)
+		r := file.Rules("KSpider")
+		d := time.Since(start)
+		times = append(times, d)
+		if d > maxTime {
+			maxTime, maxName = d, f.name
+		}
+		bytes += int64(len(f.body))
+		if file.Truncated {
+			truncated++
+		}
+		ignored += file.IgnoredLines
+		lines += file.Lines
+		groups += file.Groups()
+		sitemaps += len(file.Sitemaps)
+		r.Allowed("/")
+		for _, a := range file.Agents() {
+			if !file.Rules(a).Allowed("/robots.txt") {
+				t.Errorf("%s: /robots.txt disallowed for %q", f.name, a)
+			}
+		}
+	})
+	if len(times) == 0 {
+		t.Fatal("no files")
+	}
+	slices.Sort(times)
+	var sum time.Duration
+	for _, d := range times {
+		sum += d
+	}
+	t.Logf("%d files, %.1f MB: parse+compile per file mean %v, p50 %v, p99 %v, max %v (%s); %.1f MB/s",
+		len(times), float64(bytes)/1e6, sum/time.Duration(len(times)), times[len(times)/2],
+		times[len(times)*99/100], maxTime, maxName, float64(bytes)/1e6/sum.Seconds())
+	t.Logf("%d lines, %d ignored, %d groups, %d sitemaps, %d files over the %d KiB limit",
+		lines, ignored, groups, sitemaps, truncated, DefaultMaxSize>>10)
 }

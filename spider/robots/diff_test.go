@@ -39,12 +39,52 @@ var googleCauses = []googleCause{
 // googleMaxLine is where Google's parser cuts a line (2083*8-1 octets).
 const googleMaxLine = 2083*8 - 1
 
-// googleAll is every Google behaviour at once, for disagreements that need
-// two causes together.
-var googleAll = googleCause{"several", dialect{rawPercent: true, indexHTML: true, maxLine: googleMaxLine, noRobotsTx: true, tokenChars: true}, 0}
+// classify names the cause of a disagreement: the first single cause that
+// explains it, else the first pair ("a+b"), else "" (unexplained).
+func classify(body []byte, agent, path string, want bool, cache map[string]*File) string {
+	try := func(c googleCause) bool {
+		key := fmt.Sprint(c.d, c.limit)
+		f := cache[key]
+		if f == nil {
+			limit := c.limit
+			if limit < 0 {
+				limit = DefaultMaxSize
+			}
+			f = parse(body, limit, c.d)
+			cache[key] = f
+		}
+		return f.Rules(agent).Allowed(path) == want
+	}
+	for _, c := range googleCauses {
+		if try(c) {
+			return c.name
+		}
+	}
+	for i, a := range googleCauses {
+		for _, b := range googleCauses[i+1:] {
+			if try(combine(a, b)) {
+				return a.name + "+" + b.name
+			}
+		}
+	}
+	return ""
+}
 
-// googleAllBug is googleAll with the Go port's escaping bug.
-var googleAllBug = googleCause{"several", dialect{rawPercent: true, indexHTML: true, maxLine: googleMaxLine, noRobotsTx: true, tokenChars: true, hexBug: true}, 0}
+// combine switches on the Google behaviours of both causes.
+func combine(a, b googleCause) googleCause {
+	d := a.d
+	d.rawPercent = d.rawPercent || b.d.rawPercent
+	d.indexHTML = d.indexHTML || b.d.indexHTML
+	d.maxLine = max(d.maxLine, b.d.maxLine)
+	d.noRobotsTx = d.noRobotsTx || b.d.noRobotsTx
+	d.tokenChars = d.tokenChars || b.d.tokenChars
+	d.hexBug = d.hexBug || b.d.hexBug
+	limit := a.limit
+	if b.limit == 0 {
+		limit = 0
+	}
+	return googleCause{a.name + "+" + b.name, d, limit}
+}
 
 type diffStats struct {
 	files, queries, agree, oracleSkipped int
@@ -56,7 +96,7 @@ type diffStats struct {
 func diffFile(t testing.TB, name string, body []byte, st *diffStats, pathsPerFile int) {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	rng := rand.New(rand.NewPCG(h.Sum64(), 20261121))
+	rng := newRand(h.Sum64())
 	mine := Parse(body)
 	agents := []string{"KSpider"}
 	if as := mine.Agents(); len(as) > 0 {
@@ -90,23 +130,7 @@ func diffFile(t testing.TB, name string, body []byte, st *diffStats, pathsPerFil
 			if dialects == nil {
 				dialects = map[string]*File{}
 			}
-			cause := ""
-			for _, c := range append(googleCauses, googleAll, googleAllBug) {
-				key := fmt.Sprint(c.d, c.limit)
-				f := dialects[key]
-				if f == nil {
-					limit := c.limit
-					if limit < 0 {
-						limit = DefaultMaxSize
-					}
-					f = parse(body, limit, c.d)
-					dialects[key] = f
-				}
-				if f.Rules(agent).Allowed(path) == want {
-					cause = c.name
-					break
-				}
-			}
+			cause := classify(body, agent, path, want, dialects)
 			if cause == "" {
 				st.unexplained = append(st.unexplained, fmt.Sprintf("%s: agent %q path %q: kspider allowed=%v, google allowed=%v", name, agent, path, got, want))
 				continue
@@ -115,6 +139,8 @@ func diffFile(t testing.TB, name string, body []byte, st *diffStats, pathsPerFil
 		}
 	}
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 20261121)) }
 
 // samplePaths returns up to n paths built from the file's own rules (with
 // wildcards filled in, and variants around each) plus a few common ones.

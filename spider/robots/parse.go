@@ -92,6 +92,9 @@ func parse(body []byte, limit int, d dialect) *File {
 		}
 		body = body[1:]
 	}
+	// One copy of the body as a string; every key, value and pattern is a
+	// substring of it (or a normalised copy), so lines cost no allocation.
+	text := string(body)
 	p := parser{f: f, d: d}
 	start := 0
 	for i := 0; i < len(body); i++ {
@@ -99,14 +102,14 @@ func parse(body []byte, limit int, d dialect) *File {
 		if c != '\n' && c != '\r' {
 			continue
 		}
-		p.line(body[start:i])
+		p.line(text[start:i])
 		if c == '\r' && i+1 < len(body) && body[i+1] == '\n' {
 			i++
 		}
 		start = i + 1
 	}
 	if start < len(body) {
-		p.line(body[start:])
+		p.line(text[start:])
 	}
 	return f
 }
@@ -132,14 +135,14 @@ const (
 	keyCrawlDelay
 )
 
-func (p *parser) line(b []byte) {
+func (p *parser) line(b string) {
 	p.f.Lines++
 	if p.d.maxLine > 0 && len(b) > p.d.maxLine {
 		b = b[:p.d.maxLine]
 	}
-	key, value, ok := splitRecord(string(b))
+	key, value, ok := splitRecord(b)
 	if !ok {
-		if len(strings.TrimSpace(string(b))) > 0 {
+		if len(strings.TrimSpace(b)) > 0 {
 			p.f.IgnoredLines++
 		}
 		return

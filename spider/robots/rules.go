@@ -8,11 +8,18 @@ import (
 )
 
 // Rules are the compiled rules of one robots.txt for one crawler: the
-// patterns of the groups that apply to it, in priority order, so the first
-// pattern that matches decides. A Rules is immutable and safe for concurrent
-// use.
+// patterns of the groups that apply to it, in decision order (longest
+// first, Allow first at equal length), so the first pattern that matches
+// decides. Patterns whose literal prefix has a second byte (after the
+// leading '/') are grouped by that byte, so a check only tries the group of
+// the path's second byte plus the few patterns that start with a wildcard
+// or are just "/". A Rules is immutable and safe for concurrent use.
 type Rules struct {
-	patterns []pattern
+	general []pattern // literal prefix shorter than 2 bytes: tried for every path
+	keyed   []pattern // the others, grouped by prefix[1], each group in decision order
+	keys    string    // the distinct prefix[1] bytes, one per group, in keyed's order
+	starts  []uint32  // group i is keyed[starts[i]:starts[i+1]]
+
 	// CrawlDelay is the first valid Crawl-delay of the applicable groups, 0
 	// when there is none. RFC 9309 does not define it; a node may honour it.
 	CrawlDelay time.Duration
@@ -25,6 +32,7 @@ type Rules struct {
 // '*' (or the whole pattern without a final '$'), which is compared first.
 type pattern struct {
 	text   string // the normalised pattern, without a final '$'
+	source string // the normalised pattern as written
 	prefix string
 	wild   bool // text holds a '*'
 	anchor bool // the pattern ended in '$': the match must reach the end
@@ -37,7 +45,7 @@ var allowAll = &Rules{}
 
 // disallowAll disallows everything but /robots.txt: what an unreachable
 // robots.txt means.
-var disallowAll = &Rules{patterns: []pattern{{text: "/", prefix: "/", prio: 1}}}
+var disallowAll = &Rules{general: []pattern{{text: "/", prefix: "/", prio: 1}}}
 
 // AllowAll returns rules that allow every path.
 func AllowAll() *Rules { return allowAll }
@@ -51,7 +59,9 @@ func DisallowAll() *Rules { return disallowAll }
 func (f *File) Rules(agent string) *Rules {
 	token := strings.ToLower(ProductToken(agent))
 	r := &Rules{d: f.d}
-	for pass := 0; pass < 2 && len(r.patterns) == 0; pass++ {
+	var all []pattern
+	var seen map[rule]struct{}
+	for pass := 0; pass < 2; pass++ {
 		want := token
 		if pass == 1 {
 			want = "*"
@@ -64,8 +74,22 @@ func (f *File) Rules(agent string) *Rules {
 			}
 			found = true
 			for _, ru := range g.rules {
+				// Files that repeat one rule thousands of times exist; drop
+				// the copies before they cost sorting time.
+				if seen == nil && len(all) >= 32 {
+					seen = make(map[rule]struct{}, 2*len(all))
+					for _, p := range all {
+						seen[rule{allow: p.allow, pattern: p.source}] = struct{}{}
+					}
+				}
+				if seen != nil {
+					if _, dup := seen[ru]; dup {
+						continue
+					}
+					seen[ru] = struct{}{}
+				}
 				if p, ok := compile(ru); ok {
-					r.patterns = append(r.patterns, p)
+					all = append(all, p)
 				}
 			}
 			if g.crawlDelay >= 0 && !r.HasCrawlDelay {
@@ -76,18 +100,57 @@ func (f *File) Rules(agent string) *Rules {
 			break // a specific group, even an empty one, excludes "*"
 		}
 	}
-	sortPatterns(r.patterns)
-	r.patterns = slices.CompactFunc(r.patterns, func(a, b pattern) bool {
+	r.index(all)
+	return r
+}
+
+// index sorts patterns into decision order, drops duplicates and builds the
+// groups.
+func (r *Rules) index(all []pattern) {
+	slices.SortFunc(all, func(a, b pattern) int {
+		ka, kb := a.key(), b.key()
+		if ka != kb {
+			return ka - kb
+		}
+		return comparePatterns(a, b)
+	})
+	all = slices.CompactFunc(all, func(a, b pattern) bool {
 		return a.text == b.text && a.anchor == b.anchor && a.allow == b.allow
 	})
-	return r
+	n := 0
+	for n < len(all) && all[n].key() < 0 {
+		n++
+	}
+	r.general = slices.Clip(all[:n])
+	r.keyed = all[n:]
+	if len(r.keyed) == 0 {
+		r.keyed = nil
+		return
+	}
+	var keys []byte
+	for i := range r.keyed {
+		if k := byte(r.keyed[i].key()); len(keys) == 0 || keys[len(keys)-1] != k {
+			keys = append(keys, k)
+			r.starts = append(r.starts, uint32(i))
+		}
+	}
+	r.starts = append(r.starts, uint32(len(r.keyed)))
+	r.keys = string(keys)
+}
+
+// key is the byte a pattern is grouped by, -1 for the general list.
+func (p *pattern) key() int {
+	if len(p.prefix) < 2 {
+		return -1
+	}
+	return int(p.prefix[1])
 }
 
 func compile(ru rule) (pattern, bool) {
 	if ru.pattern == "" {
 		return pattern{}, false // "Disallow:" alone says nothing (priority 0)
 	}
-	p := pattern{text: ru.pattern, allow: ru.allow, prio: len(ru.pattern)}
+	p := pattern{text: ru.pattern, source: ru.pattern, allow: ru.allow, prio: len(ru.pattern)}
 	if strings.HasSuffix(p.text, "$") {
 		p.text, p.anchor = p.text[:len(p.text)-1], true
 	}
@@ -98,30 +161,28 @@ func compile(ru rule) (pattern, bool) {
 	return p, true
 }
 
-// sortPatterns puts patterns in decision order: longest first, Allow before
-// Disallow at equal length, then by text so equal rule sets compile equal.
-func sortPatterns(ps []pattern) {
-	slices.SortFunc(ps, func(a, b pattern) int {
-		if a.prio != b.prio {
-			return b.prio - a.prio
+// comparePatterns is decision order: longest first, Allow before Disallow at
+// equal length, then by text so equal rule sets compile equal.
+func comparePatterns(a, b pattern) int {
+	if a.prio != b.prio {
+		return b.prio - a.prio
+	}
+	if a.allow != b.allow {
+		if a.allow {
+			return -1
 		}
-		if a.allow != b.allow {
-			if a.allow {
-				return -1
-			}
-			return 1
+		return 1
+	}
+	if c := strings.Compare(a.text, b.text); c != 0 {
+		return c
+	}
+	if a.anchor != b.anchor {
+		if a.anchor {
+			return -1
 		}
-		if c := strings.Compare(a.text, b.text); c != 0 {
-			return c
-		}
-		if a.anchor != b.anchor {
-			if a.anchor {
-				return -1
-			}
-			return 1
-		}
-		return 0
-	})
+		return 1
+	}
+	return 0
 }
 
 // maxStackPath is the longest path a check normalises without allocating.
@@ -137,7 +198,7 @@ func (r *Rules) Allowed(path string) bool {
 	if path == "/robots.txt" && !r.d.noRobotsTx {
 		return true
 	}
-	if len(r.patterns) == 0 {
+	if len(r.general) == 0 && len(r.keyed) == 0 {
 		return true
 	}
 	if !r.d.rawPercent && !isNormal(path) {
@@ -149,20 +210,45 @@ func (r *Rules) Allowed(path string) bool {
 	return r.decide(path)
 }
 
+// decide finds the best match in the path's group and in the general list
+// (each in decision order, so the first match of each is its best) and
+// lets the better of the two decide.
 func (r *Rules) decide(path string) bool {
-	for i := range r.patterns {
-		if r.patterns[i].match(path) {
-			return r.patterns[i].allow
+	var best *pattern
+	if len(path) >= 2 && len(r.keys) > 0 {
+		if g := strings.IndexByte(r.keys, path[1]); g >= 0 {
+			group := r.keyed[r.starts[g]:r.starts[g+1]]
+			for i := range group {
+				if group[i].match(path) {
+					best = &group[i]
+					break
+				}
+			}
 		}
 	}
-	return true
+	for i := range r.general {
+		p := &r.general[i]
+		if best != nil && (p.prio < best.prio || p.prio == best.prio && best.allow) {
+			break // nothing further down the list can beat best
+		}
+		if p.match(path) {
+			return p.allow // it beats best, or ties it with Allow
+		}
+	}
+	if best == nil {
+		return true
+	}
+	return best.allow
 }
 
 // AllowedURL is Allowed for an absolute URL; a URL without a path checks "/".
-func (r *Rules) AllowedURL(rawURL string) bool { return r.Allowed(PathOf(rawURL)) }
+func (r *Rules) AllowedURL(rawURL string) bool {
+	_, path := splitURL(rawURL)
+	return r.Allowed(path)
+}
 
 // Len returns the number of compiled patterns.
-func (r *Rules) Len() int { return len(r.patterns) }
+func (r *Rules) Len() int { return len(r.general) + len(r.keyed) }
 
 // match reports whether p matches path. Without wildcards that is a prefix
 // (or, anchored, an equality) test; with them the segments between '*' are
@@ -201,38 +287,45 @@ func (p *pattern) match(path string) bool {
 // PathOf returns the path+query of an absolute URL ("scheme://authority/p?q#f"
 // gives "/p?q"), "/" when there is none. It does not validate the URL.
 func PathOf(rawURL string) string {
-	s := rawURL
-	if i := strings.Index(s, "://"); i >= 0 && !strings.ContainsAny(s[:i], "/?#") {
-		s = s[i+3:]
-		j := strings.IndexAny(s, "/?#")
-		if j < 0 {
-			return "/"
-		}
-		s = s[j:]
-	}
-	if i := strings.IndexByte(s, '#'); i >= 0 {
-		s = s[:i]
-	}
-	if s == "" {
-		return "/"
-	}
-	if s[0] != '/' {
-		// "http://h?q" has the empty path: the request line is "/?q".
-		return "/" + s
-	}
-	return s
+	_, path := splitURL(rawURL)
+	return path
 }
 
 // OriginOf returns "scheme://authority" of an absolute URL, the key robots.txt
 // rules are cached under, or "" when rawURL has no "://".
 func OriginOf(rawURL string) string {
-	i := strings.Index(rawURL, "://")
-	if i < 0 || strings.ContainsAny(rawURL[:i], "/?#") {
-		return ""
+	origin, _ := splitURL(rawURL)
+	return origin
+}
+
+// splitURL splits an absolute URL into origin and path+query in one pass; a
+// reference without "://" before any '/', '?' or '#' has no origin and is
+// all path. The fragment is dropped; an empty path is "/". Only the rare
+// "http://h?q" (query, no path) allocates.
+func splitURL(s string) (origin, path string) {
+	i := 0
+	for i < len(s) && s[i] != ':' && s[i] != '/' && s[i] != '?' && s[i] != '#' {
+		i++
 	}
-	j := strings.IndexAny(rawURL[i+3:], "/?#")
-	if j < 0 {
-		return rawURL
+	if i+2 < len(s) && s[i] == ':' && s[i+1] == '/' && s[i+2] == '/' {
+		j := i + 3
+		for j < len(s) && s[j] != '/' && s[j] != '?' && s[j] != '#' {
+			j++
+		}
+		origin, s = s[:j], s[j:]
 	}
-	return rawURL[:i+3+j]
+	for k := 0; k < len(s); k++ {
+		if s[k] == '#' {
+			s = s[:k]
+			break
+		}
+	}
+	switch {
+	case s == "":
+		return origin, "/"
+	case s[0] != '/':
+		// "http://h?q" has the empty path: the request line is "/?q".
+		return origin, "/" + s
+	}
+	return origin, s
 }

@@ -1,0 +1,100 @@
+package scope
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzFilter(f *testing.F) {
+	for _, s := range []string{
+		"http://www.ku.ac.th/a/loop/loop/loop/", "https://[::1]:8080/x?y", "http://h/cgi-bin/a.cgi",
+		"http://a.b.example.co.uk/", "http://user@h/", "http://", "https://h:/", "http://[::1/", "http://h#/a/a/a",
+		"http://10.0.0.1/" + strings.Repeat("a/", 40),
+	} {
+		f.Add(s, "th.ac.*")
+	}
+	f.Fuzz(func(t *testing.T, u, rule string) {
+		c := Default()
+		c.Domains = []string{rule, "-" + rule}
+		c.RejectCGI = true
+		c.MaxPagesPerHost = 3
+		c.MaxSubdomains = 2
+		flt, err := New(c)
+		if err != nil {
+			c.Domains = nil
+			if flt, err = New(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := flt.Check(u)
+		if a := flt.Admit(u); r != OK && a != r {
+			t.Fatalf("Check %v but Admit %v", r, a)
+		}
+		if r >= NumReasons {
+			t.Fatalf("reason %d out of range", r)
+		}
+		if p, ok := splitURL(u); ok {
+			if !strings.HasPrefix(p.path, "/") || p.host == "" {
+				t.Fatalf("splitURL(%q) = %+v", u, p)
+			}
+			Registrable(p.host)
+		}
+	})
+}
+
+func BenchmarkCheck(b *testing.B) {
+	c := Default()
+	c.Domains = []string{"th.ac.*", "com.example.+", "-th.ac.ku.cs.*"}
+	c.RejectCGI = true
+	f, err := New(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	urls := []string{
+		"http://www.ku.ac.th/news/2024/05/article.html",
+		"https://shop.example.com/product/blue-widget?color=blue",
+		"http://www.cs.ku.ac.th/~user/index.html",
+		"http://other.org/a/b/c",
+		"http://www.ku.ac.th/a/loop/loop/loop/x",
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f.Check(urls[i%len(urls)])
+	}
+}
+
+// BenchmarkCheckRegexp adds one include and one exclude expression, the
+// operator's costlier option.
+func BenchmarkCheckRegexp(b *testing.B) {
+	c := Default()
+	c.Include = []string{`^https?://[^/]*\.(ac\.th|example\.com)(:\d+)?/`}
+	c.Exclude = []string{`\.(jpg|png|gif|pdf)$`}
+	f, err := New(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		f.Check("http://www.ku.ac.th/news/2024/05/article.html")
+	}
+}
+
+// BenchmarkAdmit includes the per-host and per-domain budgets.
+func BenchmarkAdmit(b *testing.B) {
+	c := Default()
+	c.MaxPagesPerHost = 1 << 40
+	f, _ := New(c)
+	urls := []string{"http://www.ku.ac.th/news/a.html", "https://shop.example.com/p?c=1", "http://x.y.example.co.uk/"}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		f.Admit(urls[i%len(urls)])
+	}
+}
+
+func BenchmarkDepthSeen(b *testing.B) {
+	d := &Depth{Max: 5, Store: NewMemDepth()}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		d.Seen("http://www.ku.ac.th/news/a.html", i%7)
+	}
+}
