@@ -211,36 +211,7 @@ func (t *tag) readAttrs(z *html.Tokenizer) {
 	*t = tag{}
 	for {
 		key, val, more := z.TagAttr()
-		var bit uint32
-		var dst *[]byte
-		switch string(key) {
-		case "href":
-			bit, dst = aHref, &t.href
-		case "src":
-			bit, dst = aSrc, &t.src
-		case "srcset":
-			bit, dst = aSrcset, &t.srcset
-		case "lowsrc":
-			bit, dst = aLowsrc, &t.lowsrc
-		case "lowres":
-			bit, dst = aLowres, &t.lowres
-		case "data":
-			bit, dst = aData, &t.data
-		case "cite":
-			bit, dst = aCite, &t.cite
-		case "poster":
-			bit, dst = aPoster, &t.poster
-		case "rel":
-			bit, dst = aRel, &t.rel
-		case "type":
-			bit, dst = aType, &t.typ
-		case "http-equiv":
-			bit, dst = aHTTPEquiv, &t.httpEquiv
-		case "content":
-			bit, dst = aContent, &t.content
-		case "name":
-			bit, dst = aName, &t.name
-		}
+		bit, dst := t.slot(string(key))
 		if dst != nil && t.seen&bit == 0 {
 			t.seen |= bit
 			*dst = val
@@ -249,6 +220,39 @@ func (t *tag) readAttrs(z *html.Tokenizer) {
 			return
 		}
 	}
+}
+
+// slot returns the bit and field of an attribute name, or nil.
+func (t *tag) slot(key string) (uint32, *[]byte) {
+	switch key {
+	case "href":
+		return aHref, &t.href
+	case "src":
+		return aSrc, &t.src
+	case "srcset":
+		return aSrcset, &t.srcset
+	case "lowsrc":
+		return aLowsrc, &t.lowsrc
+	case "lowres":
+		return aLowres, &t.lowres
+	case "data":
+		return aData, &t.data
+	case "cite":
+		return aCite, &t.cite
+	case "poster":
+		return aPoster, &t.poster
+	case "rel":
+		return aRel, &t.rel
+	case "type":
+		return aType, &t.typ
+	case "http-equiv":
+		return aHTTPEquiv, &t.httpEquiv
+	case "content":
+		return aContent, &t.content
+	case "name":
+		return aName, &t.name
+	}
+	return 0, nil
 }
 
 func (t *tag) has(bit uint32) bool { return t.seen&bit != 0 }
@@ -270,8 +274,9 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 		default:
 			continue
 		}
-		name, hasAttr := z.TagName()
-		el, ok := elementName(name)
+		// The name is read from the raw token: TagName would copy it, and
+		// most tags are of no interest.
+		el, ok := elementName(rawTagName(z.Raw()))
 		if !ok {
 			continue
 		}
@@ -279,10 +284,9 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 			z.NextIsNotRawText()
 			continue
 		}
-		if !hasAttr {
-			continue
+		if !t.readRaw(z.Raw()) {
+			t.readAttrs(z)
 		}
-		t.readAttrs(z)
 		switch el {
 		case "a", "area", "link":
 			if t.has(aHref) {
@@ -343,10 +347,31 @@ func (x *Extractor) addSrcset(srcset []byte, el string) {
 	forEachSrcsetURL(srcset, func(u []byte) { x.add(u, el, "srcset", "", false) })
 }
 
+// rawTagName returns the tag name of a raw start tag ("<IMG src=...>")
+// in lower case, in a fixed array so that it does not escape; names longer
+// than any in the table come back empty.
+func rawTagName(raw []byte) (name [10]byte, n int) {
+	for i := 1; i < len(raw); i++ {
+		c := raw[i]
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '/' || c == '>' {
+			break
+		}
+		if n == len(name) {
+			return name, 0
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		name[n] = c
+		n++
+	}
+	return name, n
+}
+
 // elementName maps a tag name to the table's constant (so links share the
 // string instead of allocating one) and says whether it matters.
-func elementName(name []byte) (string, bool) {
-	switch string(name) {
+func elementName(name [10]byte, n int) (string, bool) {
+	switch string(name[:n]) {
 	case "a":
 		return "a", true
 	case "area":
