@@ -1,6 +1,7 @@
 package testweb
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
@@ -41,85 +42,156 @@ func dir(p string) string {
 	return p[:strings.LastIndexByte(p, '/')+1]
 }
 
-// relative writes target (a path without query) relative to directory base.
-func relative(base, target string) string {
-	bs := strings.Split(strings.Trim(base, "/"), "/")
-	if base == "/" {
-		bs = nil
+// appendRelative appends target (a path without query) relative to
+// directory base, both unescaped and starting with "/".
+func appendRelative(dst []byte, base, target string) []byte {
+	// Common leading directories: whole segments of base that target shares.
+	common := 0 // bytes of base (after the leading "/") shared by whole segments
+	for i := 1; i < len(base); i++ {
+		if i >= len(target) || base[i] != target[i] {
+			break
+		}
+		if base[i] == '/' {
+			common = i
+		}
 	}
-	ts := strings.Split(strings.TrimPrefix(target, "/"), "/")
-	common := 0
-	for common < len(bs) && common < len(ts)-1 && bs[common] == ts[common] {
-		common++
+	ups := 0
+	for i := common + 1; i < len(base); i++ {
+		if base[i] == '/' {
+			ups++
+		}
 	}
-	var b strings.Builder
-	for k := common; k < len(bs); k++ {
-		b.WriteString("../")
+	start := len(dst)
+	for k := 0; k < ups; k++ {
+		dst = append(dst, "../"...)
 	}
-	b.WriteString(strings.Join(ts[common:], "/"))
-	s := b.String()
-	if s == "" || !strings.HasPrefix(s, "../") && strings.Contains(strings.SplitN(s, "/", 2)[0], ":") {
-		return "./" + s
+	rest := target[common+1:]
+	if ups == 0 {
+		// "./" when empty or when the first segment could read as a scheme.
+		first := rest
+		if i := strings.IndexByte(first, '/'); i >= 0 {
+			first = first[:i]
+		}
+		if rest == "" || strings.IndexByte(first, ':') >= 0 {
+			dst = append(dst, "./"...)
+		}
 	}
-	return s
+	dst = appendEscapedPath(dst, rest)
+	_ = start
+	return dst
 }
 
-// href chooses how page p writes link l: absolute, protocol-relative,
+// appendEscapedPath percent-encodes what a path must not carry raw.
+func appendEscapedPath(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x80 && c != '%' && c != '?' && c != '#' && c > ' ' {
+			dst = append(dst, c)
+			continue
+		}
+		dst = append(dst, '%', "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
+	}
+	return dst
+}
+
+// appendTarget appends an unescaped path-with-query, the path escaped.
+func appendTarget(dst []byte, p string) []byte {
+	path, query, hasQuery := strings.Cut(p, "?")
+	dst = appendEscapedPath(dst, path)
+	if hasQuery {
+		dst = append(dst, '?')
+		dst = append(dst, query...)
+	}
+	return dst
+}
+
+func appendOrigin(dst []byte, h *Host, name string, pt Ports) []byte {
+	dst = append(dst, h.Scheme...)
+	dst = append(dst, "://"...)
+	dst = append(dst, name...)
+	dst = append(dst, ':')
+	return strconv.AppendInt(dst, int64(pt.of(h.Scheme)), 10)
+}
+
+// appendHref appends how page p writes link l: absolute, protocol-relative,
 // root-relative, relative to the page's directory (or to its <base>), or as
 // a bare query; sometimes with a fragment.
-func href(p *page, base string, l link, pt Ports, r *rng) string {
-	var s string
+func appendHref(dst []byte, p *page, base string, l link, pt Ports, r *rng) []byte {
 	x := r.intn(100)
 	switch {
 	case l.name != p.name:
 		if x < 15 && l.host.Scheme == p.host.Scheme {
-			s = "//" + l.name + ":" + strconv.Itoa(pt.of(l.host.Scheme)) + escapeTarget(l.path)
+			dst = append(dst, "//"...)
+			dst = append(dst, l.name...)
+			dst = append(dst, ':')
+			dst = strconv.AppendInt(dst, int64(pt.of(l.host.Scheme)), 10)
 		} else {
-			s = linkURL(l, pt)
+			dst = appendOrigin(dst, l.host, l.name, pt)
 		}
+		dst = appendTarget(dst, l.path)
 	case x < 20:
-		s = linkURL(l, pt)
+		dst = appendOrigin(dst, l.host, l.name, pt)
+		dst = appendTarget(dst, l.path)
 	case x < 55:
-		s = escapeTarget(l.path)
+		dst = appendTarget(dst, l.path)
 	default:
 		tpath, tquery, hasQuery := strings.Cut(l.path, "?")
 		cur, _, _ := strings.Cut(p.path, "?")
 		if hasQuery && tpath == cur && base == dir(p.path) && x < 70 {
-			s = "?" + tquery
+			dst = append(dst, '?')
+			dst = append(dst, tquery...)
 			break
 		}
-		s = escapePathSegment(relative(base, tpath))
-		if strings.HasPrefix(s, "./") && x%2 == 0 && s != "./" {
-			s = s[2:]
-			if strings.Contains(strings.SplitN(s, "/", 2)[0], ":") {
-				s = "./" + s
-			}
+		mark := len(dst)
+		if x%2 == 0 {
+			dst = append(dst, "./"...)
+		}
+		dst = appendRelative(dst, base, tpath)
+		// Never "./../x" or "././x": drop the optional "./" again.
+		if x%2 == 0 && len(dst) >= mark+4 && (string(dst[mark+2:mark+4]) == "./" || string(dst[mark+2:mark+4]) == "..") {
+			dst = append(dst[:mark], dst[mark+2:]...)
 		}
 		if hasQuery {
-			s += "?" + tquery
+			dst = append(dst, '?')
+			dst = append(dst, tquery...)
 		}
 	}
 	if r.chance(0.1) {
-		s += "#" + pick(r, []string{"top", "content", "section-2", "main", ""})
+		dst = append(dst, '#')
+		dst = append(dst, pick(r, []string{"top", "content", "section-2", "main", ""})...)
 	}
-	return s
+	return dst
 }
 
-// attr appends name=value with varying quoting; & is always written as &amp;.
-func attr(dst []byte, name, value string, r *rng) []byte {
-	value = strings.ReplaceAll(value, "&", "&amp;")
+// appendAttr appends name=value with varying quoting; & is written as &amp;.
+func appendAttr(dst []byte, name string, value []byte, r *rng) []byte {
 	dst = append(dst, ' ')
 	dst = append(dst, name...)
 	dst = append(dst, '=')
+	q := byte('"')
 	switch x := r.intn(20); {
-	case x < 3 && value != "" && !strings.ContainsAny(value, " \"'<>=`"):
-		return append(dst, value...)
+	case x < 3 && len(value) > 0 && bytes.IndexAny(value, " \"'<>=`") < 0:
+		q = 0
 	case x < 6:
-		dst = append(dst, '\'')
-		dst = append(dst, value...)
-		return append(dst, '\'')
+		q = '\''
 	}
-	dst = append(dst, '"')
-	dst = append(dst, value...)
-	return append(dst, '"')
+	if q != 0 {
+		dst = append(dst, q)
+	}
+	for _, c := range value {
+		if c == '&' {
+			dst = append(dst, "&amp;"...)
+		} else {
+			dst = append(dst, c)
+		}
+	}
+	if q != 0 {
+		dst = append(dst, q)
+	}
+	return dst
+}
+
+// attr is appendAttr for a string value.
+func attr(dst []byte, name, value string, r *rng) []byte {
+	return appendAttr(dst, name, []byte(value), r)
 }

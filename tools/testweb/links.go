@@ -69,7 +69,7 @@ func (w *Web) pageSize(k uint64) int {
 // pageOf builds the page for a route of kind routePage, routeCalendar,
 // routeSymlink or routeSpam. name is the host name requested.
 func (w *Web) pageOf(h *Host, name string, rt route) *page {
-	p := &page{host: h, name: name}
+	p := &page{host: h, name: name, links: make([]link, 0, 32)}
 	switch rt.kind {
 	case routePage:
 		p.path = pagePath(h, rt.n)

@@ -129,6 +129,16 @@ var sectionWords = []string{
 const thaiSection = "ข่าวสาร"
 
 func escapePathSegment(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || c == '%' || c == '?' || c == '#' || c <= ' ' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]

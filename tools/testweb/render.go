@@ -59,6 +59,11 @@ func (w *Web) render(dst []byte, p *page, pt Ports, scratch *[]byte) []byte {
 	b = append(b, "</title>\n"...)
 
 	base := dir(p.path)
+	var hb []byte
+	hrefOf := func(l link) []byte {
+		hb = appendHref(hb[:0], p, base, l, pt, &r)
+		return hb
+	}
 	if p.path != "/" && len(p.host.sections) > 1 && r.chance(0.1) && !p.host.Wildcard {
 		nb := "/" + p.host.sections[r.intn(len(p.host.sections))] + "/"
 		if nb == base {
@@ -73,11 +78,11 @@ func (w *Web) render(dst []byte, p *page, pt Ports, scratch *[]byte) []byte {
 		switch l.kind {
 		case linkStylesheet:
 			b = append(b, "<link rel=stylesheet type=\"text/css\""...)
-			b = attr(b, "href", href(p, base, l, pt, &r), &r)
+			b = appendAttr(b, "href", hrefOf(l), &r)
 			b = append(b, ">\n"...)
 		case linkScript:
 			b = append(b, "<script type=\"text/javascript\""...)
-			b = attr(b, "src", href(p, base, l, pt, &r), &r)
+			b = appendAttr(b, "src", hrefOf(l), &r)
 			b = append(b, "></script>\n"...)
 		}
 	}
@@ -99,10 +104,10 @@ func (w *Web) render(dst []byte, p *page, pt Ports, scratch *[]byte) []byte {
 	writeAnchor := func(l link) {
 		if r.chance(0.15) {
 			b = append(b, "<A"...)
-			b = attr(b, "HREF", href(p, base, l, pt, &r), &r)
+			b = appendAttr(b, "HREF", hrefOf(l), &r)
 		} else {
 			b = append(b, "<a"...)
-			b = attr(b, "href", href(p, base, l, pt, &r), &r)
+			b = appendAttr(b, "href", hrefOf(l), &r)
 		}
 		if r.chance(0.3) {
 			b = attr(b, "class", "link", &r)
@@ -150,7 +155,7 @@ func (w *Web) render(dst []byte, p *page, pt Ports, scratch *[]byte) []byte {
 			}
 		case linkImage:
 			b = append(b, "<img"...)
-			b = attr(b, "src", href(p, base, l, pt, &r), &r)
+			b = appendAttr(b, "src", hrefOf(l), &r)
 			b = append(b, " width=120 height=80 alt=\"photo\">\n"...)
 		}
 	}
