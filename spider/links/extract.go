@@ -104,7 +104,9 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 	baseRef, hasBase := x.scan(body, opts.Agent, &res)
 	base := page
 	if hasBase {
-		if b, err := urlnorm.ParseRef(page, baseRef); err == nil {
+		// HTML "set the frozen base URL": a base that fails to parse, or
+		// is data: or javascript:, leaves the page URL as the base.
+		if b, err := urlnorm.ParseRef(page, baseRef); err == nil && b.Scheme() != "data" && b.Scheme() != "javascript" {
 			base = b
 		}
 	}

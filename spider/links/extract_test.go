@@ -139,6 +139,23 @@ func TestRobotsDirectives(t *testing.T) {
 	}
 }
 
+func TestBaseFallback(t *testing.T) {
+	for _, b := range []string{"javascript:void(0)", "data:text/html,x", "http://[bad", ""} {
+		page := `<base href="` + b + `"><a href="x">`
+		res, err := Extract([]byte(page), "http://example.com/d/p", nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Base != "http://example.com/d/p" || len(res.Links) == 0 || res.Links[len(res.Links)-1].URL != "http://example.com/d/x" {
+			t.Errorf("base %q: base %q, links %+v", b, res.Base, res.Links)
+		}
+	}
+	res, _ := Extract([]byte(`<a href="x"><base href="https://other.example/b/"><base href="/ignored/">`), "http://example.com/", nil, Options{})
+	if res.Links[0].URL != "https://other.example/b/x" {
+		t.Errorf("a base after a link does not apply to it: %+v", res.Links)
+	}
+}
+
 func TestCap(t *testing.T) {
 	var b strings.Builder
 	for i := 0; i < 30; i++ {
