@@ -66,7 +66,8 @@ func (r *Resolver) resolveAndCache(name string) answer {
 	default:
 		ttl = r.cfg.ServFailTTL
 	}
-	r.cache.put(name, a.st, a.addrs, r.now()+int64(ttl))
+	now := r.now()
+	r.cache.put(name, a.st, a.addrs, now+int64(ttl), now)
 	return a
 }
 

@@ -19,7 +19,7 @@ type Config struct {
 	DownFor time.Duration // how long a server that timed out is skipped; default 10 s
 
 	Buckets int // cache buckets (rounded up to a power of two); default 2048
-	Slots   int // cache slots per bucket; default 8
+	Slots   int // cache slots per bucket, at most MaxSlots; default 8
 
 	MinTTL      time.Duration // floor on cached TTLs; default 30 s
 	MaxTTL      time.Duration // ceiling on cached TTLs; default 1 h
@@ -93,8 +93,8 @@ func New(cfg Config) (*Resolver, error) {
 	if cfg.MinTTL > cfg.MaxTTL {
 		return nil, fmt.Errorf("resolver: MinTTL %v exceeds MaxTTL %v", cfg.MinTTL, cfg.MaxTTL)
 	}
-	if cfg.Slots > 255 {
-		return nil, fmt.Errorf("resolver: %d slots per bucket is more than 255", cfg.Slots)
+	if cfg.Slots > MaxSlots {
+		return nil, fmt.Errorf("resolver: %d slots per bucket is more than %d", cfg.Slots, MaxSlots)
 	}
 	names := cfg.Servers
 	if len(names) == 0 {
@@ -163,25 +163,25 @@ func (r *Resolver) now() int64 {
 
 // Lookup returns the addresses of host, from the cache when it can.
 func (r *Resolver) Lookup(ctx context.Context, host string) ([]netip.Addr, error) {
-	return appendLookup(ctx, r, nil, host)
+	return r.appendLookup(ctx, nil, stringBytes(host), host)
 }
 
 // AppendLookup appends the addresses of host to dst. A cache hit allocates
 // nothing when dst has room for the addresses (MaxAddrs at most).
 func (r *Resolver) AppendLookup(ctx context.Context, dst []netip.Addr, host string) ([]netip.Addr, error) {
-	return appendLookup(ctx, r, dst, host)
+	return r.appendLookup(ctx, dst, stringBytes(host), host)
 }
 
 // AppendLookupBytes is AppendLookup for a host name held in a byte slice.
 func (r *Resolver) AppendLookupBytes(ctx context.Context, dst []netip.Addr, host []byte) ([]netip.Addr, error) {
-	return appendLookup(ctx, r, dst, host)
+	return r.appendLookup(ctx, dst, host, "")
 }
 
 // AppendCached appends the cached addresses of host to dst without going to
 // the network; ok is false when the cache holds nothing live for host, and
 // err is set when it holds a negative answer.
 func (r *Resolver) AppendCached(dst []netip.Addr, host string) (_ []netip.Addr, ok bool, err error) {
-	out, st, ok := cacheGet(r.cache, host, r.now(), dst)
+	out, st, ok := r.cache.get(stringBytes(host), r.now(), dst)
 	if !ok {
 		return dst, false, nil
 	}
@@ -191,20 +191,25 @@ func (r *Resolver) AppendCached(dst []netip.Addr, host string) (_ []netip.Addr, 
 	return out, true, nil
 }
 
-func appendLookup[T hostName](ctx context.Context, r *Resolver, dst []netip.Addr, host T) ([]netip.Addr, error) {
-	out, st, ok := cacheGet(r.cache, host, r.now(), dst)
+// appendLookup serves key from the cache or resolves it. host is key as a
+// string when the caller has one; "" makes the miss path convert key.
+func (r *Resolver) appendLookup(ctx context.Context, dst []netip.Addr, key []byte, host string) ([]netip.Addr, error) {
+	out, st, ok := r.cache.get(key, r.now(), dst)
 	if ok {
 		if st == statusOK {
 			return out, nil
 		}
-		return dst, &LookupError{Name: string(host), Err: st.err(r.cfg.MaxCNAME), Cached: true}
+		return dst, &LookupError{Name: string(key), Err: st.err(r.cfg.MaxCNAME), Cached: true}
 	}
-	if a, err := netip.ParseAddr(trimBrackets(string(host))); err == nil {
+	if host == "" {
+		host = string(key)
+	}
+	if a, err := netip.ParseAddr(trimBrackets(host)); err == nil {
 		return append(dst, a.Unmap()), nil
 	}
-	name, err := canonicalHost(string(host))
+	name, err := CanonicalHost(host)
 	if err != nil {
-		return dst, &LookupError{Name: string(host), Err: err}
+		return dst, &LookupError{Name: host, Err: err}
 	}
 	if r.closed.Load() {
 		return dst, &LookupError{Name: name, Err: ErrClosed}
@@ -255,10 +260,10 @@ func (e *LookupError) Error() string {
 
 func (e *LookupError) Unwrap() error { return e.Err }
 
-// canonicalHost lower-cases host, drops one trailing dot and checks that it
-// is a host name: labels of 1 to 63 letters, digits, '-' or '_', 253 bytes
-// at most.
-func canonicalHost(host string) (string, error) {
+// CanonicalHost returns host as the resolver looks it up: lower case,
+// without a trailing dot. It fails (ErrBadName) unless host is a host name:
+// labels of 1 to 63 letters, digits, '-' or '_', 253 bytes at most.
+func CanonicalHost(host string) (string, error) {
 	if n := len(host); n > 0 && host[n-1] == '.' {
 		host = host[:n-1]
 	}
