@@ -17,8 +17,8 @@
 //     user-agent line that follows a rule; rules before the first user-agent
 //     line are ignored; Sitemap and unknown records do not end a group;
 //   - the user-agent value is reduced to its product token (the leading run
-//     of token characters: "Foo/1.2" is "Foo"); "*" (optionally followed by
-//     white space and anything) names the default group;
+//     of letters, '-' and '_': "Foo-Bot/1.2" is "Foo-Bot"); "*" (optionally
+//     followed by white space and anything) names the default group;
 //   - Crawl-delay (not in RFC 9309) is read per group, in seconds, possibly
 //     fractional; Sitemap URLs are collected wherever they appear.
 //
@@ -61,7 +61,12 @@
 //     DefaultMaxSize (RFC 9309: at least 500 KiB);
 //   - line length: Google cuts lines at 16,663 octets, this package does not;
 //   - /robots.txt: RFC 9309 says it is implicitly allowed, Google's
-//     library does not special-case it.
+//     library does not special-case it;
+//   - product tokens: RFC 9309 allows letters, '-' and '_' in one, so
+//     "User-agent: MJ12bot" names "MJ"; the Go port reads most RFC 9110
+//     token characters ("MJ12bot") but stops at '!' and '&';
+//   - a bug of the Go port, not of Google: when it rewrites a pattern it
+//     clears bit 5 of escape digits ("%3c" becomes "%\x13C").
 //
 // # Fetching and caching
 //

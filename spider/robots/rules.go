@@ -107,14 +107,24 @@ func (f *File) Rules(agent string) *Rules {
 // index sorts patterns into decision order, drops duplicates and builds the
 // groups.
 func (r *Rules) index(all []pattern) {
-	slices.SortFunc(all, func(a, b pattern) int {
-		ka, kb := a.key(), b.key()
-		if ka != kb {
+	// Sorting indices moves 4 bytes per swap instead of a whole pattern;
+	// it matters for the files with ten thousand rules.
+	order := make([]int32, len(all))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int {
+		a, b := &all[i], &all[j]
+		if ka, kb := a.key(), b.key(); ka != kb {
 			return ka - kb
 		}
 		return comparePatterns(a, b)
 	})
-	all = slices.CompactFunc(all, func(a, b pattern) bool {
+	sorted := make([]pattern, len(all))
+	for i, j := range order {
+		sorted[i] = all[j]
+	}
+	all = slices.CompactFunc(sorted, func(a, b pattern) bool {
 		return a.text == b.text && a.anchor == b.anchor && a.allow == b.allow
 	})
 	n := 0
@@ -163,7 +173,7 @@ func compile(ru rule) (pattern, bool) {
 
 // comparePatterns is decision order: longest first, Allow before Disallow at
 // equal length, then by text so equal rule sets compile equal.
-func comparePatterns(a, b pattern) int {
+func comparePatterns(a, b *pattern) int {
 	if a.prio != b.prio {
 		return b.prio - a.prio
 	}

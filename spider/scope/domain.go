@@ -2,28 +2,34 @@ package scope
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// domainKind is how a domain rule matches relative to its domain.
+// domainKind says how the rules on one domain match: bits for the domain
+// itself and for hosts strictly under it, for positive and negative rules.
 type domainKind uint8
 
 const (
-	matchExact   domainKind = 1 << iota // the host itself ("th.ac.ku")
-	matchStrict                         // hosts strictly under it ("th.ac.+")
-	matchSubtree = matchExact | matchStrict
+	posExact  domainKind = 1 << iota // "th.ac.ku"
+	posStrict                        // "th.ac.+"
+	negExact                         // "-th.ac.ku"
+	negStrict                        // "-th.ac.ku.+"
 )
 
-// DomainRules is a compiled set of domain rules (see the package doc).
+// DomainRules is a compiled set of domain rules (see the package doc). One
+// map holds positive and negative rules, keyed by domain in normal (not
+// reversed) order, so a host costs one lookup per label.
 type DomainRules struct {
-	pos, neg      map[string]domainKind // forward-order domain -> how it matches
-	anyPos, anyNe bool                  // "*" / "-*"
+	rules          map[string]domainKind
+	hasPos         bool
+	anyPos, anyNeg bool // "*" / "-*"
 }
 
 // ParseDomainRules compiles domain rules such as "th.ac.*", "th.ac.+",
 // "th.ac.ku" and "-th.ac.ku.cs.*".
 func ParseDomainRules(rules []string) (*DomainRules, error) {
-	d := &DomainRules{pos: map[string]domainKind{}, neg: map[string]domainKind{}}
+	d := &DomainRules{rules: map[string]domainKind{}}
 	for _, r := range rules {
 		orig := r
 		r = strings.ToLower(strings.TrimSpace(r))
@@ -31,24 +37,26 @@ func ParseDomainRules(rules []string) (*DomainRules, error) {
 		if neg {
 			r = r[1:]
 		}
-		m := d.pos
-		if neg {
-			m = d.neg
-		}
 		if r == "*" {
 			if neg {
-				d.anyNe = true
+				d.anyNeg = true
 			} else {
 				d.anyPos = true
 			}
 			continue
 		}
-		kind := matchExact
+		exact, strict := posExact, posStrict
+		if neg {
+			exact, strict = negExact, negStrict
+		} else {
+			d.hasPos = true
+		}
+		kind := exact
 		switch {
 		case strings.HasSuffix(r, ".*"):
-			kind, r = matchSubtree, r[:len(r)-2]
+			kind, r = exact|strict, r[:len(r)-2]
 		case strings.HasSuffix(r, ".+"):
-			kind, r = matchStrict, r[:len(r)-2]
+			kind, r = strict, r[:len(r)-2]
 		}
 		labels := strings.Split(r, ".")
 		for _, l := range labels {
@@ -56,17 +64,15 @@ func ParseDomainRules(rules []string) (*DomainRules, error) {
 				return nil, fmt.Errorf("scope: domain rule %q: bad label %q (want e.g. th.ac.*, th.ac.+, th.ac.ku, -th.ac.ku.*)", orig, l)
 			}
 		}
-		for i, j := 0, len(labels)-1; i < j; i, j = i+1, j-1 {
-			labels[i], labels[j] = labels[j], labels[i]
-		}
-		m[strings.Join(labels, ".")] |= kind
+		slices.Reverse(labels)
+		d.rules[strings.Join(labels, ".")] |= kind
 	}
 	return d, nil
 }
 
 // Empty reports whether there are no positive and no negative rules.
 func (d *DomainRules) Empty() bool {
-	return d == nil || len(d.pos) == 0 && len(d.neg) == 0 && !d.anyPos && !d.anyNe
+	return d == nil || len(d.rules) == 0 && !d.anyPos && !d.anyNeg
 }
 
 // Match reports how host (lower case, no port) fares: OK, OutOfDomain (no
@@ -75,30 +81,29 @@ func (d *DomainRules) Match(host string) Reason {
 	if d == nil {
 		return OK
 	}
-	if d.anyNe || matches(d.neg, host) {
+	if d.anyNeg {
 		return Excluded
 	}
-	if len(d.pos) == 0 && !d.anyPos {
-		return OK
+	var pos bool
+	if len(d.rules) > 0 {
+		k := d.rules[host]
+		if k&negExact != 0 {
+			return Excluded
+		}
+		pos = k&posExact != 0
+		for i := 0; i < len(host); i++ {
+			if host[i] != '.' {
+				continue
+			}
+			k := d.rules[host[i+1:]]
+			if k&negStrict != 0 {
+				return Excluded
+			}
+			pos = pos || k&posStrict != 0
+		}
 	}
-	if d.anyPos || matches(d.pos, host) {
+	if pos || d.anyPos || !d.hasPos {
 		return OK
 	}
 	return OutOfDomain
-}
-
-// matches looks host and each of its parent domains up in m.
-func matches(m map[string]domainKind, host string) bool {
-	if len(m) == 0 {
-		return false
-	}
-	if m[host]&matchExact != 0 {
-		return true
-	}
-	for i := 0; i < len(host); i++ {
-		if host[i] == '.' && m[host[i+1:]]&matchStrict != 0 {
-			return true
-		}
-	}
-	return false
 }

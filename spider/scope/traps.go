@@ -5,20 +5,25 @@ import "strings"
 // isCGI reports whether a path looks like a CGI script: it ends in .cgi
 // (any case) or lies under a /cgi-bin/ directory.
 func isCGI(path string) bool {
-	return hasSuffixFold(path, ".cgi") || containsFold(path, "/cgi-bin/")
-}
-
-func hasSuffixFold(s, suffix string) bool {
-	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
-}
-
-func containsFold(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
+	if hasSuffixFold(path, ".cgi") {
+		return true
+	}
+	const dir = "/cgi-bin/"
+	for i := 0; i+len(dir) <= len(path); i++ {
+		j := strings.IndexByte(path[i:], '/')
+		if j < 0 || i+j+len(dir) > len(path) {
+			return false
+		}
+		i += j
+		if strings.EqualFold(path[i:i+len(dir)], dir) {
 			return true
 		}
 	}
 	return false
+}
+
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
 
 // maxRepeatScan bounds the segments the repeat check looks at, so a path of
