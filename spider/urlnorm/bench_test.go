@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -153,4 +154,52 @@ func BenchmarkNetURL(b *testing.B) {
 			_ = p.theirs[k].ResolveReference(r).String()
 		}
 	})
+}
+
+// BenchmarkCanonicalVsNetURL alternates, chunk by chunk of the inputs,
+// the full job (AppendCanonical), layer 1 alone (AppendHref) and the
+// net/url baseline (Parse, ResolveReference, String), and reports their
+// throughput and ratios, so that the machine's changing load hits all
+// three alike. One op is one pass over all inputs.
+func BenchmarkCanonicalVsNetURL(b *testing.B) {
+	for _, set := range []struct {
+		name string
+		load func(*testing.B) []benchInput
+	}{{"web100k", webInputs}, {"docrefs", docInputs}} {
+		b.Run(set.name, func(b *testing.B) {
+			p := prepare(b, set.load(b))
+			const chunk = 1000
+			var tCanon, tHref, tNet time.Duration
+			var buf []byte
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for lo := 0; lo < len(p.in); lo += chunk {
+					hi := min(lo+chunk, len(p.in))
+					t0 := time.Now()
+					for k := lo; k < hi; k++ {
+						buf, _ = AppendCanonical(buf[:0], p.ours[k], p.in[k].ref, nil)
+					}
+					t1 := time.Now()
+					for k := lo; k < hi; k++ {
+						buf, _ = AppendHref(buf[:0], p.ours[k], p.in[k].ref)
+					}
+					t2 := time.Now()
+					for k := lo; k < hi; k++ {
+						if r, err := url.Parse(p.in[k].ref); err == nil {
+							_ = p.theirs[k].ResolveReference(r).String()
+						}
+					}
+					t3 := time.Now()
+					tCanon += t1.Sub(t0)
+					tHref += t2.Sub(t1)
+					tNet += t3.Sub(t2)
+				}
+			}
+			n := float64(len(p.in) * b.N)
+			b.ReportMetric(n/tCanon.Seconds(), "canonical-URLs/s")
+			b.ReportMetric(n/tHref.Seconds(), "whatwg-URLs/s")
+			b.ReportMetric(n/tNet.Seconds(), "neturl-URLs/s")
+			b.ReportMetric(tNet.Seconds()/tCanon.Seconds(), "canonical-vs-neturl")
+		})
+	}
 }
