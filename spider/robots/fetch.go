@@ -12,7 +12,8 @@ import (
 
 // Doer sends one HTTP request; *http.Client is one. It must not follow
 // redirects itself (NewClient returns such a client): the Fetcher counts
-// and follows them.
+// and follows them. An *http.Client without a CheckRedirect is used through
+// a copy that does not follow them.
 type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
@@ -145,10 +146,20 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (*http.Response, error) {
 	if f.UserAgent != "" {
 		req.Header.Set("User-Agent", f.UserAgent)
 	}
-	if f.Client == nil {
+	client := f.Client
+	switch c := client.(type) {
+	case nil:
 		return nil, errors.New("robots: Fetcher has no Client")
+	case *http.Client:
+		if c.CheckRedirect == nil {
+			// A default client would follow ten redirects on its own and
+			// hide them from the count; a copy that returns them is cheap.
+			cc := *c
+			cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			client = &cc
+		}
 	}
-	return f.Client.Do(req)
+	return client.Do(req)
 }
 
 func (f *Fetcher) maxBody() int {

@@ -119,6 +119,12 @@ func TestFetchRedirects(t *testing.T) {
 	if res.Outcome != Unavailable || !res.Rules.Allowed("/moved") {
 		t.Fatalf("6 redirects: outcome %v, err %v", res.Outcome, res.Err)
 	}
+	// A plain http.Client would follow redirects itself; the Fetcher
+	// still counts them.
+	plain := &Fetcher{Client: &http.Client{}, UserAgent: "KSpider"}
+	if res := plain.Fetch(context.Background(), srv.URL); res.Outcome != Unavailable || res.Redirects != 5 {
+		t.Errorf("plain client, 6 redirects: outcome %v after %d redirects", res.Outcome, res.Redirects)
+	}
 	srv.set(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(302) })
 	if res := f.Fetch(context.Background(), srv.URL); res.Outcome != Unavailable {
 		t.Errorf("302 without Location: %v", res.Outcome)

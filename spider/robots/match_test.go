@@ -155,3 +155,35 @@ func TestAllowedAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRFCExamples are the examples of RFC 9309 section 5.
+func TestRFCExamples(t *testing.T) {
+	simple := `User-Agent: *
+Disallow: *.gif$
+Disallow: /example/
+Allow: /publications/
+
+User-Agent: foobot
+Disallow:/
+Allow:/example/page.html
+Allow:/example/allowed.gif
+
+User-Agent: barbot
+User-Agent: bazbot
+Disallow: /example/page.html
+
+User-Agent: quxbot
+
+EOF
+`
+	expect(t, simple, "foobot/2.1", check{"/example/page.html", true}, check{"/example/allowed.gif", true},
+		check{"/example/other", false}, check{"/", false}, check{"/robots.txt", true})
+	expect(t, simple, "BarBot", check{"/example/page.html", false}, check{"/example/other", true}, check{"/x.gif", true})
+	expect(t, simple, "bazbot", check{"/example/page.html", false}, check{"/publications/", true})
+	expect(t, simple, "quxbot", check{"/example/page.html", true}, check{"/x.gif", true})
+	expect(t, simple, "other", check{"/x.gif", false}, check{"/x.gif?a", true}, check{"/example/a", false},
+		check{"/publications/a", true}, check{"/", true})
+	longest := "User-Agent: foobot\nAllow: /example/page/\nDisallow: /example/page/disallowed.gif\n"
+	expect(t, longest, "foobot", check{"/example/page/", true}, check{"/example/page/disallowed.gif", false},
+		check{"/example/page/other.gif", true})
+}

@@ -47,10 +47,19 @@ func (s *Source) Allowed(ctx context.Context, rawURL string) bool {
 
 // Rules returns the rules for origin ("scheme://authority").
 func (s *Source) Rules(ctx context.Context, origin string) *Rules {
+	if origin == "" {
+		return DisallowAll() // not an absolute URL: nothing to fetch
+	}
 	if r, ok := s.Cache.Get(origin, s.now()); ok {
 		return r
 	}
 	s.mu.Lock()
+	// A fetch may have finished between the lookup and the lock: it caches
+	// its rules before it leaves inflight, so look again.
+	if r, ok := s.Cache.Get(origin, s.now()); ok {
+		s.mu.Unlock()
+		return r
+	}
 	if c, ok := s.inflight[origin]; ok {
 		s.mu.Unlock()
 		select {
