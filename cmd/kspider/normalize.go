@@ -21,7 +21,9 @@ func runNormalize(ctx context.Context, e env, args []string) error {
 REF in order, or "error: reason" when it has none (invalid, or not http/https).
 --whatwg prints the browser's href instead (WHATWG URL Standard: fragment,
 credentials and all, any scheme). With --jsonl, reads {"base":...,"input":...}
-lines from stdin and writes {"url":...} or {"error":...} lines in the same order.`)
+lines from stdin and writes {"url":...} or {"error":...} lines in the same order.
+A REF without canonical form is a result, not a failure: the exit status is
+0 unless the arguments or stdin are unusable.`)
 	base := fs.String("base", "", "base URL the references are resolved against (absolute references need none)")
 	whatwg := fs.Bool("whatwg", false, "print the WHATWG href (layer 1) instead of the canonical form")
 	jsonl := fs.Bool("jsonl", false, "read JSON lines {\"base\":...,\"input\":...} from stdin, write {\"url\":...} or {\"error\":...}")

@@ -233,11 +233,27 @@ func TestFileURLs(t *testing.T) {
 		{httpBase, "file:..", "file:///"},
 		{httpBase, "file:a", "file:///a"},
 		{mustParse(t, "file:///C:/a/b"), "/x", "file:///C:/x"},
+		{nil, "file://example.net/C:/", "file://example.net/C:/"},
+		{nil, "file://[1::8]/C:/", "file://[1::8]/C:/"},
+		{nil, "file://localhost//a//../..//", "file://///"},
+		{nil, "file://\\/localhost//cat", "file:////localhost//cat"},
+		{nil, "file:///Y:", "file:///Y:"},
+		{nil, "file:C|/m/", "file:///C:/m/"},
+		{nil, "file:", "file:///"},
+		{nil, "file:?q=v", "file:///?q=v"},
+		{nil, "file:#frag", "file:///#frag"},
+		{mustParse(t, "file://host/dir/file"), "C|", "file://host/C:"},
+		{mustParse(t, "file://host/"), "/C:/", "file://host/C:/"},
+		{mustParse(t, "file:///C:/a"), "file:", "file:///C:/a"},
 		{mustParse(t, "file:///C:/a/b"), "../../..", "file:///C:/"},
 	} {
 		u, err := ParseRef(tc.base, tc.in)
 		if err != nil || u.Href() != tc.want {
-			t.Errorf("%q against %q: %v, %v; want %q", tc.in, tc.base.Href(), u, err, tc.want)
+			b := "<nil>"
+			if tc.base != nil {
+				b = tc.base.Href()
+			}
+			t.Errorf("%q against %q: %v, %v; want %q", tc.in, b, u, err, tc.want)
 		}
 	}
 }

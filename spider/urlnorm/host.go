@@ -50,7 +50,7 @@ func forbiddenDomain(c byte) bool {
 }
 
 // appendHost appends the serialisation of the host parsed from s (§3.5
-// "host parser"). scratch is reused for decoding.
+// "host parser"), or returns dst unchanged and the failure.
 func appendHost(dst []byte, s string, special bool) ([]byte, error) {
 	if strings.HasPrefix(s, "[") {
 		if !strings.HasSuffix(s, "]") || len(s) < 2 {
