@@ -1,12 +1,123 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
 
-// runClock is a placeholder until its issue lands.
+	"github.com/kspider/kspider/scheduler"
+)
+
+// clockServers collects repeated --ntp flags.
+type clockServers []string
+
+func (s *clockServers) String() string { return strings.Join(*s, ",") }
+
+func (s *clockServers) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*s = append(*s, part)
+		}
+	}
+	return nil
+}
+
+// runClock measures the NTP offset once and shows where this node stands
+// in the phase schedule.
 func runClock(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "clock", "clock --ntp SERVER... [--phases P --phase-length D --node I]", "Prints the NTP offset, the current slot, the active phase and the time to the next swap.")
+	fs := newFlags(e, "clock", "clock --ntp SERVER... [--phases P --phase-length D --node I]",
+		`Asks the NTP servers once (in parallel), takes the median offset of the
+good answers and prints it with each server's sample, then the current time
+slot, the node's active phase, the time to the next swap and whether the
+clock is safe (offset within --max-offset) and outside the guard interval
+around the slot boundaries. Slot t = floor((now - epoch) / phase-length);
+node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
+	var servers clockServers
+	fs.Var(&servers, "ntp", "NTP `SERVER` (host or host:port); repeatable or comma-separated")
+	phases := fs.Int("phases", 1, "number of phases `P` (at least --nodes)")
+	nodes := fs.Int("nodes", 0, "number of nodes `N` (default: P)")
+	node := fs.Int("node", 0, "this node's index `I` (0..N-1)")
+	phaseLen := fs.Duration("phase-length", 10*time.Minute, "length of one phase (time slot)")
+	epochS := fs.String("epoch", "1970-01-01T00:00:00Z", "start of slot 0 (RFC 3339), the same on every node")
+	maxOffset := fs.Duration("max-offset", 100*time.Millisecond, "offset bound beyond which the clock is unsafe")
+	guard := fs.Duration("guard", 0, "guard interval at each end of a slot (default 2 x --max-offset)")
+	timeout := fs.Duration("timeout", time.Second, "per-server query timeout")
+	maxRTT := fs.Duration("max-rtt", 500*time.Millisecond, "answers with a longer round trip are rejected")
+	maxStratum := fs.Int("max-stratum", 10, "answers from a higher stratum are rejected")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	servers = append(servers, fs.Args()...) // "--ntp a b c" reads as three servers
+	if len(servers) == 0 {
+		return usagef("no NTP server given (--ntp SERVER)")
+	}
+	if *nodes == 0 {
+		*nodes = *phases
+	}
+	epoch, err := time.Parse(time.RFC3339Nano, *epochS)
+	if err != nil {
+		return usagef("--epoch: %v", err)
+	}
+	cl := scheduler.Cluster{Epoch: epoch, PhaseLength: *phaseLen, Phases: *phases, Nodes: *nodes}
+	if err := cl.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if *node < 0 || *node >= *nodes {
+		return usagef("--node %d is not in 0..%d", *node, *nodes-1)
+	}
+	if *maxOffset <= 0 || *guard < 0 || *timeout <= 0 || *maxRTT <= 0 || *maxStratum < 1 {
+		return usagef("--max-offset, --timeout, --max-rtt and --max-stratum must be positive, --guard not negative")
+	}
+	clk, err := scheduler.NewClock(scheduler.ClockConfig{
+		NTP:       scheduler.NTPConfig{Servers: servers, Timeout: *timeout, MaxRTT: *maxRTT, MaxStratum: *maxStratum},
+		MaxOffset: *maxOffset,
+		Guard:     *guard,
+	})
+	if err != nil {
+		return err
+	}
+	m, merr := clk.Measure(ctx)
+	for _, s := range m.Samples {
+		if s.Err != nil {
+			fmt.Fprintf(e.stdout, "server   %s\trejected: %v\n", s.Server, s.Err)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "server   %s\toffset %s\trtt %v\tstratum %d\n", s.Server, clockSigned(s.Offset), s.RTT, s.Stratum)
+	}
+	st := clk.Status()
+	if merr == nil {
+		fmt.Fprintf(e.stdout, "offset   %s (median of %d good of %d)\n", clockSigned(m.Offset), m.Good, len(m.Samples))
+	} else {
+		fmt.Fprintf(e.stdout, "offset   unknown (no good answer)\n")
+	}
+	p := clk.Phase(cl, *node)
+	fmt.Fprintf(e.stdout, "slot     %d (%s .. %s)\n", p.Slot, p.Start.UTC().Format(time.RFC3339Nano), p.End.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(e.stdout, "phase    %d of %d (node %d of %d)\n", p.Active, cl.Phases, *node, cl.Nodes)
+	fmt.Fprintf(e.stdout, "swap in  %v\n", p.Left.Round(time.Millisecond))
+	if st.Safe {
+		fmt.Fprintf(e.stdout, "clock    safe (bound %v)\n", *maxOffset)
+	} else {
+		fmt.Fprintf(e.stdout, "clock    UNSAFE: %s\n", st.Reason)
+	}
+	verdict := "yes"
+	switch {
+	case !p.Safe:
+		verdict = "no (clock unsafe)"
+	case p.InGuard:
+		verdict = "no (within the guard interval of a boundary)"
+	}
+	fmt.Fprintf(e.stdout, "guard    %v at each end of a slot; may start fetches: %s\n", p.Guard, verdict)
+	if merr != nil {
+		return merr
+	}
+	return nil
+}
+
+// clockSigned formats an offset with its sign, "+20ms" or "-3ms".
+func clockSigned(d time.Duration) string {
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/scheduler/ntptest"
+)
+
+func TestClockCommand(t *testing.T) {
+	a := ntptest.NewServer(t, 10*time.Millisecond)
+	b := ntptest.NewServer(t, 20*time.Millisecond)
+	c := ntptest.NewServer(t, 30*time.Millisecond)
+	code, out, errOut := runCmd(t, "", "clock", "--ntp", a.Addr, "--ntp", b.Addr+","+c.Addr,
+		"--phases", "5", "--nodes", "3", "--node", "2", "--phase-length", "1h", "--epoch", "2026-01-01T00:00:00Z")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, re := range []string{
+		`(?m)^offset   \+2\d\.\d+ms \(median of 3 good of 3\)$`,
+		`(?m)^slot     \d+ `,
+		`(?m)^phase    [0-4] of 5 \(node 2 of 3\)$`,
+		`(?m)^swap in  `,
+		`(?m)^clock    safe`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output does not match %s:\n%s", re, out)
+		}
+	}
+	// The slot and phase agree with the formula on the corrected clock.
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	slot := int64(time.Since(epoch) / time.Hour)
+	if !strings.Contains(out, "phase    "+string(rune('0'+(2+slot)%5))) {
+		t.Errorf("phase for slot %d not (2+t) mod 5:\n%s", slot, out)
+	}
+}
+
+func TestClockUnsafeAndFailures(t *testing.T) {
+	skewed := ntptest.NewServer(t, 2*time.Second)
+	code, out, _ := runCmd(t, "", "clock", "--ntp", skewed.Addr)
+	if code != 0 || !strings.Contains(out, "clock    UNSAFE: offset") || !strings.Contains(out, "may start fetches: no") {
+		t.Errorf("2 s skew: exit %d\n%s", code, out)
+	}
+	dead := ntptest.NewServer(t, 0)
+	dead.SetSilent(true)
+	code, out, errOut := runCmd(t, "", "clock", "--timeout", "200ms", "--ntp", dead.Addr)
+	if code != 1 || !strings.Contains(out, "rejected") || !strings.Contains(errOut, "no NTP server gave a usable answer") {
+		t.Errorf("silent server: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"clock"},
+		{"clock", "--ntp", "x", "--phases", "2", "--nodes", "3"},
+		{"clock", "--ntp", "x", "--node", "1"},
+		{"clock", "--ntp", "x", "--phase-length", "0s"},
+		{"clock", "--ntp", "x", "--epoch", "yesterday"},
+	} {
+		if code, _, _ := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestClockChrony(t *testing.T) {
+	addr := ntptest.StartChrony(t)
+	code, out, errOut := runCmd(t, "", "clock", "--ntp", addr, "--phases", "2", "--node", "1")
+	if code != 0 || !strings.Contains(out, "stratum 8") || !strings.Contains(out, "clock    safe") {
+		t.Errorf("chrony: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/tools/testenv"
+)
+
+// resolveTestDnsmasq starts dnsmasq with a small hosts file and returns its
+// address.
+func resolveTestDnsmasq(t *testing.T) string {
+	t.Helper()
+	testenv.Binary(t, "dnsmasq", "dnsmasq-base")
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	os.WriteFile(hosts, []byte("127.0.0.20 www.kspider.test\n127.0.0.21 two.kspider.test\n127.0.0.22 two.kspider.test\n::1 two.kspider.test\n"), 0o644)
+	d, err := startDnsmasq(t.Context(), hosts, "kspider.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	return d.addr.String()
+}
+
+func TestResolveCommand(t *testing.T) {
+	srv := resolveTestDnsmasq(t)
+	code, out, errOut := runCmd(t, "", "resolve", "--server", srv, "-v", "www.kspider.test", "TWO.kspider.test.", "192.0.2.9")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("output:\n%s", out)
+	}
+	for i, want := range []string{"www.kspider.test\t127.0.0.20\t", "TWO.kspider.test.\t127.0.0.21 127.0.0.22 ::1\t", "192.0.2.9\t192.0.2.9\t"} {
+		if !strings.HasPrefix(lines[i], want) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], want)
+		}
+	}
+	if !strings.Contains(lines[3], "replies rejected") {
+		t.Errorf("-v line: %q", lines[3])
+	}
+
+	code, out, errOut = runCmd(t, "", "resolve", "--server", srv, "www.kspider.test", "nope.kspider.test", "bad..name")
+	if code != 1 || !strings.Contains(out, "nope.kspider.test\terror: no such host") ||
+		!strings.Contains(out, "bad..name\terror: not a valid host name") || !strings.Contains(errOut, "2 of 3") {
+		t.Errorf("failures: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestResolveUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"resolve"},
+		{"resolve", "--network", "ipx", "a.test"},
+		{"resolve", "--timeout", "0s", "a.test"},
+	} {
+		if code, _, _ := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, _, errOut := runCmd(t, "", "resolve", "--server", "not-an-ip", "a.test"); code != 1 || !strings.Contains(errOut, "not-an-ip") {
+		t.Errorf("bad server: exit %d, %s", code, errOut)
+	}
+}
