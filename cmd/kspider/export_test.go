@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/base32"
 	"encoding/hex"
@@ -12,7 +13,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/stats/storetest"
@@ -210,4 +213,61 @@ func TestExportUsageAndFailures(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", args, code, out)
 		}
 	}
+}
+
+// BenchmarkExportWARCPostgresDoc exports a two-directory LZO store of the
+// postgresql-doc-15 HTML. Each iteration times, one after the other so the
+// shared machine's load hits all three alike: the baseline (storage's Scan,
+// nothing written), one warc.Writer compressing on the scan goroutines in
+// turn (the export before its workers compressed in parallel), and kspider
+// export warc itself. Reported as MB/s of raw page bytes and as ratios.
+func BenchmarkExportWARCPostgresDoc(b *testing.B) {
+	pages := storetest.DocPages(b)
+	var raw int64
+	for _, p := range pages {
+		raw += int64(len(p.Header) + len(p.Body))
+	}
+	dirs := storetest.Build(b, []string{b.TempDir(), b.TempDir()}, "lzo", pages)
+	r, err := storage.OpenReader(dirs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	out := filepath.Join(b.TempDir(), "bench.warc.gz")
+	args := []string{"--out", out}
+	for _, d := range dirs {
+		args = append(args, "--data", d)
+	}
+	var scan, serial, export time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := r.Scan(context.Background(), func(*storage.Page) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		w := warc.NewWriter(io.Discard)
+		var mu sync.Mutex
+		if err := r.Scan(context.Background(), func(p *storage.Page) error {
+			mu.Lock()
+			defer mu.Unlock()
+			_, err := w.WriteResponse(p, "")
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		var stdout, stderr bytes.Buffer
+		if err := runExportWARC(context.Background(), env{stdout: &stdout, stderr: &stderr}, args); err != nil {
+			b.Fatal(err, stderr.String())
+		}
+		scan, serial, export = scan+t1.Sub(t0), serial+t2.Sub(t1), export+time.Since(t2)
+	}
+	mbs := func(d time.Duration) float64 { return float64(raw) * float64(b.N) / 1e6 / d.Seconds() }
+	b.ReportMetric(mbs(scan), "scan_MB/s")
+	b.ReportMetric(mbs(serial), "serial_MB/s")
+	b.ReportMetric(mbs(export), "export_MB/s")
+	b.ReportMetric(scan.Seconds()/export.Seconds(), "export/scan")
+	b.ReportMetric(serial.Seconds()/export.Seconds(), "export/serial")
+	fi, _ := os.Stat(out)
+	b.ReportMetric(float64(fi.Size())/float64(raw), "warc/raw")
 }

@@ -56,10 +56,7 @@ directories are scanned in parallel. Text tables by default.`)
 	if stats.IsTerminal(e.stderr) {
 		progress = stats.StartProgress(e.stderr, c, 250*time.Millisecond)
 	}
-	err = r.Scan(ctx, func(p *storage.Page) error {
-		c.Add(p)
-		return nil
-	})
+	err = c.AddAll(ctx, r, 0)
 	if progress != nil {
 		progress.Stop()
 	}

@@ -88,7 +88,8 @@ type chart struct {
 }
 
 type bar struct {
-	Label   string
+	Label   string // clipped to fit beside the bar
+	Full    string // the whole label, as the bar's tooltip
 	Count   int64
 	Percent string
 	Y       int     // top of the bar
@@ -102,7 +103,16 @@ const (
 	chartLabelWidth = 220
 	chartBarWidth   = 360
 	chartRow        = 20
+	chartLabelRunes = 32 // what fits in chartLabelWidth at 12px
 )
+
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
 
 func newChart(title, keyName, countName string, rows []Count) chart {
 	var total, most int64
@@ -117,7 +127,8 @@ func newChart(title, keyName, countName string, rows []Count) chart {
 			w = float64(chartBarWidth) * float64(r.Count) / float64(most)
 		}
 		c.Bars = append(c.Bars, bar{
-			Label:   printable(r.Key),
+			Label:   clipRunes(printable(r.Key), chartLabelRunes),
+			Full:    printable(r.Key),
 			Count:   r.Count,
 			Percent: percent(r.Count, total),
 			Y:       i*chartRow + 2,

@@ -24,8 +24,8 @@ func (e *PageError) Error() string {
 	return fmt.Sprintf("warc: page %d (%q): %s", e.URLID, e.URL, e.Reason)
 }
 
-// WriteResponse writes page p as a response record belonging to the warcinfo
-// record warcinfoID (empty for none).
+// Response encodes page p as a response record belonging to the warcinfo
+// record warcinfoID (empty for none). The member is valid until the next call.
 //
 // Header lines that would break the HTTP block (no colon, a name that is not
 // a token, control characters, a blank line inside the block, a continuation
@@ -33,15 +33,15 @@ func (e *PageError) Error() string {
 // the record; dropped describes them, for the caller to log. A page that
 // cannot be represented at all is a *PageError and leaves the file as it was;
 // any other error is a write failure after which the file is unusable.
-func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) (dropped []string, err error) {
+func (e *Encoder) Response(p *storage.Page, warcinfoID string) (member []byte, dropped []string, err error) {
 	if err := checkTargetURI(p.URL); err != nil {
-		return nil, &PageError{p.URLID, p.URL, err.Error()}
+		return nil, nil, &PageError{p.URLID, p.URL, err.Error()}
 	}
 	if p.Status < 100 || p.Status > 999 {
-		return nil, &PageError{p.URLID, p.URL, fmt.Sprintf("HTTP status %d is not three digits", p.Status)}
+		return nil, nil, &PageError{p.URLID, p.URL, fmt.Sprintf("HTTP status %d is not three digits", p.Status)}
 	}
-	head, dropped := appendHTTPHead(w.httpHead[:0], p.Status, p.Header, len(p.Body))
-	w.httpHead = head
+	head, dropped := appendHTTPHead(e.httpHead[:0], p.Status, p.Header, len(p.Body))
+	e.httpHead = head
 
 	bh := sha1.New()
 	bh.Write(head)
@@ -49,7 +49,7 @@ func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) (dropped []st
 	var sum [sha1.Size]byte
 	blockDigest := "sha1:" + base32.StdEncoding.EncodeToString(bh.Sum(sum[:0]))
 
-	fields := append(w.fields[:0],
+	fields := append(e.fields[:0],
 		Field{"WARC-Type", TypeResponse},
 		Field{"WARC-Record-ID", ResponseRecordID(p.URLID, p.URL, p.FetchTime)},
 		Field{"WARC-Date", FormatDate(p.FetchTime)},
@@ -66,8 +66,9 @@ func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) (dropped []st
 		Field{"WARC-Block-Digest", blockDigest},
 		Field{"Content-Type", ContentTypeHTTPResponse},
 	)
-	w.fields = fields
-	return dropped, w.writeRecord(fields, head, p.Body)
+	e.fields = fields
+	member, err = e.record(fields, head, p.Body)
+	return member, dropped, err
 }
 
 // checkTargetURI rejects what cannot stand in a WARC-Target-URI field: an

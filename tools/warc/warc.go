@@ -41,11 +41,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/kspider/kspider/storage"
 )
 
 // Version is the WARC version line every record starts with.
@@ -67,22 +66,18 @@ type Field struct {
 }
 
 // Writer writes records to an underlying writer, each as its own gzip member.
-// It is not safe for concurrent use.
+// It is not safe for concurrent use; to compress on several goroutines, give
+// each an Encoder and write their members with WriteMember.
 type Writer struct {
-	w        *bufio.Writer
-	gz       *gzip.Writer
-	head     []byte  // the record header being built, reused
-	httpHead []byte  // a response block's status line and headers, reused
-	fields   []Field // a response record's fields, reused
-	count    int     // records written
-	err      error   // first write error; the file is unusable after it
+	w     *bufio.Writer
+	enc   *Encoder
+	count int   // records written
+	err   error // first write error; the file is unusable after it
 }
 
 // NewWriter returns a Writer on w. Call Flush when done.
 func NewWriter(w io.Writer) *Writer {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	gz, _ := gzip.NewWriterLevel(bw, gzip.DefaultCompression) // the level is valid
-	return &Writer{w: bw, gz: gz}
+	return &Writer{w: bufio.NewWriterSize(w, 256<<10), enc: NewEncoder()}
 }
 
 // Count returns how many records have been written.
@@ -92,58 +87,35 @@ func (w *Writer) Count() int { return w.count }
 // contain Content-Length: it is computed from block) and block. Field names
 // and values must be free of CR, LF and (for names) colons.
 func (w *Writer) WriteRecord(fields []Field, block []byte) error {
-	return w.writeRecord(fields, block)
+	member, err := w.enc.Record(fields, block)
+	if err != nil {
+		return err
+	}
+	return w.WriteMember(member)
 }
 
-// writeRecord writes a record whose block is the concatenation of parts.
-func (w *Writer) writeRecord(fields []Field, parts ...[]byte) error {
+// WriteResponse writes page p as a response record; see
+// Encoder.Response.
+func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) (dropped []string, err error) {
+	member, dropped, err := w.enc.Response(p, warcinfoID)
+	if err != nil {
+		return nil, err
+	}
+	return dropped, w.WriteMember(member)
+}
+
+// WriteMember writes a record an Encoder made.
+func (w *Writer) WriteMember(member []byte) error {
 	if w.err != nil {
 		return w.err
 	}
-	for _, f := range fields {
-		if err := checkField(f); err != nil {
-			return err
-		}
-	}
-	h := append(w.head[:0], Version+"\r\n"...)
-	for _, f := range fields {
-		h = append(h, f.Name...)
-		h = append(h, ": "...)
-		h = append(h, f.Value...)
-		h = append(h, "\r\n"...)
-	}
-	h = append(h, "Content-Length: "...)
-	blockLen := 0
-	for _, p := range parts {
-		blockLen += len(p)
-	}
-	h = strconv.AppendInt(h, int64(blockLen), 10)
-	h = append(h, "\r\n\r\n"...)
-	w.head = h
-	w.gz.Reset(w.w)
-	if _, err := w.gz.Write(h); err != nil {
-		w.err = err
-		return err
-	}
-	for _, part := range parts {
-		if _, err := w.gz.Write(part); err != nil {
-			w.err = err
-			return err
-		}
-	}
-	if _, err := w.gz.Write(recordEnd); err != nil {
-		w.err = err
-		return err
-	}
-	if err := w.gz.Close(); err != nil {
+	if _, err := w.w.Write(member); err != nil {
 		w.err = err
 		return err
 	}
 	w.count++
 	return nil
 }
-
-var recordEnd = []byte("\r\n\r\n")
 
 // Flush writes buffered data to the underlying writer.
 func (w *Writer) Flush() error {

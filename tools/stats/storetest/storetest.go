@@ -120,3 +120,36 @@ func Corrupt(t testing.TB, dirs []string, url string) {
 	}
 	t.Fatalf("URL %s not found in the segments of %v", url, dirs)
 }
+
+// PostgresDocHTML is the HTML of the Debian package postgresql-doc-15, the
+// benchmarks' corpus of real pages.
+const PostgresDocHTML = "/usr/share/doc/postgresql-doc-15/html"
+
+// DocPages returns a page for every HTML file of PostgresDocHTML, with the
+// URL it has on www.postgresql.org (so its relative links resolve), or skips
+// when the package is not installed.
+func DocPages(tb testing.TB) []*storage.Page {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join(PostgresDocHTML, "*.htm*"))
+	if err != nil || len(files) == 0 {
+		tb.Skipf("no HTML under %s (install postgresql-doc-15)", PostgresDocHTML)
+	}
+	pages := make([]*storage.Page, 0, len(files))
+	for i, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		pages = append(pages, &storage.Page{
+			URLID:     uint64(i + 1),
+			URL:       "https://www.postgresql.org/docs/15/" + filepath.Base(f),
+			FetchTime: Fetched().Add(time.Duration(i) * time.Millisecond),
+			Duration:  time.Duration(i%700) * time.Millisecond,
+			Status:    200,
+			Header:    []byte("Server: nginx/1.22.1\r\nContent-Type: text/html; charset=utf-8\r\nTransfer-Encoding: chunked\r\n"),
+			ServerIP:  netip.AddrFrom4([4]byte{127, 0, 0, 1}),
+			Body:      body,
+		})
+	}
+	return pages
+}
