@@ -14,6 +14,10 @@ func (s *encodeSet) has(c byte) bool {
 	return s[c>>6]&(1<<(c&63)) != 0
 }
 
+// hasASCII is has without the rule for bytes >= 0x7F, for sets that are
+// not percent-encode sets; c must be < 0x80.
+func (s *encodeSet) hasASCII(c byte) bool { return s[c>>6]&(1<<(c&63)) != 0 }
+
 func newEncodeSet(base encodeSet, extra string) encodeSet {
 	for i := 0; i < len(extra); i++ {
 		c := extra[i]
@@ -41,6 +45,15 @@ const upperHex = "0123456789ABCDEF"
 // them, so the result is always valid UTF-8 percent-encoded.
 func appendEncoded(dst []byte, s string, set *encodeSet) []byte {
 	for i := 0; i < len(s); {
+		// Most bytes need no encoding: copy them in runs.
+		j := i
+		for j < len(s) && !set.has(s[j]) {
+			j++
+		}
+		dst = append(dst, s[i:j]...)
+		if i = j; i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if set.has(c) {

@@ -34,20 +34,17 @@ const (
 	errOpaqueBase failure = "relative URL against a base with an opaque path"
 )
 
-// forbiddenHost reports the forbidden host code points (§3.2).
-func forbiddenHost(c byte) bool {
-	switch c {
-	case 0, '\t', '\n', '\r', ' ', '#', '/', ':', '<', '>', '?', '@', '[', '\\', ']', '^', '|':
-		return true
-	}
-	return false
-}
+// forbiddenHostSet holds the forbidden host code points (§3.2);
+// forbiddenDomainSet adds C0 controls, "%" and DEL for domains. The
+// bitmaps are never written after initialisation.
+var (
+	forbiddenHostSet   = newEncodeSet(encodeSet{}, "\x00\t\n\r #/:<>?@[\\]^|")
+	forbiddenDomainSet = newEncodeSet(encodeSet{0xffffffff, 0}, "%\x7f#/:<>?@[\\]^| ")
+)
 
-// forbiddenDomain reports the forbidden domain code points: the host ones,
-// C0 controls, "%" and DEL.
-func forbiddenDomain(c byte) bool {
-	return forbiddenHost(c) || c < 0x20 || c == '%' || c == 0x7f
-}
+func forbiddenHost(c byte) bool { return c < 0x80 && forbiddenHostSet.hasASCII(c) }
+
+func forbiddenDomain(c byte) bool { return c < 0x80 && forbiddenDomainSet.hasASCII(c) }
 
 // appendHost appends the serialisation of the host parsed from s (§3.5
 // "host parser"), or returns dst unchanged and the failure.

@@ -44,7 +44,7 @@ func trimInput(s string) string {
 		j--
 	}
 	s = s[i:j]
-	if strings.ContainsAny(s, "\t\n\r") {
+	if hasTabOrNewline(s) {
 		b := make([]byte, 0, len(s))
 		for k := 0; k < len(s); k++ {
 			if c := s[k]; c != '\t' && c != '\n' && c != '\r' {
@@ -54,6 +54,15 @@ func trimInput(s string) string {
 		s = string(b)
 	}
 	return s
+}
+
+func hasTabOrNewline(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= '\r' && (c == '\t' || c == '\n' || c == '\r') {
+			return true
+		}
+	}
+	return false
 }
 
 // appendParse parses input against base (nil for none) and appends the
