@@ -1,5 +1,7 @@
 package urlnorm
+
 import "testing"
+
 func TestForbiddenSets(t *testing.T) {
 	for c := 0; c < 256; c++ {
 		b := byte(c)

@@ -88,6 +88,12 @@ func appendHost(dst []byte, s string, special bool) ([]byte, error) {
 		decoded := strings.ToValidUTF8(string(dst[start:]), "\uFFFD")
 		decoded = strings.TrimPrefix(decoded, "\uFEFF")
 		a, err := uts46.ToASCII(decoded)
+		if err == nil && a != decoded {
+			// The punycode of very long labels (hundreds of code points)
+			// overflows the idna package's decoder, so such an href would
+			// not parse back; refuse it here so every href does.
+			_, err = uts46.ToASCII(a)
+		}
 		if err != nil {
 			return dst[:start], errIDNA
 		}
