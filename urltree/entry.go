@@ -5,30 +5,34 @@ import (
 	"math/bits"
 )
 
-// An arena entry holds one URL relative to its reference URL:
+// Entries are appended to the arena in id order. The pointer file holds one
+// 24-byte record per block of 16 entries (ptrBlock):
 //
-//	uvarint  body length (bytes after this varint)
+//	offset size
+//	0      8    arena offset of the block's first entry (little endian)
+//	8      16   body length of each entry of the block; 255: 255 or more,
+//	            and the entry then starts with its body length as a uvarint
+//
+// so finding an entry sums at most 15 length bytes from one cache line
+// instead of keeping a 5-byte pointer per entry. An entry's body is
+//
 //	uvarint  lcp: length of the prefix shared with the reference URL
 //	uvarint  id - reference id (only when lcp > 0; always >= 1)
-//	bytes    tail: the URL's bytes from position lcp on
-//
-// Entries are appended in id order, so the pointer array keeps only the
-// offset of every 16th entry (ptrShift) and a lookup skips at most 15
-// entries by their body lengths: 0.5 bytes per URL instead of a 5-byte
-// pointer per entry.
+//	bytes    the tail (the URL's bytes from lcp on), Huffman coded
+//	         (huffman.go)
 const (
-	ptrShift = 4
-	ptrBlock = 1 << ptrShift
+	ptrShift   = 4
+	ptrBlock   = 1 << ptrShift
+	ptrRecord  = 8 + ptrBlock
+	longLength = 255
 )
 
-// entry is a decoded arena entry; tail aliases the mapping.
+// entry is a decoded arena entry: the tail's code is arena[tail:end].
 type entry struct {
-	lcp  int
-	ref  uint32
-	tail []byte
+	lcp       int
+	ref       uint32
+	tail, end uint64
 }
-
-func (e entry) urlLen() int { return e.lcp + len(e.tail) }
 
 // uvarint decodes a varint from b at off; n is 0 when b is too short or
 // the value overflows.
@@ -48,65 +52,114 @@ func uvarint(b []byte, off uint64) (v uint64, n int) {
 
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
-// entryOffset returns where entry id starts. It trusts the pointer array
-// and the body lengths, which Open validated.
-func (t *Tree) entryOffset(id uint32) uint64 {
-	off := t.ptrs[id>>ptrShift]
-	a := t.arena
-	for k := id & (ptrBlock - 1); k > 0; k-- {
-		l, n := uvarint(a, off)
-		off += uint64(n) + l
-	}
-	return off
+// sumBytes adds the bytes of v.
+func sumBytes(v uint64) uint64 {
+	v = v&0x00ff00ff00ff00ff + v>>8&0x00ff00ff00ff00ff
+	return v * 0x0001000100010001 >> 48
 }
 
-// entryAt decodes the entry of id starting at off.
-func (t *Tree) entryAt(id uint32, off uint64) entry {
+// hasLong reports whether any byte of v is 255.
+func hasLong(v uint64) bool {
+	x := ^v
+	return (x-0x0101010101010101)&^x&0x8080808080808080 != 0
+}
+
+// locate returns where entry id's body starts and its body length. It trusts the
+// pointer file, which Open validated.
+func (t *Tree) locate(id uint32) (off, blen uint64) {
+	rec := t.ptrs[uint64(id>>ptrShift)*ptrRecord:][:ptrRecord]
+	off = binary.LittleEndian.Uint64(rec)
+	k := id & (ptrBlock - 1)
+	lens := rec[8:]
+	lo := binary.LittleEndian.Uint64(lens)
+	hi := binary.LittleEndian.Uint64(lens[8:])
+	if !hasLong(lo) && !hasLong(hi) {
+		// Shifting out the lengths from k on (Go shifts by 64 give 0).
+		if k < 8 {
+			off += sumBytes(lo << (64 - 8*k))
+		} else {
+			off += sumBytes(lo) + sumBytes(hi<<(64-8*(k-8)))
+		}
+		return off, uint64(lens[k])
+	}
+	for j := uint32(0); ; j++ {
+		l, n := uint64(lens[j]), 0
+		if l == longLength {
+			l, n = uvarint(t.arena, off)
+		}
+		if j == k {
+			return off + uint64(n), l
+		}
+		off += uint64(n) + l
+	}
+}
+
+// entry decodes the entry of id.
+func (t *Tree) entry(id uint32) entry {
+	off, blen := t.locate(id)
 	a := t.arena
-	blen, n := uvarint(a, off)
-	off += uint64(n)
 	end := off + blen
 	lcp, n := uvarint(a, off)
 	off += uint64(n)
-	e := entry{lcp: int(lcp)}
+	e := entry{lcp: int(lcp), end: end}
 	if lcp > 0 {
 		d, n := uvarint(a, off)
 		off += uint64(n)
 		e.ref = id - uint32(d)
 	}
-	e.tail = a[off:end:end]
+	e.tail = off
 	return e
 }
 
-func (t *Tree) entry(id uint32) entry { return t.entryAt(id, t.entryOffset(id)) }
+func (t *Tree) reader(e entry) tailReader {
+	return tailReader{a: t.arena, pos: e.tail * 8, end: e.end * 8, h: t.huff}
+}
 
-// appendEntry encodes the entry of id into dst.
-func appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []byte) []byte {
-	body := uvarintLen(uint64(lcp)) + len(tail)
+// appendEntry encodes the entry of id into dst and returns it with the
+// value of its length byte.
+func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []byte) ([]byte, byte) {
+	body := uvarintLen(uint64(lcp)) + t.huff.codedLen(tail)
 	if lcp > 0 {
 		body += uvarintLen(uint64(id - ref))
 	}
-	dst = binary.AppendUvarint(dst, uint64(body))
+	lb := byte(body)
+	if body >= longLength {
+		lb = longLength
+		dst = binary.AppendUvarint(dst, uint64(body))
+	}
 	dst = binary.AppendUvarint(dst, uint64(lcp))
 	if lcp > 0 {
 		dst = binary.AppendUvarint(dst, uint64(id-ref))
 	}
-	return append(dst, tail...)
+	return t.huff.appendCoded(dst, tail), lb
 }
 
 // appendURL appends the URL of id to dst, following the reference chain.
 func (t *Tree) appendURL(dst []byte, id uint32) []byte {
 	e := t.entry(id)
-	n := e.urlLen()
 	start := len(dst)
-	dst = append(dst, make([]byte, n)...)
+	dst = append(dst, make([]byte, e.lcp)...)
+	r := t.reader(e)
+	for {
+		b, ok := r.next()
+		if !ok {
+			break
+		}
+		dst = append(dst, b)
+	}
 	out := dst[start:]
-	copy(out[e.lcp:], e.tail)
 	upto, cur := e.lcp, e.ref
 	for upto > 0 {
 		e = t.entry(cur)
 		if e.lcp < upto {
-			copy(out[e.lcp:upto], e.tail)
+			r := t.reader(e)
+			for i := e.lcp; i < upto; i++ {
+				b, ok := r.next()
+				if !ok {
+					break
+				}
+				out[i] = b
+			}
 			upto = e.lcp
 		}
 		cur = e.ref

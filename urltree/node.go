@@ -1,13 +1,27 @@
 package urltree
 
-// A tree node is one little-endian uint64, indexed by URL id:
+// A tree node is 12 bytes, indexed by URL id: two little-endian uint32
+// words holding the 64-bit link word, then the key window:
 //
 //	bits  0..30  left child id
 //	bits 31..61  right child id
 //	bits 62..63  balance + 1 (height(right) - height(left) is -1, 0 or +1)
+//	word 2       the key word:
+//	             bits 25..31  D, the common prefix length of the node's URL
+//	                          with its closer bound (127: 127 or more)
+//	             bit  24      which bound is closer: 0 lower, 1 upper
+//	             bits  0..23  the URL's bytes D..D+2, 0-padded past its end
 //
-// A child field holding the node's own id means "no child": a node is never
-// its own child, so 31 bits address all 2^31 ids without a spare null value.
+// A node's bounds are its nearest ancestors on either side. A child field
+// holding the node's own id means "no child": a node is never its own
+// child, so 31 bits address all 2^31 ids without a spare null value.
+//
+// A search reaching a node knows how many bytes q shares with each bound.
+// If q shares more or fewer bytes than D with the closer bound, the order
+// of q and the node follows without reading a byte; if exactly D, the
+// three window bytes nearly always settle it. Only then does a step touch
+// the arena. Rotations change the bounds of the nodes they move, so they
+// recompute those nodes' key words.
 const (
 	idBits  = 31
 	idMask  = 1<<idBits - 1
@@ -17,12 +31,20 @@ const (
 	// maxHeight bounds every descent: an AVL tree of 2^31 nodes is at
 	// most 1.44*31 ≈ 45 levels high. Corrupt node files cannot loop us.
 	maxHeight = 64
+	// nodeWords is the size of a node in uint32 words.
+	nodeWords = 3
+	nodeSize  = nodeWords * 4
 )
 
-type nodes []uint64
+type nodes []uint32
+
+func (ns nodes) links(x uint32) uint64 {
+	i := int(x) * nodeWords
+	return uint64(ns[i]) | uint64(ns[i+1])<<32
+}
 
 func (ns nodes) left(x uint32) uint32 {
-	c := uint32(ns[x] & idMask)
+	c := uint32(ns.links(x) & idMask)
 	if c == x {
 		return none
 	}
@@ -30,7 +52,7 @@ func (ns nodes) left(x uint32) uint32 {
 }
 
 func (ns nodes) right(x uint32) uint32 {
-	c := uint32(ns[x] >> idBits & idMask)
+	c := uint32(ns.links(x) >> idBits & idMask)
 	if c == x {
 		return none
 	}
@@ -44,19 +66,24 @@ func (ns nodes) child(x uint32, dir int) uint32 {
 	return ns.right(x)
 }
 
-func (ns nodes) balance(x uint32) int { return int(ns[x]>>62) - 1 }
+func (ns nodes) balance(x uint32) int { return int(ns.links(x)>>62) - 1 }
 
-func packNode(x, l, r uint32, bal int) uint64 {
+func (ns nodes) key(x uint32) uint32 { return ns[int(x)*nodeWords+2] }
+
+func (ns nodes) setKey(x, k uint32) { ns[int(x)*nodeWords+2] = k }
+
+func (ns nodes) set(x, l, r uint32, bal int) {
 	if l == none {
 		l = x
 	}
 	if r == none {
 		r = x
 	}
-	return uint64(l) | uint64(r)<<idBits | uint64(bal+1)<<62
+	v := uint64(l) | uint64(r)<<idBits | uint64(bal+1)<<62
+	i := int(x) * nodeWords
+	ns[i] = uint32(v)
+	ns[i+1] = uint32(v >> 32)
 }
-
-func (ns nodes) set(x, l, r uint32, bal int) { ns[x] = packNode(x, l, r, bal) }
 
 func (ns nodes) setChild(x uint32, dir int, c uint32) {
 	l, r := ns.left(x), ns.right(x)
@@ -70,19 +97,36 @@ func (ns nodes) setChild(x uint32, dir int, c uint32) {
 
 func (ns nodes) setBalance(x uint32, bal int) { ns.set(x, ns.left(x), ns.right(x), bal) }
 
-// insertPath is the descent an insertion took: path[i] was left by dir[i].
+// insertPath is the descent a search took: node[i] was left by dir[i]
+// (0 left, 1 right, so q < node[i] exactly when dir[i] is 0), and q shares
+// lcp[i] bytes with it.
 type insertPath struct {
 	n    int
 	node [maxHeight]uint32
+	lcp  [maxHeight]uint32
 	dir  [maxHeight]uint8
 }
 
-// attach links the new leaf x below the end of p and rebalances, returning
-// the new root. root is the root before the insertion (none if empty).
-func (ns nodes) attach(root uint32, p *insertPath, x uint32) uint32 {
+// index returns where x lies on the path, or -1. Recent nodes are the
+// likeliest references, so the scan runs backwards.
+func (p *insertPath) index(x uint32) int {
+	for i := p.n - 1; i >= 0; i-- {
+		if p.node[i] == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// attach links the new leaf x below the end of p and rebalances. It
+// returns the new root (root is the one before, none if empty) and, if a
+// rotation happened, the path index of the node it happened at (else -1);
+// the rotated subtree's top is then the child of the path node before it
+// (or the root).
+func (ns nodes) attach(root uint32, p *insertPath, x uint32) (uint32, int) {
 	ns.set(x, none, none, 0)
 	if p.n == 0 {
-		return x
+		return x, -1
 	}
 	ns.setChild(p.node[p.n-1], int(p.dir[p.n-1]), x)
 	for i := p.n - 1; i >= 0; i-- {
@@ -95,7 +139,7 @@ func (ns nodes) attach(root uint32, p *insertPath, x uint32) uint32 {
 		}
 		if bal == 0 {
 			ns.setBalance(y, 0)
-			return root
+			return root, -1
 		}
 		if bal == 1 || bal == -1 {
 			ns.setBalance(y, bal)
@@ -103,12 +147,26 @@ func (ns nodes) attach(root uint32, p *insertPath, x uint32) uint32 {
 		}
 		sub := ns.rotate(y, bal)
 		if i == 0 {
-			return sub
+			return sub, 0
 		}
 		ns.setChild(p.node[i-1], int(p.dir[i-1]), sub)
-		return root
+		return root, i
 	}
-	return root
+	return root, -1
+}
+
+// bounds returns the nearest nodes before path index i that the search
+// left to the right (lower bound) and to the left (upper bound).
+func (p *insertPath) bounds(i int) (lo, hi uint32) {
+	lo, hi = none, none
+	for j := i - 1; j >= 0 && (lo == none || hi == none); j-- {
+		if p.dir[j] == 1 && lo == none {
+			lo = p.node[j]
+		} else if p.dir[j] == 0 && hi == none {
+			hi = p.node[j]
+		}
+	}
+	return lo, hi
 }
 
 // rotate restores balance at y, whose balance has become bal (±2) after an

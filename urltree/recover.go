@@ -1,6 +1,7 @@
 package urltree
 
 import (
+	"encoding/binary"
 	"fmt"
 )
 
@@ -35,13 +36,13 @@ func (t *Tree) open() error {
 		return fmt.Errorf("%w: %s: %d bytes, but %d bytes of entries were committed", ErrCorrupt, t.arenF.path, len(t.arena), c.arenaLen)
 	}
 	t.arenaEnd = headerSize + c.arenaLen
-	if blocks := (c.count + ptrBlock - 1) / ptrBlock; blocks > uint64(len(t.ptrs)) {
-		return fmt.Errorf("%w: %s: %d pointers, but %d URLs were committed", ErrCorrupt, t.ptrF.path, len(t.ptrs), c.count)
+	if blocks := (c.count + ptrBlock - 1) / ptrBlock; blocks > uint64(len(t.ptrs))/ptrRecord {
+		return fmt.Errorf("%w: %s: %d pointer records, but %d URLs were committed", ErrCorrupt, t.ptrF.path, len(t.ptrs)/ptrRecord, c.count)
 	}
 	if err := t.checkEntries(); err != nil {
 		return err
 	}
-	if c.flags&flagClean != 0 && uint64(len(t.nodes)) >= c.count && t.checkNodes(c.root) == nil {
+	if c.flags&flagClean != 0 && uint64(len(t.nodes))/nodeWords >= c.count && t.checkNodes(c.root) == nil {
 		if c.count > 0 {
 			t.root = c.root
 		}
@@ -67,21 +68,27 @@ func (t *Tree) checkEntries() error {
 		return fmt.Errorf("%w: %s: entry %d at offset %d: %s", ErrCorrupt, t.arenF.path, id, off, fmt.Sprintf(format, args...))
 	}
 	for id := uint64(0); id < t.count; id++ {
-		if id%ptrBlock == 0 && t.ptrs[id>>ptrShift] != off {
-			return bad(id, "pointer array says offset %d", t.ptrs[id>>ptrShift])
+		rec := t.ptrs[id>>ptrShift*ptrRecord:][:ptrRecord]
+		if id%ptrBlock == 0 && binary.LittleEndian.Uint64(rec) != off {
+			return bad(id, "pointer record says offset %d", binary.LittleEndian.Uint64(rec))
 		}
-		blen, n := uvarint(a, off)
-		if n == 0 || blen > uint64(len(a))-off-uint64(n) {
-			return bad(id, "body length runs past the committed end %d", len(a))
+		blen, n := uint64(rec[8+id%ptrBlock]), 0
+		if blen == longLength {
+			if blen, n = uvarint(a, off); n == 0 || blen < longLength {
+				return bad(id, "bad long body length")
+			}
 		}
-		body := a[off+uint64(n) : off+uint64(n)+blen]
-		lcp, n1 := uvarint(body, 0)
+		if blen > uint64(len(a))-off-uint64(n) {
+			return bad(id, "body length %d runs past the committed end %d", blen, len(a))
+		}
+		body := a[:off+uint64(n)+blen]
+		lcp, n1 := uvarint(body, off+uint64(n))
 		if n1 == 0 {
 			return bad(id, "bad lcp")
 		}
-		hdr := uint64(n1)
+		hdr := uint64(n) + uint64(n1)
 		if lcp > 0 {
-			d, n2 := uvarint(body, hdr)
+			d, n2 := uvarint(body, off+hdr)
 			if n2 == 0 || d == 0 || d > id {
 				return bad(id, "bad reference distance")
 			}
@@ -90,10 +97,20 @@ func (t *Tree) checkEntries() error {
 			}
 			hdr += uint64(n2)
 		}
-		if hdr > blen {
+		if off+hdr > uint64(len(body)) {
 			return bad(id, "header longer than body")
 		}
-		ul := lcp + blen - hdr
+		r := tailReader{a: body, pos: (off + hdr) * 8, end: uint64(len(body)) * 8, h: t.huff}
+		ul := lcp
+		for ul <= MaxURLLenLimit {
+			if _, ok := r.next(); !ok {
+				break
+			}
+			ul++
+		}
+		if r.bad {
+			return bad(id, "tail code runs past its end")
+		}
 		if ul == 0 || ul > MaxURLLenLimit {
 			return bad(id, "URL length %d", ul)
 		}
@@ -182,8 +199,8 @@ func (t *Tree) rebuild() error {
 	if t.readOnly {
 		t.nodeF.close()
 		t.nodeF = nil
-		t.nodes = make(nodes, t.count)
-	} else if err := t.nodeF.ensure(int64(headerSize + t.count*8)); err != nil {
+		t.nodes = make(nodes, t.count*nodeWords)
+	} else if err := t.nodeF.ensure(int64(headerSize + t.count*nodeSize)); err != nil {
 		return err
 	}
 	t.remapped()
@@ -196,7 +213,7 @@ func (t *Tree) rebuild() error {
 		if d.found != none {
 			return fmt.Errorf("%w: %s: URL %d repeats URL %d", ErrCorrupt, t.arenF.path, id, d.found)
 		}
-		t.root = t.nodes.attach(t.root, &p, id)
+		t.insert(buf, &p, d, id)
 	}
 	return nil
 }

@@ -1,71 +1,87 @@
 package urltree
 
-// segment is a piece of a stored URL: bytes b at positions start.. .
+// segment is a piece of a stored URL: count bytes of an entry's tail,
+// after skipping skip of them, at URL positions start.. .
 type segment struct {
-	start int
-	b     []byte
+	start, skip, count int
+	e                  entry
+}
+
+// compareTail compares q from pos with the tail of e, after skipping skip
+// of its bytes, for count bytes (all if count < 0). It returns the position
+// reached and, if q differs there or ends, the sign of q - url.
+func (t *Tree) compareTail(q []byte, pos int, e entry, skip, count int) (int, int) {
+	r := t.reader(e)
+	r.skip(skip)
+	for n := 0; n != count; n++ {
+		b, ok := r.next()
+		if !ok {
+			break
+		}
+		if pos >= len(q) {
+			return pos, -1
+		}
+		if q[pos] != b {
+			if q[pos] < b {
+				return pos, -1
+			}
+			return pos, 1
+		}
+		pos++
+	}
+	return pos, 0
 }
 
 // compareFrom compares q with the URL of x, both known to agree on their
 // first m bytes, and returns the sign of q - url(x) and their common
-// prefix length. Only the bytes from m on are fetched: the reference chain
-// is followed only as long as it still covers positions at or after m.
-func (t *Tree) compareFrom(q []byte, x uint32, m int) (int, int) {
+// prefix length. Only the bytes from m on are decoded, and the reference
+// chain is followed only until it reaches a node on the search path: q's
+// common prefix with that node is known already, and url(x) shares the
+// chain's prefix with it, which settles those bytes without reading them.
+func (t *Tree) compareFrom(q []byte, x uint32, m int, p *insertPath) (int, int) {
 	e := t.entry(x)
-	n := e.urlLen()
-	m = min(m, n, len(q))
-	if m >= e.lcp {
-		l := m + mismatch(q[m:], e.tail[m-e.lcp:])
-		return cmpAt(q, l, n, e.tail, e.lcp), l
-	}
+	m = min(m, len(q))
 	var stack [32]segment
-	segs := append(stack[:0], segment{e.lcp, e.tail})
-	upto, cur := e.lcp, e.ref
-	for upto > m {
-		e = t.entry(cur)
-		if e.lcp < upto {
-			s := max(e.lcp, m)
-			segs = append(segs, segment{s, e.tail[s-e.lcp : upto-e.lcp]})
-			upto = s
-		}
-		cur = e.ref
-	}
+	segs := stack[:0]
 	pos := m
+	if m < e.lcp {
+		upto, cur := e.lcp, e.ref
+		for upto > m {
+			if i := p.index(cur); i >= 0 {
+				if l := int(p.lcp[i]); l < upto {
+					return int(p.dir[i])*2 - 1, max(l, m)
+				}
+				pos = upto
+				break
+			}
+			ce := t.entry(cur)
+			if ce.lcp < upto {
+				s := max(ce.lcp, m)
+				segs = append(segs, segment{start: s, skip: s - ce.lcp, count: upto - s, e: ce})
+				upto = s
+			}
+			cur = ce.ref
+		}
+	}
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
-		k := mismatch(q[min(pos, len(q)):], s.b)
-		pos += k
-		if k < len(s.b) {
-			if pos >= len(q) {
-				return -1, pos
-			}
-			if q[pos] < s.b[k] {
-				return -1, pos
-			}
-			return 1, pos
+		if s.start+s.count <= pos {
+			continue
 		}
+		skip := max(pos-s.start, 0)
+		var c int
+		if pos, c = t.compareTail(q, pos, s.e, s.skip+skip, s.count-skip); c != 0 {
+			return c, pos
+		}
+	}
+	pos, c := t.compareTail(q, pos, e, max(pos-e.lcp, 0), -1)
+	if c != 0 {
+		return c, pos
 	}
 	if pos < len(q) {
 		return 1, pos
 	}
 	return 0, pos
-}
-
-// cmpAt finishes a comparison of q with a URL of length n whose bytes from
-// position base on are tail, given their common prefix length l.
-func cmpAt(q []byte, l, n int, tail []byte, base int) int {
-	switch {
-	case l == len(q) && l == n:
-		return 0
-	case l == len(q):
-		return -1
-	case l == n:
-		return 1
-	case q[l] < tail[l-base]:
-		return -1
-	default:
-		return 1
-	}
 }
 
 // descent is where a search for a URL ended.
@@ -77,14 +93,16 @@ type descent struct {
 
 // search descends from the root. Each comparison starts at the smaller of
 // q's common prefix lengths with the two bounds: every URL between the
-// bounds shares that prefix with q. When path is non-nil it records the
-// descent for an insertion.
+// bounds shares that prefix with q. path records the descent.
 func (t *Tree) search(q []byte, path *insertPath) descent {
 	d := descent{found: none, lo: none, hi: none}
 	x := t.root
 	ns := t.nodes
 	for depth := 0; x != none && depth < maxHeight; depth++ {
-		c, l := t.compareFrom(q, x, min(d.loL, d.hiL))
+		c, l, ok, from := stepByKey(q, ns.key(x), d.loL, d.hiL)
+		if !ok {
+			c, l = t.compareFrom(q, x, from, path)
+		}
 		if c == 0 {
 			d.found = x
 			return d
@@ -96,11 +114,10 @@ func (t *Tree) search(q []byte, path *insertPath) descent {
 			d.lo, d.loL = x, l
 			dir = 1
 		}
-		if path != nil {
-			path.node[path.n] = x
-			path.dir[path.n] = uint8(dir)
-			path.n++
-		}
+		path.node[path.n] = x
+		path.dir[path.n] = uint8(dir)
+		path.lcp[path.n] = uint32(l)
+		path.n++
 		x = ns.child(x, dir)
 	}
 	return d

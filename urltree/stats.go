@@ -7,9 +7,9 @@ type Stats struct {
 	URLs int64
 	// Bytes in use, by array; preallocated file space is not counted.
 	NodeBytes    int64 // tree nodes
-	PointerBytes int64 // pointer array (one offset per 16 entries)
-	EntryHeaders int64 // entry length, lcp and reference fields
-	TailBytes    int64 // URL bytes stored in entries
+	PointerBytes int64 // pointer records: an offset per 16 entries, a length byte per entry
+	EntryHeaders int64 // lcp and reference fields (and lengths of 255 or more)
+	TailBytes    int64 // Huffman-coded tails
 	FileHeaders  int64 // file headers and the meta file
 	// FileBytes is the size of the files on disk, preallocation included.
 	FileBytes int64
@@ -33,13 +33,13 @@ func (t *Tree) Stats() Stats {
 	if t.closed {
 		return s
 	}
-	s.NodeBytes = int64(t.count) * 8
-	s.PointerBytes = int64((t.count+ptrBlock-1)/ptrBlock) * 8
+	s.NodeBytes = int64(t.count) * nodeSize
+	s.PointerBytes = int64((t.count+ptrBlock-1)/ptrBlock) * ptrRecord
 	s.FileHeaders = 3*headerSize + metaFileSize
 	var chain int64
 	for id := uint32(0); uint64(id) < t.count; id++ {
 		e := t.entry(id)
-		s.TailBytes += int64(len(e.tail))
+		s.TailBytes += int64(e.end - e.tail)
 		upto, cur := e.lcp, e.ref
 		for upto > 0 {
 			chain++

@@ -1,6 +1,7 @@
 package urltree
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -52,14 +53,17 @@ type Tree struct {
 	arenF *mappedFile
 
 	nodes nodes
-	ptrs  []uint64
+	ptrs  []byte // pointer records (entry.go), after the file header
+	huff  *huffCode
 	arena []byte // the whole arena file; entries start at headerSize
 
 	count    uint64 // URLs stored
 	arenaEnd uint64 // end offset of the last entry in the arena file
 	root     uint32
 
-	scratch []byte // entry encoding buffer of the writer
+	scratch []byte    // entry encoding buffer of the writer
+	ubuf    [5][]byte // URL buffers of the writer
+	reads   int       // TEMP
 }
 
 // Open opens the tree in dir, creating dir and an empty tree when there is
@@ -76,7 +80,7 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	if o.MaxURLLen < 1 || o.MaxURLLen > MaxURLLenLimit {
 		return nil, fmt.Errorf("urltree: MaxURLLen %d outside 1..%d", o.MaxURLLen, MaxURLLenLimit)
 	}
-	t := &Tree{dir: dir, maxURLLen: o.MaxURLLen, readOnly: o.ReadOnly, root: none}
+	t := &Tree{dir: dir, maxURLLen: o.MaxURLLen, readOnly: o.ReadOnly, root: none, huff: huffTables()}
 	metaPath := filepath.Join(dir, metaName)
 	if _, err := os.Stat(metaPath); errors.Is(err, fs.ErrNotExist) {
 		if o.ReadOnly {
@@ -158,20 +162,23 @@ func syncDir(dir string) error {
 // remapped refreshes the typed views after a file was (re)mapped.
 func (t *Tree) remapped() {
 	if t.nodeF != nil {
-		t.nodes = nodes(u64s(t.nodeF.data))
+		t.nodes = nodes(u32s(t.nodeF.data))
 	}
-	t.ptrs = u64s(t.ptrF.data)
+	t.ptrs = nil
+	if len(t.ptrF.data) > headerSize {
+		t.ptrs = t.ptrF.data[headerSize:]
+	}
 	t.arena = t.arenF.data
 }
 
-// u64s views a mapped file after its header as little-endian uint64s
-// (mappings are page aligned, and kspider runs on little-endian CPUs).
-func u64s(b []byte) []uint64 {
-	if len(b) < headerSize+8 {
+// u32s views a mapped file after its header as native uint32s (mappings
+// are page aligned, and kspider runs on little-endian CPUs).
+func u32s(b []byte) []uint32 {
+	if len(b) < headerSize+4 {
 		return nil
 	}
 	b = b[headerSize:]
-	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // Len returns the number of URLs in the tree.
@@ -233,16 +240,19 @@ func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
 		}
 		ref = e.ref
 	}
-	t.scratch = appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
+	var lb byte
+	t.scratch, lb = t.appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
 	if err := t.reserve(id, uint64(len(t.scratch))); err != nil {
 		return 0, false, err
 	}
+	rec := t.ptrs[uint64(id>>ptrShift)*ptrRecord:][:ptrRecord]
 	if id%ptrBlock == 0 {
-		t.ptrs[id>>ptrShift] = t.arenaEnd
+		binary.LittleEndian.PutUint64(rec, t.arenaEnd)
 	}
+	rec[8+id%ptrBlock] = lb
 	copy(t.arena[t.arenaEnd:], t.scratch)
 	t.arenaEnd += uint64(len(t.scratch))
-	t.root = t.nodes.attach(t.root, &p, id)
+	t.insert(url, &p, d, id)
 	t.count++
 	return id, true, nil
 }
@@ -259,9 +269,10 @@ func (t *Tree) reserve(id uint32, n uint64) error {
 		f    *mappedFile
 		size uint64
 	}{
-		{t.arenF, t.arenaEnd + n},
-		{t.ptrF, headerSize + (uint64(id>>ptrShift)+1)*8},
-		{t.nodeF, headerSize + (uint64(id)+1)*8},
+		// 8 spare bytes let the tail decoder load whole words.
+		{t.arenF, t.arenaEnd + n + 8},
+		{t.ptrF, headerSize + (uint64(id>>ptrShift)+1)*ptrRecord},
+		{t.nodeF, headerSize + (uint64(id)+1)*nodeSize},
 	}
 	for _, r := range need {
 		if r.f == nil {
@@ -274,9 +285,6 @@ func (t *Tree) reserve(id uint32, n uint64) error {
 			}
 			grown = true
 		}
-	}
-	if t.nodeF == nil && uint64(id) >= uint64(len(t.nodes)) {
-		t.nodes = append(t.nodes, make([]uint64, len(t.nodes)/4+1024)...)
 	}
 	if grown {
 		t.remapped()
@@ -294,7 +302,8 @@ func (t *Tree) Find(url []byte) (uint32, bool) {
 	if t.closed {
 		return 0, false
 	}
-	d := t.search(url, nil)
+	var p insertPath
+	d := t.search(url, &p)
 	return d.found, d.found != none
 }
 

@@ -1,0 +1,139 @@
+package urltree
+
+import (
+	"encoding/binary"
+	"sync"
+)
+
+// Tails are stored in a static canonical Huffman code, MSB first, padded
+// with 1 bits to a whole byte. The code lengths below were fitted (limited
+// to maxCodeLen bits, every byte value coded) to the byte frequencies of
+// URL tails: lowercase letters, digits, '/', '.' and '-' take 4 to 6 bits,
+// so tails shrink by about a third. Changing the table changes the format.
+//
+// A tail has no length field: the longest codes are the all-ones ones, so
+// fewer than 8 trailing 1 bits never form a symbol and mark the end.
+const maxCodeLen = 12
+
+// codeLengths[b] is the length of byte b's code.
+const codeLengths = "" +
+	"\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c" +
+	"\x0c\x0c\x0c\x0c\x0c\x07\x09\x0c\x0c\x0c\x0c\x0c\x0c\x06\x05\x04\x07\x07\x07\x08\x08\x08\x09\x08\x08\x08\x0a\x0c\x0c\x08\x0c\x09" +
+	"\x0c\x08\x09\x09\x08\x08\x0a\x0a\x0b\x09\x0c\x0c\x09\x0a\x09\x0b\x0a\x0c\x0a\x08\x0a\x0b\x0b\x0b\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x07" +
+	"\x0c\x04\x07\x05\x05\x04\x07\x06\x06\x04\x08\x07\x05\x05\x05\x04\x05\x09\x04\x04\x04\x06\x07\x07\x07\x07\x08\x0c\x0c\x0c\x0c\x0c" +
+	"\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c" +
+	"\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c" +
+	"\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0a\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c" +
+	"\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c\x0c"
+
+// huffCode holds the derived encoding and decoding tables.
+type huffCode struct {
+	code [256]uint16 // right-aligned codes
+	size [256]uint8
+	// dec maps the next maxCodeLen bits to symbol | length<<8.
+	dec [1 << maxCodeLen]uint16
+}
+
+// huffTables builds the tables once; they are never written afterwards.
+var huffTables = sync.OnceValue(func() *huffCode {
+	h := new(huffCode)
+	code, prev := uint16(0), uint8(0)
+	for l := uint8(1); l <= maxCodeLen; l++ {
+		for s := range 256 {
+			if codeLengths[s] != l {
+				continue
+			}
+			if prev != 0 {
+				code = (code + 1) << (l - prev)
+			}
+			prev = l
+			h.code[s], h.size[s] = code, l
+			base := int(code) << (maxCodeLen - l)
+			for i := range 1 << (maxCodeLen - l) {
+				h.dec[base+i] = uint16(s) | uint16(l)<<8
+			}
+		}
+	}
+	return h
+})
+
+// appendCoded appends the code of tail to dst.
+func (h *huffCode) appendCoded(dst, tail []byte) []byte {
+	var acc uint64 // pending bits, right-aligned
+	n := uint(0)
+	for _, b := range tail {
+		acc = acc<<h.size[b] | uint64(h.code[b])
+		n += uint(h.size[b])
+		for n >= 8 {
+			n -= 8
+			dst = append(dst, byte(acc>>n))
+		}
+	}
+	if n > 0 {
+		dst = append(dst, byte(acc<<(8-n))|byte(1<<(8-n)-1))
+	}
+	return dst
+}
+
+// codedLen returns the length in bytes of tail's code.
+func (h *huffCode) codedLen(tail []byte) int {
+	bits := 0
+	for _, b := range tail {
+		bits += int(h.size[b])
+	}
+	return (bits + 7) / 8
+}
+
+// tailReader decodes one coded tail: bits pos..end of the arena a.
+type tailReader struct {
+	a        []byte
+	pos, end uint64
+	h        *huffCode
+	bad      bool // the code ran past the tail's end
+}
+
+// next returns the next byte of the tail, or false at its end.
+func (r *tailReader) next() (byte, bool) {
+	rem := r.end - r.pos
+	if rem == 0 {
+		return 0, false
+	}
+	i := r.pos >> 3
+	var v uint64
+	if i+8 <= uint64(len(r.a)) {
+		v = binary.BigEndian.Uint64(r.a[i:])
+	} else {
+		for k := uint64(0); k < 8; k++ {
+			v <<= 8
+			if i+k < uint64(len(r.a)) {
+				v |= uint64(r.a[i+k])
+			}
+		}
+	}
+	v <<= r.pos & 7
+	peek := v >> (64 - maxCodeLen)
+	if rem < maxCodeLen {
+		// Bits past the end read as ones, the padding.
+		peek |= 1<<(maxCodeLen-rem) - 1
+		if rem < 8 && peek == 1<<maxCodeLen-1 {
+			return 0, false
+		}
+	}
+	e := r.h.dec[peek]
+	l := uint64(e >> 8)
+	if l > rem {
+		r.bad = true
+		return 0, false
+	}
+	r.pos += l
+	return byte(e), true
+}
+
+// skip advances over n bytes of the tail, fewer if it ends first.
+func (r *tailReader) skip(n int) {
+	for ; n > 0; n-- {
+		if _, ok := r.next(); !ok {
+			return
+		}
+	}
+}
