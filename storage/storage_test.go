@@ -126,7 +126,7 @@ func TestRoundTripEveryCodec(t *testing.T) {
 	for _, codec := range Codecs() {
 		t.Run(codec, func(t *testing.T) {
 			dirs := []string{t.TempDir(), t.TempDir()}
-			cfg := Config{Dirs: dirs, Codec: codec, Compressors: 2, SegmentSize: 256 << 10}
+			cfg := Config{Dirs: dirs, Codec: codec, Compressors: 2, SegmentSize: 1 << 20}
 			writeStore(t, cfg, 0, 300)
 			checkStore(t, dirs, 0, 300)
 			// Reopening appends to the same store.
