@@ -79,6 +79,7 @@ type Extractor struct {
 	raw  []byte      // the raw reference text of all candidates, back to back
 	refs []candidate // candidates in document order
 	out  []byte      // canonical URLs, back to back
+	ends []int       // where each link's URL ends in out
 }
 
 // candidate is one raw link before resolution.
@@ -126,15 +127,14 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 		return
 	}
 	raw := string(x.raw) // one allocation for every reference of the page
-	type span struct{ start, end int }
 	n := len(x.refs)
 	if limit >= 0 {
 		n = min(n, limit)
 	}
-	spans := make([]span, 0, n)
-	kept := make([]candidate, 0, cap(spans))
+	res.Links = make([]Link, 0, n)
+	x.ends = x.ends[:0]
 	for i, c := range x.refs {
-		if limit >= 0 && len(kept) >= limit {
+		if limit >= 0 && len(res.Links) >= limit {
 			res.Truncated = len(x.refs) - i
 			break
 		}
@@ -159,19 +159,19 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 			res.DroppedTotal++
 			continue
 		}
-		spans = append(spans, span{start, len(x.out)})
-		kept = append(kept, c)
-	}
-	urls := string(x.out) // one allocation for every URL of the page
-	res.Links = make([]Link, len(kept))
-	for i, c := range kept {
-		res.Links[i] = Link{
-			URL:      urls[spans[i].start:spans[i].end],
+		x.ends = append(x.ends, len(x.out))
+		res.Links = append(res.Links, Link{
 			Element:  c.element,
 			Attr:     c.attr,
 			Rel:      c.rel,
 			NoFollow: hasToken(c.rel, "nofollow"),
-		}
+		})
+	}
+	urls := string(x.out) // one allocation for every URL of the page
+	start := 0
+	for i, end := range x.ends {
+		res.Links[i].URL = urls[start:end]
+		start = end
 	}
 }
 
