@@ -65,9 +65,7 @@ directories are scanned in parallel. Text tables by default.`)
 	}
 	scan := r.Stats()
 	reportSkipped(e.stderr, "stats", scan)
-	for range scan.Skipped {
-		c.AddBadRecord()
-	}
+	c.AddBadRecords(scan.Skipped)
 	report := c.Report()
 
 	switch {

@@ -139,14 +139,3 @@ func TestStatsUsage(t *testing.T) {
 		}
 	}
 }
-
-func TestStatsNoProgressOffTerminal(t *testing.T) {
-	f, err := os.CreateTemp(t.TempDir(), "stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if stats.IsTerminal(f) {
-		t.Fatal("a regular file is taken for a terminal")
-	}
-}

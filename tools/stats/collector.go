@@ -102,8 +102,9 @@ func (c *Collector) Add(p *storage.Page) {
 	}
 }
 
-// AddBadRecord counts a record the store could not read.
-func (c *Collector) AddBadRecord() { c.bad.Add(1) }
+// AddBadRecords counts n records the store could not read (see
+// storage.ScanStats.Skipped).
+func (c *Collector) AddBadRecords(n int64) { c.bad.Add(n) }
 
 // Progress returns the pages and bytes added so far, for a progress display.
 func (c *Collector) Progress() (pages, bytes int64) { return c.pages.Load(), c.bytes.Load() }
@@ -265,13 +266,14 @@ func (h *hostAgg) mainSoftware() string {
 	return best.name
 }
 
-// merge adds b into a; b is not used afterwards.
+// merge adds b into a, leaving b as it was.
 func (a *partial) merge(b *partial) {
 	for host, hb := range b.hosts {
 		ha := a.hosts[host]
 		if ha == nil {
-			a.hosts[host] = hb
-			continue
+			// A copy: b stays as it was, so Report can run again.
+			ha = &hostAgg{}
+			a.hosts[host] = ha
 		}
 		ha.pages += hb.pages
 		ha.docs += hb.docs

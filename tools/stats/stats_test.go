@@ -290,3 +290,20 @@ func TestHostOfAndExtension(t *testing.T) {
 		}
 	}
 }
+
+func TestReportTwiceIsTheSame(t *testing.T) {
+	c := New(Options{})
+	// Two partials sharing hosts, as two scan goroutines would leave them.
+	parts := []*partial{newPartial(), newPartial()}
+	for i, p := range testPages() {
+		parts[i%2].add(p)
+		parts[(i+1)%2].add(p)
+	}
+	c.all = parts
+	var a, b bytes.Buffer
+	c.Report().WriteJSON(&a)
+	c.Report().WriteJSON(&b)
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatalf("second report differs:\n%s\nfirst:\n%s", b.Bytes(), a.Bytes())
+	}
+}

@@ -56,7 +56,7 @@ func (r *Report) WriteText(w io.Writer) error {
 type textWriter struct {
 	w     io.Writer
 	err   error
-	first bool
+	wrote bool // a table is out: the next one needs a blank line first
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -109,10 +109,10 @@ func (tw *textWriter) table(title string, head []string, rows [][]string) {
 		return
 	}
 	var b strings.Builder
-	if tw.first {
+	if tw.wrote {
 		b.WriteByte('\n')
 	}
-	tw.first = true
+	tw.wrote = true
 	b.WriteString(title)
 	b.WriteByte('\n')
 	widths := make([]int, len(head))

@@ -6,3 +6,5 @@ func isTerminal(fd uintptr) bool {
 	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
 	return err == nil
 }
+
+const isLinux = true

@@ -1,0 +1,65 @@
+package stats
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer the progress goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestProgressLine(t *testing.T) {
+	var out syncBuffer
+	c := New(Options{})
+	p := StartProgress(&out, c, time.Millisecond)
+	for _, pg := range testPages() {
+		c.Add(pg)
+	}
+	time.Sleep(5 * time.Millisecond)
+	p.Stop()
+	s := out.String()
+	if !strings.HasSuffix(s, "\n") || !strings.Contains(s, "scanned 7 pages") || !strings.HasPrefix(s, "\r\x1b[K") {
+		t.Fatalf("progress output %q", s)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	if IsTerminal(&bytes.Buffer{}) {
+		t.Error("a buffer is taken for a terminal")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) {
+		t.Error("a regular file is taken for a terminal")
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal to check the positive case: %v", err)
+	}
+	defer ptmx.Close()
+	if isTerminal(ptmx.Fd()) != isLinux {
+		t.Errorf("a pseudo-terminal is not recognised")
+	}
+}
