@@ -48,7 +48,7 @@ canonical form (mailto:, javascript:, invalid) are left out and counted on
 stderr, as are links over --max-links and the page's robots directives.
 --jsonl prints one JSON object per link with its element, attribute and rel.`)
 	base := fs.String("base", "", "URL of the page (required): links are resolved against it")
-	jsonl := fs.Bool("jsonl", false, "print {\"url\",\"element\",\"attr\",\"rel\",\"nofollow\"} JSON lines")
+	jsonl := fs.Bool("jsonl", false, "print {\"url\",\"element\",\"attribute\",\"rel\",\"nofollow\"} JSON lines")
 	maxLinks := fs.Int("max-links", links.DefaultMaxLinks, "cap on links per page (0 or negative: no cap)")
 	agent := fs.String("agent", "", "robots name whose <meta name=...> and X-Robots-Tag lines apply too")
 	strip := fs.Bool("strip-session-ids", false, "remove session ids from the links")
@@ -124,7 +124,7 @@ stderr, as are links over --max-links and the page's robots directives.
 type jsonLink struct {
 	URL      string `json:"url"`
 	Element  string `json:"element"`
-	Attr     string `json:"attr"`
+	Attr     string `json:"attribute"`
 	Rel      string `json:"rel,omitempty"`
 	NoFollow bool   `json:"nofollow,omitempty"`
 }
