@@ -110,7 +110,7 @@ func newCache(buckets, slots int) *cache {
 // place returns the bucket and preferred slot of a hash: the bucket from
 // the low bits, the slot from the high ones.
 func (c *cache) place(h uint64) (first, pref int) {
-	return int(h&c.mask) * c.slots, int((h >> 32) % uint64(c.slots))
+	return int(h&c.mask) * c.slots, int((h >> 32) * uint64(c.slots) >> 32) // no division on the hit path
 }
 
 // key is a name folded for lookup: its first 32 bytes lower-cased into

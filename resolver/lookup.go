@@ -76,7 +76,7 @@ func (r *Resolver) resolveAndCache(name string) answer {
 func merge(a4, a6 answer) answer {
 	switch {
 	case a4.st == statusOK && a6.st == statusOK:
-		return answer{st: statusOK, addrs: append(a4.addrs, a6.addrs...), ttl: min(a4.ttl, a6.ttl)}
+		return answer{st: statusOK, addrs: interleave(a4.addrs, a6.addrs), ttl: min(a4.ttl, a6.ttl)}
 	case a4.st == statusOK:
 		return a4
 	case a6.st == statusOK:
@@ -93,20 +93,28 @@ func merge(a4, a6 answer) answer {
 	}
 }
 
+// interleave alternates IPv4 and IPv6 addresses, IPv4 first, so that an
+// entry truncated to MaxAddrs keeps both families.
+func interleave(v4, v6 []netip.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(v4)+len(v6))
+	for i := 0; i < len(v4) || i < len(v6); i++ {
+		if i < len(v4) {
+			out = append(out, v4[i])
+		}
+		if i < len(v6) {
+			out = append(out, v6[i])
+		}
+	}
+	return out
+}
+
 // queryChain resolves name for qtype, following CNAME links within an
 // answer and across queries, at most MaxCNAME of them, refusing loops.
 // Only records on the chain from name are believed; anything else in an
 // answer is ignored.
 func (r *Resolver) queryChain(ctx context.Context, name string, qtype uint16) answer {
 	target := dns.Fqdn(name)
-	seen := map[string]bool{target: true}
-	links := 0
-	ttl := time.Duration(-1)
-	lower := func(d time.Duration) {
-		if ttl < 0 || d < ttl {
-			ttl = d
-		}
-	}
+	c := newChain(target, qtype, r.cfg.MaxCNAME)
 	for {
 		m, err := r.exchangeAny(ctx, target, qtype)
 		if err != nil {
@@ -115,65 +123,94 @@ func (r *Resolver) queryChain(ctx context.Context, name string, qtype uint16) an
 		if m.Rcode == dns.RcodeNameError {
 			return answer{st: statusNXDomain}
 		}
+		a, next, done := c.walk(m.Answer, target)
+		if done {
+			return a
+		}
+		target = next // the chain leaves this answer: ask for its end
+	}
+}
+
+// chain is the state of following one name's CNAME chain for one type.
+type chain struct {
+	qtype uint16
+	max   int             // links allowed
+	seen  map[string]bool // names on the chain, canonical and fully qualified
+	links int
+	ttl   time.Duration // lowest TTL on the chain so far; -1: none yet
+}
+
+func newChain(start string, qtype uint16, max int) *chain {
+	return &chain{qtype: qtype, max: max, seen: map[string]bool{start: true}, ttl: -1}
+}
+
+func (c *chain) lower(d time.Duration) {
+	if c.ttl < 0 || d < c.ttl {
+		c.ttl = d
+	}
+}
+
+// walk follows the chain from target (canonical, fully qualified) through
+// the records of one answer. It returns the outcome and done, or the name
+// the chain continues at, which the answer does not resolve.
+func (c *chain) walk(rrs []dns.RR, target string) (_ answer, next string, done bool) {
+	cnames := map[string]*dns.CNAME{}
+	for _, rr := range rrs {
+		if cn, ok := rr.(*dns.CNAME); ok && cn.Hdr.Class == dns.ClassINET {
+			cnames[canonicalFqdn(cn.Hdr.Name)] = cn
+		}
+	}
+	cur := target
+	for {
 		var addrs []netip.Addr
-		cnames := map[string]*dns.CNAME{}
-		for _, rr := range m.Answer {
-			if rr.Header().Class != dns.ClassINET {
+		curTTL := time.Duration(-1)
+		for _, rr := range rrs {
+			h := rr.Header()
+			if h.Rrtype != c.qtype || h.Class != dns.ClassINET || !equalFqdn(h.Name, cur) {
 				continue
 			}
-			if c, ok := rr.(*dns.CNAME); ok {
-				cnames[canonicalFqdn(c.Hdr.Name)] = c
+			var a netip.Addr
+			switch v := rr.(type) {
+			case *dns.A:
+				a, _ = netip.AddrFromSlice(v.A.To4())
+			case *dns.AAAA:
+				if ip := v.AAAA.To16(); ip != nil && ip.To4() == nil {
+					a, _ = netip.AddrFromSlice(ip)
+				}
+			}
+			if !a.IsValid() {
+				continue
+			}
+			addrs = append(addrs, a)
+			d := time.Duration(h.Ttl) * time.Second
+			if curTTL < 0 || d < curTTL {
+				curTTL = d
 			}
 		}
-		cur := target
-		for {
-			var curTTL time.Duration = -1
-			for _, rr := range m.Answer {
-				h := rr.Header()
-				if h.Rrtype != qtype || !equalFqdn(h.Name, cur) {
-					continue
-				}
-				var a netip.Addr
-				switch v := rr.(type) {
-				case *dns.A:
-					a, _ = netip.AddrFromSlice(v.A.To4())
-				case *dns.AAAA:
-					a, _ = netip.AddrFromSlice(v.AAAA.To16())
-				}
-				if !a.IsValid() {
-					continue
-				}
-				addrs = append(addrs, a)
-				d := time.Duration(h.Ttl) * time.Second
-				if curTTL < 0 || d < curTTL {
-					curTTL = d
-				}
-			}
-			if len(addrs) > 0 {
-				lower(curTTL)
-				return answer{st: statusOK, addrs: addrs, ttl: ttl}
-			}
-			c, ok := cnames[cur]
-			if !ok {
-				break
-			}
-			next := canonicalFqdn(c.Target)
-			if seen[next] {
-				return answer{st: statusCNAMELoop, err: fmt.Errorf("%w at %s", ErrCNAMELoop, next)}
-			}
-			links++
-			if links > r.cfg.MaxCNAME {
-				return answer{st: statusCNAMETooLong}
-			}
-			seen[next] = true
-			lower(time.Duration(c.Hdr.Ttl) * time.Second)
-			cur = next
+		if len(addrs) > 0 {
+			c.lower(curTTL)
+			return answer{st: statusOK, addrs: addrs, ttl: c.ttl}, "", true
 		}
-		if cur == target {
-			return answer{st: statusNoData}
+		cn, ok := cnames[cur]
+		if !ok {
+			break
 		}
-		target = cur // the chain leaves this answer: ask for its end
+		nxt := canonicalFqdn(cn.Target)
+		if c.seen[nxt] {
+			return answer{st: statusCNAMELoop, err: fmt.Errorf("%w at %s", ErrCNAMELoop, nxt)}, "", true
+		}
+		c.links++
+		if c.links > c.max {
+			return answer{st: statusCNAMETooLong}, "", true
+		}
+		c.seen[nxt] = true
+		c.lower(time.Duration(cn.Hdr.Ttl) * time.Second)
+		cur = nxt
 	}
+	if cur == target {
+		return answer{st: statusNoData}, "", true
+	}
+	return answer{}, cur, false
 }
 
 func canonicalFqdn(s string) string { return dns.CanonicalName(s) }

@@ -80,3 +80,25 @@ func TestClusterValidate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPhaseAt: for any instant, length and cluster shape the slot contains
+// the instant and the phase is in range.
+func FuzzPhaseAt(f *testing.F) {
+	f.Add(int64(0), int64(time.Minute), 3, 5, 1)
+	f.Add(int64(-1), int64(time.Second), 1, 1, 0)
+	f.Add(int64(1<<62), int64(7), 2, 9, 1)
+	f.Fuzz(func(t *testing.T, since, length int64, nodes, phases, node int) {
+		cl := Cluster{Epoch: time.Unix(1_700_000_000, 0), PhaseLength: time.Duration(length), Nodes: nodes, Phases: phases}
+		if cl.Validate() != nil || node < 0 || node >= nodes || since > 1<<62 || since < -(1<<62) {
+			return
+		}
+		now := cl.Epoch.Add(time.Duration(since))
+		p := cl.At(now, node, time.Duration(length)/10)
+		if p.Active < 0 || p.Active >= phases {
+			t.Fatalf("phase %d of %d", p.Active, phases)
+		}
+		if now.Before(p.Start) || !now.Before(p.End) || p.Left <= 0 || p.Left > cl.PhaseLength {
+			t.Fatalf("now %v outside slot %d [%v, %v), left %v", now, p.Slot, p.Start, p.End, p.Left)
+		}
+	})
+}

@@ -62,6 +62,7 @@ end.`)
 	conc := fs.Int("concurrency", 128, "cold lookups in flight")
 	network := fs.String("network", "ip4", "address families: ip4, ip6 or ip")
 	timeout := fs.Duration("timeout", 2*time.Second, "per-query timeout")
+	coldTime := fs.Duration("cold-time", 10*time.Minute, "give up the cold pass after this long (names not done count as errors)")
 	slots := fs.Int("slots", 8, "cache slots per bucket (1..64)")
 	buckets := fs.Int("buckets", 0, "cache buckets (0: enough for the names at half load)")
 	if err := parseFlags(e, fs, args); err != nil {
@@ -72,6 +73,9 @@ end.`)
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *coldTime <= 0 || *timeout <= 0 {
+		return usagef("--cold-time and --timeout must be positive")
 	}
 	if *conc < 1 || *slots < 1 || *slots > resolver.MaxSlots || *buckets < 0 {
 		return usagef("--concurrency and --buckets must be positive, --slots 1..%d", resolver.MaxSlots)
@@ -120,7 +124,10 @@ end.`)
 	}
 	defer r.Close()
 
-	// Cold: every name through the network, conc at a time.
+	// Cold: every name through the network, conc at a time, for at most
+	// coldTime.
+	coldCtx, cancel := context.WithTimeout(ctx, *coldTime)
+	defer cancel()
 	start := time.Now()
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
@@ -128,12 +135,12 @@ end.`)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
+			for coldCtx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(hosts) {
 					return
 				}
-				if _, err := r.Lookup(ctx, hosts[i]); err != nil {
+				if _, err := r.Lookup(coldCtx, hosts[i]); err != nil {
 					failed.Add(1)
 				}
 			}
@@ -146,6 +153,9 @@ end.`)
 	res.ColdSeconds = time.Since(start).Seconds()
 	res.ColdQPS = float64(len(hosts)) / res.ColdSeconds
 	res.ColdErrors = int(failed.Load())
+	if started := int(min(next.Load(), int64(len(hosts)))); started < len(hosts) {
+		res.ColdErrors += len(hosts) - started // cut off by --cold-time
+	}
 
 	// Which names hit (positive or negative), without touching the network.
 	var hits []string
