@@ -271,3 +271,20 @@ func BenchmarkExportWARCPostgresDoc(b *testing.B) {
 	fi, _ := os.Stat(out)
 	b.ReportMetric(float64(fi.Size())/float64(raw), "warc/raw")
 }
+
+// TestExportInterruptedLeavesNothing cancels the export (as Ctrl-C does):
+// no output file, no temporary file.
+func TestExportInterruptedLeavesNothing(t *testing.T) {
+	_, args := buildTestStore(t, 2, "lzo")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	err := runExportWARC(ctx, env{stdout: &stdout, stderr: &stderr}, append(args, "--out", filepath.Join(dir, "x.warc.gz")))
+	if err == nil {
+		t.Fatalf("a cancelled export succeeded: %s", stdout.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a cancelled export left %v", entries)
+	}
+}
