@@ -60,7 +60,8 @@ func eachCorpusFile(t testing.TB, keep func(i int) bool, fn func(corpusFile)) in
 
 // TestCorpusParse parses corpus files (every 25th; all with
 // KSPIDER_ROBOTS_FULL=1), compiles rules for every agent each names, and
-// reports parse time per file. Timings are logged, never asserted.
+// reports parse time per file (best of three runs). Timings are logged,
+// never asserted.
 func TestCorpusParse(t *testing.T) {
 	keep := func(i int) bool { return i%25 == 0 }
 	if os.Getenv("KSPIDER_ROBOTS_FULL") == "1" {
@@ -75,10 +76,17 @@ func TestCorpusParse(t *testing.T) {
 		maxTime          time.Duration
 	)
 	eachCorpusFile(t, keep, func(f corpusFile) {
-		start := time.Now()
-		file := Parse(f.body)
-		r := file.Rules("KSpider")
-		d := time.Since(start)
+		// The best of three runs: the machine is shared, and one run's
+		// maximum is mostly somebody else's time slice.
+		var file *File
+		var r *Rules
+		d := time.Duration(1<<63 - 1)
+		for range 3 {
+			start := time.Now()
+			file = Parse(f.body)
+			r = file.Rules("KSpider")
+			d = min(d, time.Since(start))
+		}
 		times = append(times, d)
 		if d > maxTime {
 			maxTime, maxName = d, f.name
