@@ -19,8 +19,7 @@
 //	input type=image        src
 //	blockquote, q, del, ins cite
 //	meta http-equiv=refresh content ("5; url=...")
-//	HTTP response headers   Location, Content-Location is not a link;
-//	                        Link (<...>; rel=...), Refresh
+//	HTTP response headers   Location, Link (<...>; rel=...), Refresh
 //
 // Headers come first in the result (a response's headers precede its body),
 // then the body's links in document order. Links in the body are resolved
@@ -28,6 +27,14 @@
 // links before it), the page URL otherwise; header links against the page
 // URL. The contents of <noscript> and <noframes> are read as markup: a
 // crawler is a user agent without scripts or frames.
+//
+// Each link is resolved with urlnorm.AppendCanonical; candidates without a
+// canonical form (mailto:, javascript:, invalid) are counted by reason in
+// Result.Dropped, candidates past Options.MaxLinks in Result.Truncated.
+// Duplicates are kept: the URL tree deduplicates.
+//
+// The API (Extract, Extractor, Options, Result, Link) is what the node and
+// the offline statistics use; it only grows.
 //
 // Robots directives are reported, not enforced: rel=nofollow per link,
 // <meta name=robots> (and name=Options.Agent) and X-Robots-Tag (unprefixed
