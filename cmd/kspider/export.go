@@ -2,19 +2,18 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/stats"
 	"github.com/kspider/kspider/tools/warc"
 )
 
@@ -102,62 +101,37 @@ complete.`)
 	return nil
 }
 
-// exportPages writes every page of r as a response record. Workers
-// (GOMAXPROCS of them) compress records into gzip members, nearly all of the
-// work, and take turns writing them, so the export uses every core however
-// many directories the store has. Records come out in no particular order.
+// exportPages writes every page of r as a response record. Workers compress
+// records into gzip members, nearly all of the work, and take turns writing
+// them (see stats.ScanWorkers), so the export uses every core however many
+// directories the store has. Records come out in no particular order.
 func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, infoID string) (written, refused int, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	workers := runtime.GOMAXPROCS(0)
-	pages := make(chan *storage.Page, 2*workers)
-	var (
-		mu       sync.Mutex // guards w, written, refused, writeErr and e.stderr
-		writeErr error
-		wg       sync.WaitGroup
-	)
-	for range workers {
-		wg.Go(func() {
-			enc := warc.NewEncoder()
-			for p := range pages {
-				member, dropped, err := enc.Response(p, infoID)
-				mu.Lock()
-				var pe *warc.PageError
-				switch {
-				case errors.As(err, &pe):
-					refused++
-					fmt.Fprintf(e.stderr, "kspider export: skipped: %v\n", err)
-				case err != nil:
-					writeErr = cmp.Or(writeErr, err)
-					cancel()
-				case writeErr == nil:
-					for _, d := range dropped {
-						fmt.Fprintf(e.stderr, "kspider export: page %d (%s): left out malformed %s\n", p.URLID, p.URL, d)
-					}
-					if err := w.WriteMember(member); err != nil {
-						writeErr = err
-						cancel()
-					} else {
-						written++
-					}
-				}
-				mu.Unlock()
+	var mu sync.Mutex // guards w, written, refused and e.stderr
+	err = stats.ScanWorkers(ctx, r, 0, func() func(*storage.Page) error {
+		enc := warc.NewEncoder()
+		return func(p *storage.Page) error {
+			member, dropped, err := enc.Response(p, infoID)
+			mu.Lock()
+			defer mu.Unlock()
+			var pe *warc.PageError
+			switch {
+			case errors.As(err, &pe):
+				refused++
+				fmt.Fprintf(e.stderr, "kspider export: skipped: %v\n", err)
+				return nil
+			case err != nil:
+				return err
 			}
-		})
-	}
-	err = r.Scan(ctx, func(p *storage.Page) error {
-		select {
-		case pages <- p:
+			for _, d := range dropped {
+				fmt.Fprintf(e.stderr, "kspider export: page %d (%s): left out malformed %s\n", p.URLID, p.URL, d)
+			}
+			if err := w.WriteMember(member); err != nil {
+				return err
+			}
+			written++
 			return nil
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	})
-	close(pages)
-	wg.Wait()
-	if writeErr != nil {
-		return written, refused, writeErr
-	}
 	return written, refused, err
 }
 

@@ -14,20 +14,41 @@ type PageSource interface {
 	Scan(ctx context.Context, fn func(p *storage.Page) error) error
 }
 
-// AddAll adds every page of src using workers goroutines (0 means
-// GOMAXPROCS). Link extraction costs several times what reading the store
-// does, so a store on fewer disks than cores would leave cores idle if pages
-// were counted on the scan's own goroutines; they hand them over instead.
-func (c *Collector) AddAll(ctx context.Context, src PageSource, workers int) error {
+// ScanWorkers reads every page of src and hands each to one of workers
+// goroutines (0 means GOMAXPROCS). newWorker is called once per goroutine
+// and returns what that goroutine does with its pages, so each can keep
+// buffers of its own. Per-page work (link extraction, gzip) costs several
+// times what reading the store does, so a store on fewer disks than cores
+// would leave cores idle if the scan's own goroutines did it. The first
+// error a worker returns stops the scan and is returned; otherwise the
+// scan's error.
+func ScanWorkers(ctx context.Context, src PageSource, workers int, newWorker func() func(*storage.Page) error) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	pages := make(chan *storage.Page, 2*workers)
-	var wg sync.WaitGroup
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		workerErr error
+	)
 	for range workers {
+		fn := newWorker()
 		wg.Go(func() {
 			for p := range pages {
-				c.Add(p)
+				if ctx.Err() != nil {
+					continue // stopping: drain, so the scan is not left blocked
+				}
+				if err := fn(p); err != nil {
+					mu.Lock()
+					if workerErr == nil {
+						workerErr = err
+					}
+					mu.Unlock()
+					cancel()
+				}
 			}
 		})
 	}
@@ -41,5 +62,18 @@ func (c *Collector) AddAll(ctx context.Context, src PageSource, workers int) err
 	})
 	close(pages)
 	wg.Wait()
+	if workerErr != nil {
+		return workerErr
+	}
 	return err
+}
+
+// AddAll adds every page of src, on workers goroutines (see ScanWorkers).
+func (c *Collector) AddAll(ctx context.Context, src PageSource, workers int) error {
+	return ScanWorkers(ctx, src, workers, func() func(*storage.Page) error {
+		return func(p *storage.Page) error {
+			c.Add(p)
+			return nil
+		}
+	})
 }
