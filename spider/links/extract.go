@@ -291,7 +291,9 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 		}
 		switch el {
 		case "a", "area", "link":
-			if t.has(aHref) {
+			// An empty href is a link to the page itself for a and area;
+			// an empty link href fetches nothing.
+			if t.has(aHref) && (el != "link" || !blank(t.href)) {
 				x.add(t.href, el, "href", relString(t.rel), false)
 			}
 		case "base":
@@ -339,11 +341,16 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 	}
 }
 
+// addIf adds an attribute's value if the tag has it and it is not blank:
+// browsers fetch nothing for an empty src, data, poster or cite (as a URL
+// it would be the page itself).
 func (x *Extractor) addIf(t *tag, bit uint32, val []byte, el, attr string) {
-	if t.has(bit) {
+	if t.has(bit) && !blank(val) {
 		x.add(val, el, attr, "", false)
 	}
 }
+
+func blank(v []byte) bool { return len(bytes.TrimSpace(v)) == 0 }
 
 func (x *Extractor) addSrcset(srcset []byte, el string) {
 	forEachSrcsetURL(srcset, func(u []byte) { x.add(u, el, "srcset", "", false) })

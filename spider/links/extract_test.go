@@ -156,6 +156,18 @@ func TestBaseFallback(t *testing.T) {
 	}
 }
 
+func TestEmptyAttributes(t *testing.T) {
+	page := `<img src=""><script src=" "></script><link href=""><iframe src></iframe><a href="">self</a><area href>`
+	res, err := Extract([]byte(page), "http://example.com/p", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"http://example.com/p", "http://example.com/p"}
+	if got := urls(res.Links); !reflect.DeepEqual(got, want) || res.Links[0].Element != "a" || res.Links[1].Element != "area" {
+		t.Errorf("links %+v, want the a and area self links only", res.Links)
+	}
+}
+
 func TestCap(t *testing.T) {
 	var b strings.Builder
 	for i := 0; i < 30; i++ {
