@@ -11,14 +11,14 @@ import (
 
 // recordIDNamespace is the UUID namespace of kspider's name-based record ids
 // (a random UUID chosen once; changing it changes every exported id).
-var recordIDNamespace = [16]byte{0x6b, 0x73, 0x70, 0x1d, 0x9e, 0x2a, 0x4c, 0x51, 0x8f, 0x0b, 0x3e, 0x77, 0xc2, 0x19, 0xa4, 0x5d}
+const recordIDNamespace = "\x6b\x73\x70\x1d\x9e\x2a\x4c\x51\x8f\x0b\x3e\x77\xc2\x19\xa4\x5d"
 
 // ResponseRecordID returns the record id of the response record for the page
 // with URL id urlID and url fetched at fetched: a version 5 UUID, so the same
 // stored page always gets the same id.
 func ResponseRecordID(urlID uint64, url string, fetched time.Time) string {
 	h := sha1.New()
-	h.Write(recordIDNamespace[:])
+	h.Write([]byte(recordIDNamespace))
 	var n [16]byte
 	binary.BigEndian.PutUint64(n[:8], urlID)
 	binary.BigEndian.PutUint64(n[8:], uint64(fetched.UnixNano()))

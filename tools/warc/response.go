@@ -31,8 +31,7 @@ func (e *PageError) Error() string {
 // a token, control characters, a blank line inside the block, a continuation
 // line with nothing to continue) are left out, so that archive tools can read
 // the record; dropped describes them, for the caller to log. A page that
-// cannot be represented at all is a *PageError and leaves the file as it was;
-// any other error is a write failure after which the file is unusable.
+// cannot be represented at all is a *PageError.
 func (e *Encoder) Response(p *storage.Page, warcinfoID string) (member []byte, dropped []string, err error) {
 	if err := checkTargetURI(p.URL); err != nil {
 		return nil, nil, &PageError{p.URLID, p.URL, err.Error()}

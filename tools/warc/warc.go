@@ -94,8 +94,9 @@ func (w *Writer) WriteRecord(fields []Field, block []byte) error {
 	return w.WriteMember(member)
 }
 
-// WriteResponse writes page p as a response record; see
-// Encoder.Response.
+// WriteResponse writes page p as a response record; see Encoder.Response.
+// A *PageError leaves the file as it was and the writer usable; any other
+// error is a write failure after which the file is unusable.
 func (w *Writer) WriteResponse(p *storage.Page, warcinfoID string) (dropped []string, err error) {
 	member, dropped, err := w.enc.Response(p, warcinfoID)
 	if err != nil {
