@@ -23,7 +23,6 @@ var uts46 = idna.New(
 )
 
 const (
-	errHost       failure = "invalid host"
 	errForbidden  failure = "forbidden code point in host"
 	errIDNA       failure = "host is not a valid internationalised domain name"
 	errIPv4       failure = "invalid IPv4 address"
