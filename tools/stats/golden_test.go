@@ -52,20 +52,24 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // TestGolden stores the storetest pages over two directories (two savers,
-// so the scan runs two goroutines) and compares the text and JSON reports
-// with the golden files.
+// so the scan runs two goroutines) and compares the text, JSON and HTML
+// reports with the golden files.
 func TestGolden(t *testing.T) {
 	dirs := storetest.Build(t, []string{t.TempDir(), t.TempDir()}, "lzo", storetest.Pages())
 	r := scanStore(t, dirs, Options{NewLinkFunc: CrawlerLinks})
-	var text, js bytes.Buffer
+	var text, js, html bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.WriteHTML(&html, "kspider statistics: golden store"); err != nil {
+		t.Fatal(err)
+	}
 	golden(t, "golden.txt", text.Bytes())
 	golden(t, "golden.json", js.Bytes())
+	golden(t, "golden.html", html.Bytes())
 }
 
 // TestCorruptRecordIsCounted damages one record: the scan skips it, the
