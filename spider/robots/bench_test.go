@@ -172,3 +172,36 @@ func BenchmarkBaselineGoogle(b *testing.B) {
 		grobotstxt.AgentAllowed(benchRobots, "KSpider", benchURLs[i%len(benchURLs)])
 	}
 }
+
+// BenchmarkCheckVsURLParse interleaves blocks of cached checks and of
+// net/url.Parse calls on the same URLs, so both see the same machine load,
+// and reports their ratio (check time / parse time): the figure that
+// survives a noisy shared machine.
+func BenchmarkCheckVsURLParse(b *testing.B) {
+	c := NewCache(100_000, 0)
+	now := time.Now()
+	rules := Parse([]byte(benchRobots)).Rules("KSpider/1.0")
+	for i := 0; i < 50_000; i++ {
+		c.Put(fmt.Sprintf("https://host%d.example.net", i), rules, now, 0, 0)
+	}
+	c.Put("https://www.example.com", rules, now, 0, 0)
+	const block = 1024
+	var check, parse time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		for i := 0; i < block; i++ {
+			c.Allowed(benchURLs[i%len(benchURLs)], now)
+		}
+		t1 := time.Now()
+		for i := 0; i < block; i++ {
+			url.Parse(benchURLs[i%len(benchURLs)])
+		}
+		check += t1.Sub(t0)
+		parse += time.Since(t1)
+		n += block
+	}
+	b.ReportMetric(float64(check.Nanoseconds())/float64(n), "check-ns")
+	b.ReportMetric(float64(parse.Nanoseconds())/float64(n), "urlparse-ns")
+	b.ReportMetric(float64(check)/float64(parse), "check/urlparse")
+}

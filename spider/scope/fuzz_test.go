@@ -1,8 +1,10 @@
 package scope
 
 import (
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func FuzzFilter(f *testing.F) {
@@ -97,4 +99,42 @@ func BenchmarkDepthSeen(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		d.Seen("http://www.ku.ac.th/news/a.html", i%7)
 	}
+}
+
+// BenchmarkCheckVsURLParse interleaves blocks of Filter.Check and of
+// net/url.Parse on the same URLs and reports the ratio, which holds on a
+// noisy shared machine where absolute times do not.
+func BenchmarkCheckVsURLParse(b *testing.B) {
+	c := Default()
+	c.Domains = []string{"th.ac.*", "com.example.+", "-th.ac.ku.cs.*"}
+	c.RejectCGI = true
+	f, err := New(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	urls := []string{
+		"http://www.ku.ac.th/news/2024/05/article.html",
+		"https://shop.example.com/product/blue-widget?color=blue",
+		"http://www.cs.ku.ac.th/~user/index.html",
+		"http://other.org/a/b/c",
+	}
+	const block = 1024
+	var check, parse time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		for i := 0; i < block; i++ {
+			f.Check(urls[i%len(urls)])
+		}
+		t1 := time.Now()
+		for i := 0; i < block; i++ {
+			url.Parse(urls[i%len(urls)])
+		}
+		check += t1.Sub(t0)
+		parse += time.Since(t1)
+		n += block
+	}
+	b.ReportMetric(float64(check.Nanoseconds())/float64(n), "check-ns")
+	b.ReportMetric(float64(parse.Nanoseconds())/float64(n), "urlparse-ns")
+	b.ReportMetric(float64(check)/float64(parse), "check/urlparse")
 }
