@@ -66,6 +66,8 @@ func TestCanonicalDrops(t *testing.T) {
 		"http://:80/":               ReasonInvalid,
 		"http://256.256.256.256/":   ReasonInvalid,
 		"http://example.com:99999/": ReasonInvalid,
+		"http://xn--.com/":          ReasonInvalid,
+		"http://a.XN--。com/":        ReasonInvalid,
 	} {
 		dst := []byte("keep")
 		out, err := AppendCanonical(dst, base, in, nil)

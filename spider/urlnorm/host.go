@@ -87,6 +87,12 @@ func appendHost(dst []byte, s string, special bool) ([]byte, error) {
 		decoded := strings.ToValidUTF8(string(dst[start:]), "\uFFFD")
 		decoded = strings.TrimPrefix(decoded, "\uFEFF")
 		a, err := uts46.ToASCII(decoded)
+		if err == nil && hasEmptyPunycodeLabel(decoded) {
+			// UTS #46 (since 15.1) rejects "xn--" with nothing after it;
+			// the idna package drops the label instead, which would turn
+			// "xn--.com" into the different host ".com".
+			err = errIDNA
+		}
 		if err == nil && a != decoded {
 			// The punycode of very long labels (hundreds of code points)
 			// overflows the idna package's decoder, so such an href would
@@ -124,6 +130,26 @@ func hasPunycodeLabel(d []byte) bool {
 		if (i == 0 || d[i-1] == '.') && (d[i] == 'x' || d[i] == 'X') && (d[i+1] == 'n' || d[i+1] == 'N') && d[i+2] == '-' && d[i+3] == '-' {
 			return true
 		}
+	}
+	return false
+}
+
+// hasEmptyPunycodeLabel reports whether a label is "xn--" (any case)
+// alone. Labels end at "." and at the dots UTS #46 maps to ".".
+func hasEmptyPunycodeLabel(d string) bool {
+	for d != "" {
+		end := len(d)
+		next := end
+		for i, r := range d {
+			if r == '.' || r == '\u3002' || r == '\uff0e' || r == '\uff61' {
+				end, next = i, i+utf8.RuneLen(r)
+				break
+			}
+		}
+		if strings.EqualFold(d[:end], "xn--") {
+			return true
+		}
+		d = d[next:]
 	}
 	return false
 }
