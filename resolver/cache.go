@@ -145,10 +145,18 @@ func (k *key) fold(seed uint64, name []byte) bool {
 		}
 		h = mix(h ^ w)
 	}
-	if i < len(name) {
-		var tail [8]byte
-		copy(tail[:], name[i:])
-		w := lower8(binary.LittleEndian.Uint64(tail[:]))
+	if rem := len(name) - i; rem > 0 {
+		var w uint64
+		if len(name) >= 8 {
+			// Load the last 8 bytes and shift out those already hashed:
+			// one load instead of a byte loop or a copy.
+			w = binary.LittleEndian.Uint64(name[len(name)-8:]) >> (8 * (8 - rem))
+		} else {
+			for j := rem - 1; j >= 0; j-- {
+				w = w<<8 | uint64(name[i+j])
+			}
+		}
+		w = lower8(w)
 		if i < shortName {
 			k.w[i/8] = w
 		}
