@@ -2,6 +2,7 @@ package warc
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 
 	"github.com/klauspost/compress/gzip"
@@ -20,10 +21,23 @@ type Encoder struct {
 	end      []byte  // CRLF CRLF after the block
 }
 
-// NewEncoder returns an Encoder.
+// NewEncoder returns an Encoder compressing at gzip's default level.
 func NewEncoder() *Encoder {
-	gz, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression) // the level is valid
-	return &Encoder{gz: gz, end: []byte("\r\n\r\n")}
+	e, _ := NewEncoderLevel(gzip.DefaultCompression) // the level is valid
+	return e
+}
+
+// NewEncoderLevel returns an Encoder compressing at level (1, fastest, to 9,
+// smallest, or -1 for the default).
+func NewEncoderLevel(level int) (*Encoder, error) {
+	if level != gzip.DefaultCompression && (level < gzip.BestSpeed || level > gzip.BestCompression) {
+		return nil, fmt.Errorf("warc: gzip level %d is not 1 to 9", level)
+	}
+	gz, err := gzip.NewWriterLevel(nil, level)
+	if err != nil {
+		return nil, fmt.Errorf("warc: %w", err)
+	}
+	return &Encoder{gz: gz, end: []byte("\r\n\r\n")}, nil
 }
 
 // Record encodes one record (see Writer.WriteRecord). The member is valid

@@ -420,3 +420,23 @@ func bodyOf(rec *Record) []byte {
 	_, body, _ := bytes.Cut(rec.Block, []byte("\r\n\r\n"))
 	return body
 }
+
+func TestEncoderLevel(t *testing.T) {
+	for _, level := range []int{0, 10, -2} {
+		if _, err := NewEncoderLevel(level); err == nil {
+			t.Errorf("NewEncoderLevel(%d) accepted", level)
+		}
+	}
+	enc, err := NewEncoderLevel(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, _, err := enc.Response(testPages()[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := NewReader(bytes.NewReader(member))
+	if rec, err := r.Next(); err != nil || rec.Get("WARC-Target-URI") != testPages()[0].URL {
+		t.Fatalf("level 9 member: %v", err)
+	}
+}
