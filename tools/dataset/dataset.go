@@ -81,7 +81,7 @@ type zstdFile struct {
 }
 
 func (z *zstdFile) Read(p []byte) (int, error) { return z.zr.Read(p) }
-func (z *zstdFile) Close() error              { z.zr.Close(); return z.f.Close() }
+func (z *zstdFile) Close() error               { z.zr.Close(); return z.f.Close() }
 
 // MaxLine is the longest line Lines accepts; longer lines are an error.
 const MaxLine = 1 << 20
