@@ -45,6 +45,8 @@ func TestCanonical(t *testing.T) {
 		{in: "/?b=2&a=1&c=3&a=0", want: "http://example.com/?a=1&a=0&b=2&c=3", opts: Options{SortQuery: true}},
 		{in: "/?b=2&&a=1", want: "http://example.com/?a=1&b=2", opts: Options{SortQuery: true}},
 		{in: "/?a=1&b=2", want: "http://example.com/?a=1&b=2", opts: Options{SortQuery: true}},
+		{in: "/?a=1&&b=2&", want: "http://example.com/?a=1&b=2", opts: Options{SortQuery: true}},
+		{in: "/?&", want: "http://example.com/", opts: Options{SortQuery: true}},
 	} {
 		got, err := Canonical(base, tc.in, &tc.opts)
 		if err != nil || got != tc.want {

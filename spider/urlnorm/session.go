@@ -86,14 +86,17 @@ func sortQuery(buf []byte, start, end int) ([]byte, int) {
 		}
 		r = e + 1
 	}
-	if slices.IsSortedFunc(params, func(a, b param) int {
+	byName := func(a, b param) int {
 		return bytes.Compare(buf[a.start:a.nameEnd], buf[b.start:b.nameEnd])
-	}) {
-		return buf, end
 	}
-	slices.SortStableFunc(params, func(a, b param) int {
-		return bytes.Compare(buf[a.start:a.nameEnd], buf[b.start:b.nameEnd])
-	})
+	length := len(params) - 1 // the "&"s
+	for _, p := range params {
+		length += p.end - p.start
+	}
+	if length == end-start && slices.IsSortedFunc(params, byName) {
+		return buf, end // sorted, and no empty parameter to drop
+	}
+	slices.SortStableFunc(params, byName)
 	scratch := len(buf)
 	for i, p := range params {
 		if i > 0 {
