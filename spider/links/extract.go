@@ -54,8 +54,9 @@ type Result struct {
 	// http/https, ...), by reason; DroppedTotal is their sum.
 	Dropped      map[urlnorm.Reason]int
 	DroppedTotal int
-	// Truncated counts candidates not looked at because Links had reached
-	// the cap; it is 0 unless the cap was hit.
+	// Truncated counts candidates not looked at because of the cap: those
+	// after Links was full, and those past a store of 4×MaxLinks+64
+	// candidates (a bound on memory). It is 0 unless a page has that many.
 	Truncated int
 }
 
@@ -80,6 +81,12 @@ type Extractor struct {
 	refs []candidate // candidates in document order
 	out  []byte      // canonical URLs, back to back
 	ends []int       // where each link's URL ends in out
+
+	// keep bounds the candidates stored for one page, so that a page of
+	// millions of tags costs memory in proportion to the cap, not to the
+	// page; overflow counts the candidates seen beyond it.
+	keep     int
+	overflow int
 }
 
 // candidate is one raw link before resolution.
@@ -98,6 +105,11 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 		return Result{}, errors.Join(ErrPageURL, err)
 	}
 	x.raw, x.refs, x.out = x.raw[:0], x.refs[:0], x.out[:0]
+	x.keep, x.overflow = -1, 0
+	if limit := maxLinks(opts); limit >= 0 {
+		// Room for the cap plus invalid and non-http candidates.
+		x.keep = 4*limit + 64
+	}
 	var res Result
 	if header != nil {
 		x.fromHeaders(header, opts.Agent, &res)
@@ -118,11 +130,9 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 
 // resolve turns the candidates into canonical links, up to the cap.
 func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) {
-	limit := opts.MaxLinks
-	if limit == 0 {
-		limit = DefaultMaxLinks
-	}
-	res.Found = len(x.refs)
+	limit := maxLinks(opts)
+	res.Found = len(x.refs) + x.overflow
+	res.Truncated = x.overflow
 	if len(x.refs) == 0 {
 		return
 	}
@@ -135,7 +145,7 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 	x.ends = x.ends[:0]
 	for i, c := range x.refs {
 		if limit >= 0 && len(res.Links) >= limit {
-			res.Truncated = len(x.refs) - i
+			res.Truncated += len(x.refs) - i
 			break
 		}
 		b := base
@@ -175,8 +185,20 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 	}
 }
 
+// maxLinks is the cap of opts, negative for none.
+func maxLinks(opts Options) int {
+	if opts.MaxLinks == 0 {
+		return DefaultMaxLinks
+	}
+	return opts.MaxLinks
+}
+
 // add records one candidate whose text is ref.
 func (x *Extractor) add(ref []byte, element, attr, rel string, header bool) {
+	if x.keep >= 0 && len(x.refs) >= x.keep {
+		x.overflow++
+		return
+	}
 	start := len(x.raw)
 	x.raw = append(x.raw, ref...)
 	x.refs = append(x.refs, candidate{start: start, end: len(x.raw), element: element, attr: attr, rel: rel, header: header})

@@ -180,6 +180,16 @@ func TestCap(t *testing.T) {
 	if len(res.Links) != 10 || res.Truncated != 20 || res.Found != 30 {
 		t.Errorf("links %d truncated %d found %d", len(res.Links), res.Truncated, res.Found)
 	}
+	// Invalid candidates count against the store bound, not the cap.
+	var junk strings.Builder
+	for i := 0; i < 200; i++ {
+		junk.WriteString(`<a href="mailto:x">`)
+	}
+	junk.WriteString(b.String())
+	res, _ = Extract([]byte(junk.String()), "http://example.com/", nil, Options{MaxLinks: 10})
+	if len(res.Links) != 0 || res.Found != 230 || res.DroppedTotal != 104 || res.Truncated != 126 {
+		t.Errorf("store bound: links %d found %d dropped %d truncated %d", len(res.Links), res.Found, res.DroppedTotal, res.Truncated)
+	}
 	res, _ = Extract([]byte(b.String()), "http://example.com/", nil, Options{MaxLinks: -1})
 	if len(res.Links) != 30 || res.Truncated != 0 {
 		t.Errorf("no cap: links %d truncated %d", len(res.Links), res.Truncated)
