@@ -304,7 +304,7 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 		if !ok {
 			continue
 		}
-		if tt == html.StartTagToken && (el == "noscript" || el == "noframes") {
+		if el == "noscript" || el == "noframes" {
 			z.NextIsNotRawText()
 			continue
 		}

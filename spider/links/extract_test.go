@@ -209,7 +209,11 @@ func TestBrokenHTML(t *testing.T) {
 			t.Errorf("%q: %v", page, err)
 		}
 	}
-	res, _ := Extract([]byte(`<script>document.write('<a href="/not">')</script><!-- <a href="/not"> --><a href="/one">`), "http://example.com/", nil, Options{})
+	res, _ := Extract([]byte(`<noscript/><a href="/ns">`), "http://example.com/", nil, Options{})
+	if got := urls(res.Links); !reflect.DeepEqual(got, []string{"http://example.com/ns"}) {
+		t.Errorf("<noscript/> content: %q", got)
+	}
+	res, _ = Extract([]byte(`<script>document.write('<a href="/not">')</script><!-- <a href="/not"> --><a href="/one">`), "http://example.com/", nil, Options{})
 	if got := urls(res.Links); !reflect.DeepEqual(got, []string{"http://example.com/one"}) {
 		t.Errorf("script/comment content read as links: %q", got)
 	}
