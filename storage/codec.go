@@ -1,13 +1,10 @@
 package storage
 
 import (
-	"bytes"
 	"fmt"
-	"runtime"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
-	lzo "github.com/rasky/go-lzo"
 )
 
 // Codec is how a record's body is compressed; it is stored in every record.
@@ -150,11 +147,9 @@ func (d *decoder) decode(c Codec, dst, src []byte, rawLen int) (out []byte, err 
 			return nil, err
 		}
 	case CodecLZO:
-		b, err := decodeLZO(src, rawLen)
-		if err != nil {
+		if out, err = lzoDecompress(dst, src, rawLen); err != nil {
 			return nil, err
 		}
-		out = append(dst, b...)
 	default:
 		return nil, fmt.Errorf("unknown codec %d", c)
 	}
@@ -164,26 +159,3 @@ func (d *decoder) decode(c Codec, dst, src []byte, rawLen int) (out []byte, err 
 	return out, nil
 }
 
-// decodeLZO wraps go-lzo's decompressor, which relies on the runtime's
-// bounds checks for malformed input and re-panics on some of them.
-func decodeLZO(src []byte, rawLen int) (out []byte, err error) {
-	if len(src) == 0 {
-		if rawLen == 0 {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("empty LZO stream for %d bytes", rawLen)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(runtime.Error); !ok {
-				panic(r)
-			}
-			out, err = nil, fmt.Errorf("malformed LZO stream: %v", r)
-		}
-	}()
-	out, err = lzo.Decompress1X(bytes.NewReader(src), len(src), rawLen)
-	if err != nil {
-		return nil, fmt.Errorf("malformed LZO stream: %w", err)
-	}
-	return out, nil
-}

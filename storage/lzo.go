@@ -1,5 +1,7 @@
 package storage
 
+import "fmt"
+
 // LZO1X-1 compression with reusable state.
 //
 // This is github.com/rasky/go-lzo's Compress1X (GPL-2.0, itself a port of
@@ -172,4 +174,200 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 		}
 	}
 	return out, inLen - ii
+}
+
+// lzoDecoder is the state of one lzoDecompress call.
+type lzoDecoder struct {
+	src, out []byte
+	ip, op   int
+}
+
+func (d *lzoDecoder) read() (byte, bool) {
+	if d.ip >= len(d.src) {
+		return 0, false
+	}
+	d.ip++
+	return d.src[d.ip-1], true
+}
+
+func (d *lzoDecoder) readMulti(base int) (int, bool) {
+	n := 0
+	for d.ip < len(d.src) {
+		v := d.src[d.ip]
+		d.ip++
+		if v != 0 {
+			return n + int(v) + base, true
+		}
+		n += 255
+	}
+	return 0, false
+}
+
+func (d *lzoDecoder) literal(n int) bool {
+	if n > len(d.src)-d.ip || n > len(d.out)-d.op {
+		return false
+	}
+	copy(d.out[d.op:], d.src[d.ip:d.ip+n])
+	d.ip += n
+	d.op += n
+	return true
+}
+
+func (d *lzoDecoder) match(from, n int) bool {
+	if from < 0 || n > len(d.out)-d.op {
+		return false
+	}
+	if d.op-from >= n {
+		copy(d.out[d.op:], d.out[from:from+n])
+		d.op += n
+		return true
+	}
+	// Overlapping: the match repeats the last op-from bytes.
+	for n > 0 {
+		k := copy(d.out[d.op:d.op+n], d.out[from:d.op])
+		d.op += k
+		n -= k
+	}
+	return true
+}
+
+// lzoDecompress appends the LZO1X stream src, which must decode to exactly
+// rawLen bytes, to dst. Unlike go-lzo's Decompress1X, from which its logic
+// comes, it checks every read and every write: a malformed or malicious
+// stream is an error, never a panic or a huge allocation.
+func lzoDecompress(dst, src []byte, rawLen int) ([]byte, error) {
+	base := len(dst)
+	dst = grow(dst, rawLen)
+	d := lzoDecoder{src: src, out: dst[base : base+rawLen]}
+	var t, mPos int
+	var last2, b byte
+	ok := true
+	if b, ok = d.read(); !ok {
+		goto truncated
+	}
+	if b > 17 {
+		t = int(b) - 17
+		if t < 4 {
+			goto matchNext
+		}
+		if !d.literal(t) {
+			goto bad
+		}
+		goto firstLiteralRun
+	}
+beginLoop:
+	t = int(b)
+	if t >= 16 {
+		goto match
+	}
+	if t == 0 {
+		if t, ok = d.readMulti(15); !ok {
+			goto truncated
+		}
+	}
+	if !d.literal(t + 3) {
+		goto bad
+	}
+firstLiteralRun:
+	if b, ok = d.read(); !ok {
+		goto truncated
+	}
+	last2 = b
+	t = int(b)
+	if t >= 16 {
+		goto match
+	}
+	mPos = d.op - (1 + lzoM2MaxOffset) - t>>2
+	if b, ok = d.read(); !ok {
+		goto truncated
+	}
+	mPos -= int(b) << 2
+	if !d.match(mPos, 3) {
+		goto bad
+	}
+	goto matchDone
+
+match:
+	t = int(b)
+	last2 = b
+	switch {
+	case t >= 64:
+		mPos = d.op - 1 - (t>>2)&7
+		if b, ok = d.read(); !ok {
+			goto truncated
+		}
+		mPos -= int(b) << 3
+		t = t>>5 - 1
+	case t >= 32:
+		t &= 31
+		if t == 0 {
+			if t, ok = d.readMulti(31); !ok {
+				goto truncated
+			}
+		}
+		if len(src)-d.ip < 2 {
+			goto truncated
+		}
+		v16 := int(src[d.ip]) | int(src[d.ip+1])<<8
+		d.ip += 2
+		mPos = d.op - 1 - v16>>2
+		last2 = byte(v16)
+	case t >= 16:
+		mPos = d.op - (t&8)<<11
+		t &= 7
+		if t == 0 {
+			if t, ok = d.readMulti(7); !ok {
+				goto truncated
+			}
+		}
+		if len(src)-d.ip < 2 {
+			goto truncated
+		}
+		v16 := int(src[d.ip]) | int(src[d.ip+1])<<8
+		d.ip += 2
+		mPos -= v16 >> 2
+		if mPos == d.op {
+			// The end-of-stream marker.
+			if d.op != rawLen {
+				return nil, fmt.Errorf("LZO stream ends after %d of %d bytes", d.op, rawLen)
+			}
+			return dst[:base+rawLen], nil
+		}
+		mPos -= 0x4000
+		last2 = byte(v16)
+	default:
+		mPos = d.op - 1 - t>>2
+		if b, ok = d.read(); !ok {
+			goto truncated
+		}
+		mPos -= int(b) << 2
+		if !d.match(mPos, 2) {
+			goto bad
+		}
+		goto matchDone
+	}
+	if !d.match(mPos, t+2) {
+		goto bad
+	}
+matchDone:
+	t = int(last2 & 3)
+	if t == 0 {
+		if b, ok = d.read(); !ok {
+			goto truncated
+		}
+		goto beginLoop
+	}
+matchNext:
+	if !d.literal(t) {
+		goto bad
+	}
+	if b, ok = d.read(); !ok {
+		goto truncated
+	}
+	goto match
+
+truncated:
+	return nil, fmt.Errorf("LZO stream truncated at byte %d of %d", d.ip, len(src))
+bad:
+	return nil, fmt.Errorf("malformed LZO stream at byte %d: reference outside the %d-byte output", d.ip, rawLen)
 }

@@ -48,9 +48,17 @@ func TestLZOMatchesGoLZO(t *testing.T) {
 		if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
 			t.Fatalf("input %d (%d bytes): output differs from go-lzo's", i, len(in))
 		}
-		back, err := decodeLZO(got[len(prefix):], len(in))
-		if err != nil || !bytes.Equal(back, in) {
+		back, err := lzoDecompress([]byte("x"), got[len(prefix):], len(in))
+		if err != nil || back[0] != 'x' || !bytes.Equal(back[1:], in) {
 			t.Fatalf("input %d (%d bytes): round trip failed: %v", i, len(in), err)
+		}
+		if _, err := lzoDecompress(nil, got[len(prefix):], len(in)+1); err == nil {
+			t.Fatalf("input %d: decoded with a wrong length", i)
+		}
+		if len(in) > 0 {
+			if _, err := lzoDecompress(nil, got[len(prefix):], len(in)-1); err == nil {
+				t.Fatalf("input %d: decoded into too short an output", i)
+			}
 		}
 	}
 }
@@ -65,7 +73,7 @@ func TestLZODecodeRejectsGarbage(t *testing.T) {
 			b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
 		}
 		b = b[:rng.IntN(len(b)+1)]
-		decodeLZO(b, 13*500) // must not panic
+		lzoDecompress(nil, b, 13*500) // must not panic
 	}
 }
 
@@ -92,6 +100,58 @@ func BenchmarkLZOCompress(b *testing.B) {
 		for range b.N {
 			for _, x := range in {
 				lzo.Compress1X(x)
+			}
+		}
+	})
+}
+
+// FuzzLZODecompress feeds arbitrary streams to the decoder: no panic, and
+// whatever it accepts go-lzo decodes the same way.
+func FuzzLZODecompress(f *testing.F) {
+	var c lzoCompressor
+	for _, in := range lzoInputs(f)[:20] {
+		f.Add(c.appendCompress(nil, in), uint16(len(in)))
+	}
+	f.Fuzz(func(t *testing.T, src []byte, rawLen uint16) {
+		out, err := lzoDecompress(nil, src, int(rawLen))
+		if err != nil {
+			return
+		}
+		if len(out) != int(rawLen) {
+			t.Fatalf("decoded %d bytes, asked for %d", len(out), rawLen)
+		}
+		ref, err := lzo.Decompress1X(bytes.NewReader(src), len(src), int(rawLen))
+		if err == nil && !bytes.Equal(ref, out) {
+			t.Fatalf("go-lzo decodes differently")
+		}
+	})
+}
+
+func BenchmarkLZODecompress(b *testing.B) {
+	in := lzoInputs(b)
+	var c lzoCompressor
+	var n int
+	var comp [][]byte
+	for _, x := range in {
+		n += len(x)
+		comp = append(comp, c.appendCompress(nil, x))
+	}
+	b.Run("storage", func(b *testing.B) {
+		buf := make([]byte, 0, 1<<20)
+		b.SetBytes(int64(n))
+		b.ReportAllocs()
+		for range b.N {
+			for i, x := range comp {
+				buf, _ = lzoDecompress(buf[:0], x, len(in[i]))
+			}
+		}
+	})
+	b.Run("go-lzo", func(b *testing.B) {
+		b.SetBytes(int64(n))
+		b.ReportAllocs()
+		for range b.N {
+			for i, x := range comp {
+				lzo.Decompress1X(bytes.NewReader(x), len(x), len(in[i]))
 			}
 		}
 	})

@@ -133,7 +133,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 			continue
 		}
 		start := int64(segmentHeaderSize)
-		if n == ckSeg {
+		if n == ckSeg && ckOff <= dr.segs[n].size {
 			start = max(ckOff, segmentHeaderSize)
 		}
 		err := r.eachRecord(dr, n, start, false, func(off int64, h recordHeader, _ []byte) error {

@@ -146,7 +146,11 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		}
 		return 0, false, err
 	}
-	r.off = min(start, size)
+	if start > size {
+		logf("storage: %s is shorter (%d bytes) than the index checkpoint (%d); re-reading it whole", path, size, start)
+		start = segmentHeaderSize
+	}
+	r.off = start
 	for {
 		off, h, _, err := r.next()
 		if err == io.EOF {
