@@ -158,4 +158,3 @@ func (d *decoder) decode(c Codec, dst, src []byte, rawLen int) (out []byte, err 
 	}
 	return out, nil
 }
-
