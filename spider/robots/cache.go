@@ -1,9 +1,9 @@
 package robots
 
 import (
-	"slices"
-	"strconv"
-	"strings"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
 	"sync"
 	"time"
 )
@@ -25,9 +25,9 @@ type Cache struct {
 
 	mu      sync.RWMutex
 	origins map[string]originEntry
-	sets    []ruleSet         // by id; a free slot has rules == nil
-	free    []uint32          // ids of free slots
-	byKey   map[string]uint32 // rule-set fingerprint -> id
+	sets    []ruleSet           // by id; a free slot has rules == nil
+	free    []uint32            // ids of free slots
+	byKey   map[[16]byte]uint32 // rule-set fingerprint -> id
 }
 
 // originEntry is what the cache knows of one origin.
@@ -39,7 +39,7 @@ type originEntry struct {
 
 type ruleSet struct {
 	rules *Rules
-	key   string
+	key   [16]byte
 	refs  int
 }
 
@@ -57,7 +57,7 @@ func NewCache(maxOrigins int, maxTTL time.Duration) *Cache {
 		max:     maxOrigins,
 		origins: make(map[string]originEntry),
 		sets:    make([]ruleSet, 1), // id 0 is never used
-		byKey:   make(map[string]uint32),
+		byKey:   make(map[[16]byte]uint32),
 	}
 }
 
@@ -100,7 +100,7 @@ func (c *Cache) Put(origin string, r *Rules, now time.Time, ttl time.Duration, f
 	if ttl <= 0 || ttl > c.maxTTL {
 		ttl = c.maxTTL
 	}
-	key := r.fingerprint()
+	key := r.fp
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, had := c.origins[origin]
@@ -166,26 +166,35 @@ func (c *Cache) releaseLocked(id uint32) {
 	c.free = append(c.free, id)
 }
 
-// fingerprint is a string equal for rule sets that decide alike.
-func (r *Rules) fingerprint() string {
-	var b strings.Builder
-	if r.HasCrawlDelay {
-		b.WriteString(strconv.FormatInt(int64(r.CrawlDelay), 10))
+// fingerprint identifies a rule set by what decides: its patterns in
+// decision order and its crawl delay. It is the first 128 bits of a SHA-256,
+// so two different rule sets sharing an id would take a collision nobody has
+// found; the cache keys rule sets by it instead of keeping their text twice.
+func fingerprint(ps []pattern, delay time.Duration, hasDelay bool) [16]byte {
+	h := sha256.New()
+	var b [9]byte
+	if hasDelay {
+		b[0] = 1
+		binary.LittleEndian.PutUint64(b[1:], uint64(delay))
 	}
-	b.WriteByte('|')
-	for _, p := range slices.Concat(r.general, r.keyed) {
+	h.Write(b[:])
+	for i := range ps {
+		p := &ps[i]
 		switch {
 		case p.allow && p.anchor:
-			b.WriteByte('A')
+			b[0] = 'A'
 		case p.allow:
-			b.WriteByte('a')
+			b[0] = 'a'
 		case p.anchor:
-			b.WriteByte('D')
+			b[0] = 'D'
 		default:
-			b.WriteByte('d')
+			b[0] = 'd'
 		}
-		b.WriteString(p.text)
-		b.WriteByte(0)
+		binary.LittleEndian.PutUint32(b[1:5], uint32(len(p.text)))
+		h.Write(b[:5])
+		io.WriteString(h, p.text)
 	}
-	return b.String()
+	var fp [16]byte
+	copy(fp[:], h.Sum(nil))
+	return fp
 }

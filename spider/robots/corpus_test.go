@@ -73,6 +73,9 @@ func TestCorpusParse(t *testing.T) {
 		ignored, lines   int
 		groups, sitemaps int
 		maxName          string
+		checks           []time.Duration
+		maxCheck         time.Duration
+		maxCheckName     string
 		maxTime          time.Duration
 	)
 	eachCorpusFile(t, keep, func(f corpusFile) {
@@ -99,7 +102,23 @@ func TestCorpusParse(t *testing.T) {
 		lines += file.Lines
 		groups += file.Groups()
 		sitemaps += len(file.Sitemaps)
-		r.Allowed("/")
+		// Check cost on this file's rules: 12 paths built from its rules,
+		// 20 rounds, best of three.
+		paths := samplePaths(newRand(uint64(f.index)), f.body, 12)
+		cd := time.Duration(1<<63 - 1)
+		for range 3 {
+			start := time.Now()
+			for range 20 {
+				for _, p := range paths {
+					r.Allowed(p)
+				}
+			}
+			cd = min(cd, time.Since(start)/time.Duration(20*len(paths)))
+		}
+		checks = append(checks, cd)
+		if cd > maxCheck {
+			maxCheck, maxCheckName = cd, f.name
+		}
 		for _, a := range file.Agents() {
 			if !file.Rules(a).Allowed("/robots.txt") {
 				t.Errorf("%s: /robots.txt disallowed for %q", f.name, a)
@@ -117,6 +136,9 @@ func TestCorpusParse(t *testing.T) {
 	t.Logf("%d files, %.1f MB: parse+compile per file mean %v, p50 %v, p99 %v, max %v (%s); %.1f MB/s",
 		len(times), float64(bytes)/1e6, sum/time.Duration(len(times)), times[len(times)/2],
 		times[len(times)*99/100], maxTime, maxName, float64(bytes)/1e6/sum.Seconds())
+	slices.Sort(checks)
+	t.Logf("check per path on each file's rules: p50 %v, p90 %v, p99 %v, max %v (%s)",
+		checks[len(checks)/2], checks[len(checks)*9/10], checks[len(checks)*99/100], maxCheck, maxCheckName)
 	t.Logf("%d lines, %d ignored, %d groups, %d sitemaps, %d files over the %d KiB limit",
 		lines, ignored, groups, sitemaps, truncated, DefaultMaxSize>>10)
 }

@@ -292,4 +292,11 @@ func TestCacheSharingAndBounds(t *testing.T) {
 	if _, s := c.Len(); s != 1 {
 		t.Errorf("%d rule sets left, want 1", s)
 	}
+	if c.Put("http://five", AllowAll(), now, 0, 0) == c.Put("http://six", DisallowAll(), now, 0, 0) {
+		t.Error("allow-all and disallow-all share a rule-set id")
+	}
+	empty := Parse(nil).Rules("x")
+	if c.Put("http://seven", empty, now, 0, 0) != c.Put("http://eight", AllowAll(), now, 0, 0) {
+		t.Error("an empty robots.txt and allow-all do not share a rule-set id")
+	}
 }

@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -86,7 +87,11 @@ func TestMatcherAgainstReference(t *testing.T) {
 	for i := 0; i < 3000; i++ {
 		var body strings.Builder
 		body.WriteString("user-agent: *\n")
-		for j := rng.IntN(12); j >= 0; j-- {
+		n := rng.IntN(12)
+		if i%3 == 0 {
+			n = literalIndexFrom + rng.IntN(100) // large sets get the literal index
+		}
+		for j := n; j >= 0; j-- {
 			if rng.IntN(2) == 0 {
 				body.WriteString("allow: ")
 			} else {
@@ -111,6 +116,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("User-agent: a\nUser-agent: b\nDisallow: /*.gif$\nCrawl-delay: 1e400\nSitemap: x"), "/x.gif", "b/1.0")
 	f.Add([]byte("user-agent: *\ndisallow: /%zz%E3%83%84ü\x00\n"), "/%zz%e3%83%84", "*")
 	f.Add([]byte("<html><body>Not found</body></html>"), "/", "")
+	var many strings.Builder
+	many.WriteString("user-agent: *\n")
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&many, "disallow: /p/%d\nallow: /p/%d$\n", i, i*7)
+	}
+	many.WriteString("allow: /p/1*\n")
+	f.Add([]byte(many.String()), "/p/14", "x")
 	f.Fuzz(func(t *testing.T, body []byte, path, agent string) {
 		file := ParseLimit(body, 1<<16)
 		r := file.Rules(agent)
@@ -126,6 +138,6 @@ func FuzzParse(f *testing.F) {
 		}
 		r.AllowedURL("http://h" + path)
 		file.Agents()
-		r.fingerprint()
+		r.Len()
 	})
 }

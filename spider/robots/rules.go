@@ -15,10 +15,12 @@ import (
 // the path's second byte plus the few patterns that start with a wildcard
 // or are just "/". A Rules is immutable and safe for concurrent use.
 type Rules struct {
-	general []pattern // literal prefix shorter than 2 bytes: tried for every path
-	keyed   []pattern // the others, grouped by prefix[1], each group in decision order
-	keys    string    // the distinct prefix[1] bytes, one per group, in keyed's order
-	starts  []uint32  // group i is keyed[starts[i]:starts[i+1]]
+	general []pattern     // literal prefix shorter than 2 bytes: tried for every path
+	keyed   []pattern     // the others, grouped by prefix[1], each group in decision order
+	keys    string        // the distinct prefix[1] bytes, one per group, in keyed's order
+	starts  []uint32      // group i is keyed[starts[i]:starts[i+1]]
+	lit     *literalIndex // the wildcard-free patterns, when there are many
+	fp      [16]byte      // equal for rule sets that decide alike (see fingerprint)
 
 	// CrawlDelay is the first valid Crawl-delay of the applicable groups, 0
 	// when there is none. RFC 9309 does not define it; a node may honour it.
@@ -41,12 +43,24 @@ type pattern struct {
 	mask   uint64 // byteMask of the literal bytes (all but '*')
 }
 
-// AllowAll allows everything: what a 4xx robots.txt means.
-var allowAll = &Rules{}
+// allowAll is what a 4xx robots.txt means; disallowAll, what an unreachable
+// one means (everything but /robots.txt disallowed). Both are immutable.
+var (
+	allowAll    = fixedRules()
+	disallowAll = fixedRules(rule{pattern: "/"})
+)
 
-// disallowAll disallows everything but /robots.txt: what an unreachable
-// robots.txt means.
-var disallowAll = &Rules{general: []pattern{{text: "/", prefix: "/", prio: 1}}}
+func fixedRules(rs ...rule) *Rules {
+	r := &Rules{}
+	var all []pattern
+	for _, ru := range rs {
+		if p, ok := compile(ru); ok {
+			all = append(all, p)
+		}
+	}
+	r.index(all)
+	return r
+}
 
 // AllowAll returns rules that allow every path.
 func AllowAll() *Rules { return allowAll }
@@ -105,8 +119,10 @@ func (f *File) Rules(agent string) *Rules {
 	return r
 }
 
-// index sorts patterns into decision order, drops duplicates and builds the
-// groups.
+// index sorts patterns into decision order, drops duplicates, copies their
+// text into one string (so the rules do not keep the robots.txt body alive)
+// and builds the groups and, for files with many literal patterns, the
+// literal index.
 func (r *Rules) index(all []pattern) {
 	// Sorting indices moves 4 bytes per swap instead of a whole pattern;
 	// it matters for the files with ten thousand rules.
@@ -128,6 +144,18 @@ func (r *Rules) index(all []pattern) {
 	all = slices.CompactFunc(sorted, func(a, b pattern) bool {
 		return a.text == b.text && a.anchor == b.anchor && a.allow == b.allow
 	})
+	compactText(all)
+	r.fp = fingerprint(all, r.CrawlDelay, r.HasCrawlDelay)
+	literals := 0
+	for i := range all {
+		if !all[i].wild {
+			literals++
+		}
+	}
+	if literals >= literalIndexFrom {
+		r.lit = newLiteralIndex(all)
+		all = slices.DeleteFunc(all, func(p pattern) bool { return !p.wild })
+	}
 	n := 0
 	for n < len(all) && all[n].key() < 0 {
 		n++
@@ -147,6 +175,26 @@ func (r *Rules) index(all []pattern) {
 	}
 	r.starts = append(r.starts, uint32(len(r.keyed)))
 	r.keys = string(keys)
+}
+
+// compactText moves the patterns' text into one new string.
+func compactText(ps []pattern) {
+	n := 0
+	for i := range ps {
+		n += len(ps[i].source)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i := range ps {
+		b.WriteString(ps[i].source)
+	}
+	all := b.String()
+	for i := range ps {
+		p := &ps[i]
+		src := all[:len(p.source)]
+		all = all[len(p.source):]
+		p.source, p.text, p.prefix = src, src[:len(p.text)], src[:len(p.prefix)]
+	}
 }
 
 // maskFrom is the list length from which decide filters by byte sets.
@@ -223,7 +271,7 @@ func (r *Rules) Allowed(path string) bool {
 	if path == "/robots.txt" && !r.d.noRobotsTx {
 		return true
 	}
-	if len(r.general) == 0 && len(r.keyed) == 0 {
+	if len(r.general) == 0 && len(r.keyed) == 0 && r.lit == nil {
 		return true
 	}
 	if !r.d.rawPercent && !isNormal(path) {
@@ -235,11 +283,27 @@ func (r *Rules) Allowed(path string) bool {
 	return r.decide(path)
 }
 
-// decide finds the best match in the path's group and in the general list
-// (each in decision order, so the first match of each is its best) and
-// lets the better of the two decide.
+// verdict is the best match found so far.
+type verdict struct {
+	prio  int
+	allow bool
+	found bool
+}
+
+// beatenBy reports whether a match of priority prio (an Allow when allow)
+// beats v: a longer pattern wins, Allow wins a tie.
+func (v verdict) beatenBy(prio int, allow bool) bool {
+	return !v.found || prio > v.prio || prio == v.prio && allow && !v.allow
+}
+
+// decide finds the best match among the literal index, the path's group
+// and the general list (each list in decision order, so a list is left at
+// the first pattern that could no longer win) and returns its verdict.
 func (r *Rules) decide(path string) bool {
-	var best *pattern
+	var v verdict
+	if r.lit != nil {
+		v = r.lit.best(path)
+	}
 	// Long lists first compare byte sets: a pattern needing a byte the
 	// path lacks is skipped with one AND (files with hundreds of rules in
 	// one group exist).
@@ -250,30 +314,29 @@ func (r *Rules) decide(path string) bool {
 			if len(group) > maskFrom {
 				pm, masked = byteMask(path), true
 			}
-			for i := range group {
-				if group[i].mask&^pm == 0 && group[i].match(path) {
-					best = &group[i]
-					break
-				}
-			}
+			v = scan(group, path, pm, v)
 		}
 	}
 	if !masked && len(r.general) > maskFrom {
 		pm = byteMask(path)
 	}
-	for i := range r.general {
-		p := &r.general[i]
-		if best != nil && (p.prio < best.prio || p.prio == best.prio && best.allow) {
-			break // nothing further down the list can beat best
+	v = scan(r.general, path, pm, v)
+	return !v.found || v.allow
+}
+
+// scan returns the better of v and the first pattern of list (in decision
+// order) that matches path.
+func scan(list []pattern, path string, pm uint64, v verdict) verdict {
+	for i := range list {
+		p := &list[i]
+		if !v.beatenBy(p.prio, p.allow) {
+			break // nothing further down the list can win
 		}
 		if p.mask&^pm == 0 && p.match(path) {
-			return p.allow // it beats best, or ties it with Allow
+			return verdict{p.prio, p.allow, true}
 		}
 	}
-	if best == nil {
-		return true
-	}
-	return best.allow
+	return v
 }
 
 // AllowedURL is Allowed for an absolute URL; a URL without a path checks "/".
@@ -283,7 +346,7 @@ func (r *Rules) AllowedURL(rawURL string) bool {
 }
 
 // Len returns the number of compiled patterns.
-func (r *Rules) Len() int { return len(r.general) + len(r.keyed) }
+func (r *Rules) Len() int { return len(r.general) + len(r.keyed) + r.lit.len() }
 
 // match reports whether p matches path. Without wildcards that is a prefix
 // (or, anchored, an equality) test; with them the segments between '*' are
