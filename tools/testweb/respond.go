@@ -32,7 +32,7 @@ func (x *exchange) respond() bool {
 		x.entry.Note = "misdirected: " + name + " lives at " + h.Addr.String()
 		return x.simple(421, "text/plain", []byte("this host is not served at this address\n"), false)
 	}
-	x.entry.Disallowed = !h.robotsAllowed(ProductToken(req.ua), req.target)
+	x.entry.Disallowed = !h.robotsAllowed(h.agentFor(req.ua), req.target)
 	if h.Behaviour == BehaviourSlow && !s.wait(s.cfg.SlowDelay) {
 		return false
 	}

@@ -3,6 +3,7 @@ package testweb
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // robotsRules is the text of the rules part of a host's robots.txt (for the
@@ -170,6 +171,30 @@ func ProductToken(userAgent string) string {
 		t = t[:i]
 	}
 	return strings.ToLower(t)
+}
+
+// agentFor picks the robots.txt agent a User-Agent header speaks for: a
+// product token some group of h's robots.txt names, if the header contains
+// it ("Mozilla/5.0 (compatible; kspider/1.0)" is kspider), else the header's
+// first product token.
+func (h *Host) agentFor(userAgent string) string {
+	lower := strings.ToLower(userAgent)
+	for _, g := range h.rules.groups {
+		for _, a := range g.agents {
+			if a != "*" && a != "" && strings.Contains(lower, a) {
+				return a
+			}
+		}
+	}
+	return ProductToken(userAgent)
+}
+
+// CrawlDelay is the Crawl-delay the host's robots.txt asks of agent (0 if none).
+func (h *Host) CrawlDelay(agent string) time.Duration {
+	if h.Robots == RobotsCrawlDelay {
+		return time.Second
+	}
+	return 0
 }
 
 // robotsAllowed is the ground-truth decision for a host: what a crawler

@@ -178,3 +178,50 @@ func TestAddressChecks(t *testing.T) {
 		t.Errorf("unknown host: status %d, want 404", s)
 	}
 }
+
+func TestHTTPSNames(t *testing.T) {
+	srv, _ := startTest(t, Config{Hosts: 400, Seed: 3, MaxPages: 20}, ServeConfig{})
+	var idn, wild *Host
+	for _, h := range srv.Web().Hosts() {
+		if h.Wildcard && wild == nil {
+			wild = h
+		}
+		if strings.Contains(h.Name, "xn--") && h.Behaviour == BehaviourNormal && idn == nil {
+			idn = h
+		}
+	}
+	client := srv.Client()
+	for _, name := range []string{idn.Name, "abc." + wild.Name, wild.Name} {
+		u := fmt.Sprintf("https://%s:%d/robots.txt", name, srv.Ports().HTTPS)
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
+			t.Errorf("%s: no TLS", u)
+		}
+	}
+	// The Unicode form is not what goes on the wire: a client must send punycode.
+	if idn.Display == idn.Name {
+		t.Errorf("IDN host %s has no Unicode display form", idn.Name)
+	}
+}
+
+func TestCloseEndsSlowResponses(t *testing.T) {
+	srv, _ := startTest(t, Config{Hosts: 80, Seed: 21, MaxPages: 40}, ServeConfig{StallFor: time.Hour, SlowDelay: time.Hour})
+	h := hostWith(t, srv, BehaviourStall)
+	c, br := rawConn(t, srv, h)
+	writeGet(c, h, srv.Ports().HTTP, "/stall/0")
+	if _, err := http.ReadResponse(br, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a stalled response")
+	}
+}

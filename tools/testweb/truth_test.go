@@ -77,3 +77,30 @@ func TestTruthTrapsBounded(t *testing.T) {
 	}
 	t.Logf("%d docs: %v", len(docs), kinds)
 }
+
+func TestAgentFor(t *testing.T) {
+	w := Generate(Config{Hosts: 50, Seed: 1})
+	for _, h := range w.Hosts() {
+		if h.Robots != RobotsAgents {
+			continue
+		}
+		for ua, want := range map[string]string{
+			"Mozilla/5.0 (compatible; kspider/1.0; +http://x.invalid/)": "kspider",
+			"KSpider/2":     "kspider",
+			"curl/8.0":      "curl",
+			"Googlebot/2.1": "googlebot",
+			"":              "",
+		} {
+			if got := h.agentFor(ua); got != want {
+				t.Errorf("agentFor(%q) = %q, want %q", ua, got, want)
+			}
+		}
+		tr := w.Truth(testPorts)
+		u := origin(h, h.Name, testPorts) + "/"
+		if !tr.Allowed("kspider", u) || tr.Allowed("curl", u) {
+			t.Errorf("%s: kspider should be allowed on /, others not", h.Name)
+		}
+		return
+	}
+	t.Fatal("no agents host")
+}
