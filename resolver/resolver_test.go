@@ -132,7 +132,7 @@ func TestDeadServer(t *testing.T) {
 	}
 	good := startServer(t, zone(t, names))
 	clk := newFakeClock()
-	r := newTestResolver(t, Config{Network: "ip4", Now: clk.Now, Timeout: 200 * time.Millisecond, DownFor: 30 * time.Second}, dead, good.addr)
+	r := newTestResolver(t, Config{Network: "ip4", Now: clk.Now, Timeout: time.Second, DownFor: 30 * time.Second}, dead, good.addr)
 	ctx := context.Background()
 	for _, n := range []string{"a", "b", "c"} {
 		if _, err := r.Lookup(ctx, n+".test"); err != nil {
@@ -160,7 +160,7 @@ func TestDeadServer(t *testing.T) {
 }
 
 func TestAllServersDead(t *testing.T) {
-	r := newTestResolver(t, Config{Network: "ip4", Timeout: 100 * time.Millisecond}, silentServer(t), silentServer(t))
+	r := newTestResolver(t, Config{Network: "ip4", Timeout: 500 * time.Millisecond}, silentServer(t), silentServer(t))
 	ctx := context.Background()
 	if _, err := r.Lookup(ctx, "a.test"); err == nil {
 		t.Fatal("lookup against dead servers succeeded")

@@ -3,11 +3,14 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/beevik/ntp"
 	"github.com/kspider/kspider/scheduler/ntptest"
 )
 
@@ -22,13 +25,34 @@ func (s *settable) Advance(d time.Duration) { s.mu.Lock(); s.now = s.now.Add(d);
 
 func within(got, want, tol time.Duration) bool { return got > want-tol && got < want+tol }
 
-// TestMedianOfLyingServers: three servers off by +40 ms, +60 ms and +5 s;
-// the median ignores the outlier.
+// closeTo reports whether a sample's offset is want up to what its round
+// trip allows: an offset measured over a round trip of r is off by at most
+// r/2 (the rest is slack for timer and scheduling noise on a busy machine).
+func closeTo(s Sample, want time.Duration) bool {
+	return within(s.Offset, want, s.RTT/2+5*time.Millisecond)
+}
+
+// fixedQuery answers every query with a valid response whose offset is
+// exactly offset, without the network: for tests about what the clock does
+// with a known offset.
+func fixedQuery(offset time.Duration) func(context.Context, string) (*ntp.Response, error) {
+	return func(context.Context, string) (*ntp.Response, error) {
+		now := time.Now()
+		return &ntp.Response{
+			ClockOffset: offset, RTT: time.Millisecond, Stratum: 2, Version: 4,
+			ReferenceTime: now.Add(-time.Second), Time: now,
+			RootDelay: time.Millisecond, RootDispersion: time.Millisecond,
+		}, nil
+	}
+}
+
+// TestMedianOfLyingServers: three servers off by +1 s, +2 s and +60 s;
+// the median is the +2 s one, whatever the outlier says.
 func TestMedianOfLyingServers(t *testing.T) {
-	a := ntptest.NewServer(t, 40*time.Millisecond)
-	b := ntptest.NewServer(t, 60*time.Millisecond)
-	c := ntptest.NewServer(t, 5*time.Second)
-	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{a.Addr, b.Addr, c.Addr}}})
+	a := ntptest.NewServer(t, time.Second)
+	b := ntptest.NewServer(t, 2*time.Second)
+	c := ntptest.NewServer(t, time.Minute)
+	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{a.Addr, b.Addr, c.Addr}, MaxRTT: time.Second}, MaxOffset: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,30 +63,34 @@ func TestMedianOfLyingServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Good != 3 || !within(m.Offset, 60*time.Millisecond, 20*time.Millisecond) {
-		t.Errorf("median of +40ms, +60ms, +5s = %v from %d samples; want ~60ms", m.Offset, m.Good)
+	if m.Good != 3 || m.Offset != m.Samples[1].Offset || !closeTo(m.Samples[1], 2*time.Second) {
+		t.Errorf("median of +1s, +2s, +60s = %v from %d samples (%+v); want the +2s one", m.Offset, m.Good, m.Samples)
 	}
 	if !clk.Safe() {
-		t.Errorf("60 ms offset with a 100 ms bound: unsafe: %s", clk.Status().Reason)
+		t.Errorf("2 s offset with a 5 s bound: unsafe: %s", clk.Status().Reason)
 	}
-	if d := clk.Now().Sub(time.Now()); !within(d, 60*time.Millisecond, 30*time.Millisecond) {
-		t.Errorf("corrected clock is %v ahead, want ~60ms", d)
+	if d := clk.Now().Sub(time.Now()); !within(d, m.Offset, 50*time.Millisecond) {
+		t.Errorf("corrected clock is %v ahead, want the offset %v", d, m.Offset)
+	}
+	// An even count takes the mean of the middle two.
+	if got := median([]time.Duration{4, 1, 3, 2}); got != 2 {
+		t.Errorf("median(1,2,3,4) = %v", got)
 	}
 }
 
 // TestSkewDetected: a consistent skew beyond the bound makes the clock
 // unsafe, and it recovers when the servers agree again.
 func TestSkewDetected(t *testing.T) {
-	a := ntptest.NewServer(t, 300*time.Millisecond)
-	b := ntptest.NewServer(t, 310*time.Millisecond)
-	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{a.Addr, b.Addr}}})
+	a := ntptest.NewServer(t, 3*time.Second)
+	b := ntptest.NewServer(t, 3*time.Second)
+	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{a.Addr, b.Addr}, MaxRTT: time.Second}, MaxOffset: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Measure(context.Background())
+	m, _ := clk.Measure(context.Background())
 	st := clk.Status()
-	if st.Safe || !strings.Contains(st.Reason, "exceeds the bound") || !within(st.Offset, 305*time.Millisecond, 30*time.Millisecond) {
-		t.Errorf("300 ms skew: %+v", st)
+	if st.Safe || !strings.Contains(st.Reason, "exceeds the bound") || m.Good != 2 || !closeTo(m.Samples[0], 3*time.Second) {
+		t.Errorf("3 s skew: %+v", st)
 	}
 	cl := Cluster{Epoch: time.Unix(0, 0), PhaseLength: time.Hour, Phases: 2, Nodes: 2}
 	if p := clk.Phase(cl, 0); p.MayStart || p.Safe {
@@ -87,15 +115,15 @@ func TestRejectedSamples(t *testing.T) {
 	high := ntptest.NewServer(t, time.Hour)
 	high.SetStratum(12)
 	slow := ntptest.NewServer(t, time.Hour)
-	slow.SetDelay(150 * time.Millisecond)
+	slow.SetDelay(time.Second)
 	silent := ntptest.NewServer(t, time.Hour)
 	silent.SetSilent(true)
 	clk, err := NewClock(ClockConfig{NTP: NTPConfig{
 		Servers:    []string{good.Addr, unsync.Addr, kod.Addr, high.Addr, slow.Addr, silent.Addr},
-		Timeout:    300 * time.Millisecond,
+		Timeout:    2 * time.Second,
 		MaxStratum: 10,
-		MaxRTT:     100 * time.Millisecond,
-	}})
+		MaxRTT:     500 * time.Millisecond,
+	}, MaxOffset: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +131,7 @@ func TestRejectedSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Good != 1 || !within(m.Offset, 20*time.Millisecond, 20*time.Millisecond) {
+	if m.Good != 1 || m.Offset != m.Samples[0].Offset || !closeTo(m.Samples[0], 20*time.Millisecond) {
 		t.Errorf("offset %v from %d good samples; want ~20ms from 1", m.Offset, m.Good)
 	}
 	for i, want := range []string{"", "invalid answer", "invalid answer", "stratum 12", "round trip", "timeout"} {
@@ -117,23 +145,26 @@ func TestRejectedSamples(t *testing.T) {
 // TestSilenceMakesUnsafe: with an injected system clock, no good answer
 // for longer than MaxSilence turns the clock unsafe.
 func TestSilenceMakesUnsafe(t *testing.T) {
-	srv := ntptest.NewServer(t, 0)
 	sys := &settable{now: time.Now()}
-	clk, err := NewClock(ClockConfig{
-		NTP:        NTPConfig{Servers: []string{srv.Addr}, Timeout: 200 * time.Millisecond, MaxRTT: time.Hour},
-		MaxSilence: time.Minute,
-		Now:        sys.Now,
-	})
+	var silent atomic.Bool
+	answer := fixedQuery(0)
+	query := func(ctx context.Context, server string) (*ntp.Response, error) {
+		if silent.Load() {
+			return nil, errors.New("i/o timeout")
+		}
+		return answer(ctx, server)
+	}
+	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{"a", "b"}, Query: query}, MaxSilence: time.Minute, Now: sys.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := clk.Measure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv.SetSilent(true)
+	silent.Store(true)
 	sys.Advance(30 * time.Second)
 	if _, err := clk.Measure(context.Background()); !errors.Is(err, ErrNoGoodSample) {
-		t.Errorf("silent server: %v", err)
+		t.Errorf("silent servers: %v", err)
 	}
 	if !clk.Safe() {
 		t.Error("unsafe 30 s after the last good answer, limit 1 min")
@@ -142,49 +173,54 @@ func TestSilenceMakesUnsafe(t *testing.T) {
 	if st := clk.Status(); st.Safe || !strings.Contains(st.Reason, "no good NTP answer") {
 		t.Errorf("61 s of silence: %+v", st)
 	}
+	silent.Store(false)
+	clk.Measure(context.Background())
+	if !clk.Safe() {
+		t.Errorf("after an answer again: %s", clk.Status().Reason)
+	}
 }
 
-// TestGuardAroundBoundary walks the injected clock across a slot boundary.
+// TestGuardAroundBoundary walks the injected clock across a slot boundary,
+// with an exactly known offset of +50 ms.
 func TestGuardAroundBoundary(t *testing.T) {
-	srv := ntptest.NewServer(t, 0)
 	epoch := time.Now().Truncate(time.Hour)
-	sys := &settable{now: epoch.Add(time.Minute - 500*time.Millisecond)}
-	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{srv.Addr}, MaxRTT: time.Hour}, Now: sys.Now, MaxOffset: time.Hour})
+	// System time 50 ms behind, so corrected time starts 500 ms before the
+	// boundary at epoch + 1 min.
+	sys := &settable{now: epoch.Add(time.Minute - 550*time.Millisecond)}
+	cfg := ClockConfig{NTP: NTPConfig{Servers: []string{"a"}, Query: fixedQuery(50 * time.Millisecond)}, Now: sys.Now}
+	clk, err := NewClock(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if clk.Guard() != 200*time.Millisecond {
+		t.Errorf("default guard = %v, want 2 x the 100 ms bound", clk.Guard())
 	}
 	if _, err := clk.Measure(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if clk.Guard() != 2*time.Hour {
-		t.Errorf("default guard = %v, want 2 x MaxOffset", clk.Guard())
-	}
-	clk2, _ := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{srv.Addr}}, Now: sys.Now, Guard: 200 * time.Millisecond, MaxOffset: time.Hour})
-	clk2.Measure(context.Background())
 	cl := Cluster{Epoch: epoch, PhaseLength: time.Minute, Phases: 3, Nodes: 3}
 	var got []bool
+	var slots []int64
 	for range 10 {
-		p := clk2.Phase(cl, 1)
+		p := clk.Phase(cl, 1)
 		got = append(got, p.MayStart)
-		sys.Advance(100 * time.Millisecond)
+		slots = append(slots, p.Slot)
+		sys.Advance(100*time.Millisecond + time.Millisecond) // 1 ms off the grid: no ties
 	}
-	// -500 -400 -300 -200 -100 | 0 100 200 300 400 ms around the boundary,
-	// offset ~0 (measured on loopback, so a few µs either way).
-	want := []bool{true, true, true, false, false, false, false, false, true, true}
-	for i := range want {
-		if i == 3 || i == 7 {
-			continue // exactly at the guard's edge: a µs of offset decides
-		}
-		if got[i] != want[i] {
-			t.Errorf("MayStart around the boundary = %v, want %v", got, want)
-			break
-		}
+	// Corrected time -500 -399 -298 -197 -96 | +5 +106 +207 +308 +409 ms
+	// around the boundary; the guard is 200 ms on each side.
+	want := []bool{true, true, true, false, false, false, false, true, true, true}
+	if !slices.Equal(got, want) {
+		t.Errorf("MayStart around the boundary = %v, want %v", got, want)
+	}
+	if slots[4] != 0 || slots[5] != 1 {
+		t.Errorf("slots %v: the swap is not between steps 4 and 5", slots)
 	}
 }
 
 func TestChrony(t *testing.T) {
 	addr := ntptest.StartChrony(t)
-	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{addr}}})
+	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{addr}}, MaxOffset: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +229,7 @@ func TestChrony(t *testing.T) {
 		t.Fatal(err)
 	}
 	// chronyd serves this machine's own clock: the offset is ~0.
-	if m.Good != 1 || !within(m.Offset, 0, 10*time.Millisecond) || m.Samples[0].Stratum != 8 {
+	if m.Good != 1 || !closeTo(m.Samples[0], 0) || m.Samples[0].Stratum != 8 {
 		t.Errorf("chrony: %+v", m)
 	}
 	if !clk.Safe() {
@@ -201,7 +237,7 @@ func TestChrony(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	clk2, _ := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{addr}, Interval: 20 * time.Millisecond}})
+	clk2, _ := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{addr}, Interval: 20 * time.Millisecond}, MaxOffset: time.Second})
 	go func() { clk2.Run(ctx); close(done) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for !clk2.Safe() && time.Now().Before(deadline) {

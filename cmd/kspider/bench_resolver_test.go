@@ -43,11 +43,14 @@ func TestBenchResolver(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
+	// hit_allocs is read from the process's allocation counter; over four
+	// names other goroutines' allocations show, so only bound it here (the
+	// real benchmark divides by hundreds of thousands of hits).
 	var res benchResolverResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if res.Names != 4 || res.Skipped != 2 || res.ColdErrors != 0 || res.HitRate != 1 || res.HitAllocs != 0 || res.ColdQPS <= 0 || res.HitNs <= 0 {
+	if res.Names != 4 || res.Skipped != 2 || res.ColdErrors != 0 || res.HitRate != 1 || res.HitAllocs > 0.5 || res.ColdQPS <= 0 || res.HitNs <= 0 {
 		t.Errorf("result: %+v", res)
 	}
 
