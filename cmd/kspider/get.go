@@ -1,12 +1,102 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 
-// runGet is a placeholder until its issue lands.
+	"github.com/kspider/kspider/storage"
+)
+
+// dataDirs is a repeatable --data flag.
+type dataDirs []string
+
+func (d *dataDirs) String() string { return strings.Join(*d, ",") }
+
+func (d *dataDirs) Set(v string) error {
+	if v == "" {
+		return errors.New("empty directory")
+	}
+	*d = append(*d, v)
+	return nil
+}
+
 func runGet(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "get", "get --data DIR [-i] URL|ID", "Prints one stored page.")
+	fs := newFlags(e, "get", "get --data DIR [--data DIR ...] [-i] URL|ID", `
+Prints the body of one stored page; with -i, the status line and the
+response headers first, as received. The page is named by its URL id, which
+is one index lookup, or by its URL, which scans the store (the URL tree that
+maps URLs to ids is not consulted yet). Give every data directory of the
+node with --data. When a URL id was stored more than once, the latest fetch
+is printed.`)
+	var dirs dataDirs
+	fs.Var(&dirs, "data", "a data directory of the store (repeat for each disk)")
+	withHeaders := fs.Bool("i", false, "print the status line and headers before the body")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	return errNotImplemented
+	if len(dirs) == 0 {
+		return usagef("get: --data DIR is required")
+	}
+	if fs.NArg() != 1 {
+		return usagef("get: want exactly one URL or URL id, got %d arguments", fs.NArg())
+	}
+	arg := fs.Arg(0)
+	r, err := storage.OpenReader(dirs)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var p *storage.Page
+	if id, perr := strconv.ParseUint(arg, 10, 64); perr == nil {
+		if p, err = r.Get(id); errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("get: no stored page with URL id %d in %s", id, dirs.String())
+		}
+	} else {
+		p, err = findByURL(ctx, r, arg)
+	}
+	if err != nil {
+		return err
+	}
+	if *withHeaders {
+		fmt.Fprintf(e.stdout, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
+		e.stdout.Write(p.Header)
+		if len(p.Header) > 0 && !strings.HasSuffix(string(p.Header), "\r\n") {
+			fmt.Fprint(e.stdout, "\r\n")
+		}
+		fmt.Fprint(e.stdout, "\r\n")
+	}
+	_, err = e.stdout.Write(p.Body)
+	return err
+}
+
+// findByURL scans the store for the page stored under rawURL.
+func findByURL(ctx context.Context, r *storage.Reader, rawURL string) (*storage.Page, error) {
+	errFound := errors.New("found")
+	var (
+		mu    sync.Mutex
+		found *storage.Page
+	)
+	err := r.Scan(ctx, func(p *storage.Page) error {
+		if p.URL != rawURL {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if found == nil || p.FetchTime.After(found.FetchTime) {
+			found = p
+		}
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("get: no stored page for URL %q", rawURL)
+	}
+	return found, nil
 }

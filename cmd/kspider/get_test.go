@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/storage"
+)
+
+// getTestStore stores pages 1..n over two directories.
+func getTestStore(t *testing.T, n int) []string {
+	t.Helper()
+	dirs := []string{t.TempDir(), t.TempDir()}
+	s, err := storage.Open(storage.Config{Dirs: dirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		err := s.Put(context.Background(), &storage.Page{
+			URLID:     uint64(i),
+			URL:       fmt.Sprintf("http://example.test/%d.html", i),
+			FetchTime: time.Date(2026, 11, 21, 10, 0, i, 0, time.UTC),
+			Status:    200 + i%2*204, // 200 or 404
+			Header:    []byte(fmt.Sprintf("Content-Type: text/html\r\nX-Page: %d\r\n", i)),
+			ServerIP:  netip.MustParseAddr("127.0.0.1"),
+			Body:      []byte(fmt.Sprintf("<html><body>page %d</body></html>\n", i)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+func TestGetByIDAndURL(t *testing.T) {
+	dirs := getTestStore(t, 30)
+	code, out, errOut := runCmd(t, "", "get", "--data", dirs[0], "--data", dirs[1], "7")
+	if code != 0 || out != "<html><body>page 7</body></html>\n" {
+		t.Fatalf("get 7: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "", "get", "--data", dirs[0], "--data", dirs[1], "-i", "http://example.test/8.html")
+	want := "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Page: 8\r\n\r\n<html><body>page 8</body></html>\n"
+	if code != 0 || out != want {
+		t.Fatalf("get -i URL: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, _ = runCmd(t, "", "get", "-i", "--data", dirs[0], "--data", dirs[1], "9")
+	if code != 0 || !strings.HasPrefix(out, "HTTP/1.1 404 Not Found\r\n") {
+		t.Fatalf("get -i 9: exit %d, stdout %q", code, out)
+	}
+}
+
+func TestGetErrors(t *testing.T) {
+	dirs := getTestStore(t, 3)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"get", "7"}, 2, "--data"},
+		{[]string{"get", "--data", dirs[0]}, 2, "exactly one"},
+		{[]string{"get", "--data", dirs[0], "--data", dirs[1], "99"}, 1, "no stored page with URL id 99"},
+		{[]string{"get", "--data", dirs[0], "--data", dirs[1], "http://example.test/none"}, 1, "no stored page for URL"},
+		{[]string{"get", "--data", "/nonexistent/kspider", "1"}, 1, "/nonexistent/kspider"},
+	} {
+		code, _, errOut := runCmd(t, "", tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, errOut, tc.code, tc.want)
+		}
+	}
+}
