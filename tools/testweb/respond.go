@@ -170,14 +170,17 @@ func writeChunked(x *exchange, body []byte, k uint64) int64 {
 	return int64(len(x.body))
 }
 
-// stall sends the head and a quarter of the body, then nothing until
-// StallFor passes (or the server closes), then hangs up.
+// stall sends the head (and, for odd k, a quarter of the body), then
+// nothing until StallFor passes (or the server closes), then hangs up.
 func (x *exchange) stall(h *Host, rt route) bool {
 	p := x.s.web.pageOf(h, h.Name, route{kind: routePage, n: rt.n})
 	x.body = x.s.web.render(x.body[:0], p, x.s.ports, &x.scratch)
 	x.head(200, htmlType, int64(len(x.body)), false)
 	if x.req.method != "HEAD" {
-		part := x.body[:len(x.body)/4]
+		part := x.body[:0]
+		if rt.n%2 == 1 {
+			part = x.body[:len(x.body)/4]
+		}
 		x.bw.Write(part)
 		x.entry.Bytes = int64(len(part))
 		x.bw.Flush()

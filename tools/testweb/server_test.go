@@ -90,6 +90,12 @@ func TestServeMatchesTruth(t *testing.T) {
 		if resp.StatusCode != d.Status || int64(len(body)) != d.Bytes && d.Status == 200 {
 			t.Errorf("GET %s: %d, %d bytes; truth %d, %d bytes", d.URL, resp.StatusCode, len(body), d.Status, d.Bytes)
 		}
+		if d.Status == 200 {
+			want, err := tr.Body(d.URL)
+			if err != nil || !bytes.Equal(body, want) {
+				t.Errorf("GET %s: body differs from Truth.Body (%v)", d.URL, err)
+			}
+		}
 		if d.Kind == "page" {
 			got := extractLinks(t, d.URL, body)
 			if len(got) == 0 {

@@ -188,3 +188,41 @@ func (t *Truth) bfs(agent string, depth, limit int) []Doc {
 	}
 	return out
 }
+
+// Body returns the exact body the server sends for a URL answering 200 with
+// a complete page, resource or robots.txt (traps and errors have none), so a
+// test can compare what a crawler stored byte for byte.
+func (t *Truth) Body(raw string) ([]byte, error) {
+	h, name, target, err := t.split(raw)
+	if err != nil {
+		return nil, err
+	}
+	rt := routeOf(h, target)
+	switch rt.kind {
+	case routePage, routeCalendar, routeSymlink, routeSpam:
+		var scratch []byte
+		return t.web.render(nil, t.web.pageOf(h, name, rt), t.ports, &scratch), nil
+	case routeResource:
+		return t.web.appendResource(nil, h, rt.n), nil
+	case routeRobots:
+		switch h.Robots {
+		case RobotsHTML:
+			return []byte(robotsHTML), nil
+		case RobotsNone, RobotsServerErr, RobotsForbidden, RobotsRedirect:
+		default:
+			return robotsBody(h), nil
+		}
+	case routeRobotsMoved:
+		return []byte(robotsRules(h)), nil
+	}
+	return nil, fmt.Errorf("testweb: %s has no complete 200 body", raw)
+}
+
+// Bytes sums the sizes of docs.
+func Bytes(docs []Doc) int64 {
+	var n int64
+	for _, d := range docs {
+		n += d.Bytes
+	}
+	return n
+}

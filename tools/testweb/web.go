@@ -208,9 +208,12 @@ func (w *Web) assignKinds(r *rng) {
 	// Robots kinds: one of each first, then weighted draws.
 	for i, h := range w.hosts {
 		hr := newRng(key(h.key, 5))
-		if i < len(robotsKinds) {
+		switch {
+		case h.Wildcard:
+			h.Robots = RobotsAllowAll // spam answers everything alike
+		case i < len(robotsKinds):
 			h.Robots = robotsKinds[i]
-		} else {
+		default:
 			h.Robots = weightedRobots(&hr, w.cfg.Plain)
 		}
 	}
