@@ -103,11 +103,16 @@ func prepare(b *testing.B, in []benchInput) *prepared {
 	return p
 }
 
+// inputSet is one of the two sets every benchmark runs on.
+type inputSet struct {
+	name string
+	load func(*testing.B) []benchInput
+}
+
+func inputSets() []inputSet { return []inputSet{{"web100k", webInputs}, {"docrefs", docInputs}} }
+
 func benchSets(b *testing.B, run func(b *testing.B, p *prepared)) {
-	for _, set := range []struct {
-		name string
-		load func(*testing.B) []benchInput
-	}{{"web100k", webInputs}, {"docrefs", docInputs}} {
+	for _, set := range inputSets() {
 		b.Run(set.name, func(b *testing.B) {
 			p := prepare(b, set.load(b))
 			b.ReportAllocs()
@@ -162,10 +167,7 @@ func BenchmarkNetURL(b *testing.B) {
 // throughput and ratios, so that the machine's changing load hits all
 // three alike. One op is one pass over all inputs.
 func BenchmarkCanonicalVsNetURL(b *testing.B) {
-	for _, set := range []struct {
-		name string
-		load func(*testing.B) []benchInput
-	}{{"web100k", webInputs}, {"docrefs", docInputs}} {
+	for _, set := range inputSets() {
 		b.Run(set.name, func(b *testing.B) {
 			p := prepare(b, set.load(b))
 			const chunk = 1000

@@ -18,14 +18,7 @@ func (p *parser) file(s string) error {
 	p.copyBase(b.pathEnd())
 	switch {
 	case s == "" || s[0] == '#':
-		if b.queryStart >= 0 {
-			end := len(b.href)
-			if b.fragmentStart >= 0 {
-				end = b.fragmentStart
-			}
-			p.queryStart = len(p.buf)
-			p.buf = append(p.buf, b.href[b.queryStart:end]...)
-		}
+		p.copyBaseQuery()
 		if s == "" {
 			return nil
 		}

@@ -221,30 +221,30 @@ func (p *parser) relative(s string) error {
 	p.copyBase(b.pathEnd())
 	switch {
 	case s == "":
-		if b.queryStart >= 0 {
-			end := len(b.href)
-			if b.fragmentStart >= 0 {
-				end = b.fragmentStart
-			}
-			p.queryStart = len(p.buf)
-			p.buf = append(p.buf, b.href[b.queryStart:end]...)
-		}
+		p.copyBaseQuery()
 		return nil
 	case s[0] == '?':
 		return p.query(s[1:])
 	case s[0] == '#':
-		if b.queryStart >= 0 {
-			end := len(b.href)
-			if b.fragmentStart >= 0 {
-				end = b.fragmentStart
-			}
-			p.queryStart = len(p.buf)
-			p.buf = append(p.buf, b.href[b.queryStart:end]...)
-		}
+		p.copyBaseQuery()
 		return p.fragment(s[1:])
 	}
 	p.shortenPath()
 	return p.path(s)
+}
+
+// copyBaseQuery appends the base's query, if it has one.
+func (p *parser) copyBaseQuery() {
+	b := p.base
+	if b.queryStart < 0 {
+		return
+	}
+	end := len(b.href)
+	if b.fragmentStart >= 0 {
+		end = b.fragmentStart
+	}
+	p.queryStart = len(p.buf)
+	p.buf = append(p.buf, b.href[b.queryStart:end]...)
 }
 
 // noAuthority records a URL without host: the path follows the scheme.
