@@ -196,6 +196,8 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 			break
 		}
 		x.nreq++
+		// A client that stops reading must not hold the goroutine forever.
+		c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		x.entry = Entry{Kind: "req", Conn: id, Scheme: scheme, Server: server, Client: client,
 			Start: nanos(time.Now()), Method: x.req.method, Target: x.req.target, UA: x.req.ua,
 			Host: hostOnly(x.req.host)}

@@ -132,7 +132,7 @@ func (w *Web) render(dst []byte, p *page, pt Ports, scratch *[]byte) []byte {
 		k++
 	}
 	b = append(b, "</tr></table>\n</td><td>\n"...)
-	b = append(b, "<!-- old menu: <a href=\"/old/index.html\">home</a> <a href=\"http://intranet.local/\">intranet</a> -->\n"...)
+	b = append(b, "<!-- old menu: <a href=\"/old/index.html\">home</a> <a href=\"http://intranet.invalid/\">intranet</a> -->\n"...)
 	b = append(b, "<div id=content>\n"...)
 	gap()
 	seen := 0
