@@ -106,7 +106,10 @@ func (t *transport) readLoop(s *udpSocket) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			continue // e.g. ICMP port unreachable surfaced as an error
+			// E.g. an ICMP error surfaced on the socket. Pause briefly so
+			// that an error that repeats cannot spin the loop.
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		t.deliver(s, buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 	}
