@@ -300,3 +300,50 @@ func TestCacheSharingAndBounds(t *testing.T) {
 		t.Error("an empty robots.txt and allow-all do not share a rule-set id")
 	}
 }
+
+// TestCacheConcurrent hammers a small cache from several goroutines so the
+// race detector sees Put, Get and eviction interleave, then checks the
+// reference counts add up.
+func TestCacheConcurrent(t *testing.T) {
+	c := NewCache(50, time.Hour)
+	now := time.Unix(1e9, 0)
+	sets := []*Rules{AllowAll(), DisallowAll(),
+		Parse([]byte("user-agent: *\ndisallow: /a\n")).Rules("x"),
+		Parse([]byte("user-agent: *\ndisallow: /b\n")).Rules("x")}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				o := fmt.Sprintf("http://h%d", (i*7+g)%120)
+				if i%3 == 0 {
+					c.Put(o, sets[(i+g)%len(sets)], now, 0, 0)
+				} else {
+					c.Allowed(o+"/a/b", now)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.origins) > 50 {
+		t.Errorf("%d origins in a cache of 50", len(c.origins))
+	}
+	refs := map[uint32]int{}
+	for _, e := range c.origins {
+		refs[e.id]++
+	}
+	for id, s := range c.sets {
+		if s.rules == nil {
+			continue
+		}
+		if s.refs != refs[uint32(id)] {
+			t.Errorf("set %d: refs %d, origins using it %d", id, s.refs, refs[uint32(id)])
+		}
+	}
+	if len(c.byKey) != len(refs) {
+		t.Errorf("%d sets indexed, %d in use", len(c.byKey), len(refs))
+	}
+}
