@@ -144,7 +144,7 @@ func (c *benchChildProc) cpuTime() time.Duration {
 
 // drive sends b.N keep-alive GETs over conns connections and reads the
 // responses with a minimal HTTP reader (so the client costs little).
-func drive(b *testing.B, dial func(i int) (net.Conn, string, []string), conns int) (bytesRead int64) {
+func drive(b *testing.B, dial func(i int) (net.Conn, string, []string), conns, depth int) (bytesRead int64) {
 	var next atomic.Int64
 	var total atomic.Int64
 	var wg sync.WaitGroup
@@ -156,25 +156,33 @@ func drive(b *testing.B, dial func(i int) (net.Conn, string, []string), conns in
 			defer c.Close()
 			br := bufio.NewReaderSize(c, 64<<10)
 			req := []byte{}
-			for k := 0; ; k++ {
-				if next.Add(1) > int64(b.N) {
+			for k := 0; ; {
+				// Up to depth requests at once (pipelined when depth > 1).
+				req = req[:0]
+				sent := 0
+				for ; sent < depth && next.Add(1) <= int64(b.N); sent++ {
+					req = append(req, "GET "...)
+					req = append(req, targets[k%len(targets)]...)
+					req = append(req, " HTTP/1.1\r\nHost: "...)
+					req = append(req, host...)
+					req = append(req, "\r\nUser-Agent: bench\r\n\r\n"...)
+					k++
+				}
+				if sent == 0 {
 					return
 				}
-				req = append(req[:0], "GET "...)
-				req = append(req, targets[k%len(targets)]...)
-				req = append(req, " HTTP/1.1\r\nHost: "...)
-				req = append(req, host...)
-				req = append(req, "\r\nUser-Agent: bench\r\n\r\n"...)
 				if _, err := c.Write(req); err != nil {
 					b.Error(err)
 					return
 				}
-				n, err := readResponse(br)
-				if err != nil {
-					b.Error(err)
-					return
+				for ; sent > 0; sent-- {
+					n, err := readResponse(br)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					total.Add(n)
 				}
-				total.Add(n)
 			}
 		}()
 	}
@@ -211,7 +219,7 @@ func readResponse(br *bufio.Reader) (int64, error) {
 	return length, err
 }
 
-func benchServe(b *testing.B, mode string) {
+func benchServe(b *testing.B, mode string, depth int) {
 	child := startBenchChild(b, mode)
 	w := benchWeb()
 	var hosts []*Host
@@ -240,7 +248,7 @@ func benchServe(b *testing.B, mode string) {
 	cpu0 := child.cpuTime()
 	b.ResetTimer()
 	start := time.Now()
-	n := drive(b, dial, conns)
+	n := drive(b, dial, conns, depth)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpu := child.cpuTime() - cpu0
@@ -257,13 +265,20 @@ func benchServe(b *testing.B, mode string) {
 
 // BenchmarkServe: the test web serving HTML pages (mean ~15 KB) to 8
 // keep-alive connections, server on one core, no request log.
-func BenchmarkServe(b *testing.B) { benchServe(b, "testweb") }
+func BenchmarkServe(b *testing.B) { benchServe(b, "testweb", 1) }
+
+// BenchmarkServePipelined pipelines 8 requests per connection, so the
+// client spends fewer system calls per page and the server is the limit.
+func BenchmarkServePipelined(b *testing.B) { benchServe(b, "testweb", 8) }
 
 // BenchmarkServeLogged is BenchmarkServe with the request log on.
-func BenchmarkServeLogged(b *testing.B) { benchServe(b, "testweb-log") }
+func BenchmarkServeLogged(b *testing.B) { benchServe(b, "testweb-log", 1) }
 
 // BenchmarkServeBaseline: net/http serving a constant 15 KB body the same way.
-func BenchmarkServeBaseline(b *testing.B) { benchServe(b, "baseline") }
+func BenchmarkServeBaseline(b *testing.B) { benchServe(b, "baseline", 1) }
+
+// BenchmarkServeBaselinePipelined is the baseline with 8 pipelined requests.
+func BenchmarkServeBaselinePipelined(b *testing.B) { benchServe(b, "baseline", 8) }
 
 // BenchmarkRender is the page generator alone: one page per op.
 func BenchmarkRender(b *testing.B) {
