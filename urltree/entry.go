@@ -184,3 +184,29 @@ func mismatch(a, b []byte) int {
 	}
 	return n
 }
+
+// cutBytes: a hop supplying this many bytes or fewer is cut from a new
+// entry's chain by storing those bytes in its tail. On the shared URL set
+// 4 cut the mean chain from 5.4 to 2.5 hops for 0.8 bytes per URL (2: 3.2
+// hops, +0.3 bytes; 6: 2.2 hops, +1.1 bytes).
+const cutBytes = 4
+
+// chooseRef settles the reference of a new URL sharing lcp bytes with ref.
+// A reference that shares at least as much with its own reference adds no
+// bytes to a Get: the entry refers past it, so every hop adds bytes. Hops
+// that add only a few bytes (cutBytes) cost a Get a cache miss each, so
+// the entry stores those bytes itself and refers further down the chain.
+func (t *Tree) chooseRef(lcp int, ref uint32) (int, uint32) {
+	upto, cur := lcp, ref
+	for upto > 0 {
+		e := t.entry(cur)
+		if e.lcp < upto {
+			if upto-e.lcp > cutBytes || e.lcp == 0 {
+				return upto, cur
+			}
+			upto = e.lcp
+		}
+		cur = e.ref
+	}
+	return 0, 0
+}

@@ -87,17 +87,15 @@ func (h *huffCode) codedLen(tail []byte) int {
 // tailReader decodes one coded tail: bits pos..end of the arena a.
 type tailReader struct {
 	a        []byte
-	pos, end uint64
+	pos, end uint64 // next bit to load into buf, end of the tail in bits
+	buf      uint64 // loaded bits, MSB first
+	n        uint64 // valid bits in buf
 	h        *huffCode
 	bad      bool // the code ran past the tail's end
 }
 
-// next returns the next byte of the tail, or false at its end.
-func (r *tailReader) next() (byte, bool) {
-	rem := r.end - r.pos
-	if rem == 0 {
-		return 0, false
-	}
+// refill tops buf up to at least 56 bits (fewer at the tail's end).
+func (r *tailReader) refill() {
 	i := r.pos >> 3
 	var v uint64
 	if i+8 <= uint64(len(r.a)) {
@@ -111,21 +109,41 @@ func (r *tailReader) next() (byte, bool) {
 		}
 	}
 	v <<= r.pos & 7
-	peek := v >> (64 - maxCodeLen)
-	if rem < maxCodeLen {
-		// Bits past the end read as ones, the padding.
-		peek |= 1<<(maxCodeLen-rem) - 1
-		if rem < 8 && peek == 1<<maxCodeLen-1 {
-			return 0, false
+	take := min(64-r.n, 64-r.pos&7) // valid bits of v that fit
+	take = min(take, r.end-r.pos)
+	if take == 0 {
+		return
+	}
+	r.buf |= v >> (64 - take) << (64 - r.n - take)
+	r.n += take
+	r.pos += take
+}
+
+// next returns the next byte of the tail, or false at its end.
+func (r *tailReader) next() (byte, bool) {
+	if r.n < maxCodeLen {
+		r.refill()
+		if r.n < maxCodeLen {
+			if r.n == 0 {
+				return 0, false
+			}
+			// Fewer than 8 bits left that are all ones: the padding.
+			if r.n < 8 && r.buf>>(64-r.n) == 1<<r.n-1 {
+				return 0, false
+			}
 		}
 	}
+	// Bits past the end read as ones, the padding.
+	peek := (r.buf | (1<<(64-r.n) - 1)) >> (64 - maxCodeLen)
 	e := r.h.dec[peek]
 	l := uint64(e >> 8)
-	if l > rem {
+	if l > r.n {
 		r.bad = true
+		r.n = 0
 		return 0, false
 	}
-	r.pos += l
+	r.buf <<= l
+	r.n -= l
 	return byte(e), true
 }
 

@@ -71,6 +71,7 @@ func (m *model) check(t *testing.T, tr *Tree, r *rand.Rand) {
 	if err := tr.checkNodes(tr.root); err != nil {
 		t.Fatal(err)
 	}
+	checkKeys(t, tr)
 }
 
 func TestModel(t *testing.T) {
@@ -148,4 +149,29 @@ func TestModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkKeys recomputes every node's key word from its bounds.
+func checkKeys(t *testing.T, tr *Tree) {
+	t.Helper()
+	var walk func(x, lo, hi uint32)
+	walk = func(x, lo, hi uint32) {
+		if x == none {
+			return
+		}
+		u := tr.appendURL(nil, x)
+		loL, hiL := 0, 0
+		if lo != none {
+			loL = mismatch(u, tr.appendURL(nil, lo))
+		}
+		if hi != none {
+			hiL = mismatch(u, tr.appendURL(nil, hi))
+		}
+		if want := makeKey(u, loL, hiL); tr.nodes.key(x) != want {
+			t.Fatalf("node %d (%q): key %#x, want %#x", x, u, tr.nodes.key(x), want)
+		}
+		walk(tr.nodes.left(x), lo, x)
+		walk(tr.nodes.right(x), x, hi)
+	}
+	walk(tr.root, none, none)
 }

@@ -230,16 +230,7 @@ func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
 	if d.hiL > lcp {
 		lcp, ref = d.hiL, d.hi
 	}
-	// A reference that shares at least as much with its own reference
-	// adds no bytes to a Get: refer past it, so every hop of a Get
-	// contributes bytes and chains stay short.
-	for lcp > 0 {
-		e := t.entry(ref)
-		if e.lcp < lcp {
-			break
-		}
-		ref = e.ref
-	}
+	lcp, ref = t.chooseRef(lcp, ref)
 	var lb byte
 	t.scratch, lb = t.appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
 	if err := t.reserve(id, uint64(len(t.scratch))); err != nil {

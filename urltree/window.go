@@ -101,26 +101,80 @@ func (t *Tree) insert(q []byte, p *insertPath, d descent, id uint32) {
 		top = ns.child(p.node[ri-1], int(p.dir[ri-1]))
 	}
 	lo, hi := p.bounds(ri)
-	l, r := ns.left(top), ns.right(top)
-	// Reconstruct the five URLs involved once.
-	urls := [5]uint32{lo, hi, top, l, r}
-	for i, x := range urls {
-		t.ubuf[i] = t.ubuf[i][:0]
-		if x != none {
-			t.ubuf[i] = t.appendURL(t.ubuf[i], x)
-		}
+	rs := rotated{t: t, q: q, id: id, p: p}
+	rs.nodes = [5]uint32{lo, hi, top, ns.left(top), ns.right(top)}
+	ns.setKey(top, rs.key(2, 0, 1))
+	if rs.nodes[3] != none {
+		ns.setKey(rs.nodes[3], rs.key(3, 0, 2))
 	}
-	lcp := func(i, j int) int {
-		if urls[i] == none || urls[j] == none {
-			return 0
-		}
-		return mismatch(t.ubuf[i], t.ubuf[j])
+	if rs.nodes[4] != none {
+		ns.setKey(rs.nodes[4], rs.key(4, 2, 1))
 	}
-	ns.setKey(top, makeKey(t.ubuf[2], lcp(2, 0), lcp(2, 1)))
-	if l != none {
-		ns.setKey(l, makeKey(t.ubuf[3], lcp(3, 0), lcp(3, 2)))
+}
+
+// rotated holds what a rotation needs to recompute key words: the bounds
+// of the rotated subtree (0, 1), its new top (2) and the top's children
+// (3, 4). All of them lie on the insertion's path or are the new URL, so
+// their common prefixes with q are known, which mostly settles their
+// common prefixes with each other without reconstructing any URL.
+type rotated struct {
+	t     *Tree
+	q     []byte
+	id    uint32
+	p     *insertPath
+	nodes [5]uint32
+	built [5]bool
+}
+
+// rel returns how node i relates to q: side -1 below, 0 equal, +1 above,
+// and their common prefix length.
+func (r *rotated) rel(i int) (side, l int) {
+	x := r.nodes[i]
+	if x == r.id {
+		return 0, len(r.q)
 	}
-	if r != none {
-		ns.setKey(r, makeKey(t.ubuf[4], lcp(4, 2), lcp(4, 1)))
+	j := r.p.index(x)
+	if j < 0 {
+		return 2, 0 // not on the path: unknown
 	}
+	if r.p.dir[j] == 1 {
+		return -1, int(r.p.lcp[j])
+	}
+	return 1, int(r.p.lcp[j])
+}
+
+func (r *rotated) url(i int) []byte {
+	if !r.built[i] {
+		r.t.ubuf[i] = r.t.appendURL(r.t.ubuf[i][:0], r.nodes[i])
+		r.built[i] = true
+	}
+	return r.t.ubuf[i]
+}
+
+// lcp returns the common prefix length of nodes a < b.
+func (r *rotated) lcp(a, b int) int {
+	if r.nodes[a] == none || r.nodes[b] == none {
+		return 0
+	}
+	sa, la := r.rel(a)
+	sb, lb := r.rel(b)
+	switch {
+	case sa <= 0 && sb >= 0 && sa != 2 && sb != 2:
+		return min(la, lb) // q lies between them
+	case sa == -1 && sb == -1 && la < lb:
+		return la
+	case sa == 1 && sb == 1 && lb < la:
+		return lb
+	}
+	return mismatch(r.url(a), r.url(b))
+}
+
+// key computes the key word of node z between bounds lo and hi.
+func (r *rotated) key(z, lo, hi int) uint32 {
+	loL, hiL := r.lcp(lo, z), r.lcp(z, hi)
+	d := max(loL, hiL)
+	if side, l := r.rel(z); side != 2 && d+3 <= l {
+		return makeKey(r.q, loL, hiL) // q holds the window's bytes
+	}
+	return makeKey(r.url(z), loL, hiL)
 }
