@@ -2,6 +2,7 @@ package scope
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,11 @@ func FuzzFilter(f *testing.F) {
 		"http://10.0.0.1/" + strings.Repeat("a/", 40),
 	} {
 		f.Add(s, "th.ac.*")
+	}
+	for _, r := range []string{"th.ac.+", "-th.ac.ku", "*", "uk.co.example.+", "com.h"} {
+		f.Add("http://h.com/", r)
+		f.Add("http://a.b.example.co.uk/", r)
+		f.Add("http://ku.ac.th/", r)
 	}
 	f.Fuzz(func(t *testing.T, u, rule string) {
 		c := Default()
@@ -40,8 +46,43 @@ func FuzzFilter(f *testing.F) {
 				t.Fatalf("splitURL(%q) = %+v", u, p)
 			}
 			Registrable(p.host)
+			if d, err := ParseDomainRules([]string{rule}); err == nil {
+				if got, want := d.Match(p.host), naiveDomainMatch(rule, p.host); got != want {
+					t.Fatalf("rule %q host %q: Match %v, naive %v", rule, p.host, got, want)
+				}
+			}
 		}
 	})
+}
+
+// naiveDomainMatch is one domain rule applied the slow, obvious way: reverse
+// the host's labels and compare them with the rule's.
+func naiveDomainMatch(rule, host string) Reason {
+	rule = strings.ToLower(strings.TrimSpace(rule))
+	neg := strings.HasPrefix(rule, "-")
+	rule = strings.TrimPrefix(rule, "-")
+	labels := strings.Split(host, ".")
+	slices.Reverse(labels)
+	rev := strings.Join(labels, ".")
+	var hit bool
+	switch {
+	case rule == "*":
+		hit = true
+	case strings.HasSuffix(rule, ".*"):
+		base := strings.TrimSuffix(rule, ".*")
+		hit = rev == base || strings.HasPrefix(rev, base+".")
+	case strings.HasSuffix(rule, ".+"):
+		hit = strings.HasPrefix(rev, strings.TrimSuffix(rule, ".+")+".")
+	default:
+		hit = rev == rule
+	}
+	switch {
+	case neg && hit:
+		return Excluded
+	case neg, hit:
+		return OK
+	}
+	return OutOfDomain
 }
 
 func BenchmarkCheck(b *testing.B) {
