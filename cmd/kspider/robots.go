@@ -64,7 +64,7 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 		if *file != "" || fs.NArg() > 0 {
 			return usagef("--jsonl takes its requests from standard input, not --robots or URL arguments")
 		}
-		return robotsJSONL(ctx, e, *limit)
+		return robotsJSONL(ctx, e, *limit, maxRequestLine)
 	}
 	if *file == "" {
 		return usagef("missing --robots FILE")
@@ -116,7 +116,7 @@ type robotsRequest struct {
 	URL    *string `json:"url"`
 }
 
-func robotsJSONL(ctx context.Context, e env, limit int) error {
+func robotsJSONL(ctx context.Context, e env, limit, maxLine int) error {
 	r := bufio.NewReaderSize(e.stdin, 64<<10)
 	w := bufio.NewWriter(e.stdout)
 	enc := json.NewEncoder(w)
@@ -127,7 +127,7 @@ func robotsJSONL(ctx context.Context, e env, limit int) error {
 			w.Flush()
 			return err
 		}
-		line, tooLong, err := readLine(r, maxRequestLine)
+		line, tooLong, err := readLine(r, maxLine)
 		if err == io.EOF && len(line) == 0 && !tooLong {
 			break
 		}
@@ -136,7 +136,7 @@ func robotsJSONL(ctx context.Context, e env, limit int) error {
 			return fmt.Errorf("reading requests: %w", err)
 		}
 		var answer any
-		switch req, rerr := parseRobotsRequest(line, tooLong); {
+		switch req, rerr := parseRobotsRequest(line, tooLong, maxLine); {
 		case rerr != nil:
 			answer = struct {
 				Error string `json:"error"`
@@ -159,10 +159,10 @@ func robotsJSONL(ctx context.Context, e env, limit int) error {
 	return w.Flush()
 }
 
-func parseRobotsRequest(line []byte, tooLong bool) (robotsRequest, error) {
+func parseRobotsRequest(line []byte, tooLong bool, maxLine int) (robotsRequest, error) {
 	var req robotsRequest
 	if tooLong {
-		return req, fmt.Errorf("request longer than %d bytes", maxRequestLine)
+		return req, fmt.Errorf("request longer than %d bytes", maxLine)
 	}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return req, errors.New("empty line")

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +104,30 @@ func TestRobotsJSONL(t *testing.T) {
 		} else if lines[i] != w {
 			t.Errorf("answer %d = %s, want %s", i+1, lines[i], w)
 		}
+	}
+}
+
+// TestRobotsJSONLLongLines checks that a request over the line limit gets an
+// error answer and the requests around it still get theirs, whatever the
+// buffer boundaries.
+func TestRobotsJSONLLongLines(t *testing.T) {
+	ok := `{"robots": "user-agent: *\ndisallow: /x", "agent": "a", "url": "http://h/x"}`
+	long := `{"robots": "` + strings.Repeat("#", 200_000) + `", "agent": "a", "url": "http://h/"}`
+	in := ok + "\n" + long + "\r\n" + ok + "\n" + long
+	var out bytes.Buffer
+	e := env{stdin: strings.NewReader(in), stdout: &out, stderr: io.Discard}
+	if err := robotsJSONL(context.Background(), e, 1<<20, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4 || lines[0] != `{"allowed":false}` || lines[2] != `{"allowed":false}` ||
+		!strings.Contains(lines[1], "longer than") || !strings.Contains(lines[3], "longer than") {
+		t.Fatalf("answers:\n%s", out.String())
+	}
+	// Under the limit, the same long request is answered.
+	out.Reset()
+	e.stdin = strings.NewReader(long)
+	if err := robotsJSONL(context.Background(), e, 1<<20, 1<<20); err != nil || out.String() != `{"allowed":true}`+"\n" {
+		t.Fatalf("long request under the limit: %v %q", err, out.String())
 	}
 }
