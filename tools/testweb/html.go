@@ -61,7 +61,6 @@ func appendRelative(dst []byte, base, target string) []byte {
 			ups++
 		}
 	}
-	start := len(dst)
 	for k := 0; k < ups; k++ {
 		dst = append(dst, "../"...)
 	}
@@ -77,7 +76,6 @@ func appendRelative(dst []byte, base, target string) []byte {
 		}
 	}
 	dst = appendEscapedPath(dst, rest)
-	_ = start
 	return dst
 }
 

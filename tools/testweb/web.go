@@ -126,7 +126,8 @@ func Generate(cfg Config) *Web {
 		}
 		h.IPv6 = hr.chance(0.05)
 		h.TTL = uint32(pick(&hr, []int{60, 300, 300, 3600, 3600, 86400}))
-		h.style = pathStyle(hr.intn(10) / 6) // 60% html, 40% dir... then some query
+		// 60% .html pages, 40% directory pages; then 15% become ?id= pages.
+		h.style = pathStyle(hr.intn(10) / 6)
 		if hr.chance(0.15) {
 			h.style = styleQuery
 		}
