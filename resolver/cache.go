@@ -97,12 +97,14 @@ func newCache(buckets, slots int) *cache {
 	}
 	var seed [8]byte
 	rand.Read(seed[:]) // never fails on Linux; a zero seed is still correct
+	entries := make([]entry, n*slots)
+	hugePageHint(unsafe.Pointer(unsafe.SliceData(entries)), uintptr(len(entries))*unsafe.Sizeof(entry{}))
 	return &cache{
 		seed:    binary.LittleEndian.Uint64(seed[:]),
 		mask:    uint64(n - 1),
 		slots:   slots,
 		buckets: make([]bucket, n),
-		entries: make([]entry, n*slots),
+		entries: entries,
 		born:    make([]uint32, n*slots),
 	}
 }
