@@ -17,7 +17,8 @@ import (
 // instead of keeping a 5-byte pointer per entry. An entry's body is
 //
 //	uvarint  lcp: length of the prefix shared with the reference URL
-//	uvarint  id - reference id (only when lcp > 0; always >= 1)
+//	uvarint  id - reference id (only when lcp > 0); 0: the built-in
+//	         prefix of length lcp (static.go)
 //	bytes    the tail (the URL's bytes from lcp on), Huffman coded
 //	         (huffman.go)
 const (
@@ -27,7 +28,8 @@ const (
 	longLength = 255
 )
 
-// entry is a decoded arena entry: the tail's code is arena[tail:end].
+// entry is a decoded arena entry: the tail's code is arena[tail:end]. ref
+// is none when the first lcp bytes are a built-in prefix.
 type entry struct {
 	lcp       int
 	ref       uint32
@@ -106,6 +108,9 @@ func (t *Tree) entry(id uint32) entry {
 		d, n := uvarint(a, off)
 		off += uint64(n)
 		e.ref = id - uint32(d)
+		if d == 0 {
+			e.ref = none // a built-in prefix (static.go)
+		}
 	}
 	e.tail = off
 	return e
@@ -118,9 +123,13 @@ func (t *Tree) reader(e entry) tailReader {
 // appendEntry encodes the entry of id into dst and returns it with the
 // value of its length byte.
 func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []byte) ([]byte, byte) {
+	var dist uint64
+	if ref != none {
+		dist = uint64(id - ref)
+	}
 	body := uvarintLen(uint64(lcp)) + t.huff.codedLen(tail)
 	if lcp > 0 {
-		body += uvarintLen(uint64(id - ref))
+		body += uvarintLen(dist)
 	}
 	lb := byte(body)
 	if body >= longLength {
@@ -129,7 +138,7 @@ func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []by
 	}
 	dst = binary.AppendUvarint(dst, uint64(lcp))
 	if lcp > 0 {
-		dst = binary.AppendUvarint(dst, uint64(id-ref))
+		dst = binary.AppendUvarint(dst, dist)
 	}
 	return t.huff.appendCoded(dst, tail), lb
 }
@@ -140,29 +149,21 @@ func (t *Tree) appendURL(dst []byte, id uint32) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, e.lcp)...)
 	r := t.reader(e)
-	for {
-		b, ok := r.next()
-		if !ok {
+	dst = r.appendAll(dst)
+	out := dst[start:]
+	upto, cur, sl := e.lcp, e.ref, e.lcp
+	for upto > 0 {
+		if cur == none {
+			copy(out[:upto], staticPrefix(sl))
 			break
 		}
-		dst = append(dst, b)
-	}
-	out := dst[start:]
-	upto, cur := e.lcp, e.ref
-	for upto > 0 {
 		e = t.entry(cur)
 		if e.lcp < upto {
 			r := t.reader(e)
-			for i := e.lcp; i < upto; i++ {
-				b, ok := r.next()
-				if !ok {
-					break
-				}
-				out[i] = b
-			}
+			r.fill(out[e.lcp:upto])
 			upto = e.lcp
 		}
-		cur = e.ref
+		cur, sl = e.ref, e.lcp
 	}
 	return dst
 }
@@ -191,16 +192,27 @@ func mismatch(a, b []byte) int {
 // hops, +0.3 bytes; 6: 2.2 hops, +1.1 bytes).
 const cutBytes = 4
 
-// chooseRef settles the reference of a new URL sharing lcp bytes with ref.
-// A reference that shares at least as much with its own reference adds no
-// bytes to a Get: the entry refers past it, so every hop adds bytes. Hops
-// that add only a few bytes (cutBytes) cost a Get a cache miss each, so
-// the entry stores those bytes itself and refers further down the chain.
-func (t *Tree) chooseRef(lcp int, ref uint32) (int, uint32) {
+// chooseRef settles the reference of a new URL u sharing lcp bytes with
+// ref. A reference that shares at least as much with its own reference
+// adds no bytes to a Get: the entry refers past it, so every hop adds
+// bytes. Hops that add only a few bytes (cutBytes) cost a Get a cache miss
+// each, so the entry stores those bytes itself and refers further down the
+// chain, or to a built-in prefix, which costs no memory access at all.
+func (t *Tree) chooseRef(u []byte, lcp int, ref uint32) (int, uint32) {
+	sp := staticLen(u)
 	upto, cur := lcp, ref
-	for upto > 0 {
+	for {
+		if upto <= sp || cur == none {
+			if sp == 0 {
+				return 0, 0
+			}
+			return sp, none
+		}
 		e := t.entry(cur)
 		if e.lcp < upto {
+			if e.lcp <= sp && upto-sp <= cutBytes {
+				return sp, none
+			}
 			if upto-e.lcp > cutBytes || e.lcp == 0 {
 				return upto, cur
 			}
@@ -208,5 +220,4 @@ func (t *Tree) chooseRef(lcp int, ref uint32) (int, uint32) {
 		}
 		cur = e.ref
 	}
-	return 0, 0
 }

@@ -155,3 +155,43 @@ func (r *tailReader) skip(n int) {
 		}
 	}
 }
+
+// fill decodes the tail's next len(out) bytes into out (fewer if it ends
+// first) and returns how many it decoded. It is next in a loop, with the
+// bit buffer kept in registers.
+func (r *tailReader) fill(out []byte) int {
+	dec := &r.h.dec
+	buf, n := r.buf, r.n
+	for i := range out {
+		if n < maxCodeLen {
+			r.buf, r.n = buf, n
+			b, ok := r.next()
+			if !ok {
+				return i
+			}
+			out[i] = b
+			buf, n = r.buf, r.n
+			continue
+		}
+		e := dec[buf>>(64-maxCodeLen)]
+		l := uint64(e >> 8)
+		buf <<= l
+		n -= l
+		out[i] = byte(e)
+	}
+	r.buf, r.n = buf, n
+	return len(out)
+}
+
+// appendAll appends the rest of the tail to dst.
+func (r *tailReader) appendAll(dst []byte) []byte {
+	for {
+		start := len(dst)
+		dst = append(dst, make([]byte, 32)...)
+		k := r.fill(dst[start:])
+		dst = dst[:start+k]
+		if k < 32 {
+			return dst
+		}
+	}
+}

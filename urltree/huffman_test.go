@@ -41,5 +41,14 @@ func TestHuffmanRoundTrip(t *testing.T) {
 		if rd.bad || !bytes.Equal(got, tail) {
 			t.Fatalf("round trip of %q gave %q (bad %v)", tail, got, rd.bad)
 		}
+		rd = tailReader{a: code, pos: uint64(len(prefix)) * 8, end: uint64(len(code)-3) * 8, h: h}
+		if got := rd.appendAll([]byte("x")); string(got) != "x"+string(tail) {
+			t.Fatalf("appendAll of %q gave %q", tail, got)
+		}
+		rd = tailReader{a: code, pos: uint64(len(prefix)) * 8, end: uint64(len(code)-3) * 8, h: h}
+		part := make([]byte, n/2)
+		if k := rd.fill(part); k != len(part) || !bytes.Equal(part, tail[:n/2]) {
+			t.Fatalf("fill of %q gave %q", tail, part[:k])
+		}
 	}
 }

@@ -105,6 +105,8 @@ type insertPath struct {
 	node [maxHeight]uint32
 	lcp  [maxHeight]uint32
 	dir  [maxHeight]uint8
+	// touch keeps the loads search issues early from being optimised away.
+	touch uint32
 }
 
 // index returns where x lies on the path, or -1. Recent nodes are the

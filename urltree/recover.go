@@ -89,10 +89,12 @@ func (t *Tree) checkEntries() error {
 		hdr := uint64(n) + uint64(n1)
 		if lcp > 0 {
 			d, n2 := uvarint(body, off+hdr)
-			if n2 == 0 || d == 0 || d > id {
+			switch {
+			case n2 == 0 || d > id:
 				return bad(id, "bad reference distance")
-			}
-			if lcp > uint64(lens[id-d]) {
+			case d == 0 && staticPrefix(int(lcp)) == "":
+				return bad(id, "no built-in prefix of %d bytes", lcp)
+			case d > 0 && lcp > uint64(lens[id-d]):
 				return bad(id, "shares %d bytes with reference %d of %d bytes", lcp, id-d, lens[id-d])
 			}
 			hdr += uint64(n2)

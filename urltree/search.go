@@ -5,6 +5,7 @@ package urltree
 type segment struct {
 	start, skip, count int
 	e                  entry
+	static             string // instead of e: bytes of a built-in prefix
 }
 
 // compareTail compares q from pos with the tail of e, after skipping skip
@@ -45,8 +46,12 @@ func (t *Tree) compareFrom(q []byte, x uint32, m int, p *insertPath) (int, int) 
 	segs := stack[:0]
 	pos := m
 	if m < e.lcp {
-		upto, cur := e.lcp, e.ref
+		upto, cur, sl := e.lcp, e.ref, e.lcp
 		for upto > m {
+			if cur == none {
+				segs = append(segs, segment{start: m, count: upto - m, static: staticPrefix(sl)})
+				break
+			}
 			if i := p.index(cur); i >= 0 {
 				if l := int(p.lcp[i]); l < upto {
 					return int(p.dir[i])*2 - 1, max(l, m)
@@ -60,7 +65,7 @@ func (t *Tree) compareFrom(q []byte, x uint32, m int, p *insertPath) (int, int) 
 				segs = append(segs, segment{start: s, skip: s - ce.lcp, count: upto - s, e: ce})
 				upto = s
 			}
-			cur = ce.ref
+			cur, sl = ce.ref, ce.lcp
 		}
 	}
 	for i := len(segs) - 1; i >= 0; i-- {
@@ -70,6 +75,18 @@ func (t *Tree) compareFrom(q []byte, x uint32, m int, p *insertPath) (int, int) 
 		}
 		skip := max(pos-s.start, 0)
 		var c int
+		if s.static != "" {
+			b := s.static[s.start+skip : s.start+s.count]
+			k := mismatch(q[pos:], []byte(b))
+			pos += k
+			if k < len(b) {
+				if pos >= len(q) || q[pos] < b[k] {
+					return -1, pos
+				}
+				return 1, pos
+			}
+			continue
+		}
 		if pos, c = t.compareTail(q, pos, s.e, s.skip+skip, s.count-skip); c != 0 {
 			return c, pos
 		}
@@ -98,27 +115,39 @@ func (t *Tree) search(q []byte, path *insertPath) descent {
 	d := descent{found: none, lo: none, hi: none}
 	x := t.root
 	ns := t.nodes
+	var touch uint32
 	for depth := 0; x != none && depth < maxHeight; depth++ {
-		c, l, ok, from := stepByKey(q, ns.key(x), d.loL, d.hiL)
+		i := int(x) * nodeWords
+		rec := ns[i : i+nodeWords : i+nodeWords]
+		links := uint64(rec[0]) | uint64(rec[1])<<32
+		l, r := uint32(links&idMask), uint32(links>>idBits&idMask)
+		// Load both children now: when this step needs the arena, their
+		// cache misses overlap with its own.
+		touch += ns[int(l)*nodeWords] + ns[int(r)*nodeWords]
+		c, lcp, ok, from := stepByKey(q, rec[2], d.loL, d.hiL)
 		if !ok {
-			c, l = t.compareFrom(q, x, from, path)
+			c, lcp = t.compareFrom(q, x, from, path)
 		}
 		if c == 0 {
 			d.found = x
-			return d
-		}
-		dir := 0
-		if c < 0 {
-			d.hi, d.hiL = x, l
-		} else {
-			d.lo, d.loL = x, l
-			dir = 1
+			break
 		}
 		path.node[path.n] = x
-		path.dir[path.n] = uint8(dir)
-		path.lcp[path.n] = uint32(l)
+		path.lcp[path.n] = uint32(lcp)
+		if c < 0 {
+			d.hi, d.hiL = x, lcp
+			path.dir[path.n] = 0
+			x = l
+		} else {
+			d.lo, d.loL = x, lcp
+			path.dir[path.n] = 1
+			x = r
+		}
 		path.n++
-		x = ns.child(x, dir)
+		if x == path.node[path.n-1] {
+			x = none // a link to itself means no child
+		}
 	}
+	path.touch = touch
 	return d
 }

@@ -15,7 +15,7 @@ type Stats struct {
 	FileBytes int64
 	// MeanDepth is the mean number of nodes on the path from the root to
 	// a URL (root = 1); MeanChain the mean number of reference hops a Get
-	// follows.
+	// follows (built-in prefixes, which need no memory access, not counted).
 	MeanDepth float64
 	MeanChain float64
 }
@@ -41,7 +41,7 @@ func (t *Tree) Stats() Stats {
 		e := t.entry(id)
 		s.TailBytes += int64(e.end - e.tail)
 		upto, cur := e.lcp, e.ref
-		for upto > 0 {
+		for upto > 0 && cur != none {
 			chain++
 			e = t.entry(cur)
 			upto = min(upto, e.lcp)

@@ -230,7 +230,7 @@ func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
 	if d.hiL > lcp {
 		lcp, ref = d.hiL, d.hi
 	}
-	lcp, ref = t.chooseRef(lcp, ref)
+	lcp, ref = t.chooseRef(url, lcp, ref)
 	var lb byte
 	t.scratch, lb = t.appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
 	if err := t.reserve(id, uint64(len(t.scratch))); err != nil {

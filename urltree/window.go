@@ -10,6 +10,9 @@ const (
 
 // window3 returns u's bytes p..p+2, big endian, 0-padded past the end.
 func window3(u []byte, p int) uint32 {
+	if p >= 0 && p+3 <= len(u) {
+		return uint32(u[p])<<16 | uint32(u[p+1])<<8 | uint32(u[p+2])
+	}
 	var w uint32
 	for i := range 3 {
 		w <<= 8
