@@ -47,6 +47,13 @@ type benchResolverResult struct {
 	MapNs            float64 `json:"map_ns"`     // baseline: mean wall-clock ns per lookup in a Go map of the same names
 	MapCPUNs         float64 `json:"map_cpu_ns"` // the same in CPU time
 	HitVsMap         float64 `json:"hit_vs_map"` // hit_cpu_ns / map_cpu_ns
+
+	// With --stream: every line's host in file order through a resolver
+	// with the default cache (2048 x 8), as a crawler would look them up;
+	// the thesis measured a 99.44% hit rate this way on its crawl.
+	StreamLookups int     `json:"stream_lookups,omitempty"`
+	StreamHitRate float64 `json:"stream_hit_rate,omitempty"`
+	StreamSeconds float64 `json:"stream_seconds,omitempty"`
 }
 
 func benchResolver(ctx context.Context, e env, args []string) error {
@@ -64,6 +71,7 @@ end.`)
 	names := fs.String("names", "", "host or URL list `FILE` (plain or .zst)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	limit := fs.Int("limit", 0, "read at most `N` lines (0: all)")
+	stream := fs.Bool("stream", false, "also look every line's host up in file order through a default-sized (2048 x 8) cache and report its hit rate")
 	conc := fs.Int("concurrency", 128, "cold lookups in flight")
 	network := fs.String("network", "ip4", "address families: ip4, ip6 or ip")
 	timeout := fs.Duration("timeout", 2*time.Second, "per-query timeout")
@@ -180,6 +188,11 @@ end.`)
 			res.HitVsMap = res.HitCPUNs / res.MapCPUNs
 		}
 	}
+	if *stream {
+		if err := benchResolverStream(ctx, &res, *names, *limit, addr, *network, *timeout, *coldTime); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		return enc.Encode(res)
@@ -190,7 +203,50 @@ end.`)
 	fmt.Fprintf(e.stdout, "cache        %d buckets x %d slots, hit rate %.4f\n", res.Buckets, res.Slots, res.HitRate)
 	fmt.Fprintf(e.stdout, "hit          %.1f ns (%.1f ns CPU), %.2f allocs\n", res.HitNs, res.HitCPUNs, res.HitAllocs)
 	fmt.Fprintf(e.stdout, "resident     %.1f ns (%.1f ns CPU) per hit over the first %d names\n", res.ResidentHitNs, res.ResidentHitCPUNs, res.ResidentNames)
+	if res.StreamLookups > 0 {
+		fmt.Fprintf(e.stdout, "stream       %d lookups in file order, 2048 x 8 cache: hit rate %.4f (%.1f s)\n", res.StreamLookups, res.StreamHitRate, res.StreamSeconds)
+	}
 	fmt.Fprintf(e.stdout, "Go map       %.1f ns (%.1f ns CPU); hit/map CPU ratio %.2f\n", res.MapNs, res.MapCPUNs, res.HitVsMap)
+	return nil
+}
+
+// benchResolverStream looks up every line's host in file order through a
+// resolver with the default cache, sequentially (hits are what it counts,
+// so the order matters), for at most maxTime.
+func benchResolverStream(ctx context.Context, res *benchResolverResult, path string, limit int, addr, network string, timeout, maxTime time.Duration) error {
+	r, err := resolver.New(resolver.Config{Servers: []string{addr}, Network: network, Timeout: timeout, MinTTL: time.Hour, MaxTTL: 24 * time.Hour})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(ctx, maxTime)
+	defer cancel()
+	start := time.Now()
+	hits := 0
+	dst := make([]netip.Addr, 0, resolver.MaxAddrs)
+	_, err = dataset.Lines(path, limit, func(line []byte) error {
+		h, ok := resolverHostOfLine(string(line))
+		if !ok {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res.StreamLookups++
+		if _, ok, _ := r.AppendCached(dst[:0], h); ok {
+			hits++
+			return nil
+		}
+		r.Lookup(ctx, h) // a failure is cached too, and counts as a miss here
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	res.StreamSeconds = time.Since(start).Seconds()
+	if res.StreamLookups > 0 {
+		res.StreamHitRate = float64(hits) / float64(res.StreamLookups)
+	}
 	return nil
 }
 

@@ -54,6 +54,16 @@ func TestBenchResolver(t *testing.T) {
 		t.Errorf("result: %+v", res)
 	}
 
+	// --stream: five lines with a host, one of them a repeat.
+	code, out, errOut = runCmd(t, "", "bench", "resolver", "--names", list, "--json", "--stream")
+	res = benchResolverResult{}
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
+		t.Fatalf("--stream: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	if res.StreamLookups != 5 || res.StreamHitRate != 0.2 {
+		t.Errorf("--stream: %d lookups, hit rate %v; want 5, 0.2", res.StreamLookups, res.StreamHitRate)
+	}
+
 	// The same names against a server we started: hosts map them to
 	// 127.0.0.1..4 in order.
 	hosts := filepath.Join(t.TempDir(), "hosts")
