@@ -6,17 +6,23 @@
 // # The tree
 //
 // Every URL is a node of an AVL tree ordered by the URL bytes. Its entry
-// stores not the URL but the id of a reference URL, the length of the
-// prefix the two share, and the differing tail. The reference is the
-// neighbour (in byte order) sharing the longest prefix, which an insertion
-// meets on its path anyway; if that neighbour shares at least as much with
-// its own reference, the entry refers past it, so every hop of a Get adds
-// bytes.
+// stores not the URL but a reference, the length of the prefix the URL
+// shares with it, and the differing tail, Huffman coded. The reference is
+// the neighbour (in byte order) sharing the longest prefix, which an
+// insertion meets on its path anyway, adjusted so that Get stays cheap
+// (entry.go, chooseRef): the entry refers past references that would add
+// no bytes, stores itself the bytes of hops that would add four bytes or
+// fewer, and takes a leading "http://", "https://www." and the like from a
+// built-in prefix (static.go). A Get follows 1.3 hops on average.
 //
-// A search compares the URL with a node starting at the smaller of its
-// common prefix lengths with the two bounds of the descent (every URL
-// between the bounds shares that prefix), and follows a node's reference
-// chain only while it still covers positions at or after that point.
+// A node is 12 bytes: two child links, the balance, and a key word: how
+// many bytes the URL shares with its closer bound (the nearest ancestor on
+// either side) and its next three bytes. A search knows how many bytes the
+// URL it looks for shares with both bounds, so four steps in five decide
+// from the key word alone and never touch the arena (window.go). When they
+// do, the comparison starts at the first byte not known to be equal and
+// follows the reference chain only until it meets a node on the search
+// path, whose common prefix with the URL is known (search.go).
 //
 // # Files
 //
@@ -24,26 +30,28 @@
 // (magic, FormatVersion; see file.go):
 //
 //	urltree.meta   the commit record: two checksummed slots (meta.go)
-//	urltree.nodes  tree nodes, 8 bytes per id: left, right, balance (node.go)
-//	urltree.ptrs   offset of every 16th arena entry, 8 bytes each (entry.go)
-//	urltree.arena  entries in id order: lengths, reference, tail (entry.go)
+//	urltree.nodes  tree nodes, 12 bytes per id (node.go)
+//	urltree.ptrs   per 16 entries: arena offset + 16 length bytes (entry.go)
+//	urltree.arena  entries in id order: lcp, reference, coded tail (entry.go)
 //
-// The array files are mapped in full and grow by a quarter at a time;
-// space is reserved with fallocate before it is mapped, so a full disk
-// makes Add fail with an error instead of the process dying of SIGBUS.
-// Node links have 31 bits, so a tree holds up to 2^31 URLs; arena offsets
-// have 64 bits.
+// Integers are little endian, except key-word windows and Huffman codes,
+// which are big endian so that they compare and decode MSB first. The
+// array files are mapped in full and grow by a quarter at a time; space is
+// reserved with fallocate before it is mapped, so a full disk makes Add
+// fail with an error instead of the process dying of SIGBUS. Node links
+// have 31 bits, so a tree holds up to 2^31 URLs; arena offsets have 64.
 //
 // # Durability
 //
 // Sync writes back the arena and pointer files, then the next commit slot
-// with the number of durable entries. Open trusts only that prefix: after a
-// crash, entries past it are ignored (and later overwritten), so a URL
-// added after the last Sync is wholly there or wholly gone. Open checks
-// every durable entry's bounds and reference, so later reads cannot run
-// out of bounds. The node file is trusted only after a clean Close (its
-// structure is checked); otherwise Open rebuilds it by reinserting every
-// durable URL in id order, which takes about as long as adding them did.
+// with the number of durable entries and the arena length. Open trusts only
+// that prefix: after a crash, entries past it are ignored (and later
+// overwritten), so a URL added after the last Sync is wholly there or
+// wholly gone. Open checks every durable entry's bounds, reference and
+// code, so later reads cannot run out of bounds. The node file is trusted
+// only after a clean Close (its structure is checked); otherwise Open
+// rebuilds it by reinserting every durable URL in id order, which takes
+// about as long as adding them did (a few seconds per million URLs).
 //
 // # Concurrency
 //

@@ -75,9 +75,9 @@ func (m *model) check(t *testing.T, tr *Tree, r *rand.Rand) {
 }
 
 func TestModel(t *testing.T) {
-	seeds := 40
+	seeds := 24
 	if testing.Short() {
-		seeds = 10
+		seeds = 6
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -89,8 +89,8 @@ func TestModel(t *testing.T) {
 			}
 			m := &model{ids: map[string]uint32{}}
 			synced := 0 // URLs durable at the last Sync
-			for step := range 600 {
-				switch op := r.IntN(100); {
+			for step := range 400 {
+				switch op := r.IntN(88); {
 				case op < 70:
 					u := randomURL(r)
 					id, added, err := tr.Add(u)
@@ -114,7 +114,7 @@ func TestModel(t *testing.T) {
 						t.Fatal(err)
 					}
 					synced = len(m.urls)
-				case op < 85:
+				case op < 83:
 					// Close cleanly and reopen: everything survives.
 					if err := tr.Close(); err != nil {
 						t.Fatal(err)
@@ -127,7 +127,7 @@ func TestModel(t *testing.T) {
 					}
 					synced = len(m.urls)
 					m.check(t, tr, r)
-				case op < 90:
+				case op < 86:
 					// Drop the tree without Close, as a crash would: only
 					// the synced prefix survives.
 					tr.closeFiles()

@@ -2,7 +2,9 @@ package urltree
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"encoding/binary"
@@ -163,4 +165,119 @@ func diskFullChild(dir string) {
 		}
 	}
 	fmt.Printf("child ok: %d URLs, then %v\n", tr.Len(), addErr)
+}
+
+// TestLongURLs stores URLs whose entries need the long-length escape of
+// the pointer records (bodies of 255 bytes and more) next to short ones,
+// and reads them back before and after a crash-style reopen.
+func TestLongURLs(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var urls []string
+	for i := range 300 {
+		n := r.IntN(40)
+		if i%3 == 0 {
+			n = 200 + r.IntN(DefaultMaxURLLen-250)
+		}
+		b := []byte(fmt.Sprintf("http://h%d.example/", r.IntN(20)))
+		for range n {
+			b = append(b, byte(r.IntN(256)))
+		}
+		id, added, err := tr.Add(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if added {
+			if id != uint32(len(urls)) {
+				t.Fatalf("id %d, want %d", id, len(urls))
+			}
+			urls = append(urls, string(b))
+		}
+	}
+	check := func() {
+		t.Helper()
+		var buf []byte
+		for id, u := range urls {
+			if buf, err = tr.Get(uint32(id), buf[:0]); err != nil || string(buf) != u {
+				t.Fatalf("Get(%d): %v", id, err)
+			}
+			if got, ok := tr.FindString(u); !ok || got != uint32(id) {
+				t.Fatalf("Find(url %d) = %d, %v", id, got, ok)
+			}
+		}
+		n := 0
+		for id, u := range tr.ByID() {
+			if string(u) != urls[id] {
+				t.Fatalf("ByID yielded %d with the wrong URL", id)
+			}
+			n++
+		}
+		if n != len(urls) {
+			t.Fatalf("ByID yielded %d URLs, want %d", n, len(urls))
+		}
+	}
+	check()
+	if err := tr.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	tr.closeFiles()
+	if tr, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	check()
+}
+
+// TestConcurrentReaders runs readers against a writer (under -race this
+// checks the locking).
+func TestConcurrentReaders(t *testing.T) {
+	tr, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const n = 3000
+	url := func(i int) string { return fmt.Sprintf("http://www.site%d.example/page/%d", i%97, i) }
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for k := 0; k < 20000; k++ {
+				l := tr.Len()
+				if l == 0 {
+					continue
+				}
+				id := uint32(k * 7919 % l)
+				var err error
+				if buf, err = tr.Get(id, buf[:0]); err != nil || string(buf) != url(int(id)) {
+					errs <- fmt.Errorf("Get(%d) = %q, %v", id, buf, err)
+					return
+				}
+				if got, ok := tr.Find(buf); !ok || got != id {
+					errs <- fmt.Errorf("Find(%q) = %d, %v", buf, got, ok)
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		if _, _, err := tr.AddString(url(i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 0 {
+			tr.Sync()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
