@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+)
 
 // LZO1X-1 compression with reusable state.
 //
@@ -75,10 +79,9 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 	ip := 4
 	var mOff int
 	for {
-		key := int(in[ip+3])
-		key = (key << 6) ^ int(in[ip+2])
-		key = (key << 5) ^ int(in[ip+1])
-		key = (key << 5) ^ int(in[ip+0])
+		// go-lzo's key, b3<<16 ^ b2<<10 ^ b1<<5 ^ b0, from one load.
+		v := binary.LittleEndian.Uint32(in[ip:])
+		key := int(v>>24)<<16 ^ int(v>>16&0xff)<<10 ^ int(v>>8&0xff)<<5 ^ int(v&0xff)
 		dindex := ((0x21 * key) >> 5) & lzoDMask
 		mPos := int(dict[dindex]) - 1
 		matched := false
@@ -95,8 +98,8 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 				}
 			}
 		}
-		if matched && !(in[mPos] == in[ip] && in[mPos+1] == in[ip+1] && in[mPos+2] == in[ip+2]) {
-			matched = false
+		if matched && (binary.LittleEndian.Uint32(in[mPos:])^v)&0xffffff != 0 {
+			matched = false // the first three bytes differ
 		}
 		dict[dindex] = int32(ip + 1)
 		if !matched {
@@ -144,10 +147,21 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 			}
 		} else {
 			m := mPos + lzoM2MaxLen + 1
+			for ip+8 <= inLen {
+				if x := binary.LittleEndian.Uint64(in[m:]) ^ binary.LittleEndian.Uint64(in[ip:]); x != 0 {
+					n := bits.TrailingZeros64(x) >> 3
+					m += n
+					ip += n
+					goto extended
+				}
+				m += 8
+				ip += 8
+			}
 			for ip < inLen && in[m] == in[ip] {
 				m++
 				ip++
 			}
+		extended:
 			mLen := ip - ii
 			if mOff <= lzoM3MaxOffset {
 				mOff--

@@ -114,7 +114,10 @@ type Store struct {
 	errMu    sync.Mutex
 	firstErr error
 
-	records sync.Pool // *record
+	// free recycles records and their buffers. A bounded channel rather
+	// than a sync.Pool, which the GC empties and so re-allocates buffers
+	// in steady state.
+	free chan *record
 }
 
 // record is one encoded record on its way from a compressor to a saver.
@@ -151,7 +154,9 @@ func Open(cfg Config) (*Store, error) {
 		dead:       make(chan struct{}),
 		drained:    make(chan struct{}),
 	}
-	s.records.New = func() any { return new(record) }
+	// Every record in flight: both pools, one per compressor, and per saver
+	// the pending and the in-flight sync batches.
+	s.free = make(chan *record, 2*cfg.QueueLen+cfg.Compressors+len(cfg.Dirs)*2*cfg.SyncEvery)
 	for _, d := range cfg.Dirs {
 		sv, err := openSaver(s, d)
 		if err != nil {
@@ -264,7 +269,12 @@ func (s *Store) compress(enc *encoder) {
 	defer s.compressorsDone.Done()
 	defer enc.close()
 	for p := range s.incoming {
-		r := s.records.Get().(*record)
+		var r *record
+		select {
+		case r = <-s.free:
+		default:
+			r = new(record)
+		}
 		r.urlID = p.URLID
 		r.buf = appendRecordPrefix(r.buf[:0], p, enc.codec)
 		prefix := len(r.buf)
@@ -283,7 +293,10 @@ func (s *Store) recordDone(r *record) {
 	if cap(r.buf) > 4<<20 {
 		r.buf = nil // do not keep the odd huge page's buffer around
 	}
-	s.records.Put(r)
+	select {
+	case s.free <- r:
+	default:
+	}
 	if s.outstanding.Add(-1) == 0 {
 		s.checkDrained()
 	}

@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkPipeline measures a page through Put … durable, per codec, and
+// the allocations it costs in steady state (b.N pages, one store).
+func BenchmarkPipeline(b *testing.B) {
+	pages := make([]*Page, 512)
+	var raw int64
+	for i := range pages {
+		pages[i] = testPage(uint64(i))
+		raw += int64(len(pages[i].Body))
+	}
+	for _, codec := range Codecs() {
+		b.Run(codec, func(b *testing.B) {
+			s, err := Open(Config{Dirs: []string{b.TempDir()}, Codec: codec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(raw / int64(len(pages)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p := *pages[i%len(pages)]
+				p.URLID = uint64(i)
+				if err := s.Put(context.Background(), &p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkScan measures reading pages back with a Scan.
+func BenchmarkScan(b *testing.B) {
+	for _, codec := range Codecs() {
+		b.Run(codec, func(b *testing.B) {
+			dir := b.TempDir()
+			s, err := Open(Config{Dirs: []string{dir}, Codec: codec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var raw int64
+			for i := 0; i < 2000; i++ {
+				p := testPage(uint64(i))
+				raw += int64(len(p.Body))
+				if err := s.Put(context.Background(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			r, err := OpenReader([]string{dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			b.SetBytes(raw)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := r.Scan(context.Background(), func(*Page) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
