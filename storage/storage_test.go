@@ -235,3 +235,73 @@ func TestSecondWriterIsRefused(t *testing.T) {
 		t.Fatal("a second Store opened the same directory")
 	}
 }
+
+// Many producers racing Close: every Put either is accepted and becomes
+// durable, or fails with ErrClosed.
+func TestConcurrentPutAndClose(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	s, err := Open(Config{Dirs: dirs, QueueLen: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[uint64]bool{}
+	for g := uint64(0); g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := g * 1000; id < g*1000+200; id++ {
+				err := s.Put(context.Background(), testPage(id))
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				accepted[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(5 * time.Millisecond)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if got := s.Durable(); got != uint64(len(accepted)) {
+		t.Fatalf("Durable() = %d, %d accepted", got, len(accepted))
+	}
+	r, err := OpenReader(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for id := range accepted {
+		if _, err := r.Get(id); err != nil {
+			t.Fatalf("accepted page %d: %v", id, err)
+		}
+	}
+}
+
+// A scan stops at fn's first error and at a cancelled context.
+func TestScanStops(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	writeStore(t, Config{Dirs: dirs}, 0, 100)
+	r, err := OpenReader(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stop := errors.New("stop")
+	if err := r.Scan(context.Background(), func(*Page) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("Scan returned %v, want fn's error", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Scan(ctx, func(*Page) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Scan with a cancelled context returned %v", err)
+	}
+}
