@@ -231,3 +231,30 @@ func TestBackPressure(t *testing.T) {
 		t.Fatalf("Durable() = %d, want the %d accepted pages", got, accepted)
 	}
 }
+
+// TestReadOnlyDirectory bind-mounts a store read-only: a Reader reads it
+// (it never writes), a writer's Open fails naming the directory. Needs
+// root to mount; otherwise it skips.
+func TestReadOnlyDirectory(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("bind-mounting needs root")
+	}
+	dir, ro := t.TempDir(), t.TempDir()
+	writeStore(t, Config{Dirs: []string{dir}}, 0, 40)
+	if out, err := exec.Command("mount", "--bind", "-o", "ro", dir, ro).CombinedOutput(); err != nil {
+		t.Skipf("cannot bind-mount: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", ro).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", ro, err, out)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(ro, "probe"), nil, 0o644); err == nil {
+		t.Skip("the bind mount is writable (old mount(8) ignoring ro)")
+	}
+	checkStore(t, []string{ro}, 0, 40)
+	_, err := Open(Config{Dirs: []string{t.TempDir(), ro}})
+	if !errors.Is(err, syscall.EROFS) || !strings.Contains(err.Error(), ro) {
+		t.Fatalf("Open over a read-only directory: %v, want EROFS naming %s", err, ro)
+	}
+}
