@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -89,10 +90,16 @@ func TestCrashRecovery(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Kill after a random number of durable pages (sometimes 0: the
-		// kill then lands in start-up or recovery).
-		killAfter := rng.IntN(120)
+		// Kill after a random number of durable pages; every fourth round
+		// after a random few milliseconds instead, which lands in start-up
+		// and in the recovery of the previous round's crash.
+		killAfter := 1 + rng.IntN(120)
 		killed := false
+		if round%4 == 3 {
+			killAfter = math.MaxInt
+			timer := time.AfterFunc(time.Duration(rng.IntN(40))*time.Millisecond, func() { cmd.Process.Kill() })
+			defer timer.Stop()
+		}
 		sc := bufio.NewScanner(stdout)
 		n := 0
 		for sc.Scan() {
@@ -114,7 +121,7 @@ func TestCrashRecovery(t *testing.T) {
 			cmd.Process.Kill()
 		}
 		err = cmd.Wait()
-		if !killed && err != nil && !strings.Contains(err.Error(), "killed") {
+		if err != nil && !strings.Contains(err.Error(), "killed") {
 			t.Fatalf("round %d: child failed: %v\n%s", round, err, stderr.String())
 		}
 		if strings.Contains(stderr.String(), "storage:") {
