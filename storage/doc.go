@@ -34,7 +34,8 @@
 //
 // Codecs: 0 none, 1 LZO1X-1 (github.com/rasky/go-lzo, the default, as in the
 // thesis), 2 S2 and 3 zstd (github.com/klauspost/compress). The codec is a
-// field of each record, so a store may mix them.
+// field of each record, so a store may mix them; a body the configured codec
+// does not shrink (an image, an archive) is stored with codec none.
 //
 // # Index (format version 1)
 //

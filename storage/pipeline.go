@@ -279,6 +279,12 @@ func (s *Store) compress(enc *encoder) {
 		r.buf = appendRecordPrefix(r.buf[:0], p, enc.codec)
 		prefix := len(r.buf)
 		r.buf = enc.appendEncoded(r.buf, p.Body)
+		if len(r.buf)-prefix >= len(p.Body) && enc.codec != CodecNone {
+			// Incompressible (an image, an archive): store it as it is,
+			// which also keeps the record within maxRecordSize.
+			r.buf[5] = byte(CodecNone)
+			r.buf = append(r.buf[:prefix], p.Body...)
+		}
 		finishRecord(r.buf, len(r.buf)-prefix)
 		select {
 		case s.compressed <- r:

@@ -73,7 +73,7 @@ func checkPage(p *Page) error {
 		return fmt.Errorf("storage: page %d: URL of %d bytes exceeds %d", p.URLID, len(p.URL), maxURLLen)
 	case p.Status < 0 || p.Status > math.MaxUint16:
 		return fmt.Errorf("storage: page %d (%s): HTTP status %d out of range", p.URLID, p.URL, p.Status)
-	case recordHeaderSize+16+len(p.URL)+len(p.Header)+len(p.Body)+len(p.Body)/8+1024 > maxRecordSize:
+	case recordHeaderSize+16+len(p.URL)+len(p.Header)+len(p.Body) > maxRecordSize:
 		return fmt.Errorf("storage: page %d (%s): %d body bytes exceed the record limit of %d", p.URLID, p.URL, len(p.Body), maxRecordSize)
 	}
 	return nil

@@ -305,3 +305,49 @@ func TestScanStops(t *testing.T) {
 		t.Fatalf("Scan with a cancelled context returned %v", err)
 	}
 }
+
+// Incompressible bodies are stored uncompressed, whatever the codec.
+func TestIncompressibleBodyStoredAsIs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, codec := range Codecs() {
+		dir := t.TempDir()
+		s, err := Open(Config{Dirs: []string{dir}, Codec: codec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := testPage(1)
+		p.Body = make([]byte, 100<<10)
+		for i := range p.Body {
+			p.Body[i] = byte(rng.Uint32())
+		}
+		compressible := testPage(2)
+		for _, q := range []*Page{p, compressible} {
+			if err := s.Put(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []*Page{p, compressible} {
+			got, err := r.Get(q.URLID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			samePage(t, got, q)
+			l, _ := r.dirs[0].locate(q.URLID)
+			h, _, err := r.dirs[0].readRecord(l, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: "none", false: codec}[q == p]; h.codec.String() != want {
+				t.Errorf("%s store: page %d stored with %v, want %s", codec, q.URLID, h.codec, want)
+			}
+		}
+		r.Close()
+	}
+}
