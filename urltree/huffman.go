@@ -32,6 +32,9 @@ type huffCode struct {
 	size [256]uint8
 	// dec maps the next maxCodeLen bits to symbol | length<<8.
 	dec [1 << maxCodeLen]uint16
+	// dec2 maps them to up to two symbols: first | second<<8 |
+	// count<<16 | total length<<24, so common letters decode in pairs.
+	dec2 [1 << maxCodeLen]uint32
 }
 
 // huffTables builds the tables once; they are never written afterwards.
@@ -53,6 +56,16 @@ var huffTables = sync.OnceValue(func() *huffCode {
 				h.dec[base+i] = uint16(s) | uint16(l)<<8
 			}
 		}
+	}
+	for peek := range h.dec2 {
+		e1 := h.dec[peek]
+		l1 := int(e1 >> 8)
+		v := uint32(e1&0xff) | 1<<16 | uint32(l1)<<24
+		rest := peek << l1 & (1<<maxCodeLen - 1)
+		if e2 := h.dec[rest]; l1+int(e2>>8) <= maxCodeLen {
+			v = uint32(e1&0xff) | uint32(e2&0xff)<<8 | 2<<16 | uint32(l1+int(e2>>8))<<24
+		}
+		h.dec2[peek] = v
 	}
 	return h
 })
@@ -149,38 +162,60 @@ func (r *tailReader) next() (byte, bool) {
 
 // skip advances over n bytes of the tail, fewer if it ends first.
 func (r *tailReader) skip(n int) {
-	for ; n > 0; n-- {
-		if _, ok := r.next(); !ok {
+	var buf [32]byte
+	for n > 0 {
+		k := min(n, len(buf))
+		if r.fill(buf[:k]) < k {
 			return
 		}
+		n -= k
 	}
 }
 
 // fill decodes the tail's next len(out) bytes into out (fewer if it ends
-// first) and returns how many it decoded. It is next in a loop, with the
-// bit buffer kept in registers.
+// first) and returns how many it decoded: next in a loop, with the bit
+// buffer in registers and two symbols per table lookup where they fit.
 func (r *tailReader) fill(out []byte) int {
-	dec := &r.h.dec
+	dec2 := &r.h.dec2
 	buf, n := r.buf, r.n
-	for i := range out {
+	i := 0
+	for i < len(out) {
 		if n < maxCodeLen {
 			r.buf, r.n = buf, n
-			b, ok := r.next()
-			if !ok {
-				return i
+			r.refill()
+			if r.n < maxCodeLen {
+				// The tail's last bits: the careful path.
+				b, ok := r.next()
+				if !ok {
+					return i
+				}
+				out[i] = b
+				i++
+				buf, n = r.buf, r.n
+				continue
 			}
-			out[i] = b
 			buf, n = r.buf, r.n
+		}
+		e := dec2[buf>>(64-maxCodeLen)]
+		if e>>16&0xff == 2 && i+1 < len(out) {
+			out[i] = byte(e)
+			out[i+1] = byte(e >> 8)
+			i += 2
+			l := uint64(e >> 24)
+			buf <<= l
+			n -= l
 			continue
 		}
-		e := dec[buf>>(64-maxCodeLen)]
-		l := uint64(e >> 8)
+		// One symbol: its length is that of the first code.
+		e1 := r.h.dec[buf>>(64-maxCodeLen)]
+		l := uint64(e1 >> 8)
 		buf <<= l
 		n -= l
-		out[i] = byte(e)
+		out[i] = byte(e1)
+		i++
 	}
 	r.buf, r.n = buf, n
-	return len(out)
+	return i
 }
 
 // appendAll appends the rest of the tail to dst.

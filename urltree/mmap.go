@@ -92,7 +92,15 @@ func (m *mappedFile) ensure(n int64) error {
 		}
 		m.data = nil
 	}
-	return m.mapSize(size)
+	if err := m.mapSize(size); err != nil {
+		// Keep the old mapping if at all possible; if not, data stays
+		// nil and the tree refuses further use (Tree.reserve).
+		if old > 0 {
+			m.mapSize(old)
+		}
+		return err
+	}
+	return nil
 }
 
 func (m *mappedFile) zeroFill(from, to int64) error {

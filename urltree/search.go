@@ -14,21 +14,27 @@ type segment struct {
 func (t *Tree) compareTail(q []byte, pos int, e entry, skip, count int) (int, int) {
 	r := t.reader(e)
 	r.skip(skip)
-	for n := 0; n != count; n++ {
-		b, ok := r.next()
-		if !ok {
-			break
+	var buf [32]byte
+	chunk := 8 // most comparisons end within a few bytes
+	for count != 0 {
+		want := chunk
+		chunk = len(buf)
+		if count > 0 {
+			want = min(want, count)
+			count -= want
 		}
-		if pos >= len(q) {
-			return pos, -1
-		}
-		if q[pos] != b {
-			if q[pos] < b {
+		k := r.fill(buf[:want])
+		j := mismatch(q[pos:], buf[:k])
+		pos += j
+		if j < k {
+			if pos >= len(q) || q[pos] < buf[j] {
 				return pos, -1
 			}
 			return pos, 1
 		}
-		pos++
+		if k < want {
+			break
+		}
 	}
 	return pos, 0
 }
@@ -42,7 +48,7 @@ func (t *Tree) compareTail(q []byte, pos int, e entry, skip, count int) (int, in
 func (t *Tree) compareFrom(q []byte, x uint32, m int, p *insertPath) (int, int) {
 	e := t.entry(x)
 	m = min(m, len(q))
-	var stack [32]segment
+	var stack [4]segment // chains are short (entry.go, chooseRef)
 	segs := stack[:0]
 	pos := m
 	if m < e.lcp {

@@ -271,6 +271,13 @@ func (t *Tree) reserve(id uint32, n uint64) error {
 		}
 		if r.size > uint64(len(r.f.data)) {
 			if err := r.f.ensure(int64(r.size)); err != nil {
+				if r.f.data == nil {
+					// The file could not even be mapped back: nothing
+					// may touch the arrays again.
+					t.closed = true
+					t.closeFiles()
+					return fmt.Errorf("%w (tree closed: %s could not be remapped)", err, r.f.path)
+				}
 				t.remapped()
 				return err
 			}
