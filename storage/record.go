@@ -21,7 +21,7 @@ import (
 //	  8   4 crc        CRC-32C of bytes 12 … length-1
 //	 12   4 length     the whole record, this header included
 //	 16   8 urlID
-//	 24   8 fetchTime  Unix nanoseconds, UTC
+//	 24   8 fetchTime  Unix nanoseconds, UTC (math.MinInt64: unknown, the zero time)
 //	 32   8 duration   nanoseconds
 //	 40   4 urlLen
 //	 44   4 headerLen  response header block
@@ -60,6 +60,29 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// The fetch time is stored in Unix nanoseconds; the zero time.Time, which
+// they cannot express, as zeroFetchTime.
+const zeroFetchTime = math.MinInt64
+
+var (
+	minFetchTime = time.Unix(0, math.MinInt64+1)
+	maxFetchTime = time.Unix(0, math.MaxInt64)
+)
+
+func encodeFetchTime(t time.Time) int64 {
+	if t.IsZero() {
+		return zeroFetchTime
+	}
+	return t.UnixNano()
+}
+
+func decodeFetchTime(ns int64) time.Time {
+	if ns == zeroFetchTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
 // ErrCorrupt marks a record that fails its checks; errors wrapping it name
 // the file and offset.
 var ErrCorrupt = errors.New("corrupt record")
@@ -73,6 +96,8 @@ func checkPage(p *Page) error {
 		return fmt.Errorf("storage: page %d: URL of %d bytes exceeds %d", p.URLID, len(p.URL), maxURLLen)
 	case p.Status < 0 || p.Status > math.MaxUint16:
 		return fmt.Errorf("storage: page %d (%s): HTTP status %d out of range", p.URLID, p.URL, p.Status)
+	case !p.FetchTime.IsZero() && (p.FetchTime.Before(minFetchTime) || p.FetchTime.After(maxFetchTime)):
+		return fmt.Errorf("storage: page %d (%s): fetch time %v cannot be stored (years 1678 to 2262)", p.URLID, p.URL, p.FetchTime)
 	case recordHeaderSize+16+len(p.URL)+len(p.Header)+len(p.Body) > maxRecordSize:
 		return fmt.Errorf("storage: page %d (%s): %d body bytes exceed the record limit of %d", p.URLID, p.URL, len(p.Body), maxRecordSize)
 	}
@@ -93,7 +118,7 @@ func appendRecordPrefix(dst []byte, p *Page, codec Codec) []byte {
 	h[5] = byte(codec)
 	h[6] = byte(len(ip))
 	binary.LittleEndian.PutUint64(h[16:], p.URLID)
-	binary.LittleEndian.PutUint64(h[24:], uint64(p.FetchTime.UnixNano()))
+	binary.LittleEndian.PutUint64(h[24:], uint64(encodeFetchTime(p.FetchTime)))
 	binary.LittleEndian.PutUint64(h[32:], uint64(p.Duration))
 	binary.LittleEndian.PutUint32(h[40:], uint32(len(p.URL)))
 	binary.LittleEndian.PutUint32(h[44:], uint32(len(p.Header)))
@@ -167,7 +192,7 @@ func checkRecord(h recordHeader, rec []byte) error {
 func decodeRecord(h recordHeader, rec []byte, dec *decoder) (*Page, error) {
 	p := &Page{
 		URLID:     h.urlID,
-		FetchTime: time.Unix(0, h.fetchTime).UTC(),
+		FetchTime: decodeFetchTime(h.fetchTime),
 		Duration:  time.Duration(h.duration),
 		Status:    int(h.status),
 	}

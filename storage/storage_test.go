@@ -351,3 +351,43 @@ func TestIncompressibleBodyStoredAsIs(t *testing.T) {
 		r.Close()
 	}
 }
+
+func TestFetchTimeEdges(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := testPage(1)
+	zero.FetchTime = time.Time{}
+	late := testPage(2)
+	late.FetchTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, p := range []*Page{zero, late} {
+		if err := s.Put(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	far := testPage(3)
+	far.FetchTime = time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.Put(context.Background(), far); err == nil {
+		t.Fatal("a fetch time in 3000 was accepted")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, want := range []*Page{zero, late} {
+		got, err := r.Get(want.URLID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samePage(t, got, want)
+		if want == zero && !got.FetchTime.IsZero() {
+			t.Fatalf("zero fetch time read back as %v", got.FetchTime)
+		}
+	}
+}
