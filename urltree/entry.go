@@ -14,7 +14,9 @@ import (
 //	            and the entry then starts with its body length as a uvarint
 //
 // so finding an entry sums at most 15 length bytes from one cache line
-// instead of keeping a 5-byte pointer per entry. An entry's body is
+// instead of keeping a 5-byte pointer per entry. Entries of a block are
+// contiguous; a block may start after unused bytes (Tree.Add never leaves
+// any, the test of offsets past 4 GiB does). An entry's body is
 //
 //	uvarint  lcp: length of the prefix shared with the reference URL
 //	uvarint  id - reference id (only when lcp > 0); 0: the built-in

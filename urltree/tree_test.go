@@ -281,3 +281,56 @@ func TestConcurrentReaders(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestArenaBeyond4GiB puts entries at arena offsets past 4 GiB (after a
+// gap, which costs little disk: fallocate reserves it as unwritten
+// extents) and reads them back before and after a reopen.
+func TestArenaBeyond4GiB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reserves 4 GiB of disk")
+	}
+	dir := t.TempDir()
+	tr, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(i int) string { return fmt.Sprintf("http://www.example%d.com/path/%d", i%7, i) }
+	for i := range ptrBlock {
+		tr.AddString(url(i))
+	}
+	const gap = 4<<30 + 12345
+	if err := tr.arenF.ensure(gap + 1<<16); err != nil {
+		t.Skipf("cannot reserve the gap: %v", err)
+	}
+	tr.remapped()
+	tr.arenaEnd = gap // the next entry starts a block
+	for i := ptrBlock; i < 3*ptrBlock; i++ {
+		if id, added, err := tr.AddString(url(i)); err != nil || !added || id != uint32(i) {
+			t.Fatalf("Add(%d) = %d, %v, %v", i, id, added, err)
+		}
+	}
+	check := func() {
+		t.Helper()
+		var buf []byte
+		for i := range 3 * ptrBlock {
+			if buf, err = tr.Get(uint32(i), buf[:0]); err != nil || string(buf) != url(i) {
+				t.Fatalf("Get(%d) = %q, %v", i, buf, err)
+			}
+			if id, ok := tr.FindString(url(i)); !ok || id != uint32(i) {
+				t.Fatalf("Find(%d) = %d, %v", i, id, ok)
+			}
+		}
+	}
+	check()
+	if tr.arenaEnd <= 4<<30 {
+		t.Fatalf("arena ends at %d", tr.arenaEnd)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	check()
+}
