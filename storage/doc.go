@@ -80,7 +80,11 @@
 //
 // A Reader (OpenReader) serves Get by URL id and Scan over all records, one
 // goroutine per directory. It never writes: records a crashed writer left
-// beyond the index checkpoint are indexed in memory. Corrupt records are
+// beyond the index checkpoint are indexed in memory. It may be opened on a
+// store that is being written: Scan then reads the segments as they were at
+// OpenReader (a record being appended at that moment may be reported
+// damaged), while Get follows the live index, apart from URL ids beyond
+// the index's size at OpenReader. Corrupt records are
 // skipped by Scan (resynchronising on the next magic), counted and described
 // in ScanStats; Get reports them as errors naming the file and offset.
 package storage

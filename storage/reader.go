@@ -13,9 +13,10 @@ import (
 // ErrNotFound is returned by Get for a URL id with no stored record.
 var ErrNotFound = errors.New("storage: no stored page for this URL id")
 
-// Reader reads a store that no Store is writing to (or a snapshot of one:
-// records written after OpenReader are not seen). Get may be called from
-// many goroutines; Scan runs one goroutine per directory.
+// Reader reads a store, also one a Store is writing to: Scan then sees the
+// records as of OpenReader, and Get also those the writer has indexed
+// since. Get may be called from many goroutines; Scan runs one goroutine
+// per directory.
 type Reader struct {
 	dirs []*dirReader
 
@@ -32,9 +33,10 @@ type Reader struct {
 // dirReader is one data directory as the reader sees it.
 type dirReader struct {
 	dir   string
+	mu    sync.Mutex // guards segs, which Get may extend
 	segs  map[uint32]*segmentFile
-	order []uint32 // segment numbers, ascending
-	ix    *index   // nil when url.idx is missing or damaged
+	order []*segmentFile // the segments at OpenReader, ascending: what Scan reads
+	ix    *index         // nil when url.idx is missing or damaged
 	// extra indexes the records the index does not cover: those after its
 	// checkpoint, or all of them when there is no usable index.
 	extra map[uint64]location
@@ -43,8 +45,9 @@ type dirReader struct {
 type segmentFile struct {
 	f    *os.File
 	path string
-	size int64
-	bad  bool // the segment header is damaged: nothing in it is trusted
+	num  uint32
+	size int64       // at OpenReader
+	bad  atomic.Bool // the segment header is damaged: nothing in it is trusted
 }
 
 type location struct {
@@ -96,7 +99,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, order: nums, extra: map[uint64]location{}}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, extra: map[uint64]location{}}
 	for _, n := range nums {
 		path := segmentPath(dir, n)
 		f, err := os.Open(path)
@@ -104,8 +107,9 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 			dr.close()
 			return nil, fmt.Errorf("storage: %w", err)
 		}
-		sf := &segmentFile{f: f, path: path}
+		sf := &segmentFile{f: f, path: path, num: n}
 		dr.segs[n] = sf
+		dr.order = append(dr.order, sf)
 		st, err := f.Stat()
 		if err != nil {
 			dr.close()
@@ -128,15 +132,16 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if dr.ix != nil {
 		ckSeg, ckOff = dr.ix.checkpoint()
 	}
-	for _, n := range nums {
-		if n < ckSeg {
+	for _, sf := range dr.order {
+		if sf.num < ckSeg {
 			continue
 		}
 		start := int64(segmentHeaderSize)
-		if n == ckSeg && ckOff <= dr.segs[n].size {
+		if sf.num == ckSeg && ckOff <= sf.size {
 			start = max(ckOff, segmentHeaderSize)
 		}
-		err := r.eachRecord(dr, n, start, false, func(off int64, h recordHeader, _ []byte) error {
+		n := sf.num
+		err := r.eachRecord(sf, start, false, func(off int64, h recordHeader, _ []byte) error {
 			dr.extra[h.urlID] = location{n, off}
 			return nil
 		})
@@ -148,19 +153,18 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	return dr, nil
 }
 
-// eachRecord calls fn for every valid record of segment n from offset start
+// eachRecord calls fn for every valid record of segment sf from offset start
 // on, noting damaged regions if note is set (a Scan meets them again). rec
 // is valid only during the call.
-func (r *Reader) eachRecord(dr *dirReader, n uint32, start int64, note bool, fn func(off int64, h recordHeader, rec []byte) error) error {
-	sf := dr.segs[n]
-	if sf.bad {
+func (r *Reader) eachRecord(sf *segmentFile, start int64, note bool, fn func(off int64, h recordHeader, rec []byte) error) error {
+	if sf.bad.Load() {
 		return nil
 	}
-	sr, err := newSegmentReader(sf.f, sf.path, n, sf.size)
+	sr, err := newSegmentReader(sf.f, sf.path, sf.num, sf.size)
 	if err != nil {
 		var c *Corruption
 		if errors.As(err, &c) {
-			sf.bad = true
+			sf.bad.Store(true)
 			r.noteCorruption(c) // only once: bad segments are not read again
 			return nil
 		}
@@ -233,31 +237,40 @@ func (dr *dirReader) locate(id uint64) (location, bool) {
 }
 
 // readRecord reads and checks the record at l: one read for records up to
-// 64 KiB, two for larger ones.
+// 64 KiB, two for larger ones. It goes by what the file holds now rather
+// than its size at OpenReader, so Get also finds pages a live writer has
+// indexed since.
 func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, error) {
 	var h recordHeader
-	sf := dr.segs[l.seg]
-	if sf == nil {
-		return h, nil, fmt.Errorf("storage: %s: index points at segment %d, which does not exist", dr.dir, l.seg)
+	sf, err := dr.segment(l.seg)
+	if err != nil {
+		return h, nil, err
 	}
-	if l.off < segmentHeaderSize || l.off > sf.size-recordHeaderSize {
-		return h, nil, fmt.Errorf("storage: %s: index points at offset %d, outside the records (file of %d bytes)", sf.path, l.off, sf.size)
+	if l.off < segmentHeaderSize {
+		return h, nil, fmt.Errorf("storage: %s: %w: index points at offset %d, inside the segment header", sf.path, ErrCorrupt, l.off)
 	}
-	n := int(min(int64(64<<10), sf.size-l.off))
-	buf = grow(buf[:0], n)[:n]
-	if _, err := sf.f.ReadAt(buf, l.off); err != nil {
+	const first = 64 << 10
+	buf = grow(buf[:0], first)[:first]
+	n, err := sf.f.ReadAt(buf, l.off)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return h, nil, fmt.Errorf("storage: reading %s at offset %d: %w", sf.path, l.off, err)
 	}
-	h, err := parseRecordHeader(buf)
-	if err != nil {
+	if n < recordHeaderSize {
+		return h, nil, fmt.Errorf("storage: %s at offset %d: %w: %d bytes left in the file, too few for a record", sf.path, l.off, ErrCorrupt, n)
+	}
+	buf = buf[:n]
+	if h, err = parseRecordHeader(buf); err != nil {
 		return h, nil, fmt.Errorf("storage: %s at offset %d: %w", sf.path, l.off, err)
 	}
-	if int64(h.length) > sf.size-l.off {
-		return h, nil, fmt.Errorf("storage: %s at offset %d: %w: record of %d bytes runs past the end of the file", sf.path, l.off, ErrCorrupt, h.length)
-	}
-	if int(h.length) > len(buf) {
-		buf = grow(buf, int(h.length)-len(buf))[:h.length]
+	if int(h.length) > n {
+		if n < first {
+			return h, nil, fmt.Errorf("storage: %s at offset %d: %w: record of %d bytes runs past the end of the file", sf.path, l.off, ErrCorrupt, h.length)
+		}
+		buf = grow(buf, int(h.length)-n)[:h.length]
 		if _, err := sf.f.ReadAt(buf[n:], l.off+int64(n)); err != nil {
+			if errors.Is(err, io.EOF) {
+				return h, nil, fmt.Errorf("storage: %s at offset %d: %w: record of %d bytes runs past the end of the file", sf.path, l.off, ErrCorrupt, h.length)
+			}
 			return h, nil, fmt.Errorf("storage: reading %s at offset %d: %w", sf.path, l.off+int64(n), err)
 		}
 	}
@@ -265,6 +278,34 @@ func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, e
 		return h, nil, fmt.Errorf("storage: %s at offset %d: %w", sf.path, l.off, err)
 	}
 	return h, buf[:h.length], nil
+}
+
+// segment returns segment n, opening it if a live writer has started it
+// since OpenReader.
+func (dr *dirReader) segment(n uint32) (*segmentFile, error) {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	if sf := dr.segs[n]; sf != nil {
+		return sf, nil
+	}
+	path := segmentPath(dr.dir, n)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %s: %w: index points at segment %d, which cannot be opened: %v", dr.dir, ErrCorrupt, n, err)
+	}
+	b := make([]byte, segmentHeaderSize)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: reading %s: %w", path, err)
+	}
+	if err := checkSegmentHeader(b, n); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: %s: %w", path, err)
+	}
+	// Not added to order: a Scan stays a snapshot of OpenReader's moment.
+	sf := &segmentFile{f: f, path: path, num: n}
+	dr.segs[n] = sf
+	return sf, nil
 }
 
 // Get returns the latest stored page of urlID, or ErrNotFound. A damaged

@@ -41,8 +41,9 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 	dr := r.dirs[i]
 	dec := new(decoder)
 	defer dec.close()
-	for _, n := range dr.order {
-		err := r.eachRecord(dr, n, segmentHeaderSize, true, func(off int64, h recordHeader, rec []byte) error {
+	for _, sf := range dr.order {
+		n := sf.num
+		err := r.eachRecord(sf, segmentHeaderSize, true, func(off int64, h recordHeader, rec []byte) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -54,7 +55,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			if err != nil {
 				// The CRC matched, so the writer stored a body its codec
 				// cannot read back: report it like any damaged record.
-				r.noteCorruption(&Corruption{File: dr.segs[n].path, Offset: off, Skipped: int64(h.length), Reason: err})
+				r.noteCorruption(&Corruption{File: sf.path, Offset: off, Skipped: int64(h.length), Reason: err})
 				return nil
 			}
 			r.records.Add(1)

@@ -391,3 +391,58 @@ func TestFetchTimeEdges(t *testing.T) {
 		}
 	}
 }
+
+// A Reader opened on a store that is still being written finds, with Get,
+// pages made durable after it was opened, in new segments too; its Scan
+// stays a snapshot.
+func TestReaderOnLiveStore(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	durable := map[uint64]bool{}
+	cond := sync.NewCond(&mu)
+	s, err := Open(Config{Dirs: []string{dir}, SegmentSize: 64 << 10, SyncEvery: 1, OnDurable: func(ids []uint64) {
+		mu.Lock()
+		for _, id := range ids {
+			durable[id] = true
+		}
+		cond.Broadcast()
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(from, to uint64) {
+		for id := from; id < to; id++ {
+			if err := s.Put(context.Background(), testPage(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mu.Lock()
+		for uint64(len(durable)) < to {
+			cond.Wait()
+		}
+		mu.Unlock()
+	}
+	put(0, 20)
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	put(20, 60)
+	for id := uint64(0); id < 60; id++ {
+		p, err := r.Get(id)
+		if err != nil {
+			t.Fatalf("Get(%d) on a live store: %v", id, err)
+		}
+		samePage(t, p, testPage(id))
+	}
+	n := 0
+	if err := r.Scan(context.Background(), func(*Page) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 || n >= 60 {
+		t.Fatalf("snapshot scan saw %d pages, want the 20 stored before OpenReader (and the rest of their segment)", n)
+	}
+}
