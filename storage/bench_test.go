@@ -73,3 +73,33 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGet measures random Gets: one index lookup and one read each.
+func BenchmarkGet(b *testing.B) {
+	dirs := []string{b.TempDir(), b.TempDir()}
+	s, err := Open(Config{Dirs: dirs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 5000
+	for i := uint64(0); i < n; i++ {
+		if err := s.Put(context.Background(), testPage(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	r, err := OpenReader(dirs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := r.Get(uint64(i*7919) % n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -36,7 +36,8 @@ type Config struct {
 	MaxURLID uint64
 	// OnDurable, if set, is called by each saver after a sync with the URL
 	// ids it has just made durable. Savers call it concurrently; it must be
-	// quick and must not keep the slice.
+	// quick, must not keep the slice and must not call Put (the saver would
+	// wait on itself).
 	OnDurable func(urlIDs []uint64)
 	// Logf, if set, receives what recovery repaired and which saver failed.
 	Logf func(format string, args ...any)

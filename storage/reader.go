@@ -21,6 +21,7 @@ type Reader struct {
 	dirs []*dirReader
 
 	decoders sync.Pool // *decoder, for Get
+	buffers  sync.Pool // *[]byte, for Get's reads
 
 	records    atomic.Int64
 	superseded atomic.Int64
@@ -76,6 +77,7 @@ func OpenReader(dirs []string) (*Reader, error) {
 	}
 	r := &Reader{}
 	r.decoders.New = func() any { return new(decoder) }
+	r.buffers.New = func() any { return new([]byte) }
 	for _, d := range dirs {
 		dr, err := r.openDir(d)
 		if err != nil {
@@ -237,7 +239,7 @@ func (dr *dirReader) locate(id uint64) (location, bool) {
 }
 
 // readRecord reads and checks the record at l: one read for records up to
-// 64 KiB, two for larger ones. It goes by what the file holds now rather
+// 16 KiB (most compressed pages), two contiguous ones for larger records. It goes by what the file holds now rather
 // than its size at OpenReader, so Get also finds pages a live writer has
 // indexed since.
 func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, error) {
@@ -249,7 +251,7 @@ func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, e
 	if l.off < segmentHeaderSize {
 		return h, nil, fmt.Errorf("storage: %s: %w: index points at offset %d, inside the segment header", sf.path, ErrCorrupt, l.off)
 	}
-	const first = 64 << 10
+	const first = 16 << 10
 	buf = grow(buf[:0], first)[:first]
 	n, err := sf.f.ReadAt(buf, l.off)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -321,9 +323,14 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 		if !ok {
 			continue
 		}
-		h, rec, err := dr.readRecord(l, nil)
+		bp := r.buffers.Get().(*[]byte)
+		defer r.buffers.Put(bp)
+		h, rec, err := dr.readRecord(l, *bp)
 		if err != nil {
 			return nil, err
+		}
+		if cap(rec) <= 1<<20 {
+			*bp = rec[:0] // keep a grown buffer, unless it is huge
 		}
 		if h.urlID != urlID {
 			return nil, fmt.Errorf("storage: %s: %w: index entry for URL id %d points at the record of id %d (segment %d, offset %d)",
@@ -338,7 +345,7 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 	}
 	dec := r.decoders.Get().(*decoder)
 	defer r.decoders.Put(dec)
-	return decodeRecord(best, bestRec, dec)
+	return decodeRecord(best, bestRec, dec) // copies out of bestRec
 }
 
 // current reports whether the record of h at (dir i, l) is the one Get
