@@ -156,8 +156,9 @@ func Open(cfg Config) (*Store, error) {
 		drained:    make(chan struct{}),
 	}
 	// Every record in flight: both pools, one per compressor, and per saver
-	// the pending and the in-flight sync batches.
-	s.free = make(chan *record, 2*cfg.QueueLen+cfg.Compressors+len(cfg.Dirs)*2*cfg.SyncEvery)
+	// the pending and the in-flight sync batches (bounded: a huge SyncEvery
+	// must not make a huge channel).
+	s.free = make(chan *record, min(2*cfg.QueueLen+cfg.Compressors+len(cfg.Dirs)*2*cfg.SyncEvery, 1<<14))
 	for _, d := range cfg.Dirs {
 		sv, err := openSaver(s, d)
 		if err != nil {
