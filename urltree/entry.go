@@ -3,6 +3,7 @@ package urltree
 import (
 	"encoding/binary"
 	"math/bits"
+	"runtime"
 )
 
 // Entries are appended to the arena in id order. The pointer file holds one
@@ -148,10 +149,17 @@ func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []by
 // appendURL appends the URL of id to dst, following the reference chain.
 func (t *Tree) appendURL(dst []byte, id uint32) []byte {
 	e := t.entry(id)
+	var touch byte
+	if e.lcp > 0 && e.ref != none {
+		// Start loading the reference's pointer record; decoding the
+		// tail hides much of the wait.
+		touch = t.ptrs[uint64(e.ref>>ptrShift)*ptrRecord]
+	}
 	start := len(dst)
 	dst = append(dst, make([]byte, e.lcp)...)
 	r := t.reader(e)
 	dst = r.appendAll(dst)
+	runtime.KeepAlive(touch) // keeps the load
 	out := dst[start:]
 	upto, cur, sl := e.lcp, e.ref, e.lcp
 	for upto > 0 {
