@@ -118,6 +118,10 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
 		sf.size = st.Size()
+		if sf.size < segmentHeaderSize && n == nums[len(nums)-1] {
+			// A writer died creating it; its recovery will rewrite it.
+			sf.bad.Store(true)
+		}
 	}
 	ix, err := openIndex(filepath.Join(dir, indexName), false)
 	switch {

@@ -43,6 +43,10 @@ const readWindow = 1 << 20
 // bytes. The file stays owned by the caller.
 func newSegmentReader(f *os.File, path string, num uint32, size int64) (*segmentReader, error) {
 	r := &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderSize}
+	if size < segmentHeaderSize {
+		return nil, &Corruption{File: path, Offset: 0, Skipped: size,
+			Reason: fmt.Errorf("%w: segment header torn (%d bytes)", ErrCorrupt, size)}
+	}
 	b, err := r.window(0, segmentHeaderSize)
 	if err != nil {
 		return nil, err
