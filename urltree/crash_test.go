@@ -119,6 +119,7 @@ func TestCrash(t *testing.T) {
 			t.Fatalf("kill %d: reopen: %v", kill, err)
 		}
 		n := tr.Len()
+		t.Logf("kill %d: %d URLs durable, %d reported synced, rebuilt %v", kill, n, last, tr.Recovered())
 		if n < last {
 			t.Fatalf("kill %d: %d URLs after reopen, but %d were synced", kill, n, last)
 		}
