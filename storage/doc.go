@@ -19,7 +19,7 @@
 //
 // # Segment files (format version 1)
 //
-// A segment starts with a 16-byte header (see segmentHeader in segment.go):
+// A segment starts with a 16-byte header (see segmentHeaderSize in segment.go):
 // the magic "KSPS", the format version, the segment's number (the same as in
 // its name) and four reserved zero bytes. Records follow back to back.
 //
@@ -32,8 +32,10 @@
 // record after the CRC field itself, so a flipped bit anywhere - in the
 // lengths, the URL or the body - is detected before anything is decoded.
 //
-// Codecs: 0 none, 1 LZO1X-1 (github.com/rasky/go-lzo, the default, as in the
-// thesis), 2 S2 and 3 zstd (github.com/klauspost/compress). The codec is a
+// Codecs: 0 none, 1 LZO1X-1 (the default, as in the thesis; lzo.go is
+// github.com/rasky/go-lzo's compressor made allocation-free, with the same
+// output, and a bounds-checked decoder), 2 S2 and 3 zstd
+// (github.com/klauspost/compress). The codec is a
 // field of each record, so a store may mix them; a body the configured codec
 // does not shrink (an image, an archive) is stored with codec none.
 //
