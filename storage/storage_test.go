@@ -446,3 +446,40 @@ func TestReaderOnLiveStore(t *testing.T) {
 		t.Fatalf("snapshot scan saw %d pages, want the 20 stored before OpenReader (and the rest of their segment)", n)
 	}
 }
+
+// Pages larger than the saver's write buffer and the reader's window.
+func TestLargePages(t *testing.T) {
+	dirs := []string{t.TempDir()}
+	s, err := Open(Config{Dirs: dirs, Codec: "none", SegmentSize: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []*Page
+	for id := uint64(0); id < 6; id++ {
+		p := testPage(id)
+		p.Body = bytes.Repeat(append([]byte(nil), p.URL...), int(id+1)*60000) // up to ~12 MB
+		pages = append(pages, p)
+		if err := s.Put(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader(dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, want := range pages {
+		got, err := r.Get(want.URLID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samePage(t, got, want)
+	}
+	n := 0
+	if err := r.Scan(context.Background(), func(p *Page) error { n++; samePage(t, p, pages[p.URLID]); return nil }); err != nil || n != len(pages) {
+		t.Fatalf("scan: %v, %d pages", err, n)
+	}
+}
