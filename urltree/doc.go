@@ -31,8 +31,9 @@
 //
 //	urltree.meta   the commit record: two checksummed slots (meta.go)
 //	urltree.nodes  tree nodes, 12 bytes per id (node.go)
-//	urltree.ptrs   per 16 entries: arena offset + 16 length bytes (entry.go)
-//	urltree.arena  entries in id order: lcp, reference, coded tail (entry.go)
+//	urltree.ptrs   arena offset of every 16th entry (entry.go)
+//	urltree.arena  entries in id order: length, lcp, reference, coded tail
+//	               (entry.go)
 //
 // Integers are little endian, except key-word windows and Huffman codes,
 // which are big endian so that they compare and decode MSB first. The

@@ -6,29 +6,25 @@ import (
 	"runtime"
 )
 
-// Entries are appended to the arena in id order. The pointer file holds one
-// 24-byte record per block of 16 entries (ptrBlock):
+// Entries are appended to the arena in id order. The pointer file holds the
+// arena offset of every 16th entry (ptrBlock), 8 bytes little endian: 0.5
+// bytes per URL, small enough to stay in the CPU caches, where a 5-byte
+// pointer per entry would not. Finding an entry skips at most 15 entries of
+// its block by their lengths, mostly within the cache lines it reads
+// anyway. Entries of a block are contiguous; a block may start after unused
+// bytes (Tree.Add never leaves any, the test of offsets past 4 GiB does).
+// An entry is
 //
-//	offset size
-//	0      8    arena offset of the block's first entry (little endian)
-//	8      16   body length of each entry of the block; 255: 255 or more,
-//	            and the entry then starts with its body length as a uvarint
-//
-// so finding an entry sums at most 15 length bytes from one cache line
-// instead of keeping a 5-byte pointer per entry. Entries of a block are
-// contiguous; a block may start after unused bytes (Tree.Add never leaves
-// any, the test of offsets past 4 GiB does). An entry's body is
-//
+//	uvarint  body length: bytes after this field
 //	uvarint  lcp: length of the prefix shared with the reference URL
 //	uvarint  id - reference id (only when lcp > 0); 0: the built-in
 //	         prefix of length lcp (static.go)
 //	bytes    the tail (the URL's bytes from lcp on), Huffman coded
 //	         (huffman.go)
 const (
-	ptrShift   = 4
-	ptrBlock   = 1 << ptrShift
-	ptrRecord  = 8 + ptrBlock
-	longLength = 255
+	ptrShift  = 4
+	ptrBlock  = 1 << ptrShift
+	ptrRecord = 8
 )
 
 // entry is a decoded arena entry: the tail's code is arena[tail:end]. ref
@@ -57,42 +53,20 @@ func uvarint(b []byte, off uint64) (v uint64, n int) {
 
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
-// sumBytes adds the bytes of v.
-func sumBytes(v uint64) uint64 {
-	v = v&0x00ff00ff00ff00ff + v>>8&0x00ff00ff00ff00ff
-	return v * 0x0001000100010001 >> 48
-}
-
-// hasLong reports whether any byte of v is 255.
-func hasLong(v uint64) bool {
-	x := ^v
-	return (x-0x0101010101010101)&^x&0x8080808080808080 != 0
-}
-
-// locate returns where entry id's body starts and its body length. It trusts the
-// pointer file, which Open validated.
+// locate returns where entry id's body starts and its body length. It
+// trusts the pointer file and the lengths, which Open validated.
 func (t *Tree) locate(id uint32) (off, blen uint64) {
-	rec := t.ptrs[uint64(id>>ptrShift)*ptrRecord:][:ptrRecord]
-	off = binary.LittleEndian.Uint64(rec)
-	k := id & (ptrBlock - 1)
-	lens := rec[8:]
-	lo := binary.LittleEndian.Uint64(lens)
-	hi := binary.LittleEndian.Uint64(lens[8:])
-	if !hasLong(lo) && !hasLong(hi) {
-		// Shifting out the lengths from k on (Go shifts by 64 give 0).
-		if k < 8 {
-			off += sumBytes(lo << (64 - 8*k))
+	off = binary.LittleEndian.Uint64(t.ptrs[uint64(id>>ptrShift)*ptrRecord:])
+	a := t.arena
+	for k := id & (ptrBlock - 1); ; k-- {
+		var l uint64
+		var n int
+		if off < uint64(len(a)) && a[off] < 0x80 {
+			l, n = uint64(a[off]), 1
 		} else {
-			off += sumBytes(lo) + sumBytes(hi<<(64-8*(k-8)))
+			l, n = uvarint(a, off)
 		}
-		return off, uint64(lens[k])
-	}
-	for j := uint32(0); ; j++ {
-		l, n := uint64(lens[j]), 0
-		if l == longLength {
-			l, n = uvarint(t.arena, off)
-		}
-		if j == k {
+		if k == 0 {
 			return off + uint64(n), l
 		}
 		off += uint64(n) + l
@@ -123,9 +97,8 @@ func (t *Tree) reader(e entry) tailReader {
 	return tailReader{a: t.arena, pos: e.tail * 8, end: e.end * 8, h: t.huff}
 }
 
-// appendEntry encodes the entry of id into dst and returns it with the
-// value of its length byte.
-func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []byte) ([]byte, byte) {
+// appendEntry appends the encoded entry of id to dst.
+func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []byte) []byte {
 	var dist uint64
 	if ref != none {
 		dist = uint64(id - ref)
@@ -134,16 +107,12 @@ func (t *Tree) appendEntry(dst []byte, id uint32, lcp int, ref uint32, tail []by
 	if lcp > 0 {
 		body += uvarintLen(dist)
 	}
-	lb := byte(body)
-	if body >= longLength {
-		lb = longLength
-		dst = binary.AppendUvarint(dst, uint64(body))
-	}
+	dst = binary.AppendUvarint(dst, uint64(body))
 	dst = binary.AppendUvarint(dst, uint64(lcp))
 	if lcp > 0 {
 		dst = binary.AppendUvarint(dst, dist)
 	}
-	return t.huff.appendCoded(dst, tail), lb
+	return t.huff.appendCoded(dst, tail)
 }
 
 // appendURL appends the URL of id to dst, following the reference chain.
@@ -151,7 +120,7 @@ func (t *Tree) appendURL(dst []byte, id uint32) []byte {
 	e := t.entry(id)
 	var touch byte
 	if e.lcp > 0 && e.ref != none {
-		// Start loading the reference's pointer record; decoding the
+		// Start loading the reference's block pointer; decoding the
 		// tail hides much of the wait.
 		touch = t.ptrs[uint64(e.ref>>ptrShift)*ptrRecord]
 	}

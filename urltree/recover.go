@@ -37,7 +37,7 @@ func (t *Tree) open() error {
 	}
 	t.arenaEnd = headerSize + c.arenaLen
 	if blocks := (c.count + ptrBlock - 1) / ptrBlock; blocks > uint64(len(t.ptrs))/ptrRecord {
-		return fmt.Errorf("%w: %s: %d pointer records, but %d URLs were committed", ErrCorrupt, t.ptrF.path, len(t.ptrs)/ptrRecord, c.count)
+		return fmt.Errorf("%w: %s: %d block pointers, but %d URLs were committed", ErrCorrupt, t.ptrF.path, len(t.ptrs)/ptrRecord, c.count)
 	}
 	if err := t.checkEntries(); err != nil {
 		return err
@@ -68,20 +68,17 @@ func (t *Tree) checkEntries() error {
 		return fmt.Errorf("%w: %s: entry %d at offset %d: %s", ErrCorrupt, t.arenF.path, id, off, fmt.Sprintf(format, args...))
 	}
 	for id := uint64(0); id < t.count; id++ {
-		rec := t.ptrs[id>>ptrShift*ptrRecord:][:ptrRecord]
 		if id%ptrBlock == 0 {
 			// A block may start after unused bytes (see entry.go).
-			ro := binary.LittleEndian.Uint64(rec)
+			ro := binary.LittleEndian.Uint64(t.ptrs[id>>ptrShift*ptrRecord:])
 			if ro < off || ro > uint64(len(a)) {
-				return bad(id, "pointer record says offset %d", ro)
+				return bad(id, "block pointer says offset %d", ro)
 			}
 			off = ro
 		}
-		blen, n := uint64(rec[8+id%ptrBlock]), 0
-		if blen == longLength {
-			if blen, n = uvarint(a, off); n == 0 || blen < longLength {
-				return bad(id, "bad long body length")
-			}
+		blen, n := uvarint(a, off)
+		if n == 0 {
+			return bad(id, "bad body length")
 		}
 		if blen > uint64(len(a))-off-uint64(n) {
 			return bad(id, "body length %d runs past the committed end %d", blen, len(a))

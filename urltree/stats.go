@@ -7,8 +7,8 @@ type Stats struct {
 	URLs int64
 	// Bytes in use, by array; preallocated file space is not counted.
 	NodeBytes    int64 // tree nodes
-	PointerBytes int64 // pointer records: an offset per 16 entries, a length byte per entry
-	EntryHeaders int64 // lcp and reference fields (and lengths of 255 or more)
+	PointerBytes int64 // block pointers: an arena offset per 16 entries
+	EntryHeaders int64 // entry length, lcp and reference fields
 	TailBytes    int64 // Huffman-coded tails
 	FileHeaders  int64 // file headers and the meta file
 	// FileBytes is the size of the files on disk, preallocation included.

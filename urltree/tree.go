@@ -53,7 +53,7 @@ type Tree struct {
 	arenF *mappedFile
 
 	nodes nodes
-	ptrs  []byte // pointer records (entry.go), after the file header
+	ptrs  []byte // block pointers (entry.go), after the file header
 	huff  *huffCode
 	arena []byte // the whole arena file; entries start at headerSize
 
@@ -231,16 +231,13 @@ func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
 		lcp, ref = d.hiL, d.hi
 	}
 	lcp, ref = t.chooseRef(url, lcp, ref)
-	var lb byte
-	t.scratch, lb = t.appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
+	t.scratch = t.appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
 	if err := t.reserve(id, uint64(len(t.scratch))); err != nil {
 		return 0, false, err
 	}
-	rec := t.ptrs[uint64(id>>ptrShift)*ptrRecord:][:ptrRecord]
 	if id%ptrBlock == 0 {
-		binary.LittleEndian.PutUint64(rec, t.arenaEnd)
+		binary.LittleEndian.PutUint64(t.ptrs[uint64(id>>ptrShift)*ptrRecord:], t.arenaEnd)
 	}
-	rec[8+id%ptrBlock] = lb
 	copy(t.arena[t.arenaEnd:], t.scratch)
 	t.arenaEnd += uint64(len(t.scratch))
 	t.insert(url, &p, d, id)
