@@ -23,6 +23,15 @@ fi
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "testdeps: installing ${pkgs[*]}" >&2
+    # Keep the packages' services (chronyd would ask public NTP pools, nginx
+    # would take port 80) from starting: the tests start their own, on
+    # loopback, and nothing may leave this machine. policy-rc.d is Debian's
+    # switch for that; an existing one is left as it is.
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy"
+      trap 'rm -f "$policy"' EXIT
+    fi
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
   else
