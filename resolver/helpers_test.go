@@ -1,18 +1,17 @@
 package resolver
 
 import (
-	"bufio"
-	"fmt"
+	"context"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/tools/daemon"
 	"github.com/kspider/kspider/tools/testenv"
 	"github.com/miekg/dns"
 )
@@ -179,58 +178,15 @@ func freePort(t testing.TB) int {
 // nowhere. It is killed when the test ends.
 func startDnsmasq(t testing.TB, hostsFile, localDomain string) netip.AddrPort {
 	t.Helper()
-	bin := testenv.Binary(t, "dnsmasq", "dnsmasq-base")
-	for attempt := 0; ; attempt++ {
-		port := freePort(t)
-		args := []string{
-			"--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
-			"--conf-file=/dev/null", "--addn-hosts=" + hostsFile,
-			fmt.Sprintf("--port=%d", port), "--listen-address=127.0.0.1", "--bind-interfaces",
-			"--user=root", "--pid-file=", "--log-facility=-", "--local-ttl=3600",
-		}
-		if localDomain != "" {
-			args = append(args, "--local=/"+localDomain+"/")
-		}
-		cmd := exec.Command(bin, args...)
-		stderr, _ := cmd.StderrPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting dnsmasq: %v", err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
-		// Wait for "started" or an exit; dnsmasq logs to stderr.
-		lines := make(chan string, 16)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				select {
-				case lines <- sc.Text():
-				default:
-				}
-			}
-			close(lines)
-		}()
-		deadline := time.After(10 * time.Second)
-		var log []string
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					if attempt < 3 {
-						goto retry
-					}
-					t.Fatalf("dnsmasq exited: %s", strings.Join(log, "\n"))
-				}
-				log = append(log, l)
-				if strings.Contains(l, "read "+hostsFile) {
-					return addr
-				}
-			case <-deadline:
-				t.Fatalf("dnsmasq did not start: %s", strings.Join(log, "\n"))
-			}
-		}
-	retry:
+	testenv.Binary(t, "dnsmasq", "dnsmasq-base")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := daemon.StartDnsmasq(ctx, hostsFile, localDomain)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(d.Stop)
+	return d.Addr
 }
 
 func writeHosts(t testing.TB, lines ...string) string {

@@ -4,13 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -19,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/resolver"
+	"github.com/kspider/kspider/tools/daemon"
 	"github.com/kspider/kspider/tools/dataset"
 	"golang.org/x/sys/unix"
 )
@@ -118,12 +115,12 @@ end.`)
 		if err := benchResolverWriteHosts(hostsFile, hosts); err != nil {
 			return err
 		}
-		d, err := startDnsmasq(ctx, hostsFile, "")
+		d, err := daemon.StartDnsmasq(ctx, hostsFile, "")
 		if err != nil {
 			return err
 		}
-		defer d.stop()
-		addr = d.addr.String()
+		defer d.Stop()
+		addr = d.Addr.String()
 		res.Server = addr + " (dnsmasq, started for the benchmark)"
 	} else {
 		res.Server = addr
@@ -389,121 +386,4 @@ func benchResolverWriteHosts(path string, hosts []string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// dnsmasqProcess is a dnsmasq serving a hosts file on a loopback port.
-type dnsmasqProcess struct {
-	addr   netip.AddrPort
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-func (d *dnsmasqProcess) stop() {
-	d.cmd.Process.Kill()
-	<-d.exited
-}
-
-// startDnsmasq starts dnsmasq on a free loopback port, answering only from
-// hostsFile (and NXDOMAIN under localDomain, if given); it has no upstream
-// server, so it forwards nothing anywhere. It returns once dnsmasq has read
-// the hosts file.
-func startDnsmasq(ctx context.Context, hostsFile, localDomain string) (*dnsmasqProcess, error) {
-	bin, ok := dnsmasqLookDaemon("dnsmasq")
-	if !ok {
-		return nil, errors.New("dnsmasq not found (Debian package dnsmasq-base); give --server instead")
-	}
-	var lastErr error
-	for range 3 {
-		port, err := dnsmasqFreePort()
-		if err != nil {
-			return nil, err
-		}
-		args := []string{
-			"--keep-in-foreground", "--no-resolv", "--no-hosts", "--no-poll",
-			"--conf-file=/dev/null", "--addn-hosts=" + hostsFile,
-			fmt.Sprintf("--port=%d", port), "--listen-address=127.0.0.1", "--bind-interfaces",
-			"--pid-file=", "--log-facility=-", "--local-ttl=3600",
-		}
-		if os.Geteuid() == 0 {
-			args = append(args, "--user=root") // else it drops to nobody, who may not read hostsFile
-		}
-		if localDomain != "" {
-			args = append(args, "--local=/"+localDomain+"/")
-		}
-		cmd := exec.Command(bin, args...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			return nil, err
-		}
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("starting dnsmasq: %w", err)
-		}
-		d := &dnsmasqProcess{addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)), cmd: cmd, exited: make(chan struct{})}
-		ready := make(chan struct{})
-		var log strings.Builder
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			once := false
-			for sc.Scan() {
-				l := sc.Text()
-				if !once {
-					log.WriteString(l + "\n")
-				}
-				if !once && strings.Contains(l, "read "+hostsFile) {
-					once = true
-					close(ready)
-				}
-			}
-			io.Copy(io.Discard, stderr)
-			cmd.Wait()
-			close(d.exited)
-		}()
-		select {
-		case <-ready:
-			return d, nil
-		case <-d.exited:
-			lastErr = fmt.Errorf("dnsmasq exited: %s", strings.TrimSpace(log.String()))
-		case <-time.After(2 * time.Minute):
-			d.stop()
-			return nil, fmt.Errorf("dnsmasq did not read %s within 2 minutes", hostsFile)
-		case <-ctx.Done():
-			d.stop()
-			return nil, ctx.Err()
-		}
-	}
-	return nil, lastErr
-}
-
-// dnsmasqLookDaemon finds a program in PATH or in the sbin directories Debian puts
-// daemons in, which a non-root PATH often lacks.
-func dnsmasqLookDaemon(name string) (string, bool) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, true
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// dnsmasqFreePort returns a loopback port free for both UDP and TCP a
-// moment ago.
-func dnsmasqFreePort() (int, error) {
-	for range 20 {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp4", l.Addr().String())
-		l.Close()
-		if err == nil {
-			pc.Close()
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free loopback port for dnsmasq")
 }

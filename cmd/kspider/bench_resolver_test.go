@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kspider/kspider/tools/daemon"
 	"github.com/kspider/kspider/tools/testenv"
 )
 
@@ -70,13 +71,13 @@ func TestBenchResolver(t *testing.T) {
 	if err := benchResolverWriteHosts(hosts, []string{"www.one.test", "two.test", "three.test", "four.test"}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := startDnsmasq(t.Context(), hosts, "")
+	d, err := daemon.StartDnsmasq(t.Context(), hosts, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.stop()
-	code, out, errOut = runCmd(t, "", "bench", "resolver", "--server", d.addr.String(), "--names", list)
-	if code != 0 || !strings.Contains(out, "hit rate 1.0000") || !strings.Contains(out, d.addr.String()) {
+	defer d.Stop()
+	code, out, errOut = runCmd(t, "", "bench", "resolver", "--server", d.Addr.String(), "--names", list)
+	if code != 0 || !strings.Contains(out, "hit rate 1.0000") || !strings.Contains(out, d.Addr.String()) {
 		t.Errorf("--server: exit %d\n%s%s", code, out, errOut)
 	}
 	if got := benchResolverAddr(3).String(); got != "127.0.0.4" {

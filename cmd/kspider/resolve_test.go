@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kspider/kspider/tools/daemon"
 	"github.com/kspider/kspider/tools/testenv"
 )
 
@@ -17,12 +18,12 @@ func resolveTestDnsmasq(t *testing.T) string {
 	testenv.Binary(t, "dnsmasq", "dnsmasq-base")
 	hosts := filepath.Join(t.TempDir(), "hosts")
 	os.WriteFile(hosts, []byte("127.0.0.20 www.kspider.test\n127.0.0.21 two.kspider.test\n127.0.0.22 two.kspider.test\n::1 two.kspider.test\n"), 0o644)
-	d, err := startDnsmasq(t.Context(), hosts, "kspider.test")
+	d, err := daemon.StartDnsmasq(t.Context(), hosts, "kspider.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(d.stop)
-	return d.addr.String()
+	t.Cleanup(d.Stop)
+	return d.Addr.String()
 }
 
 func TestResolveCommand(t *testing.T) {

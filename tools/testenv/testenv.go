@@ -11,30 +11,17 @@ package testenv
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
+	"github.com/kspider/kspider/tools/daemon"
 	"github.com/kspider/kspider/tools/dataset"
 )
 
 // RequireServers reports whether missing server binaries must fail tests.
 func RequireServers() bool { return os.Getenv("KSPIDER_REQUIRE_SERVERS") == "1" }
 
-// LookBinary finds a program in PATH or in the sbin directories Debian puts
-// daemons in (which a non-root PATH often lacks).
-func LookBinary(name string) (string, bool) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, true
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
-}
+// LookBinary finds a program in PATH or in Debian's sbin directories.
+func LookBinary(name string) (string, bool) { return daemon.Look(name) }
 
 // Binary returns the path of program name, or fails (under make test) or
 // skips the test, naming the Debian package that provides it.
