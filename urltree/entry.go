@@ -59,13 +59,7 @@ func (t *Tree) locate(id uint32) (off, blen uint64) {
 	off = binary.LittleEndian.Uint64(t.ptrs[uint64(id>>ptrShift)*ptrRecord:])
 	a := t.arena
 	for k := id & (ptrBlock - 1); ; k-- {
-		var l uint64
-		var n int
-		if off < uint64(len(a)) && a[off] < 0x80 {
-			l, n = uint64(a[off]), 1
-		} else {
-			l, n = uvarint(a, off)
-		}
+		l, n := uvarint(a, off)
 		if k == 0 {
 			return off + uint64(n), l
 		}
