@@ -3,6 +3,7 @@ package spider
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/netip"
 	"sort"
 	"testing"
@@ -131,6 +132,66 @@ func scopeNone() scope.Config { return scope.Config{} }
 func head(s []string, n int) []string {
 	if len(s) > n {
 		return s[:n]
+	}
+	return s
+}
+
+// TestCrawlHostileWeb crawls a web with every kind of hostile host (redirect
+// loops, stalls, endless bodies, gzip bombs, wrong lengths, pipelining
+// breakers, calendar and symlink traps, DNS failures, spam domains, broken
+// robots.txt files) and checks that the crawl ends, stays polite by the
+// web's own audit, and still fetches every URL a polite crawler can reach
+// (traps, which the filters cut short on purpose, and dead names aside).
+func TestCrawlHostileWeb(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 150, Seed: 3, MaxPages: 150, MeanPageSize: 4000}, &log)
+	const depth = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sum, err := Crawl(ctx, Config{
+		Dir: t.TempDir(), Seeds: srv.SeedURLs(), MaxDepth: depth, HostWorkers: 16,
+		FetchTimeout: 2 * time.Second, MaxBody: 1 << 20, Lookup: lookup, RootCAs: srv.CertPool(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("fetched %d, statuses %v, errors %v, short %d, truncated %d, robots denied %d, rejected %v",
+		sum.Fetched, sum.Statuses, sum.Errors, sum.ShortBodies, sum.Truncated, sum.RobotsDenied, sum.Rejected)
+	fetched := map[string]bool{}
+	for _, u := range sum.Fetches {
+		fetched[u] = true
+	}
+	var missing []string
+	for _, d := range srv.Truth().Crawlable(robots.ProductToken(DefaultUserAgent), depth, 0) {
+		if d.Kind == "trap" || d.Kind == "dns-failure" {
+			continue
+		}
+		c, err := urlnorm.Canonical(nil, d.URL, nil)
+		if err == nil && !fetched[c] {
+			missing = append(missing, c+" ("+d.Kind+")")
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("%d crawlable URLs not fetched: %v", len(missing), head(missing, 10))
+	}
+	if err := srv.FlushLog(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := testweb.Audit(bytes.NewReader(log.Bytes()), testweb.AuditOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.DuplicateFetches > 0 || rep.Forbidden > 0 || rep.MaxConnsPerHost > 1 || rep.MaxInFlightPerHost > 1 {
+		t.Errorf("impolite: %d duplicate fetches %v, %d forbidden %v, max %d connections per host (%s), max %d in flight",
+			rep.DuplicateFetches, head(urlCounts(rep.Duplicates), 5), rep.Forbidden, head(rep.ForbiddenURLs, 5), rep.MaxConnsPerHost, rep.MaxConnsHost, rep.MaxInFlightPerHost)
+	}
+}
+
+func urlCounts(c []testweb.URLCount) []string {
+	var s []string
+	for _, x := range c {
+		s = append(s, fmt.Sprint(x))
 	}
 	return s
 }
