@@ -24,6 +24,7 @@ type Reader struct {
 	buffers  sync.Pool // *[]byte, for Get's reads
 
 	records    atomic.Int64
+	scanned    atomic.Int64 // segment bytes a Scan has passed (Progress)
 	superseded atomic.Int64
 	skipped    atomic.Int64
 	skippedB   atomic.Int64

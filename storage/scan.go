@@ -43,10 +43,14 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 	defer dec.close()
 	for _, sf := range dr.order {
 		n := sf.num
+		var pos int64 // how far into sf the scan has counted (Progress)
 		err := r.eachRecord(sf, segmentHeaderSize, true, func(off int64, h recordHeader, rec []byte) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			end := off + int64(h.length)
+			r.scanned.Add(end - pos)
+			pos = end
 			if !r.current(i, location{n, off}, h) {
 				r.superseded.Add(1)
 				return nil
@@ -64,6 +68,19 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 		if err != nil {
 			return err
 		}
+		r.scanned.Add(sf.size - pos) // a damaged tail, or a segment skipped whole
 	}
 	return nil
+}
+
+// Progress says how far a Scan has got: bytes of segment files read so far
+// (damaged regions included) out of the bytes of all segments as they were
+// at OpenReader. It may be called while Scan runs, from any goroutine.
+func (r *Reader) Progress() (scanned, total int64) {
+	for _, dr := range r.dirs {
+		for _, sf := range dr.order {
+			total += sf.size
+		}
+	}
+	return r.scanned.Load(), total
 }

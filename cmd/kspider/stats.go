@@ -54,7 +54,7 @@ directories are scanned in parallel. Text tables by default.`)
 	c := stats.New(stats.Options{Limit: *top, NewLinkFunc: stats.CrawlerLinks, StoredBytes: stored})
 	var progress *stats.Progress
 	if stats.IsTerminal(e.stderr) {
-		progress = stats.StartProgress(e.stderr, c, 250*time.Millisecond)
+		progress = stats.StartProgress(e.stderr, c, r, 250*time.Millisecond)
 	}
 	err = c.AddAll(ctx, r, 0)
 	if progress != nil {

@@ -4,25 +4,33 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Progress redraws one status line on a terminal while a scan runs: pages and
-// raw megabytes so far and the rate. The store does not say in advance how
-// many pages it holds, so it shows how far the scan has got, not how far it
-// has to go.
+// Progress redraws one status line on a terminal while a scan runs: a bar of
+// how much of the store has been read (when the scan can tell), then the pages
+// and raw megabytes so far and the rate.
 type Progress struct {
 	w     io.Writer
 	c     *Collector
+	scan  ScanProgress
 	start time.Time
 	stop  chan struct{}
 	done  sync.WaitGroup
 }
 
+// ScanProgress is what a scan says of its progress: bytes read so far out of
+// the total (storage.Reader has it). A total of 0 means unknown.
+type ScanProgress interface {
+	Progress() (scanned, total int64)
+}
+
 // StartProgress starts redrawing the line every interval on w (a terminal).
-func StartProgress(w io.Writer, c *Collector, interval time.Duration) *Progress {
-	p := &Progress{w: w, c: c, start: time.Now(), stop: make(chan struct{})}
+// scan may be nil: the line then shows no bar.
+func StartProgress(w io.Writer, c *Collector, scan ScanProgress, interval time.Duration) *Progress {
+	p := &Progress{w: w, c: c, scan: scan, start: time.Now(), stop: make(chan struct{})}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -61,7 +69,24 @@ func (p *Progress) draw(end string) {
 	if end != "" {
 		spin = ' '
 	}
-	fmt.Fprintf(p.w, "\r\x1b[K%c scanned %d pages, %.1f MB raw, %.1f MB/s, %.0fs%s", spin, pages, mb, rate, secs, end)
+	fmt.Fprintf(p.w, "\r\x1b[K%c %sscanned %d pages, %.1f MB raw, %.1f MB/s, %.0fs%s", spin, p.bar(), pages, mb, rate, secs, end)
+}
+
+const barWidth = 30
+
+// bar renders "[#####.....]  45% " from the scan's progress, or nothing
+// when the total is unknown.
+func (p *Progress) bar() string {
+	if p.scan == nil {
+		return ""
+	}
+	done, total := p.scan.Progress()
+	if total <= 0 {
+		return ""
+	}
+	frac := min(max(float64(done)/float64(total), 0), 1)
+	n := int(frac * barWidth)
+	return fmt.Sprintf("[%s%s] %3.0f%% ", strings.Repeat("#", n), strings.Repeat(".", barWidth-n), frac*100)
 }
 
 // IsTerminal reports whether w is a terminal (a progress line would be

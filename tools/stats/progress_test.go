@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -30,17 +31,35 @@ func (s *syncBuffer) String() string {
 func TestProgressLine(t *testing.T) {
 	var out syncBuffer
 	c := New(Options{})
-	p := StartProgress(&out, c, time.Millisecond)
+	scan := &fakeScan{total: 200}
+	p := StartProgress(&out, c, scan, time.Millisecond)
 	for _, pg := range testPages() {
 		c.Add(pg)
 	}
+	scan.done.Store(100)
 	time.Sleep(5 * time.Millisecond)
 	p.Stop()
 	s := out.String()
-	if !strings.HasSuffix(s, "\n") || !strings.Contains(s, "scanned 7 pages") || !strings.HasPrefix(s, "\r\x1b[K") {
+	if !strings.HasSuffix(s, "\n") || !strings.Contains(s, "scanned 7 pages") || !strings.HasPrefix(s, "\r\x1b[K") ||
+		!strings.Contains(s, "[###############...............]  50% ") {
 		t.Fatalf("progress output %q", s)
 	}
+
+	// Without a known total there is no bar, only the counts.
+	out = syncBuffer{}
+	p = StartProgress(&out, c, nil, time.Millisecond)
+	p.Stop()
+	if s := out.String(); strings.Contains(s, "%") || !strings.Contains(s, "scanned 7 pages") {
+		t.Fatalf("progress output without a total %q", s)
+	}
 }
+
+type fakeScan struct {
+	done  atomic.Int64
+	total int64
+}
+
+func (f *fakeScan) Progress() (int64, int64) { return f.done.Load(), f.total }
 
 func TestIsTerminal(t *testing.T) {
 	if IsTerminal(&bytes.Buffer{}) {
