@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 40m
 .PHONY: test deps vet build fuzz
 
 test: deps vet
-	KSPIDER_REQUIRE_SERVERS=1 $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	KSPIDER_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 deps:
 	@bash tools/testdeps.sh
