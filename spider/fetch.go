@@ -125,17 +125,24 @@ func (g *connGate) acquire(ctx context.Context, addr string) error {
 		}
 		changed := h.changed
 		g.mu.Unlock()
-		var timer <-chan time.Time
+		var timer *time.Timer
+		var expired <-chan time.Time
 		if wait > 0 {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timer = t.C
+			timer = time.NewTimer(wait)
+			expired = timer.C
 		}
+		var err error
 		select {
 		case <-changed:
-		case <-timer:
+		case <-expired:
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if err != nil {
+			return err
 		}
 	}
 }
@@ -148,8 +155,18 @@ func (g *connGate) release(addr string) {
 	h.lastClose = time.Now()
 	close(h.changed)
 	h.changed = make(chan struct{})
-	if h.open == 0 && g.gap <= 0 {
-		delete(g.hosts, addr)
+	if h.open == 0 {
+		// Once the gap has passed with nothing open, the entry says no more
+		// than a missing one: drop it, so the gate does not grow with
+		// every host the crawl ever dialled.
+		closed := h.lastClose
+		time.AfterFunc(g.gap, func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.hosts[addr] == h && h.open == 0 && h.lastClose.Equal(closed) {
+				delete(g.hosts, addr)
+			}
+		})
 	}
 }
 
