@@ -3,8 +3,10 @@ package resolver
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,48 +83,140 @@ func TestCacheLongNamesAndAddresses(t *testing.T) {
 }
 
 // TestCacheConcurrentConsistency: readers racing with writers of the same
-// slot never see one name with another's address.
+// slot never see one name with another's address, on the general path
+// (short names) and on get's straight-line one (8 to 32 bytes).
 func TestCacheConcurrentConsistency(t *testing.T) {
-	c := newCache(1, 1)
-	x, y := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::2")
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if i%2 == 0 {
-				c.put("x.test", statusOK, []netip.Addr{x}, 10, 0)
-			} else {
-				c.put("y.test", statusOK, []netip.Addr{y, y}, 10, 0)
-			}
-		}
-	}()
-	for range 2 {
+	for _, names := range [][2]string{{"x.test", "y.test"}, {"xx-host.example.test", "yy-host.example.test"}} {
+		c := newCache(1, 1)
+		x, y := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::2")
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dst := make([]netip.Addr, 0, MaxAddrs)
-			for range 20000 {
-				if got, _, ok := c.get([]byte("x.test"), 0, dst[:0]); ok && (len(got) != 1 || got[0] != x) {
-					t.Errorf("x.test read as %v", got)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
 					return
+				default:
 				}
-				if got, _, ok := c.get([]byte("y.test"), 0, dst[:0]); ok && (len(got) != 2 || got[0] != y || got[1] != y) {
-					t.Errorf("y.test read as %v", got)
-					return
+				if i%2 == 0 {
+					c.put(names[0], statusOK, []netip.Addr{x}, 10, 0)
+				} else {
+					c.put(names[1], statusOK, []netip.Addr{y, y}, 10, 0)
 				}
 			}
 		}()
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dst := make([]netip.Addr, 0, MaxAddrs)
+				for range 20000 {
+					if got, _, ok := c.get([]byte(names[0]), 0, dst[:0]); ok && (len(got) != 1 || got[0] != x) {
+						t.Errorf("%s read as %v", names[0], got)
+						return
+					}
+					if got, _, ok := c.get([]byte(names[1]), 0, dst[:0]); ok && (len(got) != 2 || got[0] != y || got[1] != y) {
+						t.Errorf("%s read as %v", names[1], got)
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(10 * time.Millisecond)
+		close(stop)
+		wg.Wait()
 	}
-	time.Sleep(10 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+}
+
+// TestCacheModel checks get against a map over names of every length
+// around the word boundaries of the inline name and of get's straight-line
+// path, looked up in other cases, with a trailing dot, and one byte off.
+func TestCacheModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789-."
+	c := newCache(4096, 8) // 32768 slots for < 2000 names: no bucket overflows
+	model := map[string][]netip.Addr{}
+	for n := 1; n <= 70; n++ {
+		for range 25 {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = letters[rng.IntN(len(letters)-1)] // no dot: no trailing one
+			}
+			var addrs []netip.Addr
+			switch rng.IntN(4) {
+			case 0: // one IPv4 address: get's straight line
+				addrs = []netip.Addr{netip.AddrFrom4([4]byte{10, byte(n), byte(rng.IntN(256)), byte(rng.IntN(256))})}
+			case 1:
+				addrs = []netip.Addr{netip.AddrFrom4([4]byte{10, 1, 2, byte(n)}), netip.AddrFrom4([4]byte{10, 3, 4, byte(n)})}
+			case 2:
+				addrs = []netip.Addr{netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(n)})}
+			}
+			// A sibling one byte apart, with addresses of its own: a
+			// comparison that lets one word's difference hide behind
+			// another's bits gives one the other's addresses.
+			sib := slices.Clone(b)
+			i := rng.IntN(n)
+			sib[i] = letters[(strings.IndexByte(letters, sib[i])+1+rng.IntN(len(letters)-2))%(len(letters)-1)]
+			sibAddrs := []netip.Addr{netip.AddrFrom4([4]byte{10, 9, byte(n), byte(i)})}
+			for name, a := range map[string][]netip.Addr{string(b): addrs, string(sib): sibAddrs} {
+				model[name] = a
+				st := statusOK
+				if a == nil {
+					st = statusNXDomain
+				}
+				c.put(name, st, a, 100, 0)
+			}
+		}
+	}
+	dst := make([]netip.Addr, 0, MaxAddrs)
+	for name, want := range model {
+		for _, q := range []string{name, strings.ToUpper(name), name + ".", strings.ToUpper(name[:1]) + name[1:]} {
+			got, st, ok := c.get([]byte(q), 50, dst[:0])
+			if !ok || (st == statusOK) != (want != nil) || !slices.Equal(got, want) {
+				t.Fatalf("get(%q) = %v %v %v, want %v", q, got, st, ok, want)
+			}
+		}
+		// One byte off, one byte more or less: never a hit on name's entry.
+		off := []byte(name)
+		off[len(off)-1] ^= 0x40
+		for _, q := range []string{string(off), name + "a", name[:len(name)-1]} {
+			if got, _, ok := c.get([]byte(q), 50, dst[:0]); ok && model[strings.ToLower(q)] == nil && len(got) > 0 {
+				t.Fatalf("get(%q) hit %v", q, got)
+			}
+		}
+		if _, _, ok := c.get([]byte(name), 100, dst[:0]); ok {
+			t.Fatalf("get(%q) hit at its expiry", name)
+		}
+	}
+}
+
+// TestCacheCompare forces every comparison a tag match leads to: for each
+// length and each byte position, a name one byte apart from the cached one,
+// given the cached entry's slot tag, must miss.
+func TestCacheCompare(t *testing.T) {
+	a := []netip.Addr{netip.MustParseAddr("192.0.2.1")}
+	for n := 1; n <= 70; n++ {
+		name := []byte(strings.Repeat("abcdefghij", 7)[:n])
+		c := newCache(1, 1)
+		c.put(string(name), statusOK, a, 100, 0)
+		for i := range n {
+			for _, b := range []byte("abcdefghijklmnopqrstuvwxyz0123456789-.") {
+				if b == name[i] {
+					continue
+				}
+				other := slices.Clone(name)
+				other[i] = b
+				var k key
+				k.fold(c, other)
+				c.tags[0].Store(tagOf(k.hash)) // slot 0 now claims other's tag
+				if got, _, ok := c.get(other, 50, nil); ok {
+					t.Fatalf("%q cached, %q hit: %v", name, other, got)
+				}
+			}
+		}
+	}
 }
 
 func TestCanonicalHost(t *testing.T) {

@@ -23,6 +23,7 @@
 // records' TTLs clamped to [MinTTL, MaxTTL]; NXDOMAIN and "no address"
 // answers are cached for NegativeTTL, SERVFAIL and timeouts for ServFailTTL.
 // CNAME chains are followed up to MaxCNAME links, and loops are detected.
-// A cache hit takes a read lock on one bucket and allocates nothing when the
-// caller's slice has room (see AppendLookup).
+// A cache hit takes no lock (entries are read under a per-entry sequence
+// counter) and allocates nothing when the caller's slice has room (see
+// AppendLookup).
 package resolver
