@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/kspider/kspider/spider/links/htmltok"
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
@@ -39,7 +40,7 @@ func loadPages(b *testing.B) (pages []page, total int64) {
 	return pages, total
 }
 
-// BenchmarkExtract: one op is the whole documentation (1,173 pages, 18 MB
+// BenchmarkExtract: one op is the whole documentation (1,169 pages, 16 MB
 // for postgresql-doc-15), through the streaming extractor.
 func BenchmarkExtract(b *testing.B) {
 	pages, total := loadPages(b)
@@ -150,7 +151,7 @@ func BenchmarkExtractVsDOM(b *testing.B) {
 	pages, total := loadPages(b)
 	b.SetBytes(total)
 	var x Extractor
-	var tExtract, tDOM, tDOMNetURL, tTokenize time.Duration
+	var tExtract, tDOM, tDOMNetURL, tTokenize, tTokenizeOurs time.Duration
 	links := 0
 	timed := func(d *time.Duration, pass func(p page)) {
 		b.StopTimer()
@@ -174,6 +175,11 @@ func BenchmarkExtractVsDOM(b *testing.B) {
 			for z.Next() != html.ErrorToken {
 			}
 		})
+		timed(&tTokenizeOurs, func(p page) {
+			z := htmltok.NewTokenizer(bytes.NewReader(p.body))
+			for z.Next() != html.ErrorToken {
+			}
+		})
 	}
 	mb := float64(total) * float64(b.N) / 1e6
 	b.ReportMetric(mb/tExtract.Seconds(), "extract-MB/s")
@@ -183,4 +189,6 @@ func BenchmarkExtractVsDOM(b *testing.B) {
 	b.ReportMetric(tDOM.Seconds()/tExtract.Seconds(), "speedup-vs-dom")
 	b.ReportMetric(tDOMNetURL.Seconds()/tExtract.Seconds(), "speedup-vs-dom-neturl")
 	b.ReportMetric(tTokenize.Seconds()/tExtract.Seconds(), "speed-vs-bare-tokenizer")
+	b.ReportMetric(mb/tTokenizeOurs.Seconds(), "htmltok-MB/s")
+	b.ReportMetric(tTokenizeOurs.Seconds()/tExtract.Seconds(), "speed-vs-bare-htmltok")
 }

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/kspider/kspider/spider/links/htmltok"
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
@@ -230,8 +231,20 @@ const (
 	aName
 )
 
-// readAttrs collects the interesting attributes of the current tag.
-func (t *tag) readAttrs(z *html.Tokenizer) {
+// readAttrs collects the interesting attributes of a raw start tag whose
+// values need decoding (character references, NUL, CR), with upstream's
+// tokenizer and its TagAttr: a start tag is tokenized the same alone as in
+// its page, since it can only begin in the data state.
+func (t *tag) readAttrs(raw []byte) {
+	*t = tag{}
+	z := html.NewTokenizer(bytes.NewReader(raw))
+	if tt := z.Next(); tt == html.StartTagToken || tt == html.SelfClosingTagToken {
+		t.fromTokenizer(z)
+	}
+}
+
+// fromTokenizer fills t from the current tag of upstream's tokenizer.
+func (t *tag) fromTokenizer(z *html.Tokenizer) {
 	*t = tag{}
 	for {
 		key, val, more := z.TagAttr()
@@ -284,7 +297,7 @@ func (t *tag) has(bit uint32) bool { return t.seen&bit != 0 }
 // scan tokenizes the body, recording candidates and robots directives. It
 // returns the first <base href> if there is one.
 func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string, hasBase bool) {
-	z := html.NewTokenizer(bytes.NewReader(body))
+	z := htmltok.NewTokenizer(bytes.NewReader(body))
 	var t tag
 	for {
 		tt := z.Next()
@@ -309,7 +322,7 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 			continue
 		}
 		if !t.readRaw(z.Raw()) {
-			t.readAttrs(z)
+			t.readAttrs(z.Raw())
 		}
 		switch el {
 		case "a", "area", "link":

@@ -27,11 +27,16 @@ func FuzzRawTag(f *testing.F) {
 			if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
 				continue
 			}
-			var fast, slow tag
-			ok := fast.readRaw(z.Raw())
-			slow.readAttrs(z)
+			var fast, alone, slow tag
+			raw := bytes.Clone(z.Raw())
+			ok := fast.readRaw(raw)
+			alone.readAttrs(raw)
+			slow.fromTokenizer(z)
 			if ok && !equalTags(&fast, &slow) {
-				t.Fatalf("tag %q: raw %+v, tokenizer %+v", z.Raw(), fast, slow)
+				t.Fatalf("tag %q: raw %+v, tokenizer %+v", raw, fast, slow)
+			}
+			if !equalTags(&alone, &slow) {
+				t.Fatalf("tag %q: tokenized alone %+v, in the page %+v", raw, alone, slow)
 			}
 		}
 	})
