@@ -122,3 +122,28 @@ func FuzzSameTokens(f *testing.F) {
 		compareAll(t, "fuzz", doc)
 	})
 }
+
+// upstreamVersion is the golang.org/x/net release token.go was copied from.
+const upstreamVersion = "v0.62.0"
+
+// TestUpstreamVersion fails when go.mod moves golang.org/x/net, so that an
+// upgrade (which may carry tokenizer fixes, security ones included) is
+// also carried into this copy.
+func TestUpstreamVersion(t *testing.T) {
+	mod, err := os.ReadFile("../../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mod), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "golang.org/x/net" {
+			if f[1] != upstreamVersion {
+				t.Fatalf("go.mod requires golang.org/x/net %s; htmltok/token.go is a copy of %s's html/token.go: "+
+					"diff upstream's html/token.go between the two versions, carry the changes into token.go, "+
+					"then set upstreamVersion", f[1], upstreamVersion)
+			}
+			return
+		}
+	}
+	t.Fatal("go.mod does not require golang.org/x/net")
+}
