@@ -284,13 +284,11 @@ func (c *cache) get(name []byte, now int64, dst []netip.Addr) ([]netip.Addr, sta
 			seq := e.seq.Load()
 			meta := e.meta.Load()
 			expires := e.expires.Load()
-			d := (e.short[0].Load() ^ w0) | (e.short[1].Load() ^ w1) | (e.short[2].Load() ^ w2) | (e.short[3].Load() ^ w3)
+			d := e.shortDiff(w0, w1, w2, w3)
 			a := e.addr4.Load()
 			const oneInline4 = uint32(statusOK)<<8 | 1<<16 | inline4<<24
 			if meta == uint32(n)|oneInline4 && d == 0 && expires > now && e.seq.Load() == seq && seq&1 == 0 {
-				var ip [4]byte
-				binary.LittleEndian.PutUint32(ip[:], a)
-				return append(dst, netip.AddrFrom4(ip)), statusOK, true
+				return append(dst, addrFrom4(a)), statusOK, true
 			}
 		}
 	}
@@ -352,9 +350,7 @@ func (e *entry) read(k *key, now int64, dst []netip.Addr) ([]netip.Addr, status,
 	naddr := min(int(meta>>16&0xff), MaxAddrs)
 	first := 0
 	if meta>>24&inline4 != 0 && naddr > 0 {
-		var ip [4]byte
-		binary.LittleEndian.PutUint32(ip[:], e.addr4.Load())
-		dst = append(dst, netip.AddrFrom4(ip))
+		dst = append(dst, addrFrom4(e.addr4.Load()))
 		first = 1
 	}
 	if naddr > first {
@@ -366,10 +362,9 @@ func (e *entry) read(k *key, now int64, dst []netip.Addr) ([]netip.Addr, status,
 }
 
 // matches compares the entry's name with k, whose length the caller has
-// checked. The inline words are compared all at once (both are zero
-// padded): one branch, whatever the name's length.
+// checked.
 func (e *entry) matches(k *key) bool {
-	if (e.short[0].Load()^k.w[0])|(e.short[1].Load()^k.w[1])|(e.short[2].Load()^k.w[2])|(e.short[3].Load()^k.w[3]) != 0 {
+	if e.shortDiff(k.w[0], k.w[1], k.w[2], k.w[3]) != 0 {
 		return false
 	}
 	if k.n <= shortName {
@@ -377,6 +372,20 @@ func (e *entry) matches(k *key) bool {
 	}
 	o := e.over.Load()
 	return o != nil && k.equalLong(o.long)
+}
+
+// shortDiff is zero when the entry's inline name words are w0..w3: both
+// sides are zero padded, so all four are compared at once, one branch for
+// the caller whatever the name's length.
+func (e *entry) shortDiff(w0, w1, w2, w3 uint64) uint64 {
+	return (e.short[0].Load() ^ w0) | (e.short[1].Load() ^ w1) | (e.short[2].Load() ^ w2) | (e.short[3].Load() ^ w3)
+}
+
+// addrFrom4 is the IPv4 address held in an entry's addr4.
+func addrFrom4(a uint32) netip.Addr {
+	var ip [4]byte
+	binary.LittleEndian.PutUint32(ip[:], a)
+	return netip.AddrFrom4(ip)
 }
 
 // put stores what is known about name until expires, at time now: over
