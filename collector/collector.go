@@ -1,0 +1,187 @@
+package collector
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Collector is a pool of fetchers. It is safe for concurrent use: the node
+// calls Fetch from as many goroutines as it likes, and at most
+// Config.Fetchers lists are fetched at once.
+type Collector struct {
+	cfg    Config
+	tls    *tls.Config
+	free   chan *fetcher
+	bufs   bufPool
+	nopipe hostSet
+}
+
+// New returns a collector for cfg.
+func New(cfg Config) (*Collector, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	roots := cfg.RootCAs
+	if len(cfg.ExtraCAs) > 0 {
+		if roots == nil {
+			sys, err := x509.SystemCertPool()
+			if err != nil || sys == nil {
+				sys = x509.NewCertPool()
+			}
+			roots = sys
+		} else {
+			roots = roots.Clone()
+		}
+		for _, c := range cfg.ExtraCAs {
+			roots.AddCert(c)
+		}
+	}
+	c := &Collector{
+		cfg: cfg,
+		tls: &tls.Config{
+			RootCAs:            roots,
+			MinVersion:         tls.VersionTLS12,
+			NextProtos:         []string{"http/1.1"}, // never h2: we speak HTTP/1.1 only
+			ClientSessionCache: tls.NewLRUClientSessionCache(4096),
+		},
+		free:   make(chan *fetcher, cfg.Fetchers),
+		nopipe: hostSet{max: cfg.NoPipelineHosts, set: map[string]struct{}{}},
+	}
+	for range cfg.Fetchers {
+		c.free <- nil // a fetcher's state is made on first use
+	}
+	return c, nil
+}
+
+func (c *Collector) tlsConfig(host string) *tls.Config {
+	t := c.tls.Clone()
+	t.ServerName = host
+	return t
+}
+
+// Fetch fetches list on one of the pool's fetchers, waiting for one to be
+// free, and returns one result per request in list order. Cancelling ctx
+// cuts the list short: the response being read ends Canceled and the URLs
+// not yet answered come back NotTried.
+func (c *Collector) Fetch(ctx context.Context, l *List) *Batch {
+	b := &Batch{Results: make([]Result, len(l.Requests))}
+	for i, rq := range l.Requests {
+		b.Results[i] = Result{ID: rq.ID, URL: rq.URL, Kind: NotTried, ContentLength: -1}
+	}
+	if l.Robots {
+		b.Robots = &Result{Kind: NotTried, ContentLength: -1}
+	}
+	var f *fetcher
+	select {
+	case f = <-c.free:
+	case <-ctx.Done():
+		return b
+	}
+	if f == nil {
+		f = &fetcher{col: c, hdr: http.Header{"User-Agent": {c.cfg.UserAgent}, "Accept-Encoding": {acceptEncoding}}}
+		if c.cfg.From != "" {
+			f.hdr["From"] = []string{c.cfg.From}
+		}
+	}
+	defer func() { c.free <- f }()
+	f.run(ctx, l, b)
+	return b
+}
+
+// NoPipeline reports whether origin (scheme://host:port) is on the
+// no-pipelining list.
+func (c *Collector) NoPipeline(origin string) bool { return c.nopipe.has(origin) }
+
+// Release returns the batch's buffers to the pool; its results' Head,
+// WireBody and Body must not be used afterwards.
+func (c *Collector) Release(b *Batch) {
+	for i := range b.Results {
+		b.Results[i].release(&c.bufs)
+	}
+	if b.Robots != nil {
+		b.Robots.release(&c.bufs)
+	}
+}
+
+// hostSet is the bounded no-pipelining list; the oldest entry goes first.
+type hostSet struct {
+	mu   sync.Mutex
+	max  int
+	set  map[string]struct{}
+	fifo []string
+}
+
+func (s *hostSet) has(k string) bool {
+	s.mu.Lock()
+	_, ok := s.set[k]
+	s.mu.Unlock()
+	return ok
+}
+
+func (s *hostSet) add(k string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.set[k]; ok {
+		return
+	}
+	if len(s.fifo) >= s.max {
+		delete(s.set, s.fifo[0])
+		s.fifo = s.fifo[1:]
+	}
+	s.set[k] = struct{}{}
+	s.fifo = append(s.fifo, k)
+}
+
+// fetcher is one worker's reusable state.
+type fetcher struct {
+	col       *Collector
+	ctx       context.Context
+	hdr       http.Header
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	cw        countWriter
+	dec       decoders
+	addrs     []netip.Addr
+	items     []item
+	pending   []int
+	out       []exchange
+	reqs      []http.Request
+	lastClose time.Time
+}
+
+func (f *fetcher) reader(w *wireReader) *bufio.Reader {
+	if f.br == nil {
+		f.br = bufio.NewReaderSize(w, f.col.cfg.MaxHeader)
+	} else {
+		f.br.Reset(w)
+	}
+	return f.br
+}
+
+func (f *fetcher) writer(c interface{ Write([]byte) (int, error) }) *bufio.Writer {
+	f.cw = countWriter{w: c}
+	if f.bw == nil {
+		f.bw = bufio.NewWriterSize(&f.cw, 8<<10)
+	} else {
+		f.bw.Reset(&f.cw)
+	}
+	return f.bw
+}
+
+// countWriter counts the bytes written to a connection.
+type countWriter struct {
+	w interface{ Write([]byte) (int, error) }
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,171 @@
+package collector
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// conn is one connection of a list: the socket, the reader that counts and
+// times every read, and the buffered reader responses are parsed from.
+type conn struct {
+	raw   net.Conn // the TCP connection
+	c     net.Conn // raw, or the TLS connection over it
+	wire  wireReader
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	addr  netip.AddrPort
+	stop  func() bool // unregisters the cancellation hook
+	setup Timings     // DNS, Connect, TLS of this connection
+	seq   int         // 1-based within the list
+
+	answered  int  // responses read
+	canPipe   bool // the first response allows pipelining
+	pipeSeen  int  // pipelined requests answered
+	sent      int  // requests sent
+	written   int64
+	setupUsed bool // setup timings already given to a result
+}
+
+// pos is the stream offset of the next byte ReadResponse would see.
+func (c *conn) pos() int64 { return c.wire.n - int64(c.br.Buffered()) }
+
+// wireReader counts bytes read from a connection, caps them (limit) and
+// sets the read deadline before every read: the sooner of the response's
+// deadline and now+idle, or a one-shot first-byte deadline.
+type wireReader struct {
+	c        net.Conn
+	n        int64
+	limit    int64
+	deadline time.Time // whole response
+	first    time.Time // next read only (first byte), when not zero
+	idle     time.Duration
+}
+
+var errWireLimit = errors.New("collector: response longer than the wire limit")
+
+func (w *wireReader) Read(p []byte) (int, error) {
+	if w.n >= w.limit {
+		return 0, errWireLimit
+	}
+	if rest := w.limit - w.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	d := w.first
+	if d.IsZero() {
+		d = time.Now().Add(w.idle)
+	}
+	w.first = time.Time{}
+	if d.After(w.deadline) {
+		d = w.deadline
+	}
+	w.c.SetReadDeadline(d)
+	n, err := w.c.Read(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// dialError carries the kind of a failed connection attempt.
+type dialError struct {
+	kind Kind
+	err  error
+}
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// dial opens a connection to o, trying its addresses in order (at most
+// four), with TLS for https.
+func (f *fetcher) dial(ctx context.Context, o *origin) (*conn, error) {
+	cfg := &f.col.cfg
+	t0 := time.Now()
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(o.host); err == nil {
+		addrs = append(f.addrs[:0], ip)
+	} else {
+		a, err := cfg.Lookup(ctx, o.host)
+		if err != nil {
+			return nil, &dialError{DNS, fmt.Errorf("lookup %s: %w", o.host, err)}
+		}
+		if len(a) == 0 {
+			return nil, &dialError{DNS, fmt.Errorf("lookup %s: no addresses", o.host)}
+		}
+		addrs = a
+	}
+	c := &conn{}
+	c.setup.DNS = time.Since(t0)
+	t1 := time.Now()
+	var last error
+	d := net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	for i, ip := range addrs {
+		if i == 4 {
+			break
+		}
+		ap := netip.AddrPortFrom(ip.Unmap(), o.port)
+		raw, err := d.DialContext(ctx, "tcp", ap.String())
+		if err == nil {
+			c.raw, c.addr = raw, ap
+			break
+		}
+		last = err
+	}
+	if c.raw == nil {
+		return nil, &dialError{Connect, last}
+	}
+	c.setup.Connect = time.Since(t1)
+	c.c = c.raw
+	if o.tls {
+		t2 := time.Now()
+		tc := tls.Client(c.raw, f.col.tlsConfig(o.host))
+		hctx, cancel := context.WithTimeout(ctx, cfg.TLSTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			c.raw.Close()
+			kind := TLS
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+				kind = Timeout
+			}
+			return nil, &dialError{kind, fmt.Errorf("tls %s: %w", o.host, err)}
+		}
+		if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
+			c.raw.Close()
+			return nil, &dialError{TLS, fmt.Errorf("tls %s: server chose ALPN %q", o.host, p)}
+		}
+		c.setup.TLS = time.Since(t2)
+		c.c = tc
+	}
+	c.wire = wireReader{c: c.c, limit: 1 << 62, idle: cfg.IdleRead, deadline: time.Now().Add(cfg.ResponseTimeout)}
+	c.br = f.reader(&c.wire)
+	c.bw = f.writer(c.c)
+	// Cancelling the list closes the socket under any read or write.
+	raw := c.raw
+	c.stop = context.AfterFunc(ctx, func() { raw.Close() })
+	return c, nil
+}
+
+// close closes c. With linger (we gave up on the connection, the server may
+// still be writing or waiting), it first half-closes and drains for up to
+// Config.Linger, so that the server has closed its end before the list's
+// next connection opens.
+func (f *fetcher) close(c *conn, linger bool) {
+	c.stop()
+	if linger {
+		if tc, ok := c.raw.(*net.TCPConn); ok {
+			tc.CloseWrite()
+		}
+		c.raw.SetReadDeadline(time.Now().Add(f.col.cfg.Linger))
+		// Drain the socket, not the TLS layer: only the server's close
+		// matters here. At most 1 MiB, then a reset ends an endless sender.
+		io.CopyN(io.Discard, c.raw, 1<<20)
+	}
+	c.raw.Close()
+	f.lastClose = time.Now()
+}

@@ -1,0 +1,110 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/klauspost/compress/flate"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zlib"
+)
+
+// acceptEncoding is what we decode, and so what requests ask for.
+const acceptEncoding = "gzip, deflate"
+
+// decoders are a fetcher's reusable decompressors.
+type decoders struct {
+	src  bytes.Reader
+	gz   *gzip.Reader
+	zl   io.ReadCloser
+	fl   io.ReadCloser
+	used bool
+}
+
+// decode sets r.Body from r.WireBody, inflating gzip and deflate into a
+// pooled buffer of at most MaxBody bytes.
+func (f *fetcher) decode(r *Result) {
+	enc := strings.ToLower(strings.TrimSpace(r.ContentEncoding))
+	if enc == "" || enc == "identity" || len(r.WireBody) == 0 {
+		r.Body = r.WireBody
+		return
+	}
+	d := &f.dec
+	d.src.Reset(r.WireBody)
+	var zr io.Reader
+	var err error
+	switch enc {
+	case "gzip", "x-gzip":
+		if d.gz == nil {
+			d.gz, err = gzip.NewReader(&d.src)
+		} else {
+			err = d.gz.Reset(&d.src)
+		}
+		zr = d.gz
+	case "deflate":
+		// RFC 9110 says zlib; some servers send raw deflate.
+		if b := r.WireBody; len(b) >= 2 && b[0]&0x0f == 8 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0 {
+			if d.zl == nil {
+				d.zl, err = zlib.NewReader(&d.src)
+			} else {
+				err = d.zl.(zlib.Resetter).Reset(&d.src, nil)
+			}
+			zr = d.zl
+		} else {
+			if d.fl == nil {
+				d.fl = flate.NewReader(&d.src)
+			} else {
+				err = d.fl.(flate.Resetter).Reset(&d.src, nil)
+			}
+			zr = d.fl
+		}
+	default:
+		r.Body = r.WireBody
+		if r.Kind == OK {
+			r.Kind, r.Err = BadEncoding, fmt.Errorf("Content-Encoding %q is not one we decode", r.ContentEncoding)
+		}
+		return
+	}
+	db := f.col.bufs.get()
+	r.bufs[2] = db
+	if err == nil {
+		var complete bool
+		complete, err = readCapped(zr, db, f.col.cfg.MaxBody)
+		if err == nil && !complete {
+			r.Truncated = true
+			if r.Kind == OK {
+				r.Kind, r.Err = TooLarge, fmt.Errorf("decoded body over %d bytes: truncated", f.col.cfg.MaxBody)
+			}
+		}
+	}
+	r.Body = *db
+	if err != nil && r.Kind == OK {
+		r.Kind, r.Err = BadEncoding, fmt.Errorf("%s body: %w", enc, err)
+	}
+}
+
+// kindOf classifies an I/O error of the list's connection.
+func (f *fetcher) kindOf(err error) Kind {
+	var ne net.Error
+	switch {
+	case f.ctx.Err() != nil:
+		return Canceled
+	case errors.Is(err, errWireLimit), errors.Is(err, errHeadTooLarge):
+		return TooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return Timeout
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNABORTED):
+		return Reset
+	case errors.Is(err, context.DeadlineExceeded):
+		return Timeout
+	}
+	return BadResponse
+}

@@ -1,0 +1,84 @@
+// Package collector is kspider's Data Collector (thesis §2.2): a pool of
+// fetchers, each taking one host's list of URLs and fetching it over one
+// persistent, optionally pipelined HTTP/1.1 connection. It knows nothing of
+// scheduling or storage: it takes a list and gives back one Result per URL.
+//
+//	c, err := collector.New(collector.Config{UserAgent: "kspider/1.0 (+https://example.org/bot)", Lookup: res.Lookup})
+//	b := c.Fetch(ctx, &collector.List{Requests: reqs, Robots: true})
+//	for i := range b.Results { ... }
+//	c.Release(b)
+//
+// # HTTP
+//
+// The client is our own, on a net.Conn, because net/http's Transport cannot
+// pipeline and hides the connection. Requests are written with
+// (*http.Request).Write and responses read with http.ReadResponse on one
+// bufio.Reader per connection; there is no hand-written HTTP parser. Before
+// ReadResponse sees a response, the fetcher finds the end of its header
+// block in the bufio.Reader's buffer (whose size is Config.MaxHeader): a
+// longer header block is refused unread, and the block is copied as received
+// into Result.Head (status line, header lines in their order, case and
+// duplicates, and the blank line).
+//
+// # One connection per list
+//
+// A list's URLs share one origin (scheme, host, port). The fetcher resolves
+// the host with the configured lookup (kspider's caching resolver), dials
+// (TLS with SNI, ALPN "http/1.1" only, certificate checks), and sends the
+// list's requests with keep-alive, one connection at a time. When a server
+// closes (Connection: close, a keepalive_requests limit, an error), the rest
+// of the list goes on a new connection opened only after the old one is
+// closed and Config.ReconnectGap has passed. A connection the fetcher gives
+// up on (a cut body, a timeout, a framing error) is half-closed and drained
+// for up to Config.Linger, so the server has closed its end before the next
+// connection opens: a server never sees two connections of one list at once.
+//
+// # Pipelining
+//
+// With Config.Pipeline > 1, requests (all GET or HEAD) are pipelined to that
+// depth, but only once the connection's first response showed HTTP/1.1, a
+// known length (Content-Length or chunked) and keep-alive, and only for hosts
+// not on the no-pipelining list. Any anomaly while requests are pipelined —
+// EOF or reset with requests unanswered, a timeout, a response that does not
+// parse, bytes nobody asked for, a server closing as soon as it saw a second
+// request — puts the host on that list (bounded, oldest forgotten first) and
+// the unanswered requests are sent again, one at a time, on a new
+// connection. Responses are matched to requests by order, as HTTP/1.1
+// requires; the fetcher checks that nothing follows a response it was not
+// waiting for, so a server that answers twice cannot shift bodies onto the
+// wrong URLs wherever framing lets it tell.
+//
+// A request that got no response at all (the connection died first) is sent
+// again, up to Config.MaxAttempts times in all; two connections in a row
+// that answer nothing end the list (the rest get the error). A request whose
+// response started is never sent again: its result holds what arrived.
+//
+// # Limits
+//
+// Connect, TLS handshake, first byte (from a request's turn), whole response
+// and idle read (between reads of one response) each have a timeout; the
+// header block is capped (Config.MaxHeader, default 64 KiB); the body is
+// capped (Config.MaxBody, default 10 MiB): past it the page is kept
+// truncated (Result.Truncated) and the connection is closed. gzip, x-gzip
+// and deflate (zlib or raw) bodies are decoded with the same cap on the
+// output, so a gzip bomb costs bounded memory and time. Bytes read for one
+// response are capped at 4×MaxBody + MaxHeader whatever the framing (a
+// trailer or chunk headers without end). Redirects are results (Status and
+// Location), never followed.
+//
+// # Records
+//
+// Result.Head is the status line and header block exactly as received;
+// Result.WireBody the body with the transfer coding (chunked) removed but
+// the content coding kept, as the server sent it; Result.Body the decoded
+// body (the same slice when there is no content coding). WireBytes counts
+// the HTTP bytes of the exchange (request and response, with chunk framing
+// and 1xx responses; TLS record overhead is not counted).
+//
+// # Errors
+//
+// Every failure becomes a small Kind on the result: dns, connect, tls,
+// timeout, reset, too-large, bad-response, bad-encoding, bad-url, canceled,
+// not-tried. Nothing a server sends causes a panic, a hang or unbounded
+// memory.
+package collector

@@ -1,0 +1,322 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// origin is a list's scheme, host and port.
+type origin struct {
+	key  string // scheme://host:port, the no-pipelining list's key
+	host string // without brackets
+	port uint16
+	tls  bool
+}
+
+func originOf(u *url.URL) (origin, error) {
+	var o origin
+	switch u.Scheme {
+	case "http":
+		o.port = 80
+	case "https":
+		o.port, o.tls = 443, true
+	default:
+		return o, fmt.Errorf("scheme %q is not http or https", u.Scheme)
+	}
+	o.host = strings.ToLower(u.Hostname())
+	if o.host == "" {
+		return o, errors.New("no host")
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return o, fmt.Errorf("bad port %q", p)
+		}
+		o.port = uint16(n)
+	}
+	o.key = u.Scheme + "://" + o.host + ":" + strconv.Itoa(int(o.port))
+	return o, nil
+}
+
+// item is one URL of the list being fetched.
+type item struct {
+	res  *Result
+	u    *url.URL
+	head bool
+}
+
+// run fetches list l into b.
+func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
+	f.ctx = ctx
+	defer func() { f.ctx = nil }()
+	f.items = f.items[:0]
+	f.pending = f.pending[:0]
+	var o origin
+	have := false
+	add := func(r *Result, raw string, head bool) {
+		u, err := url.Parse(raw)
+		var ro origin
+		if err == nil {
+			ro, err = originOf(u)
+		}
+		if err == nil && have && ro.key != o.key {
+			err = fmt.Errorf("origin %s is not the list's %s", ro.key, o.key)
+		}
+		if err != nil {
+			r.Kind, r.Err = BadURL, fmt.Errorf("%q: %w", raw, err)
+			return
+		}
+		if !have {
+			o, have = ro, true
+		}
+		f.pending = append(f.pending, len(f.items))
+		f.items = append(f.items, item{res: r, u: u, head: head})
+	}
+	if b.Robots != nil && len(l.Requests) > 0 {
+		// The list's origin comes from its first URL that parses.
+		for _, rq := range l.Requests {
+			if u, err := url.Parse(rq.URL); err == nil {
+				if ro, err := originOf(u); err == nil {
+					b.Robots.URL = u.Scheme + "://" + u.Host + "/robots.txt"
+					o, have = ro, true
+					break
+				}
+			}
+		}
+		if have {
+			add(b.Robots, b.Robots.URL, false)
+		}
+	}
+	for i := range l.Requests {
+		add(&b.Results[i], l.Requests[i].URL, l.Requests[i].Head)
+	}
+	if len(f.pending) > 0 {
+		f.fetchAll(&o, b)
+	}
+	f.items = f.items[:0]
+}
+
+// fetchAll sends f.pending over one connection at a time until every item
+// has its result or the list ends.
+func (f *fetcher) fetchAll(o *origin, b *Batch) {
+	cfg := &f.col.cfg
+	var c *conn
+	barren := 0
+	var lastKind Kind
+	var lastErr error
+	out := f.out[:0]
+	defer func() {
+		if c != nil {
+			f.close(c, false)
+		}
+		for _, x := range out {
+			f.pending = append(f.pending, x.idx)
+		}
+		for _, i := range f.pending {
+			r := f.items[i].res
+			if r.Kind == OK || r.Status == 0 {
+				r.Kind, r.Err = NotTried, nil
+				if lastErr != nil && f.ctx.Err() == nil {
+					r.Kind, r.Err = lastKind, lastErr
+				}
+			}
+		}
+		f.pending = f.pending[:0]
+		f.out = out[:0]
+		if f.col.nopipe.has(o.key) {
+			b.NoPipeline = true
+		}
+	}()
+	// requeue puts unanswered exchanges back at the front of the queue, in
+	// order, unless they were sent MaxAttempts times already.
+	requeue := func(xs []exchange, kind Kind, err error) {
+		var back []int
+		for _, x := range xs {
+			r := f.items[x.idx].res
+			if r.Attempts >= cfg.MaxAttempts {
+				r.Kind, r.Err = kind, fmt.Errorf("no response after %d attempts: %w", r.Attempts, err)
+				continue
+			}
+			back = append(back, x.idx)
+		}
+		if len(back) > 0 {
+			f.pending = append(back, f.pending...)
+		}
+	}
+	var lastEnd time.Time
+	for len(f.pending) > 0 || len(out) > 0 {
+		if f.ctx.Err() != nil {
+			return
+		}
+		if c == nil {
+			if barren >= 2 {
+				return // lastKind/lastErr go to the rest
+			}
+			if b.Connections > 0 && !f.wait(cfg.ReconnectGap-time.Since(f.lastClose)) {
+				return
+			}
+			var err error
+			c, err = f.dial(f.ctx, o)
+			if err != nil {
+				if f.ctx.Err() == nil {
+					var de *dialError
+					errors.As(err, &de)
+					lastKind, lastErr = de.kind, err
+				}
+				c = nil
+				return
+			}
+			b.Connections++
+			c.seq = b.Connections
+		}
+		depth := 1
+		if c.canPipe && cfg.Pipeline > 1 && !f.col.nopipe.has(o.key) {
+			depth = cfg.Pipeline
+		}
+		now := time.Now()
+		for len(out) < depth && len(f.pending) > 0 {
+			i := f.pending[0]
+			f.pending = f.pending[1:]
+			x := exchange{idx: i, req: f.request(c.sent%cfg.Pipeline, &f.items[i]), sent: now, pipelined: len(out) > 0}
+			c.sent++
+			before := f.cw.n + int64(c.bw.Buffered())
+			if err := x.req.Write(c.bw); err != nil {
+				// Only a failed flush of a large request gets here.
+				out = append(out, x)
+				break
+			}
+			x.reqBytes = f.cw.n + int64(c.bw.Buffered()) - before
+			f.items[i].res.Attempts++
+			if x.pipelined {
+				b.Pipelined = true
+			}
+			out = append(out, x)
+		}
+		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
+		if err := c.bw.Flush(); err != nil {
+			if c.answered == 0 {
+				barren++
+			}
+			lastKind, lastErr = f.kindOf(err), err
+			if len(out) > 1 {
+				f.col.nopipe.add(o.key)
+			}
+			requeue(out, lastKind, err)
+			out = out[:0]
+			f.close(c, false)
+			c = nil
+			continue
+		}
+		x := out[0]
+		turn := x.sent
+		if lastEnd.After(turn) {
+			turn = lastEnd
+		}
+		r := f.items[x.idx].res
+		r.Timings = Timings{}
+		if !c.setupUsed {
+			r.Timings = c.setup
+			c.setupUsed = true
+		}
+		info := f.readResponse(c, &x, r, turn)
+		lastEnd = time.Now()
+		switch info.out {
+		case unanswered:
+			if c.answered == 0 {
+				barren++
+			}
+			lastKind, lastErr = Reset, r.Err
+			if len(out) > 1 || c.pipeSeen > 0 {
+				f.col.nopipe.add(o.key)
+			}
+			requeue(out, Reset, r.Err)
+			out = out[:0]
+			f.close(c, false)
+			c = nil
+			continue
+		case failed:
+			out = out[1:]
+			f.done(c, r, x)
+			if len(out) > 0 {
+				f.col.nopipe.add(o.key)
+			}
+			requeue(out, r.Kind, r.Err)
+			out = out[:0]
+			f.close(c, true)
+			c = nil
+			continue
+		}
+		out = out[1:]
+		barren = 0
+		c.answered++
+		f.done(c, r, x)
+		if c.answered == 1 {
+			c.canPipe = info.framed
+		}
+		if x.pipelined {
+			c.pipeSeen++
+		}
+		switch {
+		case !info.keep:
+			if len(out) > 0 && (!info.serverClose || !x.pipelined) {
+				// A cut body, or a server that closed as soon as it saw
+				// requests pipelined behind this one.
+				f.col.nopipe.add(o.key)
+			}
+			requeue(out, Reset, errors.New("the server closed the connection"))
+			out = out[:0]
+			f.close(c, !info.serverClose || r.Kind != OK)
+			c = nil
+		case len(out) == 0 && c.br.Buffered() > 0:
+			// Bytes nobody asked for: a second response, or a body longer
+			// than announced. Nothing after this point can be trusted.
+			if c.pipeSeen > 0 {
+				f.col.nopipe.add(o.key)
+			}
+			f.close(c, true)
+			c = nil
+		}
+	}
+}
+
+// done records where the response to x came from.
+func (f *fetcher) done(c *conn, r *Result, x exchange) {
+	r.Conn, r.Addr, r.Pipelined = c.seq, c.addr, x.pipelined
+}
+
+// request builds the request for it in slot, the connection's send count
+// modulo Pipeline: at most Pipeline requests are outstanding, so the slot's
+// previous request has been answered.
+func (f *fetcher) request(slot int, it *item) *http.Request {
+	if len(f.reqs) < f.col.cfg.Pipeline {
+		f.reqs = make([]http.Request, f.col.cfg.Pipeline)
+	}
+	rq := &f.reqs[slot]
+	method := http.MethodGet
+	if it.head {
+		method = http.MethodHead
+	}
+	*rq = http.Request{Method: method, URL: it.u, Header: f.hdr, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: it.u.Host}
+	return rq
+}
+
+// wait sleeps d unless the list is cancelled first.
+func (f *fetcher) wait(d time.Duration) bool {
+	if d <= 0 {
+		return f.ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-f.ctx.Done():
+		return false
+	}
+}

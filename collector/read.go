@@ -1,0 +1,202 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// readOutcome says what reading a response did to the connection.
+type readOutcome uint8
+
+const (
+	// answered: a response arrived (its body may be short); the connection
+	// may serve more when keep is set.
+	answered readOutcome = iota
+	// unanswered: the connection ended before any byte of a response; the
+	// request may be sent again.
+	unanswered
+	// failed: no usable response (timeout before the head, a head that is
+	// not HTTP, a head over the cap); the request is not sent again.
+	failed
+)
+
+var (
+	errHeadTooLarge   = errors.New("response header block over the limit")
+	errTooManyInterim = errors.New("too many 1xx responses")
+	errUpgrade        = errors.New("101 Switching Protocols to a request that asked for no upgrade")
+	errHeadMismatch   = errors.New("header block length disagrees with the parser")
+)
+
+// headEnd finds the end of the header block at the start of br's buffer,
+// reading more as needed, and returns its length. It fails when the block
+// does not fit the buffer (Config.MaxHeader) or the connection ends.
+func headEnd(br *bufio.Reader) (int, error) {
+	from := 0
+	for {
+		n := br.Buffered()
+		if n > 0 {
+			buf, _ := br.Peek(n)
+			// The block ends at the first empty line: "\n\n" or "\n\r\n",
+			// as textproto sees it.
+			for i := max(from, 0); i < n; i++ {
+				if buf[i] != '\n' {
+					continue
+				}
+				if i+1 < n && buf[i+1] == '\n' {
+					return i + 2, nil
+				}
+				if i+2 < n && buf[i+1] == '\r' && buf[i+2] == '\n' {
+					return i + 3, nil
+				}
+			}
+			from = n - 2
+			if n == br.Size() {
+				return 0, errHeadTooLarge
+			}
+		}
+		if _, err := br.Peek(n + 1); err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return 0, err
+		}
+	}
+}
+
+// exchange is one request on a connection: its item, when its turn began
+// and the request object ReadResponse needs (for HEAD).
+type exchange struct {
+	idx       int
+	req       *http.Request
+	sent      time.Time
+	reqBytes  int64
+	pipelined bool
+}
+
+// readInfo is what reading one response found.
+type readInfo struct {
+	out         readOutcome
+	keep        bool // the connection can carry another response
+	serverClose bool // the server said it closes (Connection: close, HTTP/1.0, close-delimited)
+	framed      bool // HTTP/1.1 with a known length: pipelining may follow
+}
+
+// readResponse reads the response to x into r, skipping 1xx responses.
+func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) readInfo {
+	cfg := &f.col.cfg
+	start := c.pos()
+	c.wire.deadline = turn.Add(cfg.ResponseTimeout)
+	c.wire.limit = c.wire.n + 4*cfg.MaxBody + int64(cfg.MaxHeader)
+	c.wire.first = turn.Add(cfg.FirstByte)
+	r.Kind, r.Err = OK, nil
+	defer func() {
+		r.WireBytes = c.pos() - start + x.reqBytes
+		r.Timings.Total = time.Since(turn)
+	}()
+	var resp *http.Response
+	for {
+		n, err := headEnd(c.br)
+		if err != nil {
+			if r.Interim == 0 && c.pos() == start && c.br.Buffered() == 0 && (f.ctx.Err() != nil || f.kindOf(err) == Reset) {
+				r.Err = err
+				return readInfo{out: unanswered}
+			}
+			r.Kind, r.Err = f.kindOf(err), err
+			if errors.Is(err, errHeadTooLarge) {
+				r.Kind = TooLarge
+			}
+			return readInfo{out: failed}
+		}
+		if r.Timings.FirstByte == 0 {
+			r.Timings.FirstByte = time.Since(turn)
+		}
+		head, _ := c.br.Peek(n)
+		hb := f.col.bufs.get()
+		*hb = append(*hb, head...)
+		p0 := c.pos()
+		resp, err = http.ReadResponse(c.br, x.req)
+		if err == nil && c.pos()-p0 != int64(n) {
+			err = errHeadMismatch
+		}
+		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+			err = errUpgrade
+		}
+		if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
+			f.col.bufs.put(hb)
+			if r.Interim++; r.Interim > cfg.MaxInterim {
+				r.Kind, r.Err = BadResponse, errTooManyInterim
+				return readInfo{out: failed}
+			}
+			continue
+		}
+		if err != nil {
+			f.col.bufs.put(hb)
+			r.Kind, r.Err = BadResponse, fmt.Errorf("response head: %w", err)
+			return readInfo{out: failed}
+		}
+		r.Head, r.bufs[0] = *hb, hb
+		break
+	}
+	h := resp.Header
+	r.Status, r.ProtoMinor, r.Header = resp.StatusCode, resp.ProtoMinor, h
+	r.ContentType, r.ContentEncoding, r.Location = h.Get("Content-Type"), h.Get("Content-Encoding"), h.Get("Location")
+	r.RetryAfter, r.LastModified, r.ETag, r.XRobotsTag = h.Get("Retry-After"), h.Get("Last-Modified"), h.Get("Etag"), h.Get("X-Robots-Tag")
+	r.ContentLength = resp.ContentLength
+	chunked := len(resp.TransferEncoding) > 0
+	info := readInfo{out: answered, serverClose: resp.Close}
+	info.framed = resp.ProtoAtLeast(1, 1) && !resp.Close && (resp.ContentLength >= 0 || chunked)
+	// Chunked with a Content-Length beside it is a smuggling pattern: read
+	// this body by its chunks, then trust nothing after it.
+	conflict := chunked && bytes.Contains(bytes.ToLower(r.Head), []byte("\ncontent-length:"))
+
+	wb := f.col.bufs.get()
+	r.bufs[1] = wb
+	if resp.ContentLength > 0 && resp.ContentLength <= cfg.MaxBody && int64(cap(*wb)) < resp.ContentLength {
+		*wb = make([]byte, 0, resp.ContentLength)
+	}
+	complete, err := readCapped(resp.Body, wb, cfg.MaxBody)
+	r.WireBody = *wb
+	switch {
+	case err == nil && !complete:
+		r.Kind, r.Err, r.Truncated = TooLarge, fmt.Errorf("body over %d bytes: truncated", cfg.MaxBody), true
+	case err != nil:
+		r.Short = true
+		r.Kind, r.Err = f.kindOf(err), fmt.Errorf("body after %d bytes: %w", len(r.WireBody), err)
+	default:
+		resp.Body.Close() // at EOF: returns at once
+		info.keep = !resp.Close && !conflict
+	}
+	f.decode(r)
+	return info
+}
+
+// readCapped appends body to *b until EOF or max+1 bytes; complete is false
+// when there was more than max (then *b holds exactly max).
+func readCapped(body io.Reader, b *[]byte, max int64) (complete bool, err error) {
+	buf := *b
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):cap(buf)]
+		if over := int64(len(buf)) + int64(len(room)) - (max + 1); over > 0 {
+			room = room[:int64(len(room))-over]
+		}
+		n, e := body.Read(room)
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			*b = buf[:max]
+			return false, nil
+		}
+		if e == io.EOF {
+			*b = buf
+			return true, nil
+		}
+		if e != nil {
+			*b = buf
+			return false, e
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package collector
+
+import (
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Request is one URL of a list.
+type Request struct {
+	ID   uint64 // the caller's id, copied to the result
+	URL  string // absolute http or https URL; every URL of a list has one origin
+	Head bool   // HEAD instead of GET
+}
+
+// List is one host's URLs, fetched in order over one connection at a time.
+type List struct {
+	Requests []Request
+	// Robots asks for /robots.txt of the list's origin first, on the same
+	// connection; its result is Batch.Robots.
+	Robots bool
+}
+
+// Batch is what a list gave.
+type Batch struct {
+	Results     []Result // one per request, in list order
+	Robots      *Result  // when List.Robots was set
+	Connections int      // connections opened
+	Pipelined   bool     // some requests went pipelined
+	NoPipeline  bool     // the host is (now) on the no-pipelining list
+}
+
+// Kind classifies what went wrong with a URL; OK is the empty kind.
+type Kind uint8
+
+const (
+	OK          Kind = iota
+	DNS              // the host did not resolve
+	Connect          // no TCP connection (refused, unreachable, connect timeout)
+	TLS              // handshake or certificate failure
+	Timeout          // first byte, idle read or whole response took too long
+	Reset            // the connection ended before the response did
+	TooLarge         // header block or body over its cap (body kept truncated)
+	BadResponse      // bytes that are not an HTTP/1.x response
+	BadEncoding      // Content-Encoding unknown or corrupt (WireBody kept)
+	BadURL           // not an http(s) URL of the list's origin
+	Canceled         // the list was cancelled while this response was read
+	NotTried         // the list ended (cancelled, or its host failed) before this URL was sent
+)
+
+var kindNames = [...]string{"", "dns", "connect", "tls", "timeout", "reset", "too-large", "bad-response", "bad-encoding", "bad-url", "canceled", "not-tried"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Timings of one URL. DNS, Connect and TLS are those of the connection and
+// are set only on the first request sent on it.
+type Timings struct {
+	DNS, Connect, TLS time.Duration
+	FirstByte         time.Duration // from the request's turn to the first byte of its response
+	Total             time.Duration // from the request's turn (or the dial) to the end of its response
+}
+
+// Result is what one URL gave. Head, WireBody and Body live in pooled
+// buffers: hand the batch back with Collector.Release when done.
+type Result struct {
+	ID  uint64
+	URL string
+
+	Kind Kind
+	Err  error // the detail behind Kind; nil when Kind is OK
+
+	Status     int // 0 when no response arrived
+	ProtoMinor int // 0 for HTTP/1.0, 1 for HTTP/1.1
+	Header     http.Header
+
+	// Headers the node needs ("" when absent).
+	ContentType, ContentEncoding, Location, RetryAfter string
+	LastModified, ETag, XRobotsTag                     string
+	ContentLength                                      int64 // -1 when not given
+
+	Head      []byte // status line and header block as received, through the blank line
+	WireBody  []byte // body as received, transfer coding removed, content coding kept
+	Body      []byte // decoded body (WireBody itself when not content-coded)
+	Truncated bool   // cut at MaxBody (on the wire or decoded)
+	Short     bool   // the body ended early; Kind says why
+
+	Interim   int  // 1xx responses skipped
+	Attempts  int  // times the request was sent
+	Pipelined bool // sent while another request was outstanding
+	Conn      int  // which of the list's connections served it (1-based; 0: none)
+
+	Addr      netip.AddrPort // the server
+	Timings   Timings
+	WireBytes int64 // HTTP bytes of the request and its response
+
+	bufs [3]*[]byte // pooled buffers behind Head, WireBody, Body
+}
+
+// bufPool recycles byte slices; every Collector has its own.
+type bufPool struct{ p sync.Pool }
+
+func (p *bufPool) get() *[]byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, 16<<10)
+	return &b
+}
+
+func (p *bufPool) put(b *[]byte) {
+	if b != nil {
+		p.p.Put(b)
+	}
+}
+
+// release returns r's buffers and clears its slices.
+func (r *Result) release(p *bufPool) {
+	for i, b := range r.bufs {
+		p.put(b)
+		r.bufs[i] = nil
+	}
+	r.Head, r.WireBody, r.Body = nil, nil, nil
+}
