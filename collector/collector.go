@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -20,6 +21,8 @@ type Collector struct {
 	free   chan *fetcher
 	bufs   bufPool
 	nopipe hostSet
+
+	dialRaw func(ctx context.Context) (net.Conn, error) // tests: replaces lookup and dial
 }
 
 // New returns a collector for cfg.

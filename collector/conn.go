@@ -84,6 +84,13 @@ func (e *dialError) Unwrap() error { return e.err }
 // four), with TLS for https.
 func (f *fetcher) dial(ctx context.Context, o *origin) (*conn, error) {
 	cfg := &f.col.cfg
+	if f.col.dialRaw != nil { // tests: a scripted connection
+		raw, err := f.col.dialRaw(ctx)
+		if err != nil {
+			return nil, &dialError{Connect, err}
+		}
+		return f.setup(ctx, &conn{raw: raw, c: raw}), nil
+	}
 	t0 := time.Now()
 	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(o.host); err == nil {
@@ -142,13 +149,19 @@ func (f *fetcher) dial(ctx context.Context, o *origin) (*conn, error) {
 		c.setup.TLS = time.Since(t2)
 		c.c = tc
 	}
+	return f.setup(ctx, c), nil
+}
+
+// setup readies a dialled connection.
+func (f *fetcher) setup(ctx context.Context, c *conn) *conn {
+	cfg := &f.col.cfg
 	c.wire = wireReader{c: c.c, limit: 1 << 62, idle: cfg.IdleRead, deadline: time.Now().Add(cfg.ResponseTimeout)}
 	c.br = f.reader(&c.wire)
 	c.bw = f.writer(c.c)
 	// Cancelling the list closes the socket under any read or write.
 	raw := c.raw
 	c.stop = context.AfterFunc(ctx, func() { raw.Close() })
-	return c, nil
+	return c
 }
 
 // close closes c. With linger (we gave up on the connection, the server may

@@ -45,7 +45,7 @@ func startWeb(t testing.TB, cfg testweb.Config, sc testweb.ServeConfig) (*testwe
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	res, err := resolver.New(resolver.Config{Servers: []string{srv.DNSAddr()}, Timeout: 500 * time.Millisecond, Network: "ip4"})
+	res, err := resolver.New(resolver.Config{Servers: []string{srv.DNSAddr()}, Timeout: 2 * time.Second, Network: "ip4"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,8 +78,8 @@ func TestHostileWeb(t *testing.T) {
 func hostile(t *testing.T, depth int) {
 	srv, log, lookup := hostileWeb(t)
 	const maxBody = 2 << 20
-	c := newCollector(t, srv, lookup, Config{Pipeline: depth, MaxBody: maxBody, FirstByte: 2 * time.Second,
-		IdleRead: 150 * time.Millisecond, ResponseTimeout: 4 * time.Second, Linger: 2 * time.Second})
+	c := newCollector(t, srv, lookup, Config{Pipeline: depth, MaxBody: maxBody, FirstByte: 5 * time.Second,
+		IdleRead: 150 * time.Millisecond, ResponseTimeout: 8 * time.Second, Linger: 2 * time.Second})
 	truth := srv.Truth()
 	type check struct {
 		name  string
@@ -104,7 +104,7 @@ func hostile(t *testing.T, depth int) {
 		}
 	}
 	checks := []check{
-		{"redirects", testweb.BehaviourRedirects, []string{"/go/3/0", "/go/2/1"}, time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"redirects", testweb.BehaviourRedirects, []string{"/go/3/0", "/go/2/1"}, 8 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			for i := range b.Results {
 				r := &b.Results[i]
 				d, _ := truth.Lookup(r.URL)
@@ -113,14 +113,14 @@ func hostile(t *testing.T, depth int) {
 				}
 			}
 		}},
-		{"redirect loop", testweb.BehaviourRedirectLoop, []string{"/loop/a/0", "/loop/b/0"}, time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"redirect loop", testweb.BehaviourRedirectLoop, []string{"/loop/a/0", "/loop/b/0"}, 8 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			for i := range b.Results {
 				if r := &b.Results[i]; r.Status/100 != 3 || r.Location == "" {
 					t.Errorf("%s: %d %q", r.URL, r.Status, r.Location)
 				}
 			}
 		}},
-		{"status", testweb.BehaviourStatus, []string{"/status/404/0", "/status/410/0", "/status/500/0", "/status/503/0", "/status/429/0"}, time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"status", testweb.BehaviourStatus, []string{"/status/404/0", "/status/410/0", "/status/500/0", "/status/503/0", "/status/429/0"}, 8 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			for i := range b.Results {
 				r := &b.Results[i]
 				code, _ := strconv.Atoi(strings.Split(r.URL, "/")[4])
@@ -129,13 +129,13 @@ func hostile(t *testing.T, depth int) {
 				}
 			}
 		}},
-		{"slow", testweb.BehaviourSlow, nil, 5 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"slow", testweb.BehaviourSlow, nil, 10 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			allExact(t, h, b)
 			if ft := b.Results[0].Timings.FirstByte; ft < 200*time.Millisecond {
 				t.Errorf("slow host answered after %v", ft)
 			}
 		}},
-		{"stall", testweb.BehaviourStall, []string{"/stall/0", "/stall/1", "/"}, 3 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"stall", testweb.BehaviourStall, []string{"/stall/0", "/stall/1", "/"}, 12 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			for _, r := range b.Results[:2] {
 				if r.Kind != Timeout || !r.Short || r.Status != 200 {
 					t.Errorf("%s: %s short %v status %d", r.URL, r.Kind, r.Short, r.Status)
@@ -146,13 +146,13 @@ func hostile(t *testing.T, depth int) {
 			}
 			exact(t, &b.Results[2])
 		}},
-		{"endless", testweb.BehaviourEndless, []string{"/stream/0", "/"}, 3 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"endless", testweb.BehaviourEndless, []string{"/stream/0", "/"}, 12 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			if r := &b.Results[0]; r.Kind != TooLarge || !r.Truncated || len(r.Body) != maxBody {
 				t.Errorf("%s: %s truncated %v, %d bytes", r.URL, r.Kind, r.Truncated, len(r.Body))
 			}
 			exact(t, &b.Results[1])
 		}},
-		{"gzip bomb", testweb.BehaviourGzipBomb, []string{"/bomb/0", "/"}, 2 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"gzip bomb", testweb.BehaviourGzipBomb, []string{"/bomb/0", "/"}, 8 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			r := &b.Results[0]
 			if r.Kind != TooLarge || !r.Truncated || len(r.Body) != maxBody || r.ContentEncoding != "gzip" || len(r.WireBody) > 256<<10 {
 				t.Errorf("%s: %s truncated %v, %d bytes from %d on the wire (%q)", r.URL, r.Kind, r.Truncated, len(r.Body), len(r.WireBody), r.ContentEncoding)
@@ -162,7 +162,7 @@ func hostile(t *testing.T, depth int) {
 			}
 			exact(t, &b.Results[1])
 		}},
-		{"wrong length", testweb.BehaviourWrongLength, nil, 5 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"wrong length", testweb.BehaviourWrongLength, nil, 10 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			for i := range b.Results {
 				r := &b.Results[i]
 				want, _ := truth.Body(r.URL)
@@ -176,25 +176,25 @@ func hostile(t *testing.T, depth int) {
 				}
 			}
 		}},
-		{"chunked", testweb.BehaviourChunked, nil, 2 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"chunked", testweb.BehaviourChunked, nil, 8 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			allExact(t, h, b)
 			if !bytes.Contains(b.Results[0].Head, []byte("Transfer-Encoding: chunked")) {
 				t.Errorf("head %q", b.Results[0].Head)
 			}
 		}},
-		{"close after 3", testweb.BehaviourCloseAfter, nil, 5 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"close after 3", testweb.BehaviourCloseAfter, nil, 10 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			allExact(t, h, b)
 			if want := (len(b.Results) + 1 + testweb.CloseAfterRequests - 1) / testweb.CloseAfterRequests; b.Connections != want {
 				t.Errorf("%d connections for %d requests, want %d", b.Connections, len(b.Results)+1, want)
 			}
 		}},
-		{"pipeline break", testweb.BehaviourPipelineBreak, nil, 5 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
+		{"pipeline break", testweb.BehaviourPipelineBreak, nil, 10 * time.Second, func(t *testing.T, h *testweb.Host, b *Batch) {
 			allExact(t, h, b)
 			if depth > 1 && !b.NoPipeline {
 				t.Errorf("host not on the no-pipelining list")
 			}
 		}},
-		{"non-utf8", testweb.BehaviourNonUTF8, nil, 2 * time.Second, allExact},
+		{"non-utf8", testweb.BehaviourNonUTF8, nil, 8 * time.Second, allExact},
 	}
 	var wg sync.WaitGroup
 	for _, ck := range checks {

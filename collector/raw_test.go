@@ -126,7 +126,7 @@ func rawCollector(t *testing.T, cfg Config) *Collector {
 		return nil, errors.New("raw tests use IP literals")
 	}
 	if cfg.ReconnectGap == 0 {
-		cfg.ReconnectGap = time.Millisecond
+		cfg.ReconnectGap = 20 * time.Millisecond
 	}
 	if cfg.FirstByte == 0 {
 		cfg.FirstByte = 2 * time.Second
@@ -224,7 +224,10 @@ func misbehave(t *testing.T, depth int) {
 		if r.Kind != Reset || !r.Short || r.Status != 200 || string(r.Body) != "the body of /p5, cut" {
 			t.Errorf("cut body: kind %s short %v status %d body %q", r.Kind, r.Short, r.Status, r.Body)
 		}
-		if _, _, hits := s.stats(); hits["/p5"] != 1 {
+		// A response that started is not asked again, unless the client
+		// never saw it: a server that closes with pipelined requests
+		// unread sends a reset, which may discard what it sent before.
+		if _, _, hits := s.stats(); hits["/p5"] != 1 && (depth == 1 || hits["/p5"] > 3) {
 			t.Errorf("/p5 fetched %d times: a response that started must not be asked again", hits["/p5"])
 		}
 	})

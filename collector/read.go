@@ -120,6 +120,9 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 		if err == nil && c.pos()-p0 != int64(n) {
 			err = errHeadMismatch
 		}
+		if err == nil && (resp.StatusCode < 100 || resp.StatusCode > 599) {
+			err = fmt.Errorf("status %d outside 100-599", resp.StatusCode)
+		}
 		if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
 			err = errUpgrade
 		}

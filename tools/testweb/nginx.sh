@@ -16,6 +16,8 @@
 #   NGINX_PORT      HTTP port shared by every host address (default: random)
 #   DNS_PORT        dnsmasq port on 127.0.0.1 (default: random)
 #   HOSTS_PER_DOC   host names per documentation package (default 10)
+#   KEEPALIVE_REQUESTS  nginx's keepalive_requests (default 1000000); tests
+#                   set it low to see a client reconnect
 #   NGINX_BIN, DNSMASQ_BIN  the binaries (default /usr/sbin/nginx, /usr/sbin/dnsmasq)
 #
 # Packages used when installed: postgresql-doc-15, python3.11-doc,
@@ -27,6 +29,7 @@ NGINX_BIN=${NGINX_BIN:-/usr/sbin/nginx}
 unset NGINX
 DNSMASQ_BIN=${DNSMASQ_BIN:-/usr/sbin/dnsmasq}
 HOSTS_PER_DOC=${HOSTS_PER_DOC:-10}
+KEEPALIVE_REQUESTS=${KEEPALIVE_REQUESTS:-1000000}
 
 die() { echo "nginx.sh: $*" >&2; exit 1; }
 
@@ -100,7 +103,7 @@ http {
     uwsgi_temp_path $dir/tmp/uwsgi;
     scgi_temp_path $dir/tmp/scgi;
     sendfile on;
-    keepalive_requests 1000000;
+    keepalive_requests $KEEPALIVE_REQUESTS;
     keepalive_timeout 120s;
 CONF
 			while read -r ip name root; do
