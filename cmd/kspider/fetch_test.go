@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// TestFetchCommand fetches pages of a test web (http and https, through its
+// DNS server and CA), a redirect and an unknown host, in text and JSON.
+func TestFetchCommand(t *testing.T) {
+	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: 80, Seed: 21, MaxPages: 20}),
+		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(ca, srv.CACertPEM(), 0o644)
+	var plain, secure, redirect *testweb.Host
+	for _, h := range srv.Web().Hosts() {
+		if (h.DNS != testweb.DNSNormal && h.DNS != testweb.DNSCNAME) || h.Wildcard {
+			continue
+		}
+		switch {
+		case h.Behaviour == testweb.BehaviourNormal && h.Scheme == "http" && plain == nil:
+			plain = h
+		case h.Behaviour == testweb.BehaviourNormal && h.Scheme == "https" && secure == nil:
+			secure = h
+		case h.Behaviour == testweb.BehaviourRedirects && redirect == nil:
+			redirect = h
+		}
+	}
+	if plain == nil || secure == nil || redirect == nil {
+		t.Fatal("the web lacks a plain, an https or a redirecting host")
+	}
+	orig := func(h *testweb.Host) string {
+		p := srv.Ports().HTTP
+		if h.Scheme == "https" {
+			p = srv.Ports().HTTPS
+		}
+		return h.Scheme + "://" + h.Name + ":" + strconv.Itoa(p)
+	}
+	urls := []string{orig(plain) + "/", orig(secure) + "/", orig(plain) + "/robots.txt", orig(redirect) + "/go/2/0"}
+	bodies := t.TempDir()
+	args := append([]string{"fetch", "--server", srv.DNSAddr(), "--ca", ca, "--pipeline", "4", "--body", bodies, "--json"}, urls...)
+	code, out, errOut := runCmd(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(urls) {
+		t.Fatalf("%d lines for %d URLs:\n%s", len(lines), len(urls), out)
+	}
+	for i, line := range lines {
+		var l fetchLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := srv.Truth().Lookup(urls[i])
+		if l.URL != urls[i] || l.Status != d.Status || l.Kind != "" || l.Location != d.Location {
+			t.Errorf("line %d: %+v, truth %+v", i, l, d)
+		}
+		if d.Status == 200 {
+			want, _ := srv.Truth().Body(urls[i])
+			got, _ := os.ReadFile(l.BodyFile)
+			if string(got) != string(want) {
+				t.Errorf("%s: body file %s has %d bytes, want %d", urls[i], l.BodyFile, len(got), len(want))
+			}
+		}
+	}
+
+	code, out, errOut = runCmd(t, "", "fetch", "--server", srv.DNSAddr(), orig(plain)+"/", "http://no-such-host.th:"+strconv.Itoa(srv.Ports().HTTP)+"/")
+	if code != 1 || !strings.Contains(out, "\t200\t-\t") || !strings.Contains(out, "\t0\tdns\t") || !strings.Contains(errOut, "1 of 2 URLs failed") {
+		t.Errorf("exit %d:\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := runCmd(t, "", "fetch", "ftp://x/"); code != 2 {
+		t.Errorf("ftp URL: exit %d, want 2", code)
+	}
+}
