@@ -55,6 +55,7 @@ func New(cfg Config) (*Collector, error) {
 		},
 		free:   make(chan *fetcher, cfg.Fetchers),
 		nopipe: hostSet{max: cfg.NoPipelineHosts, set: map[string]struct{}{}},
+		bufs:   bufPool{max: cfg.PoolBytes},
 	}
 	for range cfg.Fetchers {
 		c.free <- nil // a fetcher's state is made on first use
@@ -146,7 +147,9 @@ type fetcher struct {
 	col       *Collector
 	ctx       context.Context
 	hdr       http.Header
-	br        *bufio.Reader
+	br        *bufio.Reader // small (smallReader bytes)
+	brBig     *bufio.Reader // Config.MaxHeader bytes, for long heads
+	pre       prefixReader
 	bw        *bufio.Writer
 	cw        countWriter
 	dec       decoders
@@ -160,7 +163,7 @@ type fetcher struct {
 
 func (f *fetcher) reader(w *wireReader) *bufio.Reader {
 	if f.br == nil {
-		f.br = bufio.NewReaderSize(w, f.col.cfg.MaxHeader)
+		f.br = bufio.NewReaderSize(w, min(smallReader, f.col.cfg.MaxHeader))
 	} else {
 		f.br.Reset(w)
 	}

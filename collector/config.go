@@ -44,6 +44,9 @@ type Config struct {
 	MaxAttempts int   // sends of a request that got no response (default 3)
 	MaxInterim  int   // 1xx responses skipped before the final one (default 8)
 
+	// PoolBytes bounds the buffers kept for reuse (default 64 MiB).
+	PoolBytes int64
+
 	// NoPipelineHosts bounds the no-pipelining list (default 65536).
 	NoPipelineHosts int
 }
@@ -91,5 +94,8 @@ func (c *Config) setDefaults() error {
 	defInt(&c.MaxAttempts, 3)
 	defInt(&c.MaxInterim, 8)
 	defInt(&c.NoPipelineHosts, 65536)
+	if c.PoolBytes <= 0 {
+		c.PoolBytes = 64 << 20
+	}
 	return nil
 }

@@ -72,11 +72,10 @@ func (f *fetcher) decode(r *Result) {
 		}
 		return
 	}
-	db := f.col.bufs.get()
-	r.bufs[2] = db
+	db := f.col.bufs.get(min(4*len(r.WireBody), int(f.col.cfg.MaxBody)))
 	if err == nil {
 		var complete bool
-		complete, err = readCapped(zr, db, f.col.cfg.MaxBody)
+		complete, err = f.col.bufs.readCapped(zr, &db, f.col.cfg.MaxBody)
 		if err == nil && !complete {
 			r.Truncated = true
 			if r.Kind == OK {
@@ -84,6 +83,7 @@ func (f *fetcher) decode(r *Result) {
 			}
 		}
 	}
+	r.bufs[2] = db
 	r.Body = *db
 	if err != nil && r.Kind == OK {
 		r.Kind, r.Err = BadEncoding, fmt.Errorf("%s body: %w", enc, err)

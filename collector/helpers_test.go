@@ -88,10 +88,11 @@ func listOf(urls []string) *List {
 	return l
 }
 
-// audit flushes and audits the web's request log.
+// audit stops the web, so that every request and connection is logged,
+// and audits its request log.
 func audit(t testing.TB, srv *testweb.Server, log *lockedBuffer) *testweb.Report {
 	t.Helper()
-	if err := srv.FlushLog(); err != nil {
+	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := testweb.Audit(bytes.NewReader(log.Bytes()), testweb.AuditOptions{})

@@ -15,7 +15,7 @@ import (
 // hostileWeb serves a test web with every hostile kind, with short bounds.
 func hostileWeb(t *testing.T) (*testweb.Server, *lockedBuffer, LookupFunc) {
 	return startWeb(t, testweb.Config{Hosts: 80, Seed: 21, MaxPages: 40}, testweb.ServeConfig{
-		SlowDelay: 200 * time.Millisecond, StallFor: 400 * time.Millisecond,
+		SlowDelay: 200 * time.Millisecond, StallFor: time.Second,
 		EndlessFor: 3 * time.Second, EndlessBytes: 8 << 20, BombSize: 64 << 20})
 }
 
@@ -79,7 +79,7 @@ func hostile(t *testing.T, depth int) {
 	srv, log, lookup := hostileWeb(t)
 	const maxBody = 2 << 20
 	c := newCollector(t, srv, lookup, Config{Pipeline: depth, MaxBody: maxBody, FirstByte: 5 * time.Second,
-		IdleRead: 150 * time.Millisecond, ResponseTimeout: 8 * time.Second, Linger: 2 * time.Second})
+		IdleRead: 500 * time.Millisecond, ResponseTimeout: 8 * time.Second, Linger: 2 * time.Second})
 	truth := srv.Truth()
 	type check struct {
 		name  string

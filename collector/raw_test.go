@@ -258,6 +258,21 @@ func misbehave(t *testing.T, depth int) {
 			}
 		}
 	})
+	t.Run("long heads", func(t *testing.T) {
+		// Heads longer than the small reader (4 KiB), under the cap.
+		pad := strings.Repeat("p", 20<<10)
+		_, b := run(t, func(cs *rawConn, req *http.Request) bool {
+			body := bodyOf(req.URL.Path)
+			fmt.Fprintf(cs.bw, "HTTP/1.1 200 OK\r\nX-Pad: %s\r\nContent-Length: %d\r\n\r\n%s", pad[:len(pad)-len(body)], len(body), body)
+			return true
+		})
+		checkBodies(t, b)
+		for i := range b.Results {
+			if r := &b.Results[i]; !strings.HasSuffix(string(r.Head), "\r\n\r\n") || len(r.Head) < 20<<10 {
+				t.Errorf("%s: head of %d bytes", r.URL, len(r.Head))
+			}
+		}
+	})
 	t.Run("1xx before the final response", func(t *testing.T) {
 		_, b := run(t, func(cs *rawConn, req *http.Request) bool {
 			cs.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")

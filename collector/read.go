@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 )
@@ -98,6 +97,12 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	var resp *http.Response
 	for {
 		n, err := headEnd(c.br)
+		if errors.Is(err, errHeadTooLarge) && c.br.Size() < cfg.MaxHeader {
+			// Most heads fit the small reader; this one moves the
+			// connection to a reader the size of the header cap.
+			f.growReader(c)
+			n, err = headEnd(c.br)
+		}
 		if err != nil {
 			if r.Interim == 0 && c.pos() == start && c.br.Buffered() == 0 && (f.ctx.Err() != nil || f.kindOf(err) == Reset) {
 				r.Err = err
@@ -113,7 +118,7 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 			r.Timings.FirstByte = time.Since(turn)
 		}
 		head, _ := c.br.Peek(n)
-		hb := f.col.bufs.get()
+		hb := f.col.bufs.get(n)
 		*hb = append(*hb, head...)
 		p0 := c.pos()
 		resp, err = http.ReadResponse(c.br, x.req)
@@ -154,12 +159,14 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	// this body by its chunks, then trust nothing after it.
 	conflict := chunked && bytes.Contains(bytes.ToLower(r.Head), []byte("\ncontent-length:"))
 
-	wb := f.col.bufs.get()
-	r.bufs[1] = wb
-	if resp.ContentLength > 0 && resp.ContentLength <= cfg.MaxBody && int64(cap(*wb)) < resp.ContentLength {
-		*wb = make([]byte, 0, resp.ContentLength)
+	hint := 16 << 10
+	if resp.ContentLength >= 0 {
+		// One more byte than announced: EOF then arrives without a grow.
+		hint = int(min(resp.ContentLength, cfg.MaxBody)) + 1
 	}
-	complete, err := readCapped(resp.Body, wb, cfg.MaxBody)
+	wb := f.col.bufs.get(hint)
+	complete, err := f.col.bufs.readCapped(resp.Body, &wb, cfg.MaxBody)
+	r.bufs[1] = wb
 	r.WireBody = *wb
 	switch {
 	case err == nil && !complete:
@@ -175,31 +182,38 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	return info
 }
 
-// readCapped appends body to *b until EOF or max+1 bytes; complete is false
-// when there was more than max (then *b holds exactly max).
-func readCapped(body io.Reader, b *[]byte, max int64) (complete bool, err error) {
-	buf := *b
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		room := buf[len(buf):cap(buf)]
-		if over := int64(len(buf)) + int64(len(room)) - (max + 1); over > 0 {
-			room = room[:int64(len(room))-over]
-		}
-		n, e := body.Read(room)
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > max {
-			*b = buf[:max]
-			return false, nil
-		}
-		if e == io.EOF {
-			*b = buf
-			return true, nil
-		}
-		if e != nil {
-			*b = buf
-			return false, e
-		}
+// smallReader is the buffered reader a connection starts with: reads of a
+// body at least this long bypass it (bufio reads straight into the body
+// buffer), so a page is copied once.
+const smallReader = 4 << 10
+
+// growReader moves c to the fetcher's big reader (Config.MaxHeader bytes),
+// carrying over what the small one holds.
+func (f *fetcher) growReader(c *conn) {
+	held, _ := c.br.Peek(c.br.Buffered())
+	f.pre.held = append(f.pre.held[:0], held...)
+	f.pre.w = &c.wire
+	if f.brBig == nil {
+		f.brBig = bufio.NewReaderSize(&f.pre, f.col.cfg.MaxHeader)
+	} else {
+		f.brBig.Reset(&f.pre)
 	}
+	c.br = f.brBig
+	// Take the held bytes in at once, so that pos stays exact.
+	c.br.Peek(len(f.pre.held))
+}
+
+// prefixReader returns held bytes, then reads the connection.
+type prefixReader struct {
+	held []byte
+	w    *wireReader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if len(p.held) > 0 {
+		n := copy(b, p.held)
+		p.held = p.held[n:]
+		return n, nil
+	}
+	return p.w.Read(b)
 }

@@ -3,7 +3,6 @@ package collector
 import (
 	"net/http"
 	"net/netip"
-	"sync"
 	"time"
 )
 
@@ -100,24 +99,6 @@ type Result struct {
 	WireBytes int64 // HTTP bytes of the request and its response
 
 	bufs [3]*[]byte // pooled buffers behind Head, WireBody, Body
-}
-
-// bufPool recycles byte slices; every Collector has its own.
-type bufPool struct{ p sync.Pool }
-
-func (p *bufPool) get() *[]byte {
-	if b, ok := p.p.Get().(*[]byte); ok {
-		*b = (*b)[:0]
-		return b
-	}
-	b := make([]byte, 0, 16<<10)
-	return &b
-}
-
-func (p *bufPool) put(b *[]byte) {
-	if b != nil {
-		p.p.Put(b)
-	}
 }
 
 // release returns r's buffers and clears its slices.

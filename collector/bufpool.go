@@ -1,0 +1,105 @@
+package collector
+
+import (
+	"io"
+	"sync"
+)
+
+// bufPool recycles the buffers results hold, in power-of-two size classes
+// from 4 KiB to 1 MiB. Unlike a sync.Pool it is not emptied by every
+// garbage collection, which at crawl rates comes every few megabytes; it
+// keeps at most max bytes, and larger buffers are left to the collector.
+type bufPool struct {
+	mu      sync.Mutex
+	classes [poolClasses][]*[]byte
+	held    int64
+	max     int64
+}
+
+const (
+	poolMin     = 4 << 10
+	poolClasses = 9 // 4 KiB .. 1 MiB
+)
+
+// classOf is the smallest class holding n bytes, or -1 past 1 MiB.
+func classOf(n int) int {
+	for i := range poolClasses {
+		if n <= poolMin<<i {
+			return i
+		}
+	}
+	return -1
+}
+
+// get returns an empty buffer with room for at least n bytes.
+func (p *bufPool) get(n int) *[]byte {
+	i := classOf(n)
+	if i < 0 {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	p.mu.Lock()
+	if k := len(p.classes[i]); k > 0 {
+		b := p.classes[i][k-1]
+		p.classes[i] = p.classes[i][:k-1]
+		p.held -= int64(cap(*b))
+		p.mu.Unlock()
+		*b = (*b)[:0]
+		return b
+	}
+	p.mu.Unlock()
+	b := make([]byte, 0, poolMin<<i)
+	return &b
+}
+
+// put keeps b for reuse if it is of a class and the pool has room.
+func (p *bufPool) put(b *[]byte) {
+	if b == nil {
+		return
+	}
+	c := cap(*b)
+	i := classOf(c)
+	if i < 0 || poolMin<<i != c {
+		return
+	}
+	p.mu.Lock()
+	if p.held+int64(c) <= p.max {
+		p.classes[i] = append(p.classes[i], b)
+		p.held += int64(c)
+	}
+	p.mu.Unlock()
+}
+
+// readCapped appends body to *b until EOF or max+1 bytes, growing *b from
+// the pool; complete is false when there was more than max (then *b holds
+// exactly max).
+func (p *bufPool) readCapped(body interface{ Read([]byte) (int, error) }, b **[]byte, max int64) (complete bool, err error) {
+	buf := **b
+	for {
+		if len(buf) == cap(buf) {
+			nb := p.get(2 * cap(buf))
+			*nb = append(*nb, buf...)
+			**b = buf
+			p.put(*b)
+			*b = nb
+			buf = *nb
+		}
+		room := buf[len(buf):cap(buf)]
+		if over := int64(len(buf)) + int64(len(room)) - (max + 1); over > 0 {
+			room = room[:int64(len(room))-over]
+		}
+		n, e := body.Read(room)
+		buf = buf[:len(buf)+n]
+		switch {
+		case int64(len(buf)) > max:
+			**b = buf[:max]
+			return false, nil
+		case e == io.EOF:
+			**b = buf
+			return true, nil
+		case e != nil:
+			**b = buf
+			return false, e
+		}
+	}
+}
