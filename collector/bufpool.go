@@ -6,7 +6,7 @@ import (
 )
 
 // bufPool recycles the buffers results hold, in power-of-two size classes
-// from 4 KiB to 1 MiB. Unlike a sync.Pool it is not emptied by every
+// from 512 bytes (heads) to 1 MiB. Unlike a sync.Pool it is not emptied by every
 // garbage collection, which at crawl rates comes every few megabytes; it
 // keeps at most max bytes, and larger buffers are left to the collector.
 type bufPool struct {
@@ -17,8 +17,8 @@ type bufPool struct {
 }
 
 const (
-	poolMin     = 4 << 10
-	poolClasses = 9 // 4 KiB .. 1 MiB
+	poolMin     = 512
+	poolClasses = 12 // 512 bytes .. 1 MiB
 )
 
 // classOf is the smallest class holding n bytes, or -1 past 1 MiB.

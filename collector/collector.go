@@ -98,6 +98,10 @@ func (c *Collector) Fetch(ctx context.Context, l *List) *Batch {
 	return b
 }
 
+// ReleaseResult returns one result's buffers to the pool (from List.Each,
+// say, once the page is stored); Release of its batch then skips it.
+func (c *Collector) ReleaseResult(r *Result) { r.release(&c.bufs) }
+
 // NoPipeline reports whether origin (scheme://host:port) is on the
 // no-pipelining list.
 func (c *Collector) NoPipeline(origin string) bool { return c.nopipe.has(origin) }
@@ -146,6 +150,7 @@ func (s *hostSet) add(k string) {
 type fetcher struct {
 	col       *Collector
 	ctx       context.Context
+	each      func(*Result)
 	hdr       http.Header
 	br        *bufio.Reader // small (smallReader bytes)
 	brBig     *bufio.Reader // Config.MaxHeader bytes, for long heads
@@ -159,6 +164,8 @@ type fetcher struct {
 	out       []exchange
 	reqs      []http.Request
 	lastClose time.Time
+	reads     int // read calls on the list's connections
+	writes    int
 }
 
 func (f *fetcher) reader(w *wireReader) *bufio.Reader {
@@ -182,12 +189,14 @@ func (f *fetcher) writer(c interface{ Write([]byte) (int, error) }) *bufio.Write
 
 // countWriter counts the bytes written to a connection.
 type countWriter struct {
-	w interface{ Write([]byte) (int, error) }
-	n int64
+	w      interface{ Write([]byte) (int, error) }
+	n      int64
+	writes int
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	c.writes++
 	return n, err
 }

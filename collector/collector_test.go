@@ -28,7 +28,16 @@ func TestPlainWeb(t *testing.T) {
 			n, pipelined := 0, 0
 			for _, urls := range lists {
 				wg.Go(func() {
-					b := c.Fetch(context.Background(), &List{Requests: listOf(urls).Requests, Robots: true})
+					seen := map[*Result]int{}
+					b := c.Fetch(context.Background(), &List{Requests: listOf(urls).Requests, Robots: true, Each: func(r *Result) { seen[r]++ }})
+					if len(seen) != len(urls)+1 {
+						t.Errorf("%s: Each saw %d results of %d", urls[0], len(seen), len(urls)+1)
+					}
+					for r, n := range seen {
+						if n != 1 {
+							t.Errorf("%s: Each called %d times", r.URL, n)
+						}
+					}
 					defer c.Release(b)
 					mu.Lock()
 					defer mu.Unlock()

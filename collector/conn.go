@@ -46,6 +46,7 @@ type wireReader struct {
 	deadline time.Time // whole response
 	first    time.Time // next read only (first byte), when not zero
 	idle     time.Duration
+	reads    int
 }
 
 var errWireLimit = errors.New("collector: response longer than the wire limit")
@@ -68,6 +69,7 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	w.c.SetReadDeadline(d)
 	n, err := w.c.Read(p)
 	w.n += int64(n)
+	w.reads++
 	return n, err
 }
 
@@ -170,6 +172,9 @@ func (f *fetcher) setup(ctx context.Context, c *conn) *conn {
 // next connection opens.
 func (f *fetcher) close(c *conn, linger bool) {
 	c.stop()
+	f.reads += c.wire.reads
+	f.writes += f.cw.writes
+	f.cw.writes = 0
 	if linger {
 		if tc, ok := c.raw.(*net.TCPConn); ok {
 			tc.CloseWrite()

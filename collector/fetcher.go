@@ -53,8 +53,8 @@ type item struct {
 
 // run fetches list l into b.
 func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
-	f.ctx = ctx
-	defer func() { f.ctx = nil }()
+	f.ctx, f.each = ctx, l.Each
+	defer func() { f.ctx, f.each = nil, nil }()
 	f.items = f.items[:0]
 	f.pending = f.pending[:0]
 	var o origin
@@ -70,6 +70,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 		}
 		if err != nil {
 			r.Kind, r.Err = BadURL, fmt.Errorf("%q: %w", raw, err)
+			f.finish(r)
 			return
 		}
 		if !have {
@@ -120,15 +121,16 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		}
 		for _, i := range f.pending {
 			r := f.items[i].res
-			if r.Kind == OK || r.Status == 0 {
-				r.Kind, r.Err = NotTried, nil
-				if lastErr != nil && f.ctx.Err() == nil {
-					r.Kind, r.Err = lastKind, lastErr
-				}
+			r.Kind, r.Err = NotTried, nil
+			if lastErr != nil && f.ctx.Err() == nil {
+				r.Kind, r.Err = lastKind, lastErr
 			}
+			f.finish(r)
 		}
 		f.pending = f.pending[:0]
 		f.out = out[:0]
+		b.Reads, b.Writes = f.reads, f.writes
+		f.reads, f.writes = 0, 0
 		if f.col.nopipe.has(o.key) {
 			b.NoPipeline = true
 		}
@@ -141,6 +143,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			r := f.items[x.idx].res
 			if r.Attempts >= cfg.MaxAttempts {
 				r.Kind, r.Err = kind, fmt.Errorf("no response after %d attempts: %w", r.Attempts, err)
+				f.finish(r)
 				continue
 			}
 			back = append(back, x.idx)
@@ -178,6 +181,11 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		depth := 1
 		if c.canPipe && cfg.Pipeline > 1 && !f.col.nopipe.has(o.key) {
 			depth = cfg.Pipeline
+			if c.br.Size() < cfg.MaxHeader {
+				// Pipelined responses come back to back: one read of the
+				// big reader takes in several, for one copy each.
+				f.growReader(c)
+			}
 		}
 		now := time.Now()
 		for len(out) < depth && len(f.pending) > 0 {
@@ -298,9 +306,17 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	}
 }
 
-// done records where the response to x came from.
+// done records where the response to x came from; r is final.
 func (f *fetcher) done(c *conn, r *Result, x exchange) {
 	r.Conn, r.Addr, r.Pipelined = c.seq, c.addr, x.pipelined
+	f.finish(r)
+}
+
+// finish hands a final result to the list's Each.
+func (f *fetcher) finish(r *Result) {
+	if f.each != nil {
+		f.each(r)
+	}
 }
 
 // request builds the request for it in slot, the connection's send count

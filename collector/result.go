@@ -19,6 +19,12 @@ type List struct {
 	// Robots asks for /robots.txt of the list's origin first, on the same
 	// connection; its result is Batch.Robots.
 	Robots bool
+	// Each, when set, is called with every result as soon as it is final
+	// (in the fetcher's goroutine, in completion order), so that the caller
+	// can store a page and release its buffers (Collector.ReleaseResult)
+	// while the rest of a long list is fetched. The robots.txt result goes
+	// through Each too.
+	Each func(*Result)
 }
 
 // Batch is what a list gave.
@@ -28,6 +34,8 @@ type Batch struct {
 	Connections int      // connections opened
 	Pipelined   bool     // some requests went pipelined
 	NoPipeline  bool     // the host is (now) on the no-pipelining list
+	Reads       int      // read calls on the connections (system calls, for plain HTTP)
+	Writes      int      // write calls
 }
 
 // Kind classifies what went wrong with a URL; OK is the empty kind.

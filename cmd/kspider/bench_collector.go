@@ -35,9 +35,10 @@ import (
 
 // benchCollectorReport is what `kspider bench collector` reports.
 type benchCollectorReport struct {
-	Concurrency int                    `json:"concurrency"` // lists (hosts) fetched at once, in every mode
-	Rounds      int                    `json:"rounds"`      // runs of each mode; the median by pages per CPU-second is shown
-	Server      string                 `json:"server"`      // "child process" or "in process" (then CPU figures include the server)
+	Concurrency int                    `json:"concurrency"`  // lists (hosts) fetched at once, in every mode
+	Rounds      int                    `json:"rounds"`       // runs of each mode; the median by pages per CPU-second is shown
+	Repeat      int                    `json:"nginx_repeat"` // passes over the nginx corpus per run
+	Server      string                 `json:"server"`       // "child process" or "in process" (then CPU figures include the server)
 	Corpora     []benchCollectorCorpus `json:"corpora"`
 }
 
@@ -51,16 +52,18 @@ type benchCollectorCorpus struct {
 }
 
 type benchCollectorMode struct {
-	Mode            string  `json:"mode"` // collector, collector-pipeline-8, net/http
-	PagesPerSec     float64 `json:"pages_per_s"`
-	CPUMsPerPage    float64 `json:"cpu_ms_per_page"`
-	PagesPerCPUSec  float64 `json:"pages_per_cpu_s"`
-	AllocsPerPage   float64 `json:"allocs_per_page"`
-	WireBytesPerPg  float64 `json:"wire_bytes_per_page"`
-	VsNetHTTP       float64 `json:"vs_net_http"` // pages per CPU-second over net/http's
-	Errors          int     `json:"errors"`      // pages not fetched complete with status 200
-	Connections     int     `json:"connections"`
-	PipelinedShare  float64 `json:"pipelined_share,omitempty"`
+	Mode            string     `json:"mode"` // collector, collector-pipeline-8, net/http
+	PagesPerSec     float64    `json:"pages_per_s"`
+	CPUMsPerPage    float64    `json:"cpu_ms_per_page"`
+	PagesPerCPUSec  float64    `json:"pages_per_cpu_s"`
+	AllocsPerPage   float64    `json:"allocs_per_page"`
+	WireBytesPerPg  float64    `json:"wire_bytes_per_page"`
+	VsNetHTTP       float64    `json:"vs_net_http"`       // pages per CPU-second over net/http's in the same round, median over rounds
+	VsNetHTTPRange  [2]float64 `json:"vs_net_http_range"` // lowest and highest round
+	Errors          int        `json:"errors"`            // pages not fetched complete with status 200
+	Connections     int        `json:"connections"`
+	PipelinedShare  float64    `json:"pipelined_share,omitempty"`
+	IOCallsPerPage  float64    `json:"io_calls_per_page"` // reads and writes on the connections
 	roundsPerCPUSec []float64
 }
 
@@ -78,10 +81,12 @@ process's CPU time is the client's only), and, unless --nginx=false or nginx
 is missing, the Debian documentation served by tools/testweb/nginx.sh.
 Modes are interleaved round by round so the shared machine's load falls on
 all of them alike.`)
-	hosts := fs.Int("hosts", 100, "hosts of the test web")
-	pages := fs.Int("pages", 20000, "at most this many test web URLs")
+	hosts := fs.Int("hosts", 50, "hosts of the test web")
+	pages := fs.Int("pages", 5000, "at most this many test web URLs")
 	conc := fs.Int("concurrency", 16, "lists fetched at once")
-	rounds := fs.Int("rounds", 3, "runs of each mode per corpus")
+	rounds := fs.Int("rounds", 7, "runs of each mode per corpus")
+	repeat := fs.Int("nginx-repeat", 4, "passes over the nginx corpus per run (it has ~1,200 files)")
+	useWeb := fs.Bool("testweb", true, "fetch the test web corpus")
 	useNginx := fs.Bool("nginx", true, "also fetch the nginx documentation corpus (skipped when nginx or the docs are missing)")
 	inProcess := fs.Bool("in-process", false, "serve the test web in this process (CPU figures then include the server; for tests)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -110,41 +115,20 @@ all of them alike.`)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rep := benchCollectorReport{Concurrency: *conc, Rounds: *rounds, Server: "child process"}
-
-	// The test web.
-	var addrs benchWebAddrs
+	rep := benchCollectorReport{Concurrency: *conc, Rounds: *rounds, Repeat: *repeat, Server: "child process"}
 	if *inProcess {
 		rep.Server = "in process"
-		srv, err := testweb.Start(ctx, testweb.Generate(webCfg), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		addrs = benchWebAddrs{DNS: srv.DNSAddr(), Ports: srv.Ports(), CA: srv.CACertPEM()}
-	} else {
-		stop, a, err := startBenchWebChild(ctx, webCfg)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		addrs = a
 	}
-	truth := testweb.Generate(webCfg).Truth(addrs.Ports)
-	var urls []string
-	for _, d := range truth.Reachable(1000, *pages) {
-		if d.Kind == "page" || d.Kind == "resource" {
-			urls = append(urls, d.URL)
-		}
-	}
-	c, err := runCorpus(ctx, "testweb-plain", addrs.DNS, addrs.CA, urls, *conc, *rounds, *only)
-	if err != nil {
-		return err
-	}
-	rep.Corpora = append(rep.Corpora, c)
 
+	if *useWeb {
+		c, err := webCorpus(ctx, webCfg, *inProcess, *pages, *conc, *rounds, *only)
+		if err != nil {
+			return err
+		}
+		rep.Corpora = append(rep.Corpora, c)
+	}
 	if *useNginx {
-		c, err := nginxCorpus(ctx, *conc, *rounds, *only)
+		c, err := nginxCorpus(ctx, *conc, *rounds, *repeat, *only)
 		if err != nil {
 			return err
 		}
@@ -158,12 +142,41 @@ all of them alike.`)
 	fmt.Fprintf(e.stdout, "concurrency %d, %d rounds (median shown), server %s\n", rep.Concurrency, rep.Rounds, rep.Server)
 	for _, c := range rep.Corpora {
 		fmt.Fprintf(e.stdout, "\n%s: %d pages on %d hosts, %.1f MB %s\n", c.Corpus, c.Pages, c.Hosts, float64(c.Bytes)/1e6, c.Note)
-		fmt.Fprintf(e.stdout, "%-22s %10s %10s %12s %10s %10s %8s %6s\n", "mode", "pages/s", "cpu_ms/pg", "pages/cpu_s", "allocs/pg", "wire_B/pg", "vs_http", "errors")
+		fmt.Fprintf(e.stdout, "%-22s %10s %10s %12s %10s %10s %8s %8s %12s %6s\n", "mode", "pages/s", "cpu_ms/pg", "pages/cpu_s", "allocs/pg", "wire_B/pg", "io/pg", "vs_http", "(range)", "errors")
 		for _, m := range c.Modes {
-			fmt.Fprintf(e.stdout, "%-22s %10.0f %10.4f %12.0f %10.1f %10.0f %8.2f %6d\n", m.Mode, m.PagesPerSec, m.CPUMsPerPage, m.PagesPerCPUSec, m.AllocsPerPage, m.WireBytesPerPg, m.VsNetHTTP, m.Errors)
+			fmt.Fprintf(e.stdout, "%-22s %10.0f %10.4f %12.0f %10.1f %10.0f %8.2f %8.2f %5.2f-%-5.2f %6d\n", m.Mode, m.PagesPerSec, m.CPUMsPerPage, m.PagesPerCPUSec, m.AllocsPerPage, m.WireBytesPerPg, m.IOCallsPerPage, m.VsNetHTTP, m.VsNetHTTPRange[0], m.VsNetHTTPRange[1], m.Errors)
 		}
 	}
 	return nil
+}
+
+// webCorpus fetches a --plain test web served by a child process (or in
+// process).
+func webCorpus(ctx context.Context, webCfg testweb.Config, inProcess bool, pages, conc, rounds int, only string) (benchCollectorCorpus, error) {
+	var addrs benchWebAddrs
+	if inProcess {
+		srv, err := testweb.Start(ctx, testweb.Generate(webCfg), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+		if err != nil {
+			return benchCollectorCorpus{}, err
+		}
+		defer srv.Close()
+		addrs = benchWebAddrs{DNS: srv.DNSAddr(), Ports: srv.Ports(), CA: srv.CACertPEM()}
+	} else {
+		stop, a, err := startBenchWebChild(ctx, webCfg)
+		if err != nil {
+			return benchCollectorCorpus{}, err
+		}
+		defer stop()
+		addrs = a
+	}
+	truth := testweb.Generate(webCfg).Truth(addrs.Ports)
+	var urls []string
+	for _, d := range truth.Reachable(1000, pages) {
+		if d.Kind == "page" || d.Kind == "resource" {
+			urls = append(urls, d.URL)
+		}
+	}
+	return runCorpus(ctx, "testweb-plain", addrs.DNS, addrs.CA, urls, conc, rounds, only)
 }
 
 // benchWebAddrs is what the child serving the test web prints.
@@ -217,7 +230,7 @@ func startBenchWebChild(ctx context.Context, cfg testweb.Config) (stop func(), a
 	return stop, a, nil
 }
 
-func nginxCorpus(ctx context.Context, conc, rounds int, only string) (benchCollectorCorpus, error) {
+func nginxCorpus(ctx context.Context, conc, rounds, repeat int, only string) (benchCollectorCorpus, error) {
 	c := benchCollectorCorpus{Corpus: "nginx-docs"}
 	nginxBin, ok1 := daemon.Look("nginx")
 	dnsmasqBin, ok2 := daemon.Look("dnsmasq")
@@ -248,10 +261,12 @@ func nginxCorpus(ctx context.Context, conc, rounds int, only string) (benchColle
 			}
 			return nil
 		})
-		for i, f := range files {
-			h := hosts[i%len(hosts)]
-			u := url.URL{Scheme: "http", Host: h.Name + ":" + strconv.Itoa(ng.Port), Path: "/" + f}
-			urls = append(urls, u.String())
+		for range max(repeat, 1) {
+			for i, f := range files {
+				h := hosts[i%len(hosts)]
+				u := url.URL{Scheme: "http", Host: h.Name + ":" + strconv.Itoa(ng.Port), Path: "/" + f}
+				urls = append(urls, u.String())
+			}
 		}
 	}
 	return runCorpus(ctx, "nginx-docs", ng.DNSAddr, nil, urls, conc, rounds, only)
@@ -307,14 +322,16 @@ func runCorpus(ctx context.Context, name, dns string, caPEM []byte, urls []strin
 	}
 	type mode struct {
 		name string
-		run  func() (pages, errs, conns, pipelined int, wire, body int64, err error)
+		run  func() (pages, errs, conns, pipelined, calls int, wire, body int64, err error)
 	}
 	modes := []mode{
-		{"net/http", func() (int, int, int, int, int64, int64, error) { return fetchNetHTTP(ctx, lookup, roots, lists, conc) }},
-		{"collector", func() (int, int, int, int, int64, int64, error) {
+		{"net/http", func() (int, int, int, int, int, int64, int64, error) {
+			return fetchNetHTTP(ctx, lookup, roots, lists, conc)
+		}},
+		{"collector", func() (int, int, int, int, int, int64, int64, error) {
 			return fetchCollector(ctx, lookup, roots, lists, conc, 1)
 		}},
-		{"collector-pipeline-8", func() (int, int, int, int, int64, int64, error) {
+		{"collector-pipeline-8", func() (int, int, int, int, int, int64, int64, error) {
 			return fetchCollector(ctx, lookup, roots, lists, conc, 8)
 		}},
 	}
@@ -332,10 +349,10 @@ func runCorpus(ctx context.Context, name, dns string, caPEM []byte, urls []strin
 	}
 	out := make([]benchCollectorMode, len(modes))
 	type sample struct {
-		wall, cpu                     time.Duration
-		allocs                        uint64
-		pages, errs, conns, pipelined int
-		wire                          int64
+		wall, cpu                            time.Duration
+		allocs                               uint64
+		pages, errs, conns, pipelined, calls int
+		wire                                 int64
 	}
 	samples := make([][]sample, len(modes))
 	for range rounds {
@@ -345,7 +362,7 @@ func runCorpus(ctx context.Context, name, dns string, caPEM []byte, urls []strin
 			runtime.ReadMemStats(&ms0)
 			cpu0 := cpuTime()
 			t0 := time.Now()
-			pages, errs, conns, pipelined, wire, body, err := m.run()
+			pages, errs, conns, pipelined, calls, wire, body, err := m.run()
 			if err != nil {
 				return c, fmt.Errorf("%s, %s: %w", name, m.name, err)
 			}
@@ -353,8 +370,19 @@ func runCorpus(ctx context.Context, name, dns string, caPEM []byte, urls []strin
 			cpu := cpuTime() - cpu0
 			runtime.ReadMemStats(&ms1)
 			c.Bytes = body
-			samples[i] = append(samples[i], sample{wall, cpu, ms1.Mallocs - ms0.Mallocs, pages, errs, conns, pipelined, wire})
+			samples[i] = append(samples[i], sample{wall, cpu, ms1.Mallocs - ms0.Mallocs, pages, errs, conns, pipelined, calls, wire})
 		}
+	}
+	// The ratio to net/http is taken round by round (both ran under the
+	// same load) and its median reported.
+	ratios := make([][]float64, len(modes))
+	for i := range modes {
+		for r := range samples[i] {
+			mine := float64(samples[i][r].pages) / samples[i][r].cpu.Seconds()
+			base := float64(samples[0][r].pages) / samples[0][r].cpu.Seconds()
+			ratios[i] = append(ratios[i], mine/base)
+		}
+		sort.Float64s(ratios[i])
 	}
 	for i, m := range modes {
 		ss := samples[i]
@@ -365,10 +393,11 @@ func runCorpus(ctx context.Context, name, dns string, caPEM []byte, urls []strin
 		p := float64(s.pages)
 		out[i] = benchCollectorMode{Mode: m.name, PagesPerSec: p / s.wall.Seconds(), CPUMsPerPage: float64(s.cpu.Microseconds()) / 1000 / p,
 			PagesPerCPUSec: p / s.cpu.Seconds(), AllocsPerPage: float64(s.allocs) / p, WireBytesPerPg: float64(s.wire) / p,
-			Errors: s.errs, Connections: s.conns, PipelinedShare: float64(s.pipelined) / p}
+			Errors: s.errs, Connections: s.conns, PipelinedShare: float64(s.pipelined) / p, IOCallsPerPage: float64(s.calls) / p}
 	}
 	for i := range out {
-		out[i].VsNetHTTP = out[i].PagesPerCPUSec / out[0].PagesPerCPUSec
+		out[i].VsNetHTTP = ratios[i][len(ratios[i])/2]
+		out[i].VsNetHTTPRange = [2]float64{ratios[i][0], ratios[i][len(ratios[i])-1]}
 	}
 	c.Modes = out
 	return c, nil
@@ -382,7 +411,7 @@ func cpuTime() time.Duration {
 }
 
 // fetchCollector fetches every list through a collector with conc fetchers.
-func fetchCollector(ctx context.Context, lookup collector.LookupFunc, roots *x509.CertPool, lists []benchList, conc, depth int) (pages, errs, conns, pipelined int, wire, body int64, err error) {
+func fetchCollector(ctx context.Context, lookup collector.LookupFunc, roots *x509.CertPool, lists []benchList, conc, depth int) (pages, errs, conns, pipelined, calls int, wire, body int64, err error) {
 	col, err := collector.New(collector.Config{UserAgent: spider.DefaultUserAgent, Lookup: lookup, RootCAs: roots, Fetchers: conc, Pipeline: depth})
 	if err != nil {
 		return
@@ -398,28 +427,27 @@ func fetchCollector(ctx context.Context, lookup collector.LookupFunc, roots *x50
 			for i, u := range l.urls {
 				cl.Requests[i] = collector.Request{ID: uint64(i), URL: u}
 			}
-			b := col.Fetch(ctx, cl)
+			// Each page is looked at and released as it arrives, as the
+			// baseline reuses one buffer per list.
 			var e, p int
 			var w, n int64
-			for i := range b.Results {
-				r := &b.Results[i]
+			cl.Each = func(r *collector.Result) {
 				if r.Kind != collector.OK || r.Status != 200 {
 					e++
-					if e == 1 && os.Getenv("KSPIDER_BENCH_DEBUG") != "" {
-						fmt.Fprintf(os.Stderr, "%s: %d %s %v\n", r.URL, r.Status, r.Kind, r.Err)
-					}
 				}
 				if r.Pipelined {
 					p++
 				}
 				w += r.WireBytes
 				n += int64(len(r.Body))
+				col.ReleaseResult(r)
 			}
-			col.Release(b)
+			b := col.Fetch(ctx, cl)
 			mu.Lock()
 			pages += len(b.Results)
 			errs += e
 			conns += b.Connections
+			calls += b.Reads + b.Writes
 			pipelined += p
 			wire += w
 			body += n
@@ -433,25 +461,27 @@ func fetchCollector(ctx context.Context, lookup collector.LookupFunc, roots *x50
 // countConn counts the bytes a net/http connection reads and writes.
 type countConn struct {
 	net.Conn
-	n *atomic.Int64
+	n, calls *atomic.Int64
 }
 
 func (c countConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n.Add(int64(n))
+	c.calls.Add(1)
 	return n, err
 }
 
 func (c countConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.n.Add(int64(n))
+	c.calls.Add(1)
 	return n, err
 }
 
 // fetchNetHTTP is the baseline: a net/http Transport with keep-alive and
 // one connection per host, conc hosts at a time, each list's URLs in order.
-func fetchNetHTTP(ctx context.Context, lookup collector.LookupFunc, roots *x509.CertPool, lists []benchList, conc int) (pages, errs, conns, pipelined int, wire, body int64, err error) {
-	var wireN, connN atomic.Int64
+func fetchNetHTTP(ctx context.Context, lookup collector.LookupFunc, roots *x509.CertPool, lists []benchList, conc int) (pages, errs, conns, pipelined, calls int, wire, body int64, err error) {
+	var wireN, connN, callN atomic.Int64
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -465,7 +495,7 @@ func fetchNetHTTP(ctx context.Context, lookup collector.LookupFunc, roots *x509.
 				return nil, err
 			}
 			connN.Add(1)
-			return countConn{c, &wireN}, nil
+			return countConn{c, &wireN, &callN}, nil
 		},
 		MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1, MaxIdleConns: 4096, IdleConnTimeout: 30 * time.Second,
 		TLSClientConfig: &tls.Config{RootCAs: roots},
@@ -533,5 +563,6 @@ func fetchNetHTTP(ctx context.Context, lookup collector.LookupFunc, roots *x509.
 		})
 	}
 	wg.Wait()
-	return pages, errs, int(connN.Load()), 0, wireN.Load(), body, nil
+	calls = int(callN.Load())
+	return pages, errs, int(connN.Load()), 0, calls, wireN.Load(), body, nil
 }
