@@ -249,23 +249,16 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			c = nil
 			continue
 		case failed:
-			if r.Kind == BadResponse && (x.pipelined || c.answered > 0) {
-				// The bytes may be the tail of the previous response (a
-				// Content-Length shorter than its body), not an answer to
-				// this request: ask again, alone, on a new connection.
-				if x.pipelined || len(out) > 1 {
-					f.col.nopipe.add(o.key)
-				}
-				requeue(out, r.Kind, r.Err)
-				out = out[:0]
-				f.close(c, true)
-				c = nil
-				continue
-			}
-			out = out[1:]
-			f.done(c, r, x)
-			if len(out) > 0 {
+			if x.pipelined || len(out) > 1 {
 				f.col.nopipe.add(o.key)
+			}
+			// A bad response after a good one may be the tail of the
+			// previous response (a Content-Length shorter than its body),
+			// not an answer to this request: then it is asked again, alone,
+			// on a new connection. Otherwise its result is final.
+			if r.Kind != BadResponse || !x.pipelined && c.answered == 0 {
+				out = out[1:]
+				f.done(c, r, x)
 			}
 			requeue(out, r.Kind, r.Err)
 			out = out[:0]

@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,5 +233,48 @@ func hostile(t *testing.T, depth int) {
 	}
 	if rep.Forbidden != 0 && false {
 		t.Errorf("forbidden")
+	}
+}
+
+// TestDialFailures checks that names that do not resolve (NXDOMAIN,
+// SERVFAIL, no answer) end as dns and a refused port as connect, for every
+// URL of the list, within bounds.
+func TestDialFailures(t *testing.T) {
+	srv, _, lookup := hostileWeb(t)
+	c := newCollector(t, srv, lookup, Config{})
+	for _, kind := range []testweb.DNSKind{testweb.DNSNXDomain, testweb.DNSServFail, testweb.DNSTimeout} {
+		var h *testweb.Host
+		for _, x := range srv.Web().Hosts() {
+			if x.DNS == kind {
+				h = x
+				break
+			}
+		}
+		if h == nil {
+			t.Errorf("no host with DNS %s", kind)
+			continue
+		}
+		start := time.Now()
+		b := c.Fetch(context.Background(), listOf([]string{originURL(srv, h) + "/", originURL(srv, h) + "/a"}))
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: %v", kind, d)
+		}
+		for _, r := range b.Results {
+			if r.Kind != DNS || r.Attempts != 0 {
+				t.Errorf("%s %s: %s (%v), %d attempts", kind, r.URL, r.Kind, r.Err, r.Attempts)
+			}
+		}
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	b := c.Fetch(context.Background(), listOf([]string{"http://" + addr + "/", "http://" + addr + "/b", "ftp://" + addr + "/"}))
+	for i, r := range b.Results {
+		if want := []Kind{Connect, Connect, BadURL}[i]; r.Kind != want {
+			t.Errorf("%s: %s (%v), want %s", r.URL, r.Kind, r.Err, want)
+		}
 	}
 }
