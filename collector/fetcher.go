@@ -141,7 +141,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		var back []int
 		for _, x := range xs {
 			r := f.items[x.idx].res
-			if r.Attempts >= cfg.MaxAttempts {
+			if r.Attempts >= cfg.MaxAttempts && f.ctx.Err() == nil {
 				r.Kind, r.Err = kind, fmt.Errorf("no response after %d attempts: %w", r.Attempts, err)
 				f.finish(r)
 				continue

@@ -88,7 +88,10 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	start := c.pos()
 	c.wire.deadline = turn.Add(cfg.ResponseTimeout)
 	c.wire.limit = c.wire.n + 4*cfg.MaxBody + int64(cfg.MaxHeader)
-	c.wire.first = turn.Add(cfg.FirstByte)
+	c.wire.first = time.Time{}
+	if c.br.Buffered() == 0 {
+		c.wire.first = turn.Add(cfg.FirstByte)
+	}
 	r.Kind, r.Err = OK, nil
 	defer func() {
 		r.WireBytes = c.pos() - start + x.reqBytes
