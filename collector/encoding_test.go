@@ -1,0 +1,99 @@
+package collector
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestEncodings checks gzip, zlib and raw deflate bodies are decoded with
+// the wire bytes kept, an unknown or corrupt coding is bad-encoding with
+// the wire body as the body, and requests carry only the operator's
+// identification and Accept-Encoding.
+func TestEncodings(t *testing.T) {
+	page := []byte(strings.Repeat("<p>decoded page</p>\n", 500))
+	encode := func(kind string) []byte {
+		var b bytes.Buffer
+		switch kind {
+		case "gzip":
+			w := gzip.NewWriter(&b)
+			w.Write(page)
+			w.Close()
+		case "zlib":
+			w := zlib.NewWriter(&b)
+			w.Write(page)
+			w.Close()
+		case "raw":
+			w, _ := flate.NewWriter(&b, flate.BestSpeed)
+			w.Write(page)
+			w.Close()
+		case "corrupt":
+			w := gzip.NewWriter(&b)
+			w.Write(page)
+			w.Close()
+			b.Bytes()[len(b.Bytes())/2] ^= 0xff
+		default:
+			b.Write(page)
+		}
+		return b.Bytes()
+	}
+	cases := map[string]struct{ kind, header string }{
+		"/gzip": {"gzip", "gzip"}, "/xgzip": {"gzip", "x-gzip"}, "/zlib": {"zlib", "deflate"}, "/raw": {"raw", "deflate"},
+		"/br": {"plain", "br"}, "/corrupt": {"corrupt", "gzip"}, "/plain": {"plain", ""},
+	}
+	var mu sync.Mutex
+	var headers []http.Header
+	s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+		mu.Lock()
+		headers = append(headers, req.Header)
+		mu.Unlock()
+		tc := cases[req.URL.Path]
+		body := encode(tc.kind)
+		fmt.Fprintf(cs.bw, "HTTP/1.1 200 OK\r\n")
+		if tc.header != "" {
+			fmt.Fprintf(cs.bw, "Content-Encoding: %s\r\n", tc.header)
+		}
+		fmt.Fprintf(cs.bw, "Content-Length: %d\r\n\r\n", len(body))
+		cs.bw.Write(body)
+		return true
+	})
+	c := rawCollector(t, Config{From: "crawler@example.org"})
+	var l List
+	paths := []string{"/gzip", "/xgzip", "/zlib", "/raw", "/br", "/corrupt", "/plain"}
+	for i, p := range paths {
+		l.Requests = append(l.Requests, Request{ID: uint64(i), URL: s.url(p)})
+	}
+	b := c.Fetch(context.Background(), &l)
+	defer c.Release(b)
+	for i, p := range paths {
+		r := &b.Results[i]
+		tc := cases[p]
+		wantKind := OK
+		if p == "/br" || p == "/corrupt" {
+			wantKind = BadEncoding
+		}
+		if r.Kind != wantKind || r.Status != 200 || !bytes.Equal(r.WireBody, encode(tc.kind)) && p != "/corrupt" {
+			t.Errorf("%s: %s (%v), %d wire bytes", p, r.Kind, r.Err, len(r.WireBody))
+		}
+		if wantKind == OK && !bytes.Equal(r.Body, page) {
+			t.Errorf("%s: decoded %d bytes, want %d", p, len(r.Body), len(page))
+		}
+		if p == "/br" && !bytes.Equal(r.Body, r.WireBody) {
+			t.Errorf("/br: body is not the wire body")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range headers {
+		if len(h) != 3 || h.Get("User-Agent") != testUA || h.Get("From") != "crawler@example.org" || h.Get("Accept-Encoding") != acceptEncoding {
+			t.Errorf("request headers %v", h)
+		}
+	}
+}
