@@ -14,21 +14,27 @@ import (
 	"github.com/klauspost/compress/flate"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
 )
 
 // acceptEncoding is what we decode, and so what requests ask for.
-const acceptEncoding = "gzip, deflate"
+const acceptEncoding = "gzip, deflate, zstd"
+
+// zstdWindow caps the window a zstd frame may ask for: RFC 8878 lets a
+// decoder refuse windows over 8 MiB, and a frame that declares a larger one
+// would otherwise cost that much memory before a byte is decoded.
+const zstdWindow = 8 << 20
 
 // decoders are a fetcher's reusable decompressors.
 type decoders struct {
-	src  bytes.Reader
-	gz   *gzip.Reader
-	zl   io.ReadCloser
-	fl   io.ReadCloser
-	used bool
+	src bytes.Reader
+	gz  *gzip.Reader
+	zl  io.ReadCloser
+	fl  io.ReadCloser
+	zs  *zstd.Decoder
 }
 
-// decode sets r.Body from r.WireBody, inflating gzip and deflate into a
+// decode sets r.Body from r.WireBody, inflating gzip, deflate and zstd into a
 // pooled buffer of at most MaxBody bytes.
 func (f *fetcher) decode(r *Result) {
 	enc := strings.ToLower(strings.TrimSpace(r.ContentEncoding))
@@ -65,6 +71,14 @@ func (f *fetcher) decode(r *Result) {
 			}
 			zr = d.fl
 		}
+	case "zstd":
+		if d.zs == nil {
+			d.zs, err = zstd.NewReader(&d.src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxWindow(zstdWindow), zstd.WithDecoderMaxMemory(uint64(f.col.cfg.MaxBody)+1))
+		} else {
+			err = d.zs.Reset(&d.src)
+		}
+		zr = d.zs
 	default:
 		r.Body = r.WireBody
 		if r.Kind == OK {
@@ -85,6 +99,12 @@ func (f *fetcher) decode(r *Result) {
 	}
 	r.bufs[2] = db
 	r.Body = *db
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		r.Truncated = true
+		if r.Kind == OK {
+			r.Kind, r.Err = TooLarge, fmt.Errorf("zstd body: %w", err)
+		}
+	}
 	if err != nil && r.Kind == OK {
 		r.Kind, r.Err = BadEncoding, fmt.Errorf("%s body: %w", enc, err)
 	}

@@ -59,9 +59,10 @@
 // and idle read (between reads of one response) each have a timeout; the
 // header block is capped (Config.MaxHeader, default 64 KiB); the body is
 // capped (Config.MaxBody, default 10 MiB): past it the page is kept
-// truncated (Result.Truncated) and the connection is closed. gzip, x-gzip
-// and deflate (zlib or raw) bodies are decoded with the same cap on the
-// output, so a gzip bomb costs bounded memory and time. Bytes read for one
+// truncated (Result.Truncated) and the connection is closed. gzip, x-gzip,
+// deflate (zlib or raw) and zstd (windows up to 8 MiB) bodies are decoded
+// with the same cap on the output, so a compression bomb costs bounded
+// memory and time. Bytes read for one
 // response are capped at 4×MaxBody + MaxHeader whatever the framing (a
 // trailer or chunk headers without end). Redirects are results (Status and
 // Location), never followed.

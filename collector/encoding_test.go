@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // TestEncodings checks gzip, zlib and raw deflate bodies are decoded with
@@ -34,6 +36,14 @@ func TestEncodings(t *testing.T) {
 			w, _ := flate.NewWriter(&b, flate.BestSpeed)
 			w.Write(page)
 			w.Close()
+		case "zstd":
+			w, _ := zstd.NewWriter(&b)
+			w.Write(page)
+			w.Close()
+		case "zstd-bomb":
+			w, _ := zstd.NewWriter(&b)
+			w.Write(make([]byte, 32<<20))
+			w.Close()
 		case "corrupt":
 			w := gzip.NewWriter(&b)
 			w.Write(page)
@@ -46,7 +56,7 @@ func TestEncodings(t *testing.T) {
 	}
 	cases := map[string]struct{ kind, header string }{
 		"/gzip": {"gzip", "gzip"}, "/xgzip": {"gzip", "x-gzip"}, "/zlib": {"zlib", "deflate"}, "/raw": {"raw", "deflate"},
-		"/br": {"plain", "br"}, "/corrupt": {"corrupt", "gzip"}, "/plain": {"plain", ""},
+		"/zstd": {"zstd", "zstd"}, "/zstd-bomb": {"zstd-bomb", "zstd"}, "/br": {"plain", "br"}, "/corrupt": {"corrupt", "gzip"}, "/plain": {"plain", ""},
 	}
 	var mu sync.Mutex
 	var headers []http.Header
@@ -64,9 +74,9 @@ func TestEncodings(t *testing.T) {
 		cs.bw.Write(body)
 		return true
 	})
-	c := rawCollector(t, Config{From: "crawler@example.org"})
+	c := rawCollector(t, Config{From: "crawler@example.org", MaxBody: 1 << 20})
 	var l List
-	paths := []string{"/gzip", "/xgzip", "/zlib", "/raw", "/br", "/corrupt", "/plain"}
+	paths := []string{"/gzip", "/xgzip", "/zlib", "/raw", "/zstd", "/zstd-bomb", "/br", "/corrupt", "/plain"}
 	for i, p := range paths {
 		l.Requests = append(l.Requests, Request{ID: uint64(i), URL: s.url(p)})
 	}
@@ -76,13 +86,19 @@ func TestEncodings(t *testing.T) {
 		r := &b.Results[i]
 		tc := cases[p]
 		wantKind := OK
-		if p == "/br" || p == "/corrupt" {
+		switch p {
+		case "/br", "/corrupt":
 			wantKind = BadEncoding
+		case "/zstd-bomb":
+			wantKind = TooLarge
+			if !r.Truncated || len(r.Body) > 1<<20 {
+				t.Errorf("zstd bomb: truncated %v, %d bytes", r.Truncated, len(r.Body))
+			}
 		}
 		if r.Kind != wantKind || r.Status != 200 || !bytes.Equal(r.WireBody, encode(tc.kind)) && p != "/corrupt" {
 			t.Errorf("%s: %s (%v), %d wire bytes", p, r.Kind, r.Err, len(r.WireBody))
 		}
-		if wantKind == OK && !bytes.Equal(r.Body, page) {
+		if wantKind == OK && !bytes.Equal(r.Body, page) || p == "/zstd-bomb" && bytes.ContainsFunc(r.Body, func(r rune) bool { return r != 0 }) {
 			t.Errorf("%s: decoded %d bytes, want %d", p, len(r.Body), len(page))
 		}
 		if p == "/br" && !bytes.Equal(r.Body, r.WireBody) {
