@@ -76,10 +76,25 @@
 // the HTTP bytes of the exchange (request and response, with chunk framing
 // and 1xx responses; TLS record overhead is not counted).
 //
+// Head, WireBody and Body live in buffers of a pool in power-of-two size
+// classes (512 bytes to 1 MiB, at most Config.PoolBytes kept) that garbage
+// collections do not empty. Collector.Release hands a batch's buffers
+// back; List.Each sees every result as soon as it is final, so that a
+// caller can store a page and release it (Collector.ReleaseResult) while
+// the rest of a long list is fetched, instead of holding all its bodies.
+//
 // # Errors
 //
 // Every failure becomes a small Kind on the result: dns, connect, tls,
 // timeout, reset, too-large, bad-response, bad-encoding, bad-url, canceled,
 // not-tried. Nothing a server sends causes a panic, a hang or unbounded
-// memory.
+// memory. A dns, connect or tls failure ends the list: every URL not yet
+// answered gets it.
+//
+// # Cancellation
+//
+// Fetch's context is the list's: cancelling it closes the connection under
+// any read or write, the response being read ends Canceled (with what
+// arrived) and every URL not answered comes back NotTried, Attempts telling
+// whether it was sent.
 package collector
