@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,20 +52,11 @@ func pageURLs(t *testing.T, srv *testweb.Server, h *testweb.Host, n int) []strin
 		if len(urls) == n {
 			break
 		}
-		if ld, err := srv.Truth().Lookup(l); err == nil && ld.Kind == "page" && strings.HasPrefix(l, o+"/") && !contains2(urls, l) {
+		if ld, err := srv.Truth().Lookup(l); err == nil && ld.Kind == "page" && strings.HasPrefix(l, o+"/") && !slices.Contains(urls, l) {
 			urls = append(urls, l)
 		}
 	}
 	return urls
-}
-
-func contains2(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // TestHostileWeb fetches from every hostile kind of the test web, with

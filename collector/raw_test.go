@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,7 +156,7 @@ func checkBodies(t *testing.T, b *Batch, skip ...int) {
 	t.Helper()
 	for i := range b.Results {
 		r := &b.Results[i]
-		if contains(skip, i) {
+		if slices.Contains(skip, i) {
 			continue
 		}
 		p := r.URL[strings.LastIndexByte(r.URL, '/'):]
@@ -163,15 +164,6 @@ func checkBodies(t *testing.T, b *Batch, skip ...int) {
 			t.Errorf("%s: kind %s (%v), status %d, body %.40q", r.URL, r.Kind, r.Err, r.Status, r.Body)
 		}
 	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // TestMisbehavingServer runs the collector against a raw-socket server that
