@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -389,5 +388,3 @@ func (s *rawServer) hitsOf(p string) int {
 	defer s.mu.Unlock()
 	return s.hits[p]
 }
-
-var _ = io.EOF
