@@ -193,14 +193,15 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			f.pending = f.pending[1:]
 			x := exchange{idx: i, req: f.request(c.sent%cfg.Pipeline, &f.items[i]), sent: now, pipelined: len(out) > 0}
 			c.sent++
+			f.items[i].res.Attempts++
 			before := f.cw.n + int64(c.bw.Buffered())
 			if err := x.req.Write(c.bw); err != nil {
-				// Only a failed flush of a large request gets here.
+				// Only a failed flush of a large request gets here; the
+				// Flush below fails the same way.
 				out = append(out, x)
 				break
 			}
 			x.reqBytes = f.cw.n + int64(c.bw.Buffered()) - before
-			f.items[i].res.Attempts++
 			if x.pipelined {
 				b.Pipelined = true
 			}
