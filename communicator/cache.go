@@ -13,15 +13,16 @@ import (
 type sentCache struct {
 	seed  maphash.Seed
 	slots []atomic.Uint64
-	mask  uint64
+	shift uint // the hash's top bits pick the slot
 }
 
 func newSentCache(n int) *sentCache {
-	size := 1
+	size, bits := 1, uint(0)
 	for size < n {
 		size <<= 1
+		bits++
 	}
-	return &sentCache{seed: maphash.MakeSeed(), slots: make([]atomic.Uint64, size), mask: uint64(size - 1)}
+	return &sentCache{seed: maphash.MakeSeed(), slots: make([]atomic.Uint64, size), shift: 64 - bits}
 }
 
 func (c *sentCache) hash(to NodeID, tag uint64, url []byte) uint64 {
@@ -35,5 +36,6 @@ func (c *sentCache) hash(to NodeID, tag uint64, url []byte) uint64 {
 	return h.Sum64() | 1 // 0 marks an empty slot
 }
 
-func (c *sentCache) seen(h uint64) bool { return c.slots[h&c.mask].Load() == h }
-func (c *sentCache) add(h uint64)       { c.slots[h&c.mask].Store(h) }
+func (c *sentCache) slot(h uint64) *atomic.Uint64 { return &c.slots[h>>c.shift&uint64(len(c.slots)-1)] }
+func (c *sentCache) seen(h uint64) bool           { return c.slot(h).Load() == h }
+func (c *sentCache) add(h uint64)                 { c.slot(h).Store(h) }

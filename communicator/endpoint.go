@@ -30,6 +30,7 @@ type Endpoint struct {
 	ctr        counters
 
 	readBuf, writeBuf int // granted by the kernel
+	lastSave          time.Time
 
 	wake     chan struct{}
 	done     chan struct{}
@@ -198,8 +199,7 @@ func (e *Endpoint) Flush() {
 }
 
 // Durable tells the endpoint that the effect of every delivery numbered n
-// or lower is durable: those batches are acknowledged (after the
-// endpoint's own receive state is saved, when it has a SpillDir).
+// or lower is durable: those batches are acknowledged.
 func (e *Endpoint) Durable(n uint64) {
 	for _, p := range e.order {
 		p.mu.Lock()
@@ -280,23 +280,26 @@ func (e *Endpoint) timerLoop() {
 
 func (e *Endpoint) onTick() {
 	now := e.cfg.Clock.Now()
-	persist := false
-	for _, p := range e.order {
-		p.mu.Lock()
-		persist = persist || p.rx.unsaved
-		p.mu.Unlock()
-	}
-	if persist {
-		// Acks go out only after the positions they reflect are saved,
-		// so a restart never forgets an acknowledged batch.
-		if err := e.saveState(); err != nil {
-			e.cfg.Logf("communicator: %v", err)
-			return
+	if e.state.enabled() && now.Sub(e.lastSave) >= 2*e.cfg.FlushInterval {
+		// Receive positions are saved a little after they move: they only
+		// narrow what a restart may deliver again (batches whose ack was
+		// lost), so they need not hold up the acks themselves.
+		unsaved := false
+		for _, p := range e.order {
+			p.mu.Lock()
+			unsaved = unsaved || p.rx.unsaved
+			p.rx.unsaved = false
+			p.mu.Unlock()
+		}
+		if unsaved {
+			e.lastSave = now
+			if err := e.saveState(); err != nil {
+				e.cfg.Logf("communicator: %v", err)
+			}
 		}
 	}
 	for _, p := range e.order {
 		p.mu.Lock()
-		p.rx.unsaved = false
 		p.tick(now)
 		p.mu.Unlock()
 	}

@@ -64,7 +64,7 @@ func newPeer(e *Endpoint, id NodeID, a netip.Addr, port uint16) (*peer, error) {
 		base:    1,
 		win:     make([]batch, e.cfg.Window),
 		out:     make([]byte, 0, MaxPayload),
-		rx:      newRx(e.cfg.Window, e.state.enabled()),
+		rx:      newRx(e.cfg.Window),
 	}
 	if ent, ok := e.state.entry(id); ok {
 		p.rx.reset(ent.epoch, ent.cum)

@@ -178,12 +178,9 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	if e.cfg.AckOnReturn {
 		p.mu.Lock()
 		p.rx.durable(n)
-		if !p.rx.persist && p.rx.fresh >= 8 {
+		if p.rx.fresh >= 8 {
 			p.transmit(nil, now, false)
 		}
 		p.mu.Unlock()
-		if p.rx.persist {
-			e.poke()
-		}
 	}
 }

@@ -13,11 +13,9 @@ type rxState struct {
 	acked []uint64
 	// pending lists handled batches waiting for Durable, in delivery order.
 	pending []pend
-	// adv is the acknowledgement state datagrams carry: the live state,
-	// or with persistence the state last saved.
+	// adv is the acknowledgement state datagrams carry.
 	advCum    uint32
 	advRanges []ackRange
-	persist   bool
 	unsaved   bool // durable changed since the last save
 	ackDirty  bool // adv changed (or the peer needs our epoch) since the last datagram to it
 	fresh     int  // batches acknowledged since the last datagram to the peer
@@ -28,9 +26,9 @@ type pend struct {
 	seq uint32
 }
 
-func newRx(window int, persist bool) rxState {
+func newRx(window int) rxState {
 	w := uint32((window + 63) &^ 63)
-	return rxState{win: w, seen: make([]uint64, w/64), acked: make([]uint64, w/64), persist: persist}
+	return rxState{win: w, seen: make([]uint64, w/64), acked: make([]uint64, w/64)}
 }
 
 func bit(m []uint64, seq, w uint32) bool { i := seq % w; return m[i/64]&(1<<(i%64)) != 0 }
@@ -118,9 +116,7 @@ func (r *rxState) durable(n uint64) {
 		clrBit(r.seen, r.cum, r.win)
 	}
 	r.unsaved = true
-	if !r.persist {
-		r.publish()
-	}
+	r.publish()
 }
 
 // publish copies the live acknowledgement state into what datagrams carry.

@@ -13,7 +13,7 @@ import (
 
 // Spill file (SpillDir/spill-<self>-<peer>), append-only:
 //
-//	header: magic "kspill" | version u16 = 1 | self u16 | peer u16 |
+//	header: magic "kspl" | version u16 = 1 | self u16 | peer u16 |
 //	        reserved u16 | CRC-32C u32 of the 12 bytes before it
 //	record: length u32 | CRC-32C u32 of the payload | payload
 //	payload: 1 | uvarint tag | URL bytes        (an item)
@@ -27,7 +27,7 @@ import (
 // the file and offset: the records before it are delivered, the bytes from
 // it on are moved to <file>.bad-<offset> for the operator.
 const (
-	spillMagic   = "kspill"
+	spillMagic   = "kspl"
 	spillVersion = 1
 	spillHeader  = 16
 	recItem      = 1
@@ -148,8 +148,7 @@ type spillScan struct {
 
 // scanSpill checks a spill file of size bytes record by record. The error
 // names the offset of the first bad record; good is where it starts.
-func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (spillScan, error) {
-	var sc spillScan
+func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
 	hdr := make([]byte, spillHeader)
 	if _, err := r.ReadAt(hdr, 0); err != nil {
 		return sc, fmt.Errorf("header at offset 0: %v", err)
@@ -159,6 +158,13 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (spillS
 	}
 	sc.good, sc.consumed = spillHeader, spillHeader
 	var itemOffs []int64
+	defer func() {
+		for _, o := range itemOffs {
+			if o >= sc.consumed {
+				sc.unread++
+			}
+		}
+	}()
 	off := int64(spillHeader)
 	var head [recHead]byte
 	var payload []byte
@@ -173,7 +179,10 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (spillS
 		if n < 2 || n > int64(1+binary.MaxVarintLen64+maxURL) || n > size-off-recHead {
 			return sc, fmt.Errorf("bad record length %d at offset %d", n, off)
 		}
-		payload = append(payload[:0], make([]byte, n)...)
+		if int64(cap(payload)) < n {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
 		if _, err := r.ReadAt(payload, off+recHead); err != nil {
 			return sc, fmt.Errorf("record at offset %d: %v", off, err)
 		}
@@ -198,11 +207,6 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (spillS
 		}
 		off += recHead + n
 		sc.good = off
-	}
-	for _, o := range itemOffs {
-		if o >= sc.consumed {
-			sc.unread++
-		}
 	}
 	return sc, nil
 }
