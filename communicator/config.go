@@ -107,8 +107,8 @@ func (c *Config) fill() error {
 	if c.Payload < MinPayload || c.Payload > MaxPayload {
 		return fmt.Errorf("communicator: Payload %d outside [%d, %d]", c.Payload, MinPayload, MaxPayload)
 	}
-	room := c.Payload - headerSize - macSize - rangeReserve - 3*binary.MaxVarintLen64
-	if c.MaxURL == 0 || c.MaxURL > room {
+	room := MaxItemLen(c.Payload)
+	if c.MaxURL <= 0 || c.MaxURL > room {
 		c.MaxURL = room
 	}
 	def := func(d *time.Duration, v time.Duration) {
@@ -145,6 +145,12 @@ func (c *Config) fill() error {
 		c.Logf = func(string, ...any) {}
 	}
 	return nil
+}
+
+// MaxItemLen is the longest item a datagram of payload bytes carries
+// (1126 bytes at the default payload): Send refuses longer ones.
+func MaxItemLen(payload int) int {
+	return payload - headerSize - macSize - rangeReserve - 3*binary.MaxVarintLen64
 }
 
 func checkKeys(keys []Key, send uint8) error {

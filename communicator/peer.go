@@ -34,11 +34,12 @@ type peer struct {
 	firstSent time.Time // oldest unacknowledged send; zero when none
 	theirs    uint64    // the peer's epoch as last seen; 0: not yet
 	retrans   uint64
+	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
+	rttvar    time.Duration
 	enc       itemEncoder
 	out       []byte
 	mac       *macer
 	macRing   *keyring
-	sorted    []qitem
 
 	rx rxState
 }
@@ -50,6 +51,9 @@ type batch struct {
 	body      []byte // front-coded items
 	items     int
 	rto       time.Duration
+	sentAt    time.Time // first transmission
+	retried   bool      // retransmitted: no RTT sample (Karn)
+	fast      bool      // fast-retransmitted since the last timed send
 	due       time.Time
 	fromSpill bool
 	spillOff  int64 // start of the spill chunk the items came from
@@ -199,7 +203,7 @@ func (p *peer) packFrom(q *queue, flush, fromSpill bool, spillOff int64) bool {
 func (p *peer) nextBatch() *batch {
 	p.seq++
 	b := &p.win[p.seq%uint32(len(p.win))]
-	*b = batch{seq: p.seq, used: true, body: b.body[:0], rto: p.e.cfg.RetransmitMin}
+	*b = batch{seq: p.seq, used: true, body: b.body[:0], rto: p.rto()}
 	return b
 }
 
@@ -252,6 +256,9 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 			p.retrans++
 			p.e.ctr.retransmits.Add(1)
 			b.rto = min(b.rto*2, p.e.cfg.RetransmitMax)
+			b.retried = true
+		} else {
+			b.sentAt = now
 		}
 		// Jitter of ±25% keeps retransmissions of many batches apart.
 		b.due = now.Add(b.rto*3/4 + time.Duration(rand.Int64N(int64(b.rto)/2+1)))
@@ -270,6 +277,9 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 	ackOne := func(s uint32) {
 		b := &p.win[s%uint32(len(p.win))]
 		if b.used && b.seq == s {
+			if !b.retried {
+				p.rttSample(now.Sub(b.sentAt))
+			}
 			b.used = false
 			p.inflight--
 			p.inItems -= b.items
@@ -297,6 +307,19 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 	if p.base > p.seq {
 		p.base = p.seq + 1
 	}
+	// Fast retransmission: a batch that three later batches have
+	// overtaken is taken for lost without waiting for its timer, once
+	// per timed send.
+	hi := cum
+	if len(rs) > 0 {
+		hi = max(hi, min(rs[len(rs)-1].hi, p.seq))
+	}
+	for s := p.base; s+3 <= hi && s-p.base < uint32(len(p.win)); s++ {
+		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && !b.fast {
+			b.fast = true
+			p.transmit(b, now, true)
+		}
+	}
 	if progress {
 		p.lastAck = now
 		if p.inflight == 0 {
@@ -306,6 +329,27 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 		p.changed = make(chan struct{})
 		p.pack(now.Sub(p.qSince) >= p.e.cfg.FlushInterval)
 	}
+}
+
+// rttSample folds one round-trip time into srtt and rttvar (RFC 6298):
+// when the receiver is busy or the window deep, the time to an ack grows,
+// and a fixed timer would resend batches that are merely queued.
+func (p *peer) rttSample(d time.Duration) {
+	if p.srtt == 0 {
+		p.srtt, p.rttvar = d, d/2
+		return
+	}
+	diff := p.srtt - d
+	if diff < 0 {
+		diff = -diff
+	}
+	p.rttvar = (3*p.rttvar + diff) / 4
+	p.srtt = (7*p.srtt + d) / 8
+}
+
+// rto is the first retransmission timeout of a new batch.
+func (p *peer) rto() time.Duration {
+	return min(max(p.e.cfg.RetransmitMin, p.srtt+4*p.rttvar), p.e.cfg.RetransmitMax)
 }
 
 // theirEpoch records the epoch of an authentic datagram from the peer; it
@@ -324,7 +368,7 @@ func (p *peer) theirEpoch(epoch uint64, now time.Time) bool {
 			// handshake) or forgot it; send it all again now.
 			for i := range p.win {
 				if b := &p.win[i]; b.used {
-					b.rto = p.e.cfg.RetransmitMin
+					b.rto = p.rto()
 					b.due = now
 				}
 			}
@@ -342,6 +386,7 @@ func (p *peer) tick(now time.Time) {
 	}
 	for i := range p.win {
 		if b := &p.win[i]; b.used && !now.Before(b.due) {
+			b.fast = false
 			p.transmit(b, now, true)
 		}
 	}
