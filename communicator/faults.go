@@ -6,8 +6,11 @@ import (
 	"sync"
 )
 
-// write sends one datagram through the hook, if any.
+// write sends one datagram through the hook, if any. The counters count
+// it as sent even if the hook then loses it, as the network would.
 func (e *Endpoint) write(b []byte, to netip.AddrPort) {
+	e.ctr.sentDatagrams.Add(1)
+	e.ctr.sentBytes.Add(uint64(len(b)))
 	if e.cfg.Hook != nil {
 		e.cfg.Hook(b, to, func(b []byte) { e.writeRaw(b, to) })
 		return
@@ -18,10 +21,7 @@ func (e *Endpoint) write(b []byte, to netip.AddrPort) {
 func (e *Endpoint) writeRaw(b []byte, to netip.AddrPort) {
 	if _, err := e.conn.WriteToUDPAddrPort(b, to); err != nil {
 		e.ctr.sendErrors.Add(1)
-		return
 	}
-	e.ctr.sentDatagrams.Add(1)
-	e.ctr.sentBytes.Add(uint64(len(b)))
 }
 
 // Faults returns a WireHook that loses a fraction loss of datagrams,

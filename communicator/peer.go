@@ -36,10 +36,12 @@ type peer struct {
 	retrans   uint64
 	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
 	rttvar    time.Duration
-	enc       itemEncoder
-	out       []byte
-	mac       *macer
-	macRing   *keyring
+	// newestAcked is the latest send time of any acknowledged batch.
+	newestAcked time.Time
+	enc         itemEncoder
+	out         []byte
+	mac         *macer
+	macRing     *keyring
 
 	rx rxState
 }
@@ -52,8 +54,9 @@ type batch struct {
 	items     int
 	rto       time.Duration
 	sentAt    time.Time // first transmission
-	retried   bool      // retransmitted: no RTT sample (Karn)
-	fast      bool      // fast-retransmitted since the last timed send
+	lastSent  time.Time
+	retried   bool // retransmitted: no RTT sample (Karn)
+	fast      bool // fast-retransmitted since the last timed send
 	due       time.Time
 	fromSpill bool
 	spillOff  int64 // start of the spill chunk the items came from
@@ -260,12 +263,18 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 		} else {
 			b.sentAt = now
 		}
-		// Jitter of ±25% keeps retransmissions of many batches apart.
-		b.due = now.Add(b.rto*3/4 + time.Duration(rand.Int64N(int64(b.rto)/2+1)))
+		b.lastSent = now
+		b.due = now.Add(jitter(b.rto))
 	} else {
 		p.e.ctr.ackOnly.Add(1)
 	}
 	p.e.write(out, p.addr)
+}
+
+// jitter spreads d by ±25%, which keeps the retransmissions of many
+// batches (and of many nodes) apart.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
 }
 
 // onAck applies an acknowledgement (cum plus ranges) of our batches.
@@ -279,6 +288,9 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 		if b.used && b.seq == s {
 			if !b.retried {
 				p.rttSample(now.Sub(b.sentAt))
+			}
+			if b.lastSent.After(p.newestAcked) {
+				p.newestAcked = b.lastSent
 			}
 			b.used = false
 			p.inflight--
@@ -308,15 +320,15 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 		p.base = p.seq + 1
 	}
 	// Fast retransmission: a batch that three later batches have
-	// overtaken is taken for lost without waiting for its timer, once
-	// per timed send.
+	// overtaken, one of them sent after it, is taken for lost without
+	// waiting for its timer. Sending it again makes it the newest, so it
+	// goes again only once something sent after that is acknowledged.
 	hi := cum
 	if len(rs) > 0 {
 		hi = max(hi, min(rs[len(rs)-1].hi, p.seq))
 	}
 	for s := p.base; s+3 <= hi && s-p.base < uint32(len(p.win)); s++ {
-		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && !b.fast {
-			b.fast = true
+		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && b.lastSent.Before(p.newestAcked) {
 			p.transmit(b, now, true)
 		}
 	}
@@ -384,11 +396,25 @@ func (p *peer) tick(now time.Time) {
 	} else if p.q.len() == 0 {
 		p.pack(true) // spilled items
 	}
-	for i := range p.win {
-		if b := &p.win[i]; b.used && !now.Before(b.due) {
-			b.fast = false
-			p.transmit(b, now, true)
+	// Timed retransmission. A due batch that a later-sent batch has
+	// overtaken (acknowledged) is taken for lost and sent again. If none
+	// has, the peer is slow, stalled or down rather than losing single
+	// datagrams: only the oldest due batch goes again, as a probe, and the
+	// rest wait another back-off instead of piling onto its queue.
+	probed := false
+	for i := uint32(0); p.base+i <= p.seq && i < uint32(len(p.win)); i++ {
+		s := p.base + i
+		b := &p.win[s%uint32(len(p.win))]
+		if !b.used || b.seq != s || now.Before(b.due) {
+			continue
 		}
+		if b.lastSent.Before(p.newestAcked) || !probed {
+			probed = probed || !b.lastSent.Before(p.newestAcked)
+			p.transmit(b, now, true)
+			continue
+		}
+		b.rto = min(b.rto*2, p.e.cfg.RetransmitMax)
+		b.due = now.Add(jitter(b.rto))
 	}
 	if p.rx.ackDirty {
 		p.transmit(nil, now, false)

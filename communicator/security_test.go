@@ -190,6 +190,10 @@ func TestKeyRotation(t *testing.T) {
 	cl.eps[0].SetKeys(b.ID, []Key{a, b}) // mixed: node 1 on the new key
 	exchangeRound()
 	for _, ep := range cl.eps {
+		ep.SetKeys(b.ID, []Key{a, b})
+	}
+	exchangeRound()
+	for _, ep := range cl.eps {
 		ep.SetKeys(b.ID, []Key{b})
 	}
 	exchangeRound()
