@@ -19,6 +19,7 @@ func benchmarks() []benchmark {
 		{"storage", "page storage pipeline throughput per codec", benchStorage},
 		{"resolver", "DNS resolver cold rate and cache hit cost", benchResolver},
 		{"collector", "collector pages per CPU-second against net/http, pipelined and not", benchCollector},
+		{"communicator", "UDP URL exchange between two endpoints on loopback", benchCommunicator},
 	}
 }
 

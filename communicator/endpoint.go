@@ -1,0 +1,306 @@
+package communicator
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Endpoint sends items to the other nodes of the cluster and hands the
+// items they send to its Handler.
+type Endpoint struct {
+	cfg   Config
+	conn  *net.UDPConn
+	epoch uint64
+	keys  atomic.Pointer[keyring]
+	peers map[NodeID]*peer
+	order []*peer
+	cache *sentCache
+	state *stateFile
+
+	deliveries atomic.Uint64
+	drops      [numReasons]atomic.Uint64
+	ctr        counters
+
+	readBuf, writeBuf int // granted by the kernel
+	lastSave          time.Time
+
+	wake     chan struct{}
+	done     chan struct{}
+	wg       sync.WaitGroup
+	closeErr error
+	closed   sync.Once
+}
+
+// keyring is the set of keys in force; replaced whole by SetKeys.
+type keyring struct {
+	send uint8
+	keys []Key
+}
+
+func (r *keyring) secret(id uint8) []byte {
+	for _, k := range r.keys {
+		if k.ID == id {
+			return k.Secret
+		}
+	}
+	return nil
+}
+
+type counters struct {
+	sentDatagrams, sentBytes, sentItems, retransmits atomic.Uint64
+	ackOnly                                          atomic.Uint64
+	recvDatagrams, recvBytes, recvItems, delivered   atomic.Uint64
+	cacheHits, sendErrors, refused                   atomic.Uint64
+}
+
+// ErrQueueFull is returned by Send when a peer's memory queue is full and
+// there is no spill directory.
+var ErrQueueFull = errors.New("communicator: peer queue full and no spill directory")
+
+// ErrTooLong is returned by Send for an item longer than Config.MaxURL.
+var ErrTooLong = errors.New("communicator: item longer than MaxURL")
+
+// New starts an endpoint: it binds (or takes) the socket, reads its state
+// and spill files, and starts its reader and timer goroutines.
+func New(cfg Config) (*Endpoint, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	e := &Endpoint{
+		cfg:   cfg,
+		peers: make(map[NodeID]*peer),
+		wake:  make(chan struct{}, 1),
+		done:  make(chan struct{}),
+	}
+	e.keys.Store(&keyring{send: cfg.SendKey, keys: slices.Clone(cfg.Keys)})
+	if cfg.SentCache > 0 {
+		e.cache = newSentCache(cfg.SentCache)
+	}
+	var err error
+	if e.state, err = openState(cfg.SpillDir); err != nil {
+		return nil, err
+	}
+	e.epoch = e.state.nextEpoch(cfg.Clock.Now())
+	if err := e.state.save(e.epoch, nil); err != nil {
+		return nil, err
+	}
+	for id, addr := range cfg.Peers {
+		if id == cfg.Self {
+			continue
+		}
+		p, err := newPeer(e, id, addr.Addr().Unmap(), addr.Port())
+		if err != nil {
+			e.closePeers()
+			return nil, err
+		}
+		e.peers[id] = p
+		e.order = append(e.order, p)
+	}
+	slices.SortFunc(e.order, func(a, b *peer) int { return int(a.id) - int(b.id) })
+	if cfg.Conn != nil {
+		e.conn = cfg.Conn
+	} else if e.conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(cfg.Peers[cfg.Self])); err != nil {
+		e.closePeers()
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
+	if err := setDontFragment(e.conn); err != nil {
+		cfg.Logf("communicator: cannot set don't-fragment: %v", err)
+	}
+	e.readBuf, e.writeBuf = setBuffers(e.conn, cfg.SocketBuffer)
+	if e.readBuf < cfg.SocketBuffer || e.writeBuf < cfg.SocketBuffer {
+		cfg.Logf("communicator: socket buffers granted %d (read) / %d (write) bytes of %d asked; raise net.core.rmem_max/wmem_max for bursts", e.readBuf, e.writeBuf, cfg.SocketBuffer)
+	}
+	e.wg.Add(2)
+	go e.readLoop()
+	go e.timerLoop()
+	return e, nil
+}
+
+func (e *Endpoint) closePeers() {
+	for _, p := range e.order {
+		p.closeSpill()
+	}
+}
+
+// newEpoch is the epoch of a start at now: milliseconds since 1970 in the
+// high bits (so a later start has a larger epoch), random low bits.
+func newEpoch(now time.Time) uint64 {
+	var r [2]byte
+	rand.Read(r[:])
+	return uint64(now.UnixMilli())<<16 | uint64(binary.BigEndian.Uint16(r[:]))
+}
+
+// Epoch is this start's epoch.
+func (e *Endpoint) Epoch() uint64 { return e.epoch }
+
+// Addr is the local address of the socket.
+func (e *Endpoint) Addr() netip.AddrPort { return e.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// SetKeys replaces the keys in force, for rotation: first add the new key
+// everywhere (still sending with the old one), then send with the new one,
+// then drop the old one.
+func (e *Endpoint) SetKeys(send uint8, keys []Key) error {
+	if len(keys) == 0 || len(keys) > 2 {
+		return fmt.Errorf("communicator: %d keys; want one or two", len(keys))
+	}
+	if err := checkKeys(keys, send); err != nil {
+		return err
+	}
+	e.keys.Store(&keyring{send: send, keys: slices.Clone(keys)})
+	return nil
+}
+
+// Send queues item (tag, url) for peer to. It never blocks on the network:
+// the item joins the peer's memory queue, or its spill file once the queue
+// is full. A URL sent to the same peer with the same tag recently is
+// dropped as already sent (Config.SentCache).
+func (e *Endpoint) Send(to NodeID, tag uint64, url []byte) error {
+	p := e.peers[to]
+	if p == nil {
+		return fmt.Errorf("communicator: unknown peer %d", to)
+	}
+	if len(url) == 0 || len(url) > e.cfg.MaxURL {
+		e.ctr.refused.Add(1)
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrTooLong, len(url), e.cfg.MaxURL)
+	}
+	var h uint64
+	if e.cache != nil {
+		h = e.cache.hash(to, tag, url)
+		if e.cache.seen(h) {
+			e.ctr.cacheHits.Add(1)
+			return nil
+		}
+	}
+	if err := p.enqueue(tag, url); err != nil {
+		e.ctr.refused.Add(1)
+		return err
+	}
+	if e.cache != nil {
+		e.cache.add(h)
+	}
+	return nil
+}
+
+// Flush sends every queued item now instead of at the flush interval.
+func (e *Endpoint) Flush() {
+	for _, p := range e.order {
+		p.mu.Lock()
+		p.pack(true)
+		p.mu.Unlock()
+	}
+}
+
+// Durable tells the endpoint that the effect of every delivery numbered n
+// or lower is durable: those batches are acknowledged.
+func (e *Endpoint) Durable(n uint64) {
+	for _, p := range e.order {
+		p.mu.Lock()
+		p.rx.durable(n)
+		p.mu.Unlock()
+	}
+	e.poke()
+}
+
+func (e *Endpoint) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the endpoint. Items not yet acknowledged are appended to the
+// peers' spill files, to be sent after the next start; without a spill
+// directory they are lost, and Close says how many.
+func (e *Endpoint) Close() error {
+	e.closed.Do(func() {
+		close(e.done)
+		e.conn.Close()
+		e.wg.Wait()
+		var errs []error
+		lost := 0
+		for _, p := range e.order {
+			p.mu.Lock()
+			n, err := p.shutdown()
+			p.mu.Unlock()
+			lost += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := e.saveState(); err != nil {
+			errs = append(errs, err)
+		}
+		if lost > 0 {
+			errs = append(errs, fmt.Errorf("communicator: %d queued or unacknowledged items not delivered (no spill directory)", lost))
+		}
+		e.closeErr = errors.Join(errs...)
+	})
+	return e.closeErr
+}
+
+// saveState writes the receive positions of every peer.
+func (e *Endpoint) saveState() error {
+	if !e.state.enabled() {
+		return nil
+	}
+	ents := make([]stateEntry, 0, len(e.order))
+	for _, p := range e.order {
+		p.mu.Lock()
+		if p.rx.known {
+			ents = append(ents, stateEntry{p.id, p.rx.epoch, p.rx.cum})
+		}
+		p.mu.Unlock()
+	}
+	return e.state.save(e.epoch, ents)
+}
+
+// timerLoop flushes partial batches, retransmits, sends pending acks and
+// saves state, every tick of the clock.
+func (e *Endpoint) timerLoop() {
+	defer e.wg.Done()
+	tick := max(e.cfg.FlushInterval/5, time.Millisecond)
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-e.cfg.Clock.After(tick):
+		case <-e.wake:
+		}
+		e.onTick()
+	}
+}
+
+func (e *Endpoint) onTick() {
+	now := e.cfg.Clock.Now()
+	if e.state.enabled() && now.Sub(e.lastSave) >= 2*e.cfg.FlushInterval {
+		// Receive positions are saved a little after they move: they only
+		// narrow what a restart may deliver again (batches whose ack was
+		// lost), so they need not hold up the acks themselves.
+		unsaved := false
+		for _, p := range e.order {
+			p.mu.Lock()
+			unsaved = unsaved || p.rx.unsaved
+			p.rx.unsaved = false
+			p.mu.Unlock()
+		}
+		if unsaved {
+			e.lastSave = now
+			if err := e.saveState(); err != nil {
+				e.cfg.Logf("communicator: %v", err)
+			}
+		}
+	}
+	for _, p := range e.order {
+		p.mu.Lock()
+		p.tick(now)
+		p.mu.Unlock()
+	}
+}

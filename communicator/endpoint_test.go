@@ -1,0 +1,142 @@
+package communicator
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// exchange has every endpoint send per URLs to every other one, waits
+// until all are delivered and acknowledged, and checks each arrived
+// exactly once.
+func exchange(t *testing.T, cl *cluster, per int) {
+	t.Helper()
+	n := len(cl.eps)
+	for i, ep := range cl.eps {
+		from := NodeID(i + 1)
+		for j := range n {
+			to := NodeID(j + 1)
+			if to == from {
+				continue
+			}
+			for k := range per {
+				if err := ep.Send(to, uint64(k%7), []byte(testURL(from, to, k))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	want := per * (n - 1)
+	waitUntil(t, 60*time.Second, "every URL delivered and acknowledged", func() bool {
+		for i, s := range cl.sinks {
+			if s.count() < want {
+				return false
+			}
+			for j := range n {
+				if j != i && cl.eps[i].Backlog(NodeID(j+1)) > 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for i, s := range cl.sinks {
+		to := NodeID(i + 1)
+		s.mu.Lock()
+		if s.total != want || len(s.got) != want {
+			t.Errorf("node %d: %d deliveries of %d distinct items; want %d", to, s.total, len(s.got), want)
+		}
+		for j := range n {
+			from := NodeID(j + 1)
+			if from == to {
+				continue
+			}
+			for k := range per {
+				key := fmt.Sprintf("%d %d %s", from, k%7, testURL(from, to, k))
+				if c := s.got[key]; c != 1 {
+					t.Fatalf("node %d: %q delivered %d times", to, key, c)
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+func TestExchangeClean(t *testing.T) {
+	cl := newCluster(t, 2, nil)
+	exchange(t, cl, 5000)
+	st := cl.eps[0].Stats()
+	for name, c := range st.Drops {
+		// A retransmission may cross the acknowledgement on its way.
+		if c != 0 && name != "handshake" && name != "duplicate" {
+			t.Errorf("clean exchange: %d datagrams dropped as %s", c, name)
+		}
+	}
+	t.Logf("node 1: %d datagrams, %d bytes, %d retransmits, %d ack-only", st.SentDatagrams, st.SentBytes, st.Retransmits, st.AckOnly)
+}
+
+// TestExchangeFaults: 10% loss, 10% duplication and 10% reordering on
+// every datagram of 2 to 5 endpoints; every URL still arrives exactly once.
+func TestExchangeFaults(t *testing.T) {
+	for n := 2; n <= 5; n++ {
+		t.Run(fmt.Sprintf("%d-nodes", n), func(t *testing.T) {
+			cl := newCluster(t, n, func(i int, c *Config) {
+				c.Hook = Faults(0.10, 0.10, 0.10, uint64(100*n+i))
+				c.Window = 64 // a small window makes loss bite harder
+			})
+			exchange(t, cl, 3000)
+			var dup, retr uint64
+			for _, ep := range cl.eps {
+				st := ep.Stats()
+				dup += st.Drops["duplicate"]
+				retr += st.Retransmits
+			}
+			if dup == 0 || retr == 0 {
+				t.Errorf("faults not exercised: %d duplicates dropped, %d retransmits", dup, retr)
+			}
+		})
+	}
+}
+
+// TestDurableLater: with AckOnReturn off nothing is acknowledged until the
+// handler's owner calls Durable, so the sender retransmits, and the
+// duplicates are not delivered again.
+func TestDurableLater(t *testing.T) {
+	clock := NewManualClock(time.Unix(1700000000, 0))
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		c.AckOnReturn = false
+		c.Clock = clock
+	})
+	for k := range 100 {
+		cl.eps[0].Send(2, 0, []byte(testURL(1, 2, k)))
+	}
+	cl.eps[0].Flush()
+	// The first datagrams carry no epoch of node 2 yet: the handshake
+	// drops them and the retransmission (at the next tick) delivers.
+	waitUntil(t, 10*time.Second, "delivery", func() bool {
+		clock.Advance(10 * time.Millisecond)
+		return cl.sinks[1].count() == 100
+	})
+	retr := cl.eps[0].Stats().Retransmits
+	for range 50 {
+		clock.Advance(100 * time.Millisecond)
+	}
+	waitUntil(t, 10*time.Second, "retransmissions without Durable", func() bool {
+		clock.Advance(100 * time.Millisecond)
+		return cl.eps[0].Stats().Retransmits > retr+2 && cl.eps[1].Stats().Drops["duplicate"] > 0
+	})
+	if b := cl.eps[0].Backlog(2); b != 100 {
+		t.Fatalf("backlog %d before Durable; want 100", b)
+	}
+	cl.sinks[1].mu.Lock()
+	n := cl.sinks[1].lastN
+	cl.sinks[1].mu.Unlock()
+	cl.eps[1].Durable(n)
+	waitUntil(t, 10*time.Second, "acknowledgement after Durable", func() bool {
+		clock.Advance(10 * time.Millisecond)
+		return cl.eps[0].Backlog(2) == 0
+	})
+	if c := cl.sinks[1].count(); c != 100 {
+		t.Fatalf("%d deliveries; want 100", c)
+	}
+}

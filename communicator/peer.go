@@ -1,0 +1,519 @@
+package communicator
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+)
+
+// peer is one other node: the send side (queue, spill, window of
+// unacknowledged batches) and the receive side (rx) share its lock.
+type peer struct {
+	e    *Endpoint
+	id   NodeID
+	addr netip.AddrPort
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced whenever the backlog shrinks
+
+	// Send side.
+	seq       uint32    // last sequence number given out
+	base      uint32    // lowest unacknowledged sequence number
+	win       []batch   // ring of in-flight batches, indexed seq % len(win)
+	inflight  int       // batches in flight
+	inItems   int       // items in flight
+	q         queue     // memory queue, older than anything spilled
+	sq        queue     // items read from the spill file, not yet in flight
+	sqOff     int64     // spill offset of the chunk sq came from
+	qSince    time.Time // when the oldest queued item arrived
+	spill     *spill
+	lastAck   time.Time
+	firstSent time.Time // oldest unacknowledged send; zero when none
+	theirs    uint64    // the peer's epoch as last seen; 0: not yet
+	retrans   uint64
+	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
+	rttvar    time.Duration
+	// newestAcked is the latest send time of any acknowledged batch.
+	newestAcked time.Time
+	enc         itemEncoder
+	out         []byte
+	mac         *macer
+	macRing     *keyring
+
+	rx rxState
+}
+
+// batch is one in-flight datagram's items, kept until acknowledged.
+type batch struct {
+	seq       uint32
+	used      bool
+	body      []byte // front-coded items
+	items     int
+	rto       time.Duration
+	sentAt    time.Time // first transmission
+	lastSent  time.Time
+	retried   bool // retransmitted: no RTT sample (Karn)
+	fast      bool // fast-retransmitted since the last timed send
+	due       time.Time
+	fromSpill bool
+	spillOff  int64 // start of the spill chunk the items came from
+}
+
+func newPeer(e *Endpoint, id NodeID, a netip.Addr, port uint16) (*peer, error) {
+	p := &peer{
+		e:       e,
+		id:      id,
+		addr:    netip.AddrPortFrom(a, port),
+		changed: make(chan struct{}),
+		base:    1,
+		win:     make([]batch, e.cfg.Window),
+		out:     make([]byte, 0, MaxPayload),
+		rx:      newRx(e.cfg.Window),
+	}
+	if ent, ok := e.state.entry(id); ok {
+		p.rx.reset(ent.epoch, ent.cum)
+		p.rx.unsaved = false
+		p.theirs = ent.epoch
+	}
+	if e.cfg.SpillDir != "" {
+		sp, err := openSpill(e.cfg.SpillDir, e.cfg.Self, id, e.cfg.MaxURL)
+		if err != nil {
+			return nil, err
+		}
+		p.spill = sp
+	}
+	return p, nil
+}
+
+// enqueue adds one item to the memory queue or, once that is full or the
+// spill file already holds older items, to the spill file.
+func (p *peer) enqueue(tag uint64, url []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// Once items are spilled, newer ones follow them into the file until
+	// it has been read to its end, so the peer receives them in order.
+	if p.spill != nil && (p.spill.unread() || p.sq.len() > 0 || p.q.bytes+len(url) > p.e.cfg.QueueBytes) {
+		return p.spill.append(tag, url)
+	}
+	if p.q.bytes+len(url) > p.e.cfg.QueueBytes {
+		return ErrQueueFull
+	}
+	if p.q.len() == 0 {
+		p.qSince = p.e.cfg.Clock.Now()
+	}
+	p.q.push(tag, url)
+	if p.q.bytes >= p.e.cfg.SortWindow {
+		p.pack(false)
+	}
+	return nil
+}
+
+// room reports whether the window has a free slot for the next seq.
+// Until the peer's epoch is known one batch probes for it: the peer drops
+// data that does not name its epoch, and answers with it.
+func (p *peer) room() bool {
+	if p.seq >= maxSeq {
+		return false // see maxSeq
+	}
+	if p.theirs == 0 {
+		return p.inflight == 0
+	}
+	return p.seq+1-p.base < uint32(len(p.win))
+}
+
+// bodyRoom is how many bytes of items a datagram holds.
+func (p *peer) bodyRoom() int {
+	return p.e.cfg.Payload - headerSize - macSize - rangeReserve
+}
+
+// pack turns queued items into batches and sends them while the window
+// has room: the memory queue first, then items read from the spill file.
+// Without flush a trailing partial datagram of the memory queue stays
+// queued. Spilled items are always packed whole, as they are late already.
+func (p *peer) pack(flush bool) {
+	for p.room() {
+		switch {
+		case p.q.len() > 0:
+			if !flush && p.q.bytes < p.e.cfg.SortWindow {
+				return
+			}
+			if !p.packFrom(&p.q, flush, false, 0) {
+				return
+			}
+			if p.q.len() > 0 {
+				p.qSince = p.e.cfg.Clock.Now()
+			}
+		case p.sq.len() > 0:
+			p.packFrom(&p.sq, true, true, p.sqOff)
+		case p.spill != nil && p.spill.unread():
+			p.sqOff = p.spill.readOff
+			if err := p.spill.readChunk(&p.sq, p.e.cfg.SortWindow); err != nil {
+				p.e.cfg.Logf("communicator: %v", err)
+			}
+			if p.sq.len() == 0 {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// packFrom sorts up to a sort window of items from q, front-codes them
+// into datagrams and sends each; it reports whether it sent anything.
+func (p *peer) packFrom(q *queue, flush, fromSpill bool, spillOff int64) bool {
+	n := q.take(p.e.cfg.SortWindow)
+	items := q.items[q.head : q.head+n]
+	slices.SortFunc(items, func(a, b qitem) int { return bytes.Compare(q.bytesOf(a), q.bytesOf(b)) })
+	room := p.bodyRoom()
+	sent := false
+	i := 0
+	for i < n && p.room() {
+		b := p.nextBatch()
+		p.enc.reset()
+		j := i
+		for ; j < n; j++ {
+			u := q.bytesOf(items[j])
+			l, pre := p.enc.encodedLen(items[j].tag, u)
+			if len(b.body)+l > room {
+				break
+			}
+			b.body = p.enc.appendItem(b.body, items[j].tag, u, pre)
+		}
+		if j == n && !flush && j > i {
+			// The last datagram is not full: leave its items queued.
+			b.used = false
+			p.seq--
+			break
+		}
+		b.items = j - i
+		b.fromSpill, b.spillOff = fromSpill, spillOff
+		p.inflight++
+		p.inItems += b.items
+		p.e.ctr.sentItems.Add(uint64(b.items))
+		p.transmit(b, p.e.cfg.Clock.Now(), false)
+		sent = true
+		i = j
+	}
+	q.drop(i)
+	return sent
+}
+
+// nextBatch claims the window slot of the next sequence number.
+func (p *peer) nextBatch() *batch {
+	p.seq++
+	b := &p.win[p.seq%uint32(len(p.win))]
+	*b = batch{seq: p.seq, used: true, body: b.body[:0], rto: p.rto()}
+	return b
+}
+
+// transmit seals and sends batch b (nil: an ack-only datagram).
+func (p *peer) transmit(b *batch, now time.Time, retry bool) {
+	ring := p.e.keys.Load()
+	if p.mac == nil || p.macRing != ring {
+		p.mac, p.macRing = newMacer(ring.secret(ring.send)), ring
+	}
+	h := header{
+		version:   wireVersion,
+		keyID:     ring.send,
+		from:      p.e.cfg.Self,
+		to:        p.id,
+		epoch:     p.e.epoch,
+		peerEpoch: p.theirs,
+		base:      p.base,
+		ack:       p.rx.advCum,
+	}
+	if b != nil {
+		h.flags, h.seq = flagData, b.seq
+	}
+	out := p.out[:headerSize]
+	room := p.e.cfg.Payload - macSize - headerSize
+	if b != nil {
+		room -= len(b.body)
+	}
+	rs := p.rx.advRanges
+	for len(rs) > 0 {
+		enc := appendRanges(out[headerSize:headerSize], h.ack, rs)
+		if len(enc) <= room {
+			out = append(out, enc...)
+			break
+		}
+		rs = rs[:len(rs)-1]
+	}
+	h.nranges = uint8(len(rs))
+	putHeader(out, &h)
+	if b != nil {
+		out = append(out, b.body...)
+	}
+	out = p.mac.seal(out)
+	p.out = out[:0]
+	p.rx.ackDirty, p.rx.fresh = false, 0
+	if b != nil {
+		if p.firstSent.IsZero() {
+			p.firstSent = now
+		}
+		if retry {
+			p.retrans++
+			p.e.ctr.retransmits.Add(1)
+			b.rto = min(b.rto*2, p.e.cfg.RetransmitMax)
+			b.retried = true
+		} else {
+			b.sentAt = now
+		}
+		b.lastSent = now
+		b.due = now.Add(jitter(b.rto))
+	} else {
+		p.e.ctr.ackOnly.Add(1)
+	}
+	p.e.write(out, p.addr)
+}
+
+// jitter spreads d by ±25%, which keeps the retransmissions of many
+// batches (and of many nodes) apart.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// onAck applies an acknowledgement (cum plus ranges) of our batches.
+func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
+	if cum > p.seq {
+		cum = p.seq // cannot acknowledge what was never sent
+	}
+	progress := false
+	ackOne := func(s uint32) {
+		b := &p.win[s%uint32(len(p.win))]
+		if b.used && b.seq == s {
+			if !b.retried {
+				p.rttSample(now.Sub(b.sentAt))
+			}
+			if b.lastSent.After(p.newestAcked) {
+				p.newestAcked = b.lastSent
+			}
+			b.used = false
+			p.inflight--
+			p.inItems -= b.items
+			progress = true
+		}
+	}
+	// Counted loops: a bound near 2^32 must not wrap into an endless one.
+	if cum >= p.base {
+		for i := range cum - p.base + 1 {
+			ackOne(p.base + i)
+		}
+	}
+	for _, r := range rs {
+		lo, hi := max(r.lo, p.base), min(r.hi, p.seq)
+		if hi < lo || hi-lo >= uint32(len(p.win)) {
+			continue
+		}
+		for i := range hi - lo + 1 {
+			ackOne(lo + i)
+		}
+	}
+	for p.base <= p.seq && !p.win[p.base%uint32(len(p.win))].used {
+		p.base++
+	}
+	if p.base > p.seq {
+		p.base = p.seq + 1
+	}
+	// Fast retransmission: a batch that three later batches have
+	// overtaken, one of them sent after it, is taken for lost without
+	// waiting for its timer. Sending it again makes it the newest, so it
+	// goes again only once something sent after that is acknowledged.
+	hi := cum
+	if len(rs) > 0 {
+		hi = max(hi, min(rs[len(rs)-1].hi, p.seq))
+	}
+	for s := p.base; s+3 <= hi && s-p.base < uint32(len(p.win)); s++ {
+		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && b.lastSent.Before(p.newestAcked) {
+			p.transmit(b, now, true)
+		}
+	}
+	if progress {
+		p.lastAck = now
+		if p.inflight == 0 {
+			p.firstSent = time.Time{}
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.pack(now.Sub(p.qSince) >= p.e.cfg.FlushInterval)
+	}
+}
+
+// rttSample folds one round-trip time into srtt and rttvar (RFC 6298):
+// when the receiver is busy or the window deep, the time to an ack grows,
+// and a fixed timer would resend batches that are merely queued.
+func (p *peer) rttSample(d time.Duration) {
+	if p.srtt == 0 {
+		p.srtt, p.rttvar = d, d/2
+		return
+	}
+	diff := p.srtt - d
+	if diff < 0 {
+		diff = -diff
+	}
+	p.rttvar = (3*p.rttvar + diff) / 4
+	p.srtt = (7*p.srtt + d) / 8
+}
+
+// rto is the first retransmission timeout of a new batch.
+func (p *peer) rto() time.Duration {
+	return min(max(p.e.cfg.RetransmitMin, p.srtt+4*p.rttvar), p.e.cfg.RetransmitMax)
+}
+
+// theirEpoch records the epoch of an authentic datagram from the peer; it
+// reports false for an epoch older than one already seen (a replay).
+func (p *peer) theirEpoch(epoch uint64, now time.Time) bool {
+	switch {
+	case epoch < p.theirs:
+		return false
+	case epoch > p.theirs:
+		p.theirs = epoch
+		p.rx.ackDirty = true // tell it our epoch
+		defer p.pack(false)
+		{
+			// First contact or a restart of the peer: what it has not
+			// acknowledged went to an epoch that dropped it (the
+			// handshake) or forgot it; send it all again now.
+			for i := range p.win {
+				if b := &p.win[i]; b.used {
+					b.rto = p.rto()
+					b.due = now
+				}
+			}
+		}
+	}
+	return true
+}
+
+// tick does the peer's timed work: flush, retransmit, acks, spill upkeep.
+func (p *peer) tick(now time.Time) {
+	if p.q.len() > 0 && now.Sub(p.qSince) >= p.e.cfg.FlushInterval {
+		p.pack(true)
+	} else if p.q.len() == 0 {
+		p.pack(true) // spilled items
+	}
+	// Timed retransmission. A due batch that a later-sent batch has
+	// overtaken (acknowledged) is taken for lost and sent again. If none
+	// has, the peer is slow, stalled or down rather than losing single
+	// datagrams: only the oldest due batch goes again, as a probe, and the
+	// rest wait another back-off instead of piling onto its queue.
+	probed := false
+	for i := uint32(0); p.base+i <= p.seq && i < uint32(len(p.win)); i++ {
+		s := p.base + i
+		b := &p.win[s%uint32(len(p.win))]
+		if !b.used || b.seq != s || now.Before(b.due) {
+			continue
+		}
+		if b.lastSent.Before(p.newestAcked) || !probed {
+			probed = probed || !b.lastSent.Before(p.newestAcked)
+			p.transmit(b, now, true)
+			continue
+		}
+		b.rto = min(b.rto*2, p.e.cfg.RetransmitMax)
+		b.due = now.Add(jitter(b.rto))
+	}
+	if p.rx.ackDirty {
+		p.transmit(nil, now, false)
+	}
+	if p.spill != nil {
+		p.spillUpkeep()
+	}
+}
+
+// down reports whether the peer has left batches unacknowledged for longer
+// than DownAfter.
+func (p *peer) down(now time.Time) bool {
+	if p.firstSent.IsZero() {
+		return false
+	}
+	last := p.lastAck
+	if last.Before(p.firstSent) {
+		last = p.firstSent
+	}
+	return now.Sub(last) >= p.e.cfg.DownAfter
+}
+
+// backlog is the number of items queued or in flight.
+func (p *peer) backlog() int {
+	n := p.q.len() + p.sq.len() + p.inItems
+	if p.spill != nil {
+		n += int(p.spill.unreadItems)
+	}
+	return n
+}
+
+// spillUpkeep writes buffered spill records, records how far the file is
+// acknowledged, and fsyncs.
+func (p *peer) spillUpkeep() {
+	s := p.spill
+	off := s.readOff
+	if p.sq.len() > 0 {
+		off = p.sqOff
+	}
+	for i := range p.win {
+		if b := &p.win[i]; b.used && b.fromSpill && b.spillOff < off {
+			off = b.spillOff
+		}
+	}
+	idle := p.sq.len() == 0 && !s.unread()
+	err := s.mark(off, idle)
+	if err == nil {
+		err = s.sync()
+	}
+	if err != nil {
+		p.e.cfg.Logf("communicator: %v", err)
+		s.errs = append(s.errs, err.Error())
+	}
+}
+
+func (p *peer) closeSpill() {
+	if p.spill != nil {
+		p.spill.close()
+	}
+}
+
+// shutdown saves what is still owed to the peer: in-flight batches from
+// memory and the memory queue go to the spill file (spilled items are
+// there already). Without a spill file it returns how many items are lost.
+func (p *peer) shutdown() (lost int, err error) {
+	var items []Item
+	var buf []byte
+	for i := range p.win {
+		b := &p.win[i]
+		if !b.used || b.fromSpill {
+			continue
+		}
+		if p.spill == nil {
+			lost += b.items
+			continue
+		}
+		items, buf, err = decodeItems(b.body, p.e.cfg.MaxURL, items, buf)
+		if err != nil {
+			return lost, err
+		}
+		for _, it := range items {
+			if err := p.spill.append(it.Tag, it.URL); err != nil {
+				return lost, err
+			}
+		}
+	}
+	for _, it := range p.q.items[p.q.head:] {
+		if p.spill == nil {
+			lost++
+			continue
+		}
+		if err := p.spill.append(it.tag, p.q.bytesOf(it)); err != nil {
+			return lost, err
+		}
+	}
+	p.q.reset()
+	if p.spill != nil {
+		p.spillUpkeep()
+		err = p.spill.close()
+	}
+	return lost, err
+}

@@ -1,0 +1,186 @@
+package communicator
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+)
+
+// Drop reasons, counted per datagram (Stats.Drops).
+const (
+	DropMalformed    = iota // too short, unknown version, bad ranges or items
+	DropOversized           // larger than MaxPayload
+	DropUnknownKey          // key id not among the keys in force
+	DropUnknownNode         // sender id not in Peers (or our own)
+	DropWrongAddress        // sender id known, but not from its address
+	DropBadMAC              // tag does not match: forged, damaged or wrong secret
+	DropMisdirected         // authentic, but addressed to another node
+	DropStaleEpoch          // from an older epoch of the sender than one seen
+	DropDuplicate           // sequence number already delivered (retransmission or replay)
+	DropWindow              // sequence number beyond the receive window
+	DropHandshake           // data for our previous epoch; answered with our epoch
+	numReasons
+)
+
+var dropNames = [numReasons]string{
+	"malformed", "oversized", "unknown_key", "unknown_node", "wrong_address",
+	"bad_mac", "misdirected", "stale_epoch", "duplicate", "window", "handshake",
+}
+
+// DropName is the name of a drop reason, as Stats.Drops keys it.
+func DropName(r int) string { return dropNames[r] }
+
+// receiver is the read goroutine's own state: scratch buffers and MACs.
+type receiver struct {
+	e      *Endpoint
+	h      header
+	ranges []ackRange
+	items  []Item
+	buf    []byte
+	ring   *keyring
+	macs   map[uint8]*macer
+}
+
+func (e *Endpoint) readLoop() {
+	defer e.wg.Done()
+	r := &receiver{e: e}
+	b := make([]byte, MaxPayload+1)
+	for {
+		n, src, err := e.conn.ReadFromUDPAddrPort(b)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-e.done:
+				return
+			default:
+			}
+			continue
+		}
+		r.receive(b[:n], src)
+	}
+}
+
+func (e *Endpoint) drop(reason int) { e.drops[reason].Add(1) }
+
+// receive handles one datagram from src. Every path that rejects it counts
+// one drop reason; none panics on any bytes.
+func (r *receiver) receive(b []byte, src netip.AddrPort) {
+	e := r.e
+	e.ctr.recvDatagrams.Add(1)
+	e.ctr.recvBytes.Add(uint64(len(b)))
+	if len(b) > MaxPayload {
+		e.drop(DropOversized)
+		return
+	}
+	h := &r.h
+	if parseHeader(b, h) != nil {
+		e.drop(DropMalformed)
+		return
+	}
+	ring := e.keys.Load()
+	if ring != r.ring {
+		r.ring, r.macs = ring, make(map[uint8]*macer, 2)
+		for _, k := range ring.keys {
+			r.macs[k.ID] = newMacer(k.Secret)
+		}
+	}
+	m := r.macs[h.keyID]
+	if m == nil {
+		e.drop(DropUnknownKey)
+		return
+	}
+	p := e.peers[h.from]
+	if p == nil {
+		e.drop(DropUnknownNode)
+		return
+	}
+	if src.Addr().Unmap() != p.addr.Addr() || src.Port() != p.addr.Port() {
+		e.drop(DropWrongAddress)
+		return
+	}
+	if !m.verify(b) {
+		e.drop(DropBadMAC)
+		return
+	}
+	if h.to != e.cfg.Self {
+		e.drop(DropMisdirected)
+		return
+	}
+	body := b[headerSize : len(b)-macSize]
+	var err error
+	r.ranges, body, err = parseRanges(body, int(h.nranges), h.ack, r.ranges[:0])
+	if err != nil || h.base == 0 || h.base > maxSeq+1 || h.seq > maxSeq || (h.flags&flagData == 0) != (len(body) == 0) || (h.flags&flagData != 0) != (h.seq != 0) {
+		e.drop(DropMalformed)
+		return
+	}
+	if h.flags&flagData != 0 {
+		if r.items, r.buf, err = decodeItems(body, e.cfg.MaxURL, r.items, r.buf); err != nil {
+			e.drop(DropMalformed)
+			return
+		}
+	}
+	now := e.cfg.Clock.Now()
+
+	p.mu.Lock()
+	if !p.theirEpoch(h.epoch, now) {
+		p.mu.Unlock()
+		e.drop(DropStaleEpoch)
+		return
+	}
+	if !p.rx.known || p.rx.epoch != h.epoch {
+		// First datagram of this sender epoch: its base says where its
+		// numbers stand (a saved position of the same epoch may be ahead).
+		p.rx.reset(h.epoch, h.base-1)
+		if ent, ok := e.state.entry(p.id); ok && ent.epoch == h.epoch && ent.cum > h.base-1 {
+			p.rx.advanceTo(ent.cum)
+		}
+	}
+	p.rx.advanceTo(h.base - 1)
+	if h.peerEpoch == e.epoch {
+		p.onAck(h.ack, r.ranges, now)
+	}
+	if h.flags&flagData == 0 {
+		p.mu.Unlock()
+		return
+	}
+	if h.peerEpoch != e.epoch {
+		// Meant for an earlier start of ours (or sent before the peer
+		// heard from us): drop it, and tell the peer our epoch so it
+		// sends again. This is what stops replays across our restarts.
+		p.rx.ackDirty = true
+		p.transmit(nil, now, false)
+		p.mu.Unlock()
+		e.drop(DropHandshake)
+		return
+	}
+	switch p.rx.check(h.seq) {
+	case seqDuplicate:
+		// Our ack may have been lost: acknowledge again.
+		p.rx.ackDirty = true
+		p.mu.Unlock()
+		e.drop(DropDuplicate)
+		return
+	case seqOutOfWindow:
+		p.mu.Unlock()
+		e.drop(DropWindow)
+		return
+	}
+	n := e.deliveries.Add(1)
+	p.rx.markSeen(h.seq, n)
+	p.mu.Unlock()
+
+	e.ctr.recvItems.Add(uint64(len(r.items)))
+	e.cfg.Handler(h.from, n, r.items)
+	e.ctr.delivered.Add(1)
+
+	if e.cfg.AckOnReturn {
+		p.mu.Lock()
+		p.rx.durable(n)
+		if p.rx.fresh >= 8 {
+			p.transmit(nil, now, false)
+		}
+		p.mu.Unlock()
+	}
+}

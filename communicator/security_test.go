@@ -1,0 +1,233 @@
+package communicator
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorder is a WireHook that passes everything and keeps copies of the
+// data datagrams.
+type recorder struct {
+	mu   sync.Mutex
+	data [][]byte
+}
+
+func (r *recorder) hook(b []byte, _ netip.AddrPort, send func([]byte)) {
+	if b[2]&flagData != 0 {
+		r.mu.Lock()
+		r.data = append(r.data, append([]byte(nil), b...))
+		r.mu.Unlock()
+	}
+	send(b)
+}
+
+func (r *recorder) last() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.data[len(r.data)-1]
+}
+
+// reseal rewrites a datagram's header fields with set and seals it with
+// secret.
+func reseal(b []byte, secret []byte, set func(b []byte)) []byte {
+	b = append([]byte(nil), b[:len(b)-macSize]...)
+	if set != nil {
+		set(b)
+	}
+	return newMacer(secret).seal(b)
+}
+
+// TestHostileDatagrams: forged, truncated, replayed, wrong-key, unknown
+// node, wrong address, misdirected and stale datagrams deliver nothing and
+// are counted by reason.
+func TestHostileDatagrams(t *testing.T) {
+	var rec recorder
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 1 {
+			c.Hook = rec.hook
+		}
+	})
+	ep1, ep2 := cl.eps[0], cl.eps[1]
+	for k := range 50 {
+		ep2.Send(1, 1, []byte(testURL(2, 1, k)))
+	}
+	ep2.Flush()
+	waitUntil(t, 10*time.Second, "genuine delivery", func() bool { return cl.sinks[0].count() == 50 && ep2.Backlog(1) == 0 })
+	good := rec.last()
+
+	// From node 2's own socket, so only the datagram itself is wrong.
+	inject := func(b []byte) {
+		t.Helper()
+		if _, err := ep2.conn.WriteToUDPAddrPort(b, cl.addrs[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := []byte("another secret of enough length")
+	cases := []struct {
+		name   string
+		reason int
+		b      []byte
+	}{
+		{"forged tag", DropBadMAC, func() []byte { b := append([]byte(nil), good...); b[len(b)-1] ^= 1; return b }()},
+		{"changed item", DropBadMAC, func() []byte { b := append([]byte(nil), good...); b[headerSize+5] ^= 1; return b }()},
+		{"truncated", DropBadMAC, good[:len(good)-7]},
+		{"truncated to a header", DropMalformed, good[:headerSize]},
+		{"wrong secret", DropBadMAC, reseal(good, other, nil)},
+		{"unknown key id", DropUnknownKey, reseal(good, testKey.Secret, func(b []byte) { b[1] = 9 })},
+		{"unknown node", DropUnknownNode, reseal(good, testKey.Secret, func(b []byte) { binary.BigEndian.PutUint16(b[4:], 7) })},
+		{"misdirected", DropMisdirected, reseal(good, testKey.Secret, func(b []byte) { binary.BigEndian.PutUint16(b[6:], 3) })},
+		{"stale sender epoch", DropStaleEpoch, reseal(good, testKey.Secret, func(b []byte) {
+			binary.BigEndian.PutUint64(b[8:], ep2.Epoch()-1)
+		})},
+		{"replayed", DropDuplicate, good},
+		{"bad version", DropMalformed, reseal(good, testKey.Secret, func(b []byte) { b[0] = 2 })},
+		{"oversized", DropOversized, make([]byte, MaxPayload+1)},
+	}
+	for _, c := range cases {
+		before := ep1.Stats().Drops[DropName(c.reason)]
+		inject(c.b)
+		waitUntil(t, 5*time.Second, c.name+" counted as "+DropName(c.reason), func() bool {
+			return ep1.Stats().Drops[DropName(c.reason)] > before
+		})
+	}
+	// From an address that is not node 2's.
+	stranger, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	before := ep1.Stats().Drops["wrong_address"]
+	stranger.WriteToUDPAddrPort(good, cl.addrs[1])
+	waitUntil(t, 5*time.Second, "wrong address counted", func() bool { return ep1.Stats().Drops["wrong_address"] > before })
+
+	if c := cl.sinks[0].count(); c != 50 {
+		t.Fatalf("%d items delivered; want only the 50 genuine ones", c)
+	}
+}
+
+// TestReplayAcrossRestart: a datagram recorded before the receiver
+// restarted names the old epoch and is refused by the new one.
+func TestReplayAcrossRestart(t *testing.T) {
+	var rec recorder
+	dir := t.TempDir()
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 1 {
+			c.Hook = rec.hook
+		}
+		if i == 0 {
+			c.SpillDir = dir
+		}
+	})
+	for k := range 20 {
+		cl.eps[1].Send(1, 0, []byte(testURL(2, 1, k)))
+	}
+	cl.eps[1].Flush()
+	waitUntil(t, 10*time.Second, "delivery", func() bool { return cl.sinks[0].count() == 20 && cl.eps[1].Backlog(1) == 0 })
+	old := rec.last()
+
+	a := cl.eps[0].Addr()
+	cl.eps[0].Close()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	ep, err := New(Config{Self: 1, Peers: cl.addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: s.handle, AckOnReturn: true, SpillDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	cl.eps[1].conn.WriteToUDPAddrPort(old, a)
+	waitUntil(t, 5*time.Second, "replay refused", func() bool { return ep.Stats().Drops["handshake"] > 0 })
+	if s.count() != 0 {
+		t.Fatalf("replayed datagram delivered %d items to the new epoch", s.count())
+	}
+}
+
+// TestKeyRotation rotates the cluster secret under traffic: add the new key
+// everywhere, switch senders one by one, drop the old key.
+func TestKeyRotation(t *testing.T) {
+	a, b := testKey, Key{ID: 2, Secret: []byte("the next cluster secret, rotated")}
+	cl := newCluster(t, 3, nil)
+	round := 0
+	exchangeRound := func() {
+		t.Helper()
+		before := make([]int, 3)
+		for i, s := range cl.sinks {
+			before[i] = s.count()
+		}
+		for i, ep := range cl.eps {
+			for j := range 3 {
+				if i != j {
+					for k := range 100 {
+						ep.Send(NodeID(j+1), 0, []byte(testURL(NodeID(i+1), NodeID(j+1), round*1000+k)))
+					}
+				}
+			}
+		}
+		waitUntil(t, 20*time.Second, "round delivered", func() bool {
+			for i, s := range cl.sinks {
+				if s.count() < before[i]+200 {
+					return false
+				}
+			}
+			return true
+		})
+		round++
+	}
+	exchangeRound()
+	for _, ep := range cl.eps {
+		if err := ep.SetKeys(a.ID, []Key{a, b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exchangeRound()
+	cl.eps[0].SetKeys(b.ID, []Key{a, b}) // mixed: node 1 on the new key
+	exchangeRound()
+	for _, ep := range cl.eps {
+		ep.SetKeys(b.ID, []Key{a, b})
+	}
+	exchangeRound()
+	for _, ep := range cl.eps {
+		ep.SetKeys(b.ID, []Key{b})
+	}
+	exchangeRound()
+	for _, st := range []Stats{cl.eps[0].Stats(), cl.eps[1].Stats(), cl.eps[2].Stats()} {
+		if st.Drops["bad_mac"]+st.Drops["unknown_key"] != 0 {
+			t.Errorf("node %d dropped datagrams during rotation: %v", st.Self, st.Drops)
+		}
+	}
+	// The old key is no longer accepted.
+	old := newMacer(a.Secret).seal(make([]byte, headerSize))
+	old[0], old[1] = wireVersion, a.ID
+	cl.eps[1].conn.WriteToUDPAddrPort(old, cl.addrs[1])
+	waitUntil(t, 5*time.Second, "old key refused", func() bool { return cl.eps[0].Stats().Drops["unknown_key"] > 0 })
+	if err := cl.eps[0].SetKeys(5, []Key{b}); err == nil {
+		t.Error("SetKeys accepted a send key that is not among the keys")
+	}
+}
+
+// TestSentCache: a URL sent again to the same peer with the same tag is
+// not sent twice while it is in the cache.
+func TestSentCache(t *testing.T) {
+	cl := newCluster(t, 2, nil)
+	for range 3 {
+		for k := range 100 {
+			cl.eps[0].Send(2, 4, []byte(testURL(1, 2, k)))
+		}
+	}
+	cl.eps[0].Send(2, 5, []byte(testURL(1, 2, 0))) // another tag
+	cl.eps[0].Flush()
+	waitUntil(t, 10*time.Second, "delivery", func() bool { return cl.eps[0].Backlog(2) == 0 && cl.sinks[1].count() >= 101 })
+	// The cache is direct-mapped with a random seed: two of the URLs may
+	// share a slot and evict each other, costing a resend, never a loss.
+	c, h := cl.sinks[1].count(), int(cl.eps[0].Stats().CacheHits)
+	if c+h != 301 || h < 190 {
+		t.Fatalf("%d delivered, %d cache hits; want 101 and 200 (give or take a collision)", c, h)
+	}
+}

@@ -1,0 +1,358 @@
+package communicator
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Spill file (SpillDir/spill-<self>-<peer>), append-only:
+//
+//	header: magic "kspl" | version u16 = 1 | self u16 | peer u16 |
+//	        reserved u16 | CRC-32C u32 of the 12 bytes before it
+//	record: length u32 | CRC-32C u32 of the payload | payload
+//	payload: 1 | uvarint tag | URL bytes        (an item)
+//	         2 | offset u64                     (a consumed mark)
+//
+// all big-endian. Items are appended while the peer's memory queue is full
+// and read back in order when the window has room. A mark says every item
+// before that offset was acknowledged; on open the file is read from the
+// last mark. When everything is consumed the file is truncated back to its
+// header. A record that fails its checksum or length is an error naming
+// the file and offset: the records before it are delivered, the bytes from
+// it on are moved to <file>.bad-<offset> for the operator.
+const (
+	spillMagic   = "kspl"
+	spillVersion = 1
+	spillHeader  = 16
+	recItem      = 1
+	recMark      = 2
+	recHead      = 8
+	flushAt      = 64 << 10
+)
+
+type spill struct {
+	path     string
+	f        *os.File
+	maxURL   int
+	buf      []byte // appended records not yet written
+	end      int64  // logical end, buf included
+	flushed  int64  // bytes written to the file
+	readOff  int64  // next record to read back
+	consumed int64  // last mark written (or found on open)
+	dirty    bool   // written since the last fsync
+
+	unreadItems  int64 // items at or after readOff
+	spilledItems uint64
+	errs         []string
+	rbuf         []byte
+}
+
+func spillPath(dir string, self, peer NodeID) string {
+	return filepath.Join(dir, fmt.Sprintf("spill-%d-%d", self, peer))
+}
+
+func spillHeaderBytes(self, peer NodeID) []byte {
+	b := make([]byte, 0, spillHeader)
+	b = append(b, spillMagic...)
+	b = binary.BigEndian.AppendUint16(b, spillVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(self))
+	b = binary.BigEndian.AppendUint16(b, uint16(peer))
+	b = binary.BigEndian.AppendUint16(b, 0)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// openSpill opens or creates the spill file of peer, finds where reading
+// resumes, and cuts off a damaged tail (reported in errs, not fatal: the
+// readable part is still delivered).
+func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
+	path := spillPath(dir, self, peer)
+	s := &spill{path: path, maxURL: maxURL}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+			return nil, fmt.Errorf("communicator: %w", err)
+		}
+		s.f = f
+		if _, err := f.Write(spillHeaderBytes(self, peer)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("communicator: %s: %w", path, err)
+		}
+		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
+	s.f = f
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
+	sc, scanErr := scanSpill(f, fi.Size(), self, peer, maxURL)
+	if sc.good < spillHeader {
+		// Not even the header is right: keep the file aside, start anew.
+		f.Close()
+		bad := path + ".bad-0"
+		if err := os.Rename(path, bad); err != nil {
+			return nil, fmt.Errorf("communicator: %w", err)
+		}
+		s2, err := openSpill(dir, self, peer, maxURL)
+		if s2 != nil {
+			s2.errs = append(s2.errs, fmt.Sprintf("spill file %s: %v; moved to %s, nothing in it delivered", path, scanErr, bad))
+		}
+		return s2, err
+	}
+	if scanErr != nil {
+		msg := fmt.Sprintf("spill file %s: %v; the %d records before offset %d are delivered", path, scanErr, sc.items, sc.good)
+		if err := s.cutTail(sc.good, fi.Size()); err != nil {
+			msg += fmt.Sprintf("; saving the damaged tail failed: %v", err)
+		} else {
+			msg += fmt.Sprintf(", the %d bytes from there on are in %s.bad-%d", fi.Size()-sc.good, path, sc.good)
+		}
+		s.errs = append(s.errs, msg)
+	}
+	s.end, s.flushed, s.consumed, s.readOff = sc.good, sc.good, sc.consumed, sc.consumed
+	s.unreadItems = int64(sc.unread)
+	return s, nil
+}
+
+// cutTail copies the bytes from off on to <path>.bad-<off> and truncates.
+func (s *spill) cutTail(off, size int64) error {
+	tail := make([]byte, size-off)
+	if _, err := s.f.ReadAt(tail, off); err != nil && err != io.EOF {
+		return err
+	}
+	if err := os.WriteFile(fmt.Sprintf("%s.bad-%d", s.path, off), tail, 0o644); err != nil {
+		return err
+	}
+	return s.f.Truncate(off)
+}
+
+// spillScan is what a pass over a spill file found.
+type spillScan struct {
+	good     int64 // end of the last good record (0: bad header)
+	consumed int64 // value of the last mark
+	items    int   // item records before good
+	unread   int   // item records at or after consumed
+}
+
+// scanSpill checks a spill file of size bytes record by record. The error
+// names the offset of the first bad record; good is where it starts.
+func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
+	hdr := make([]byte, spillHeader)
+	if _, err := r.ReadAt(hdr, 0); err != nil {
+		return sc, fmt.Errorf("header at offset 0: %v", err)
+	}
+	if string(hdr) != string(spillHeaderBytes(self, peer)) {
+		return sc, errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
+	}
+	sc.good, sc.consumed = spillHeader, spillHeader
+	var itemOffs []int64
+	defer func() {
+		for _, o := range itemOffs {
+			if o >= sc.consumed {
+				sc.unread++
+			}
+		}
+	}()
+	off := int64(spillHeader)
+	var head [recHead]byte
+	var payload []byte
+	for off < size {
+		if size-off < recHead {
+			return sc, fmt.Errorf("truncated record header at offset %d", off)
+		}
+		if _, err := r.ReadAt(head[:], off); err != nil {
+			return sc, fmt.Errorf("record at offset %d: %v", off, err)
+		}
+		n := int64(binary.BigEndian.Uint32(head[:]))
+		if n < 2 || n > int64(1+binary.MaxVarintLen64+maxURL) || n > size-off-recHead {
+			return sc, fmt.Errorf("bad record length %d at offset %d", n, off)
+		}
+		if int64(cap(payload)) < n {
+			payload = make([]byte, n)
+		}
+		payload = payload[:n]
+		if _, err := r.ReadAt(payload, off+recHead); err != nil {
+			return sc, fmt.Errorf("record at offset %d: %v", off, err)
+		}
+		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(head[4:]) {
+			return sc, fmt.Errorf("checksum mismatch in record at offset %d", off)
+		}
+		switch payload[0] {
+		case recItem:
+			if _, _, err := parseItemRecord(payload); err != nil {
+				return sc, fmt.Errorf("record at offset %d: %v", off, err)
+			}
+			itemOffs = append(itemOffs, off)
+			sc.items++
+		case recMark:
+			m := int64(binary.BigEndian.Uint64(payload[1:]))
+			if n != 9 || m < sc.consumed || m > off {
+				return sc, fmt.Errorf("bad mark record at offset %d", off)
+			}
+			sc.consumed = m
+		default:
+			return sc, fmt.Errorf("unknown record type %d at offset %d", payload[0], off)
+		}
+		off += recHead + n
+		sc.good = off
+	}
+	return sc, nil
+}
+
+func parseItemRecord(p []byte) (uint64, []byte, error) {
+	tag, k := binary.Uvarint(p[1:])
+	if k <= 0 || len(p) == 1+k {
+		return 0, nil, errors.New("bad item record")
+	}
+	return tag, p[1+k:], nil
+}
+
+func (s *spill) appendRecord(payload []byte) {
+	s.buf = binary.BigEndian.AppendUint32(s.buf, uint32(len(payload)))
+	s.buf = binary.BigEndian.AppendUint32(s.buf, crc32.Checksum(payload, castagnoli))
+	s.buf = append(s.buf, payload...)
+	s.end += int64(recHead + len(payload))
+}
+
+// append adds one item to the file (buffered; written at the next tick
+// or when 64 KB have gathered).
+func (s *spill) append(tag uint64, url []byte) error {
+	var p [1 + binary.MaxVarintLen64]byte
+	p[0] = recItem
+	k := binary.PutUvarint(p[1:], tag)
+	start := len(s.buf)
+	s.buf = append(s.buf, make([]byte, recHead)...)
+	s.buf = append(s.buf, p[:1+k]...)
+	s.buf = append(s.buf, url...)
+	pl := s.buf[start+recHead:]
+	binary.BigEndian.PutUint32(s.buf[start:], uint32(len(pl)))
+	binary.BigEndian.PutUint32(s.buf[start+4:], crc32.Checksum(pl, castagnoli))
+	s.end += int64(len(s.buf) - start)
+	s.unreadItems++
+	s.spilledItems++
+	if len(s.buf) >= flushAt {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush writes the buffered records.
+func (s *spill) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	n, err := s.f.Write(s.buf)
+	s.flushed += int64(n)
+	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+	s.dirty = true
+	if err != nil {
+		return fmt.Errorf("spill file %s: writing at offset %d: %w", s.path, s.flushed, err)
+	}
+	return nil
+}
+
+func (s *spill) unread() bool { return s.readOff < s.end }
+
+// readChunk reads item records from readOff into q until q holds limit
+// bytes or the file ends.
+func (s *spill) readChunk(q *queue, limit int) error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	want := int64(limit) + int64(recHead+1+binary.MaxVarintLen64+s.maxURL)
+	if want > s.flushed-s.readOff {
+		want = s.flushed - s.readOff
+	}
+	if int64(cap(s.rbuf)) < want {
+		s.rbuf = make([]byte, want)
+	}
+	b := s.rbuf[:want]
+	if _, err := s.f.ReadAt(b, s.readOff); err != nil && err != io.EOF {
+		return fmt.Errorf("spill file %s: reading at offset %d: %w", s.path, s.readOff, err)
+	}
+	for q.bytes < limit && len(b) >= recHead {
+		n := int(binary.BigEndian.Uint32(b))
+		if n > len(b)-recHead {
+			break
+		}
+		pl := b[recHead : recHead+n]
+		if crc32.Checksum(pl, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
+			// The file changed under us (it was checked on open and
+			// written by us since): skip the rest rather than loop.
+			err := fmt.Errorf("spill file %s: checksum mismatch in record at offset %d; %d bytes after it not delivered", s.path, s.readOff, s.end-s.readOff)
+			s.errs = append(s.errs, err.Error())
+			s.readOff, s.unreadItems = s.end, 0
+			return err
+		}
+		if pl[0] == recItem {
+			tag, url, err := parseItemRecord(pl)
+			if err == nil {
+				q.push(tag, url)
+				s.unreadItems--
+			}
+		}
+		s.readOff += int64(recHead + n)
+		b = b[recHead+n:]
+	}
+	return nil
+}
+
+// mark records that everything before off is acknowledged; when that is
+// the whole file it is truncated back to its header.
+func (s *spill) mark(off int64, idle bool) error {
+	if off <= s.consumed {
+		return nil
+	}
+	if idle && off == s.end {
+		if err := s.flush(); err != nil {
+			return err
+		}
+		if err := s.f.Truncate(spillHeader); err != nil {
+			return fmt.Errorf("spill file %s: %w", s.path, err)
+		}
+		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
+		s.dirty = true
+		return nil
+	}
+	var p [9]byte
+	p[0] = recMark
+	binary.BigEndian.PutUint64(p[1:], uint64(off))
+	s.appendRecord(p[:])
+	s.consumed = off
+	return nil
+}
+
+// sync writes buffered records and fsyncs if anything was written.
+func (s *spill) sync() error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	if !s.dirty {
+		return nil
+	}
+	s.dirty = false
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("spill file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *spill) close() error {
+	err := s.sync()
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,171 @@
+package communicator
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPeerDownSpill: node 2 is down for ten minutes of test-clock time
+// while node 1 sends; node 1's memory queue stays bounded, the rest goes
+// to its spill file, node 1 itself restarts once meanwhile, and when node
+// 2 comes back every URL arrives exactly once and the file is emptied.
+func TestPeerDownSpill(t *testing.T) {
+	clock := NewManualClock(time.Unix(1700000000, 0))
+	conns, addrs := loopbackConns(t, 2)
+	conns[1].Close() // node 2 is down
+	dir := t.TempDir()
+	cfg1 := func(c *net.UDPConn) Config {
+		return Config{Self: 1, Peers: addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID,
+			Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, Clock: clock,
+			Window: 8, QueueBytes: 4096, SpillDir: dir, DownAfter: 3 * time.Second,
+			RetransmitMin: 20 * time.Millisecond, RetransmitMax: 2 * time.Second}
+	}
+	ep1, err := New(cfg1(conns[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 3000
+	send := func(from, to int) {
+		for k := from; k < to; k++ {
+			if err := ep1.Send(2, uint64(k), []byte(testURL(1, 2, k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(0, total/2)
+	for range 300 { // five minutes
+		clock.Advance(time.Second)
+	}
+	waitUntil(t, 10*time.Second, "node 2 reported down with a spill file", func() bool {
+		clock.Advance(10 * time.Millisecond)
+		ps := ep1.Stats().Peers[0]
+		return ps.Down && ps.SpillItems > 0
+	})
+	ps := ep1.Stats().Peers[0]
+	if ps.QueuedBytes > 4096 {
+		t.Errorf("memory queue holds %d bytes; bound 4096", ps.QueuedBytes)
+	}
+	t.Logf("node 2 down: %d queued, %d in flight, %d spilled (%d bytes), %d retransmits",
+		ps.Queued, ps.UnackedItems, ps.SpillItems, ps.SpillBytes, ps.Retransmits)
+
+	// Node 1 restarts cleanly while node 2 is still down: what it had in
+	// memory goes to the spill file too.
+	a1 := conns[0].LocalAddr().(*net.UDPAddr)
+	if err := ep1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c1, err := net.ListenUDP("udp", a1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep1, err = New(cfg1(c1)); err != nil {
+		t.Fatal(err)
+	}
+	defer ep1.Close()
+	if got := ep1.Stats().Peers[0].SpillItems; got != total/2 {
+		t.Fatalf("after restart %d items spilled; want %d", got, total/2)
+	}
+	send(total/2, total)
+	for range 300 {
+		clock.Advance(time.Second)
+	}
+
+	// Node 2 comes back on its address.
+	c2, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addrs[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	ep2, err := New(Config{Self: 2, Peers: addrs, Conn: c2, Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: s.handle, AckOnReturn: true, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep2.Close()
+	waitUntil(t, 30*time.Second, "spilled URLs delivered", func() bool {
+		clock.Advance(100 * time.Millisecond)
+		return s.count() >= total && ep1.Backlog(2) == 0
+	})
+	s.mu.Lock()
+	for k := range total {
+		if c := s.got[fmt.Sprintf("1 %d %s", k, testURL(1, 2, k))]; c != 1 {
+			t.Fatalf("URL %d delivered %d times", k, c)
+		}
+	}
+	if s.total != total {
+		t.Fatalf("%d deliveries; want %d", s.total, total)
+	}
+	s.mu.Unlock()
+	waitUntil(t, 10*time.Second, "spill file emptied", func() bool {
+		clock.Advance(100 * time.Millisecond)
+		ps := ep1.Stats().Peers[0]
+		return ps.SpillBytes == spillHeader && !ps.Down
+	})
+}
+
+// TestSpillCorrupt: a damaged record in the middle of a spill file is
+// reported with the file and offset; the records before it are delivered
+// and the damaged tail is kept aside.
+func TestSpillCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for k := range 10 {
+		offs = append(offs, s.end)
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	path := spillPath(dir, 1, 2)
+	b, _ := os.ReadFile(path)
+	b[offs[6]+recHead+3] ^= 0x40
+	os.WriteFile(path, b, 0o644)
+
+	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	want := fmt.Sprintf("checksum mismatch in record at offset %d", offs[6])
+	if len(s.errs) != 1 || !strings.Contains(s.errs[0], path) || !strings.Contains(s.errs[0], want) {
+		t.Fatalf("errors %q; want one naming %s and %q", s.errs, path, want)
+	}
+	var q queue
+	for s.unread() {
+		if err := s.readChunk(&q, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q.len() != 6 {
+		t.Fatalf("%d items readable; want the 6 before the damage", q.len())
+	}
+	for k := range 6 {
+		if it := q.items[k]; it.tag != uint64(k) || string(q.bytesOf(it)) != testURL(1, 2, k) {
+			t.Fatalf("item %d: %d %q", k, it.tag, q.bytesOf(it))
+		}
+	}
+	if _, err := os.Stat(fmt.Sprintf("%s.bad-%d", path, offs[6])); err != nil {
+		t.Errorf("damaged tail not kept: %v", err)
+	}
+	// A file with a bad header is moved aside whole.
+	os.WriteFile(spillPath(dir, 1, 3), []byte("not a spill file at all"), 0o644)
+	s3, err := openSpill(dir, 1, 3, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.close()
+	if len(s3.errs) != 1 || !strings.Contains(s3.errs[0], "offset 0") || s3.unread() {
+		t.Fatalf("bad header: errors %q, unread %v", s3.errs, s3.unread())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "spill-1-3.bad-0")); err != nil {
+		t.Error(err)
+	}
+}
