@@ -297,19 +297,23 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 	r = &rt.runs[idx]
 	if len(r.inflight) == 0 {
 		// The list is over: the politeness wait starts now, longer if
-		// it had errors (the streak counts lists with errors in a row).
+		// it had errors: the streak counts lists that had errors and
+		// no success in a row; a list with both waits ErrorDelay once.
 		switch {
-		case r.listErr && hr.errStreak < 255:
+		case r.listErr && !r.listOK && hr.errStreak < 255:
 			hr.errStreak++
-		case !r.listErr && r.listOK:
+		case r.listOK:
 			hr.errStreak = 0
+		}
+		hr.nextStart = s.cfg.delay(hr, now)
+		if r.listErr && r.listOK {
+			hr.nextStart = max(hr.nextStart, now+int64(s.cfg.ErrorDelay))
 		}
 		r.listErr, r.listOK = false, false
 		if r.ipBusy {
 			r.ipBusy = false
 			rt.ipDone(r.ip)
 		}
-		hr.nextStart = s.cfg.delay(hr, now)
 		hostChanged = true
 		r.state, r.until = TimeWait, hr.nextStart
 		if r.until <= now {

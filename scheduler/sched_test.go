@@ -275,3 +275,65 @@ func TestCorruptFiles(t *testing.T) {
 		t.Errorf("missing meta: %v", err)
 	}
 }
+
+// TestPowerLoss is what a power cut can leave that kill -9 cannot: pages
+// written after the last Sync lost in part. A URL past the commit whose
+// new host's record did not reach the disk is dropped and counted; the
+// synced ones stay.
+func TestPowerLoss(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, basicConfig(clk))
+	for id := range uint32(10) {
+		s.Add(id, "old.example", 0)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Add(10, "new.example", 0)
+	s.Add(11, "old.example", 0)
+	s.mu.Lock()
+	s.closeFiles()
+	s.closed = true
+	s.mu.Unlock()
+	// The host record of new.example (host 1) never reached the disk.
+	f, err := os.OpenFile(filepath.Join(dir, hostsName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, hostRecSize), headerSize+hostRecSize)
+	f.Close()
+	s = mustOpen(t, dir, basicConfig(clk))
+	defer s.Close()
+	if o := s.Opened(); o.Dropped != 1 || o.Hosts != 1 || o.Clean {
+		t.Fatalf("reopen: %+v", o)
+	}
+	if u := s.URL(10); u.State != Absent {
+		t.Fatalf("URL 10: %+v", u)
+	}
+	if u := s.URL(11); u.State != InList {
+		t.Fatalf("URL 11: %+v", u)
+	}
+	// Adding it again works and gives the host a number again.
+	if added, err := s.Add(10, "new.example", 0); err != nil || !added {
+		t.Fatalf("re-add: %v, %v", added, err)
+	}
+}
+
+// TestFullDisk checks that a state file that cannot grow makes Add fail
+// with an error naming it, and that the scheduler stays usable within
+// what is mapped. (The descriptor is closed under the mapping, so that
+// fallocate fails as it would on a full disk.)
+func TestFullDisk(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	s := mustOpen(t, t.TempDir(), basicConfig(clk))
+	defer s.Close()
+	s.statesF.f.Close()
+	_, err := s.Add(1<<20, "a.example", 0)
+	if err == nil || !strings.Contains(err.Error(), statesName) {
+		t.Fatalf("Add with a file that cannot grow: %v", err)
+	}
+	if _, err := s.Add(5, "a.example", 0); err != nil {
+		t.Fatalf("Add within the mapping after a failed grow: %v", err)
+	}
+}
