@@ -73,11 +73,11 @@ func FuzzHosts(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if uint64(len(s.recs)) < durable || len(s.names) != len(s.recs) || len(s.index) != len(s.recs) {
-			t.Fatalf("%d records, %d names, %d index entries, %d durable", len(s.recs), len(s.names), len(s.index), durable)
+		if uint64(len(s.recs)) < durable || len(s.names) != len(s.recs) || s.index.n != len(s.recs) {
+			t.Fatalf("%d records, %d names, %d index entries, %d durable", len(s.recs), len(s.names), s.index.n, durable)
 		}
 		for i, name := range s.names {
-			if checkHostName(name) != nil || HostHash(name) != s.recs[i].hash || s.index[name] != uint32(i) {
+			if h, ok := s.index.find(HostHash(name), name, s.recs, s.names); checkHostName(name) != nil || HostHash(name) != s.recs[i].hash || !ok || h != uint32(i) {
 				t.Fatalf("host %d: bad name %q", i, name)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math/bits"
 	"time"
 )
 
@@ -12,7 +13,9 @@ import (
 // letters lower-cased, finished with the SplitMix64 mixer (so that the low
 // bits, which "mod P" keeps, depend on every input byte). A host's phase is
 // HostHash(name) mod P. HostHash("example.com") = 0x4d07e1c6cc597ab7.
-func HostHash(name string) uint64 {
+func HostHash(name string) uint64 { return hostHash(name) }
+
+func hostHash[T string | []byte](name T) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -136,7 +139,7 @@ func decodeHostRec(num uint32, b []byte) (hostRec, error) {
 type hostScan struct {
 	recs     []hostRec
 	names    []string // shares one backing string
-	index    map[string]uint32
+	index    hostIndex
 	namesLen uint64
 }
 
@@ -164,6 +167,7 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 		n = 1<<32 - 1
 	}
 	var end uint64
+	s.recs = make([]hostRec, 0, n)
 	for i := range n {
 		b := body[i*hostRecSize : (i+1)*hostRecSize]
 		off := headerSize + i*hostRecSize
@@ -175,8 +179,8 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 			} else if h.nameOff+uint64(h.nameLen) > uint64(len(nb)) {
 				err = fmt.Errorf("name %d+%d runs past the end of %s (%d bytes)", h.nameOff, h.nameLen, namesPath, len(nb))
 			} else {
-				name := string(nb[h.nameOff : h.nameOff+uint64(h.nameLen)])
-				if err = checkHostName(name); err == nil && HostHash(name) != h.hash {
+				name := nb[h.nameOff : h.nameOff+uint64(h.nameLen)]
+				if err = checkHostName(name); err == nil && hostHash(name) != h.hash {
 					err = fmt.Errorf("name %q does not match the hash in %s", name, hostsPath)
 				}
 				if err != nil {
@@ -195,14 +199,14 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 	}
 	all := string(nb[:end])
 	s.names = make([]string, len(s.recs))
-	s.index = make(map[string]uint32, len(s.recs))
+	s.index.grow(max(1024, 1<<bits.Len(uint(2*len(s.recs)))), s.recs)
 	for i, h := range s.recs {
 		name := all[h.nameOff : h.nameOff+uint64(h.nameLen)]
-		if _, dup := s.index[name]; dup {
+		s.names[i] = name
+		if _, dup := s.index.find(h.hash, name, s.recs, s.names); dup {
 			return s, fmt.Errorf("%w: %s: host %d repeats the name %q", ErrCorrupt, hostsPath, i, name)
 		}
-		s.index[name] = uint32(i)
-		s.names[i] = name
+		s.index.insert(uint32(i), s.recs)
 	}
 	s.namesLen = end
 	return s, nil
@@ -232,7 +236,7 @@ func (c *Config) delay(h *hostRec, now int64) int64 {
 // checkHostName reports what makes name unfit for the table: it must be 1
 // to MaxHostLen bytes of printable ASCII or UTF-8 without upper-case ASCII
 // letters, spaces, '/' or control bytes (Add lower-cases names first).
-func checkHostName(name string) error {
+func checkHostName[T string | []byte](name T) error {
 	if len(name) == 0 || len(name) > MaxHostLen {
 		return fmt.Errorf("%w: %d bytes (want 1..%d)", ErrBadHost, len(name), MaxHostLen)
 	}

@@ -33,7 +33,7 @@ type Scheduler struct {
 
 	hosts    []hostRec // copy of the host table, written through
 	names    []string
-	index    map[string]uint32
+	index    hostIndex
 	namesLen uint64
 	phase    []uint16 // per host: HostHash mod Phases
 	runIdx   []int32  // per host: index+1 into runs, 0 = no runtime state
@@ -109,7 +109,6 @@ func (s *Scheduler) create() error {
 		}
 		return err
 	}
-	s.index = map[string]uint32{}
 	s.recs = records(s.statesF.data)
 	s.opened.Created, s.opened.Clean = true, true
 	return nil
@@ -199,13 +198,35 @@ func (s *Scheduler) Close() error {
 	}
 	var err error
 	if s.broken == nil {
-		err = s.commit(flagClean)
+		if err = s.commit(flagClean); err == nil {
+			err = s.trim()
+		}
 	}
 	if cerr := s.closeFiles(); err == nil {
 		err = cerr
 	}
 	s.closed = true
 	return err
+}
+
+// trim gives the preallocated tails of the files back at a clean close,
+// so that they hold 8 bytes per URL, not up to a quarter more.
+func (s *Scheduler) trim() error {
+	for _, t := range []struct {
+		f    *mappedFile
+		size int64
+	}{
+		{s.statesF, headerSize + int64(s.count)*recordSize},
+		{s.hostsF, headerSize + int64(len(s.hosts))*hostRecSize},
+		{s.namesF, headerSize + int64(s.namesLen)},
+	} {
+		if t.size < int64(len(t.f.data)) {
+			if err := t.f.f.Truncate(t.size); err != nil {
+				return fmt.Errorf("scheduler: trim %s: %w", t.f.path, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Scheduler) closeFiles() error {
@@ -259,11 +280,12 @@ func (s *Scheduler) Host(name string) (uint32, error) {
 }
 
 func (s *Scheduler) host(name string) (uint32, error) {
-	if h, ok := s.index[name]; ok {
+	hash := HostHash(name)
+	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {
 		return h, nil
 	}
-	name = strings.ToLower(name)
-	if h, ok := s.index[name]; ok {
+	name = asciiLower(name)
+	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {
 		return h, nil
 	}
 	if err := checkHostName(name); err != nil {
@@ -281,11 +303,11 @@ func (s *Scheduler) host(name string) (uint32, error) {
 	}
 	copy(s.namesF.data[headerSize+s.namesLen:], name)
 	name = strings.Clone(name)
-	h := hostRec{hash: HostHash(name), nameOff: s.namesLen, nameLen: uint16(len(name))}
+	h := hostRec{hash: hash, nameOff: s.namesLen, nameLen: uint16(len(name))}
 	s.namesLen += uint64(len(name))
 	s.hosts = append(s.hosts, h)
 	s.names = append(s.names, name)
-	s.index[name] = uint32(num)
+	s.index.insert(uint32(num), s.hosts)
 	s.phase = append(s.phase, uint16(h.hash%uint64(s.cfg.Phases)))
 	s.runIdx = append(s.runIdx, 0)
 	s.putHost(uint32(num))
@@ -297,6 +319,24 @@ func (s *Scheduler) checkMapping(f *mappedFile, err error) error {
 		s.broken = fmt.Errorf("scheduler: %s lost its mapping after a failed grow: %w", f.path, err)
 	}
 	return err
+}
+
+// asciiLower lower-cases ASCII letters only, as HostHash does: host names
+// reach the scheduler in canonical form (IDNA names as xn--), and other
+// bytes are kept as they are.
+func asciiLower(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return name
 }
 
 // putHost writes host h's record through to its file.

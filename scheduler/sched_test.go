@@ -59,6 +59,10 @@ func TestAddTakeReport(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, basicConfig(clk))
 	hosts := []string{"a.example", "B.example", "c.example"}
+	if h, err := s.Host("www.maslacampaÑa.com.AR"); err != nil || h != 0 {
+		t.Fatalf("Host of a non-ASCII name: %d, %v", h, err)
+	}
+
 	for id := range uint32(90) {
 		if added, err := s.Add(id, hosts[id%3], uint8(id%5)); err != nil || !added {
 			t.Fatalf("Add(%d) = %v, %v", id, added, err)
@@ -102,7 +106,7 @@ func TestAddTakeReport(t *testing.T) {
 	}
 	s = mustOpen(t, dir, basicConfig(clk))
 	defer s.Close()
-	if o := s.Opened(); !o.Clean || o.URLs != 90 || o.Hosts != 3 {
+	if o := s.Opened(); !o.Clean || o.URLs != 90 || o.Hosts != 4 {
 		t.Fatalf("reopen: %+v", o)
 	}
 	for id := range uint32(90) {
@@ -110,8 +114,11 @@ func TestAddTakeReport(t *testing.T) {
 			t.Fatalf("URL %d: %+v after reopen", id, u)
 		}
 	}
-	if h, err := s.Host("b.example"); err != nil || h != 1 {
+	if h, err := s.Host("b.example"); err != nil || h != 2 {
 		t.Fatalf("Host(b.example) = %d, %v", h, err)
+	}
+	if h, err := s.Host("www.maslacampaÑa.com.ar"); err != nil || h != 0 {
+		t.Fatalf("Host of a non-ASCII name after reopen: %d, %v", h, err)
 	}
 }
 

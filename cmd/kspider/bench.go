@@ -18,6 +18,7 @@ func benchmarks() []benchmark {
 		{"urltree", "URL tree size and Add/Find/Get speed against a Go map", benchURLTree},
 		{"storage", "page storage pipeline throughput per codec", benchStorage},
 		{"resolver", "DNS resolver cold rate and cache hit cost", benchResolver},
+		{"scheduler", "scheduler add cost, lists handed out per second, bytes per URL, reopen", benchScheduler},
 	}
 }
 
