@@ -39,6 +39,7 @@ type hostRun struct {
 	listErr  bool // the list out had a temporary failure
 	listOK   bool // the list out had a fetch
 	ip       netip.Addr
+	col      int32 // the host's column
 	waitNext int32 // next in the column's wait list, -1 = none
 	pending  []uint32
 	head     int

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -72,3 +73,5 @@ func drain(t testing.TB, s *Scheduler) []List {
 		out = append(out, l)
 	}
 }
+
+func netipFor(id uint32) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + id%3)}) }

@@ -291,6 +291,7 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 	s.recs[id] = rec.with(id, st, retries)
 	if st.Unfinished() {
 		rt.requeue(s, id, h)
+		s.wake()
 	} else if uint64(id) == rt.lo {
 		rt.advanceLo(s)
 	}

@@ -38,7 +38,7 @@ type Scheduler struct {
 	phase    []uint16 // per host: HostHash mod Phases
 	runIdx   []int32  // per host: index+1 into runs, 0 = no runtime state
 
-	rt      runtime
+	rt      windowState
 	opened  OpenStats
 	notify  chan struct{}
 	counter Counters
@@ -402,6 +402,7 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 	s.count = max(s.count, uint64(id)+1)
 	if st == InList {
 		s.rt.added(s, id, h)
+		s.wake()
 	}
 	s.counter.Added++
 	return true, nil

@@ -2,10 +2,10 @@ package scheduler
 
 import "net/netip"
 
-// runtime is the scheduler's in-memory part: the sliding window, the
+// windowState is the scheduler's in-memory part: the sliding window, the
 // bucket elements of hosts with work, the ready queue and the timers. None
 // of it is stored; Open rebuilds it by scanning the window afresh.
-type runtime struct {
+type windowState struct {
 	started bool  // a phase has been seen
 	active  int   // the active phase
 	slot    int64 // its slot
@@ -31,7 +31,7 @@ type runtime struct {
 	lastNow int64 // the latest time the clock gave, Unix ns
 }
 
-func (rt *runtime) init(s *Scheduler) {
+func (rt *windowState) init(s *Scheduler) {
 	n := s.cfg.Columns
 	rt.colUsed = make([]uint8, n)
 	rt.colHead = make([]int32, n)
@@ -46,16 +46,16 @@ func (rt *runtime) init(s *Scheduler) {
 }
 
 // windowEnd is one past the last id the window covers.
-func (rt *runtime) windowEnd(s *Scheduler) uint64 {
+func (rt *windowState) windowEnd(s *Scheduler) uint64 {
 	return min(rt.lo+uint64(s.cfg.Window), s.count)
 }
 
 // scanned reports whether the scan has covered the whole window: partial
 // lists need wait no longer, the window has nothing more for them.
-func (rt *runtime) scanned(s *Scheduler) bool { return rt.scan >= rt.windowEnd(s) }
+func (rt *windowState) scanned(s *Scheduler) bool { return rt.scan >= rt.windowEnd(s) }
 
 // advanceLo moves the window's start past finished ids.
-func (rt *runtime) advanceLo(s *Scheduler) {
+func (rt *windowState) advanceLo(s *Scheduler) {
 	for rt.lo < s.count && !s.recs[rt.lo].state().Unfinished() {
 		rt.lo++
 	}
@@ -63,7 +63,7 @@ func (rt *runtime) advanceLo(s *Scheduler) {
 }
 
 // run returns host h's element, making one if it has none.
-func (rt *runtime) run(s *Scheduler, h uint32) int32 {
+func (rt *windowState) run(s *Scheduler, h uint32) int32 {
 	if i := s.runIdx[h]; i != 0 {
 		return i - 1
 	}
@@ -77,13 +77,13 @@ func (rt *runtime) run(s *Scheduler, h uint32) int32 {
 	}
 	r := &rt.runs[idx]
 	gen := r.gen + 1
-	*r = hostRun{host: h, gen: gen, waitNext: -1, pending: r.pending[:0], inflight: r.inflight[:0]}
+	*r = hostRun{host: h, gen: gen, col: int32(s.hosts[h].hash % uint64(s.cfg.Columns)), waitNext: -1, pending: r.pending[:0], inflight: r.inflight[:0]}
 	s.runIdx[h] = idx + 1
 	return idx
 }
 
 // release returns an idle element to the free list.
-func (rt *runtime) maybeFree(s *Scheduler, idx int32) {
+func (rt *windowState) maybeFree(s *Scheduler, idx int32) {
 	r := &rt.runs[idx]
 	if r.state != Free || r.slotted || r.waiting || r.queued() > 0 || len(r.inflight) > 0 {
 		return
@@ -96,14 +96,14 @@ func (rt *runtime) maybeFree(s *Scheduler, idx int32) {
 	rt.free = append(rt.free, idx)
 }
 
-func (rt *runtime) ref(idx int32) runRef {
+func (rt *windowState) ref(idx int32) runRef {
 	r := &rt.runs[idx]
 	return runRef{idx, r.gen, r.ep}
 }
 
 // added is told of a new in-list id: the scan finds it later unless it
 // lies behind the scan already.
-func (rt *runtime) added(s *Scheduler, id, h uint32) {
+func (rt *windowState) added(s *Scheduler, id, h uint32) {
 	if uint64(id) < rt.lo {
 		rt.lo = uint64(id)
 	}
@@ -111,17 +111,17 @@ func (rt *runtime) added(s *Scheduler, id, h uint32) {
 }
 
 // requeue queues an in-list id behind the scan at its host, if the host is
-// of the active phase (else the scan of its phase finds it).
-func (rt *runtime) requeue(s *Scheduler, id, h uint32) {
+// of the active phase (else the scan of its phase finds it). The caller
+// wakes Next.
+func (rt *windowState) requeue(s *Scheduler, id, h uint32) {
 	if !rt.started || uint64(id) >= rt.scan || int(s.phase[h]) != rt.active {
 		return
 	}
 	rt.push(s, h, id, rt.lastNow)
-	s.wake()
 }
 
 // push queues id at host h and moves the host's element on if it can.
-func (rt *runtime) push(s *Scheduler, h, id uint32, now int64) {
+func (rt *windowState) push(s *Scheduler, h, id uint32, now int64) {
 	idx := rt.run(s, h)
 	r := &rt.runs[idx]
 	r.pending = append(r.pending, id)
@@ -137,15 +137,11 @@ func (rt *runtime) push(s *Scheduler, h, id uint32, now int64) {
 	}
 }
 
-func (rt *runtime) column(s *Scheduler, h uint32) int {
-	return int(s.hosts[h].hash % uint64(s.cfg.Columns))
-}
-
 // acquire gives a FREE host with ids a row of its column, or puts it on
 // the column's wait list.
-func (rt *runtime) acquire(s *Scheduler, idx int32, now int64) {
+func (rt *windowState) acquire(s *Scheduler, idx int32, now int64) {
 	r := &rt.runs[idx]
-	c := rt.column(s, r.host)
+	c := int(r.col)
 	if int(rt.colUsed[c]) >= s.cfg.Rows {
 		r.waiting, r.waitNext = true, -1
 		if rt.colTail[c] < 0 {
@@ -163,7 +159,7 @@ func (rt *runtime) acquire(s *Scheduler, idx int32, now int64) {
 
 // startQueuing moves a slotted element to QUEUING, or to TIMEWAIT first if
 // its host may not start yet (a wait stored before a restart).
-func (rt *runtime) startQueuing(s *Scheduler, idx int32, now int64) {
+func (rt *windowState) startQueuing(s *Scheduler, idx int32, now int64) {
 	r := &rt.runs[idx]
 	hr := &s.hosts[r.host]
 	if next := max(hr.nextStart, hr.retryUntil); next > now {
@@ -182,20 +178,20 @@ func (rt *runtime) startQueuing(s *Scheduler, idx int32, now int64) {
 	rt.events.add(event{at: now + int64(s.cfg.PartialWait), ref: ref})
 }
 
-func (rt *runtime) markReady(idx int32) {
+func (rt *windowState) markReady(idx int32) {
 	r := &rt.runs[idx]
 	r.ready = true
 	rt.ready.push(rt.ref(idx))
 }
 
 // releaseRow gives up idx's row and passes it to the first waiter.
-func (rt *runtime) releaseRow(s *Scheduler, idx int32, now int64) {
+func (rt *windowState) releaseRow(s *Scheduler, idx int32, now int64) {
 	r := &rt.runs[idx]
 	if !r.slotted {
 		return
 	}
 	r.slotted = false
-	c := rt.column(s, r.host)
+	c := int(r.col)
 	rt.colUsed[c]--
 	if w := rt.colHead[c]; w >= 0 {
 		wr := &rt.runs[w]
@@ -210,10 +206,10 @@ func (rt *runtime) releaseRow(s *Scheduler, idx int32, now int64) {
 
 // timewaitOver ends idx's TIMEWAIT: it keeps its row for more ids unless
 // other hosts wait for the row.
-func (rt *runtime) timewaitOver(s *Scheduler, idx int32, now int64) {
+func (rt *windowState) timewaitOver(s *Scheduler, idx int32, now int64) {
 	r := &rt.runs[idx]
 	r.state = Free
-	if r.queued() > 0 && rt.colHead[rt.column(s, r.host)] < 0 {
+	if r.queued() > 0 && rt.colHead[int(r.col)] < 0 {
 		rt.startQueuing(s, idx, now)
 		return
 	}
@@ -226,7 +222,7 @@ func (rt *runtime) timewaitOver(s *Scheduler, idx int32, now int64) {
 }
 
 // fire runs the timers due at now.
-func (rt *runtime) fire(s *Scheduler, now int64) {
+func (rt *windowState) fire(s *Scheduler, now int64) {
 	for {
 		e, ok := rt.events.next()
 		if !ok || e.at > now {
@@ -250,7 +246,7 @@ func (rt *runtime) fire(s *Scheduler, now int64) {
 // switchPhase drops every queued id and QUEUING element of the old phase;
 // lists out stay out until reported, and TIMEWAITs run on. The scan starts
 // again from the window's start.
-func (rt *runtime) switchPhase(s *Scheduler, p Phase) {
+func (rt *windowState) switchPhase(s *Scheduler, p Phase) {
 	rt.started, rt.active, rt.slot = true, p.Active, p.Slot
 	rt.ready.reset()
 	rt.queuing.reset()
@@ -268,7 +264,7 @@ func (rt *runtime) switchPhase(s *Scheduler, p Phase) {
 		if r.state == Queuing {
 			r.state = Free
 			r.slotted = false
-			rt.colUsed[rt.column(s, r.host)]--
+			rt.colUsed[int(r.col)]--
 		}
 		rt.maybeFree(s, int32(i))
 	}
@@ -277,7 +273,7 @@ func (rt *runtime) switchPhase(s *Scheduler, p Phase) {
 
 // scanSome moves the scan over up to budget ids of the window, queuing the
 // in-list ones of the active phase at their hosts.
-func (rt *runtime) scanSome(s *Scheduler, budget int, now int64) {
+func (rt *windowState) scanSome(s *Scheduler, budget int, now int64) {
 	end := rt.windowEnd(s)
 	active := uint16(rt.active)
 	for rt.scan < end && budget > 0 {
@@ -296,7 +292,7 @@ func (rt *runtime) scanSome(s *Scheduler, budget int, now int64) {
 
 // flush lets every QUEUING element's partial list go: the scan has
 // covered the window.
-func (rt *runtime) flush() {
+func (rt *windowState) flush() {
 	for {
 		ref, ok := rt.queuing.pop()
 		if !ok {
@@ -310,14 +306,14 @@ func (rt *runtime) flush() {
 }
 
 // bucketState is host h's element state (FREE if it has none).
-func (rt *runtime) bucketState(s *Scheduler, h uint32) BucketState {
+func (rt *windowState) bucketState(s *Scheduler, h uint32) BucketState {
 	if i := s.runIdx[h]; i != 0 {
 		return rt.runs[i-1].state
 	}
 	return Free
 }
 
-func (rt *runtime) setIP(s *Scheduler, h uint32, ip netip.Addr) {
+func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) {
 	if ip.IsValid() {
 		rt.ipOf[h] = ip.Unmap()
 	} else {
@@ -326,7 +322,7 @@ func (rt *runtime) setIP(s *Scheduler, h uint32, ip netip.Addr) {
 }
 
 // ipDone counts a fetch on ip as over and lets one blocked host go.
-func (rt *runtime) ipDone(ip netip.Addr) {
+func (rt *windowState) ipDone(ip netip.Addr) {
 	if n := rt.ipBusy[ip] - 1; n > 0 {
 		rt.ipBusy[ip] = n
 	} else {

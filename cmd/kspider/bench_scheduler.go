@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -85,6 +86,7 @@ then closes and times a reopen of the full state.`)
 	limit := fs.Int("limit", 0, "use only the first N lines (0: all)")
 	dir := fs.String("dir", "", "directory for the tree and scheduler (default: a temporary one, removed afterwards)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed parts to this file")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -149,6 +151,17 @@ then closes and times a reopen of the full state.`)
 		}
 	}()
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	tm := startTimer()
