@@ -43,12 +43,7 @@ func TestConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for !stopped(stop) {
 				l, ok, _, err := s.TryNext()
 				if err != nil {
 					t.Error(err)
@@ -75,12 +70,7 @@ func TestConcurrent(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stopped(stop) {
 			if err := s.Sync(); err != nil {
 				t.Error(err)
 				return
@@ -133,5 +123,14 @@ func TestNextWaits(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Next did not return after Add")
+	}
+}
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }

@@ -13,4 +13,5 @@ var (
 	ErrUnknownHost = errors.New("scheduler: no such host number")
 	ErrUnknownURL  = errors.New("scheduler: URL id never added")
 	ErrConfig      = errors.New("scheduler: bad configuration")
+	ErrLocked      = errors.New("scheduler: in use by another Scheduler (the meta file is locked)")
 )

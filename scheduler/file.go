@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -156,6 +157,10 @@ func createMeta(path string) (*metaFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	if err := lockFile(path, f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	b := make([]byte, metaFileSize)
 	putHeader(b, magicMeta)
 	m := &metaFile{path: path, f: f}
@@ -174,6 +179,10 @@ func openMeta(path string) (*metaFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := lockFile(path, f); err != nil {
+		f.Close()
+		return nil, err
 	}
 	b := make([]byte, metaFileSize)
 	n, _ := f.ReadAt(b, 0)
@@ -200,6 +209,19 @@ func (m *metaFile) write(c commit) error {
 }
 
 func (m *metaFile) close() error { return m.f.Close() }
+
+// lockFile takes an exclusive lock on the meta file for as long as it is
+// open (a killed process loses it), so that two processes never share one
+// scheduler's files.
+func lockFile(path string, f *os.File) error {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return fmt.Errorf("scheduler: lock %s: %w", path, err)
+	}
+	return nil
+}
 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

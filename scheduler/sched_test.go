@@ -98,6 +98,9 @@ func TestAddTakeReport(t *testing.T) {
 	if len(seen) != 90 {
 		t.Fatalf("%d of 90 ids handed out", len(seen))
 	}
+	if _, err := Open(dir, basicConfig(clk)); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open of a directory in use: %v", err)
+	}
 	if err := s.Report(3, Outcome{}); !errors.Is(err, ErrNotInFlight) {
 		t.Fatalf("second report: %v", err)
 	}
