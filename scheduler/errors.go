@@ -12,6 +12,7 @@ var (
 	ErrBadHost     = errors.New("scheduler: bad host name")
 	ErrUnknownHost = errors.New("scheduler: no such host number")
 	ErrUnknownURL  = errors.New("scheduler: URL id never added")
+	ErrBadID       = errors.New("scheduler: bad URL id")
 	ErrConfig      = errors.New("scheduler: bad configuration")
 	ErrLocked      = errors.New("scheduler: in use by another Scheduler (the meta file is locked)")
 )

@@ -277,6 +277,11 @@ func (s *Scheduler) grow(id uint32) error {
 	return err
 }
 
+// maxIDGap bounds how far past the highest id an Add may reach: ids are
+// dense, and a wild one would make the state file reserve disk for every
+// id below it.
+const maxIDGap = 1 << 20
+
 // Add records URL id of host at link depth as in-list, unless the id is
 // known already, in which case it only lowers the stored depth. It reports
 // whether the id was new.
@@ -313,8 +318,8 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 	if st == Absent || st == InProgress || st >= numStates {
 		return false, fmt.Errorf("scheduler: cannot add URL %d as %v", id, st)
 	}
-	if id == ^uint32(0) {
-		return false, fmt.Errorf("scheduler: URL id %d out of range", id)
+	if id == ^uint32(0) || uint64(id) > s.count+maxIDGap {
+		return false, fmt.Errorf("%w: URL id %d is far past the last one (%d); ids are the URL tree's dense ids", ErrBadID, id, s.count)
 	}
 	if uint64(id) < s.count {
 		if r := s.recs[id]; r != 0 {

@@ -339,11 +339,54 @@ func TestFullDisk(t *testing.T) {
 	s := mustOpen(t, t.TempDir(), basicConfig(clk))
 	defer s.Close()
 	s.statesF.f.Close()
+	if _, err := s.Add(3<<20, "a.example", 0); !errors.Is(err, ErrBadID) {
+		t.Fatalf("Add of a wild id: %v", err)
+	}
 	_, err := s.Add(1<<20, "a.example", 0)
 	if err == nil || !strings.Contains(err.Error(), statesName) {
 		t.Fatalf("Add with a file that cannot grow: %v", err)
 	}
 	if _, err := s.Add(5, "a.example", 0); err != nil {
 		t.Fatalf("Add within the mapping after a failed grow: %v", err)
+	}
+}
+
+// TestRetries checks that a URL failing for now is retried after the
+// error back-off, MaxRetries times, and then fails for good.
+func TestRetries(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	cfg := basicConfig(clk)
+	cfg.MaxRetries, cfg.ErrorDelay, cfg.MaxBackoff = 2, time.Second, 3*time.Second
+	s := mustOpen(t, t.TempDir(), cfg)
+	defer s.Close()
+	s.Add(0, "a.example", 0)
+	waits := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+	for try := 0; try <= 2; try++ {
+		ls := drain(t, s)
+		if len(ls) != 1 || ls[0].IDs[0] != 0 {
+			t.Fatalf("try %d: lists %+v", try, ls)
+		}
+		if err := s.Report(0, Outcome{Kind: FailedTemp, Status: 500}); err != nil {
+			t.Fatal(err)
+		}
+		u := s.URL(0)
+		if try < 2 && (u.State != Stalled || int(u.Retries) != try+1) {
+			t.Fatalf("try %d: %+v", try, u)
+		}
+		if try == 2 {
+			if u.State != Failed {
+				t.Fatalf("after %d retries: %+v", try, u)
+			}
+			break
+		}
+		clk.advance(waits[try] - time.Millisecond)
+		if ls := drain(t, s); len(ls) != 0 {
+			t.Fatalf("try %d: list %+v before the back-off of %v ended", try, ls, waits[try])
+		}
+		clk.advance(time.Millisecond)
+	}
+	hi, _ := s.HostInfo(0)
+	if hi.ErrStreak != 3 {
+		t.Fatalf("error streak %d, want 3", hi.ErrStreak)
 	}
 }
