@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,6 +45,15 @@ func (s *Scheduler) host(name string) (uint32, error) {
 	name = strings.Clone(name)
 	h := hostRec{hash: hash, nameOff: s.namesLen, nameLen: uint16(len(name))}
 	s.namesLen += uint64(len(name))
+	if len(s.hosts) == cap(s.hosts) {
+		// Double rather than append's quarter for large slices: a crawl
+		// meets hosts all the time, and each growth copies every table.
+		n := max(1024, 2*len(s.hosts))
+		s.hosts = slices.Grow(s.hosts, n)
+		s.names = slices.Grow(s.names, n)
+		s.phase = slices.Grow(s.phase, n)
+		s.runIdx = slices.Grow(s.runIdx, n)
+	}
 	s.hosts = append(s.hosts, h)
 	s.names = append(s.names, name)
 	s.index.insert(uint32(num), s.hosts)

@@ -176,7 +176,7 @@ func (s *Scheduler) handOut(idx int32, p Phase, now int64) (List, bool) {
 		rt.maybeFree(s, idx)
 		return List{}, false
 	}
-	r.state = Fetching
+	r.state, r.blocked = Fetching, false
 	r.inflight = append(r.inflight[:0], ids...)
 	if ip, known := rt.ipOf[r.host]; known {
 		r.ip, r.ipBusy = ip, true

@@ -131,7 +131,7 @@ func (rt *windowState) push(s *Scheduler, h, id uint32, now int64) {
 			rt.acquire(s, idx, now)
 		}
 	case Queuing:
-		if !r.ready && r.queued() >= s.cfg.ListLen {
+		if !r.ready && !r.blocked && r.queued() >= s.cfg.ListLen {
 			rt.markReady(idx)
 		}
 	}
@@ -169,6 +169,7 @@ func (rt *windowState) startQueuing(s *Scheduler, idx int32, now int64) {
 	}
 	r.state = Queuing
 	r.ep++
+	r.blocked = false
 	ref := rt.ref(idx)
 	if r.queued() >= s.cfg.ListLen || rt.scanned(s) {
 		rt.markReady(idx)
