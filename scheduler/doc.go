@@ -1,6 +1,84 @@
-// Package scheduler will hold the node's scheduler: which hosts it crawls in
-// which phase (thesis §4). The host phases come with a later issue; for now
-// the package holds what they run on, the phase clock.
+// Package scheduler is the node's scheduler (thesis §4 and §6): it owns
+// what the node knows about every URL id and every host, and hands out
+// per-host lists of URL ids to fetch, politely and inside the active
+// phase, with no knowledge of HTTP. It also holds the phase clock the
+// phases run on.
+//
+// # URL states
+//
+// Every URL id (the URL tree's dense ids) has an 8-byte record in
+// sched.states (state.go): its State, link depth, retry count and host
+// number, with a 16-bit check. The states:
+//
+//	absent        never added (an all-zero record)
+//	in-list       waiting to be handed out
+//	in-progress   in a list handed out; in-list again after a restart
+//	stalled       failed for now; retried after back-off, at most MaxRetries times
+//	completed     fetched
+//	redirected    fetched; the answer was a redirect
+//	filtered      out of scope, never fetched
+//	robots-denied robots.txt forbids it
+//	failed        failed for good, or too many temporary failures
+//
+// # Hosts and phases
+//
+// Hosts have dense numbers too, given by Host on first sight and kept in
+// sched.hosts (a 64-byte record each: hash, next start, Retry-After,
+// Crawl-delay, robots status, error streak, pages admitted; hosts.go) and
+// sched.names (the names back to back). A host's phase is
+// HostHash(name) mod P, HostHash being FNV-1a 64 over the lower-cased name
+// finished with the SplitMix64 mixer: the same on every node, run and
+// architecture. The record keeps the hash, so the scheduler knows a URL's
+// host and phase from its state record alone.
+//
+// # The window and the buckets
+//
+// The sliding window covers Window ids from the oldest unfinished one
+// (window.go). A scan walks it once per phase and queues every in-list or
+// stalled id of the active phase at its host's element. Hosts with queued
+// ids take one of Rows rows of their column (host hash mod Columns, a
+// prime) — at most Columns × Rows hosts are in play at once; others wait
+// for a row — and move FREE → QUEUING → FETCHING → TIMEWAIT → FREE
+// (bucket.go). A full list (ListLen ids) is ready at once; a partial one
+// after PartialWait, or as soon as the scan has covered the whole window,
+// since the window then has nothing more for its host. TryNext and Next
+// hand out ready lists only while the clock's Phase says MayStart; a list
+// carries Until, the start of the slot's closing guard, after which the
+// node starts no fetch and reports the rest NotTried. When the active phase
+// changes, queued ids are dropped and the scan starts again; lists out stay
+// out until reported.
+//
+// Politeness: a host never has two lists out; TIMEWAIT after a list lasts
+// the largest of MinDelay, the host's Crawl-delay (up to MaxCrawlDelay) and
+// ErrorDelay doubled per list with errors in a row (up to MaxBackoff), and
+// never ends before a 429/503 Retry-After (up to MaxRetryAfter). The end
+// is stored as the host's next start, which also holds across a restart.
+// With MaxHostsPerIP, at most that many hosts of one IP address (SetIP)
+// fetch at once.
+//
+// # Files and durability
+//
+// A scheduler is a directory of four files, each starting with a 64-byte
+// header (magic, FormatVersion; file.go):
+//
+//	sched.meta    the commit record: two checksummed slots (file.go)
+//	sched.states  8 bytes per URL id (state.go)
+//	sched.hosts   64 bytes per host (hosts.go)
+//	sched.names   host names back to back (hosts.go)
+//
+// The array files are mapped in full and grow by a quarter at a time,
+// space reserved with fallocate first, so a full disk is an error from Add
+// or Host rather than a SIGBUS. Sync writes back names, hosts and states,
+// then the next commit slot with how many records of each are durable.
+// Open checks every record (checksums, states, host numbers, that names
+// follow each other and match their hashes): damage inside the committed
+// part is an error naming the file, record and offset — never a silent
+// reset — and so is a newer format. Past the commit, a record naming a
+// host that did not survive a crash is dropped and counted
+// (OpenStats.Dropped; the node adds such URLs again from its URL tree);
+// in-progress records become in-list again.
+//
+// # The phase clock
 //
 // The phase clock is the system clock corrected by the offset measured
 // against several NTP servers (github.com/beevik/ntp): each round asks every
@@ -20,5 +98,9 @@
 // bound (default 100 ms), no NTP server has answered well for longer than
 // ClockConfig.MaxSilence, or none ever has. An unsafe clock starts no new
 // fetches at all (Phase.MayStart), since it does not know where the
-// boundaries are.
+// boundaries are. NodeClock makes a Clock the scheduler's PhaseSource.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use; one mutex guards the state.
 package scheduler

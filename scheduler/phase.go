@@ -31,6 +31,7 @@ func (c Cluster) Validate() error {
 
 // Phase is where one node stands at one instant.
 type Phase struct {
+	Now    time.Time // the instant this phase was taken at
 	Slot   int64     // t = floor((now - epoch) / phase_length)
 	Active int       // (node + t) mod P
 	Start  time.Time // start of the slot
@@ -55,6 +56,7 @@ func (c Cluster) At(now time.Time, node int, guard time.Duration) Phase {
 	start := c.Epoch.Add(time.Duration(slot) * c.PhaseLength)
 	end := start.Add(c.PhaseLength)
 	p := Phase{
+		Now:    now,
 		Slot:   slot,
 		Active: int(mod(int64(node)+slot, int64(c.Phases))),
 		Start:  start,

@@ -20,6 +20,7 @@ func benchmarks() []benchmark {
 		{"resolver", "DNS resolver cold rate and cache hit cost", benchResolver},
 		{"collector", "collector pages per CPU-second against net/http, pipelined and not", benchCollector},
 		{"communicator", "UDP URL exchange between two endpoints on loopback", benchCommunicator},
+		{"scheduler", "scheduler add cost, lists handed out per second, bytes per URL, reopen", benchScheduler},
 	}
 }
 

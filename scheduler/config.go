@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+)
+
+// PhaseSource tells the scheduler the time and where its node stands in
+// the cluster's phases. NodeClock adapts a Clock; tests inject their own.
+type PhaseSource interface {
+	Phase() Phase
+}
+
+type nodeClock struct {
+	c    *Clock
+	cl   Cluster
+	node int
+}
+
+func (n nodeClock) Phase() Phase { return n.c.Phase(n.cl, n.node) }
+
+// NodeClock is the phase source of node in cl, by the NTP-corrected clock c.
+func NodeClock(c *Clock, cl Cluster, node int) PhaseSource { return nodeClock{c, cl, node} }
+
+// Config configures a Scheduler. Zero fields take the defaults given;
+// durations documented as "0: none" really mean none.
+type Config struct {
+	Clock  PhaseSource // required
+	Phases int         // P, the number of phases hosts are spread over; default 1
+
+	Window      int           // ids in the sliding window; default 250,000
+	Columns     int           // bucket columns, a prime; default 1999
+	Rows        int           // hosts per column at once; default 8
+	ListLen     int           // ids per list; default 20
+	PartialWait time.Duration // a partial list goes out after this; default 2 s
+
+	MinDelay      time.Duration // politeness wait after each list; 0: none
+	MaxCrawlDelay time.Duration // cap on a host's Crawl-delay; default 60 s
+	ErrorDelay    time.Duration // wait after a first error, doubled per further one; default 10 s
+	MaxBackoff    time.Duration // cap on the doubled wait; default 1 h
+	MaxRetryAfter time.Duration // cap on Retry-After; default 1 h
+	MaxRetries    int           // temporary failures before a URL fails for good; default 3 (at most 15)
+	MaxHostsPerIP int           // hosts of one IP address fetching at once; 0: no limit
+}
+
+func (c *Config) setDefaults() error {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Phases, 1)
+	def(&c.Window, 250_000)
+	def(&c.Columns, 1999)
+	def(&c.Rows, 8)
+	def(&c.ListLen, 20)
+	def(&c.MaxRetries, 3)
+	defd(&c.PartialWait, 2*time.Second)
+	defd(&c.MaxCrawlDelay, 60*time.Second)
+	defd(&c.ErrorDelay, 10*time.Second)
+	defd(&c.MaxBackoff, time.Hour)
+	defd(&c.MaxRetryAfter, time.Hour)
+	switch {
+	case c.Clock == nil:
+		return fmt.Errorf("%w: no clock", ErrConfig)
+	case c.Phases < 1 || c.Phases > 1<<16:
+		return fmt.Errorf("%w: %d phases (want 1..65536)", ErrConfig, c.Phases)
+	case c.Window < 1:
+		return fmt.Errorf("%w: window of %d ids", ErrConfig, c.Window)
+	case c.Columns < 2 || !isPrime(c.Columns):
+		return fmt.Errorf("%w: %d columns is not a prime", ErrConfig, c.Columns)
+	case c.Rows < 1 || c.Rows > 255:
+		return fmt.Errorf("%w: %d rows (want 1..255)", ErrConfig, c.Rows)
+	case c.ListLen < 1:
+		return fmt.Errorf("%w: lists of %d ids", ErrConfig, c.ListLen)
+	case c.MaxRetries < 0 || c.MaxRetries > maxRetries:
+		return fmt.Errorf("%w: %d retries (want 0..%d)", ErrConfig, c.MaxRetries, maxRetries)
+	case c.MinDelay < 0 || c.PartialWait < 0 || c.MaxCrawlDelay < 0 || c.ErrorDelay < 0 || c.MaxBackoff < 0 || c.MaxRetryAfter < 0:
+		return fmt.Errorf("%w: negative duration", ErrConfig)
+	case c.MaxHostsPerIP < 0:
+		return fmt.Errorf("%w: %d hosts per IP", ErrConfig, c.MaxHostsPerIP)
+	}
+	return nil
+}
+
+func isPrime(n int) bool {
+	if n < 2 {
+		return false
+	}
+	for d := 2; d*d <= n; d++ {
+		if n%d == 0 {
+			return false
+		}
+	}
+	return true
+}

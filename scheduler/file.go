@@ -1,0 +1,236 @@
+package scheduler
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// File names inside a scheduler's directory.
+const (
+	metaName   = "sched.meta"
+	statesName = "sched.states"
+	hostsName  = "sched.hosts"
+	namesName  = "sched.names"
+)
+
+// Every file starts with a 64-byte header:
+//
+//	offset size
+//	0      8    magic, one per file kind ("KSSCMETA", "KSSCSTAT", ...)
+//	8      4    format version (little endian), FormatVersion when written
+//	12     52   zero
+//
+// A file whose version is newer than FormatVersion is refused with
+// ErrNewerFormat rather than misread.
+const headerSize = 64
+
+// FormatVersion is the on-disk format this package writes and reads.
+const FormatVersion = 1
+
+var (
+	magicMeta   = [8]byte{'K', 'S', 'S', 'C', 'M', 'E', 'T', 'A'}
+	magicStates = [8]byte{'K', 'S', 'S', 'C', 'S', 'T', 'A', 'T'}
+	magicHosts  = [8]byte{'K', 'S', 'S', 'C', 'H', 'O', 'S', 'T'}
+	magicNames  = [8]byte{'K', 'S', 'S', 'C', 'N', 'A', 'M', 'E'}
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func putHeader(b []byte, magic [8]byte) {
+	clear(b[:headerSize])
+	copy(b, magic[:])
+	binary.LittleEndian.PutUint32(b[8:], FormatVersion)
+}
+
+func checkHeader(path string, b []byte, magic [8]byte) error {
+	if len(b) < headerSize {
+		return fmt.Errorf("%w: %s: %d bytes, shorter than its %d-byte header", ErrCorrupt, path, len(b), headerSize)
+	}
+	if [8]byte(b[:8]) != magic {
+		return fmt.Errorf("%w: %s: bad magic %q, want %q", ErrCorrupt, path, b[:8], magic[:])
+	}
+	v := binary.LittleEndian.Uint32(b[8:])
+	if v > FormatVersion {
+		return fmt.Errorf("%w: %s has format version %d; this build reads up to %d", ErrNewerFormat, path, v, FormatVersion)
+	}
+	if v == 0 {
+		return fmt.Errorf("%w: %s: format version 0", ErrCorrupt, path)
+	}
+	for i, c := range b[12:headerSize] {
+		if c != 0 {
+			return fmt.Errorf("%w: %s: header byte %d is %#x, want 0", ErrCorrupt, path, 12+i, c)
+		}
+	}
+	return nil
+}
+
+// The meta file holds the commit record: how much of the other files is
+// durable. It is a 64-byte header followed by two slots, at offsets 512
+// and 1024 so that each lies in its own disk sector. Sync writes the slot
+// the previous commit did not use, so a torn write can only damage the
+// newer slot and Open falls back to the older one. Slot layout (little
+// endian):
+//
+//	offset size
+//	0      8    seq: commit number, the valid slot with the higher one wins
+//	8      8    urls: state records durable (highest added id + 1)
+//	16     8    hosts: host records durable
+//	24     8    names: bytes of host names durable after the names header
+//	32     4    flags: 1 = clean close
+//	36     24   zero
+//	60     4    CRC-32C of bytes 0..59
+const (
+	metaSlotSize = 64
+	metaFileSize = 1536
+	flagClean    = 1
+)
+
+var metaSlotOffsets = [2]int64{512, 1024}
+
+type commit struct {
+	seq   uint64
+	urls  uint64
+	hosts uint64
+	names uint64
+	flags uint32
+}
+
+func (c commit) encode() []byte {
+	b := make([]byte, metaSlotSize)
+	binary.LittleEndian.PutUint64(b[0:], c.seq)
+	binary.LittleEndian.PutUint64(b[8:], c.urls)
+	binary.LittleEndian.PutUint64(b[16:], c.hosts)
+	binary.LittleEndian.PutUint64(b[24:], c.names)
+	binary.LittleEndian.PutUint32(b[32:], c.flags)
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+	return b
+}
+
+func decodeCommit(b []byte) (commit, bool) {
+	if len(b) < metaSlotSize || binary.LittleEndian.Uint32(b[60:]) != crc32.Checksum(b[:60], castagnoli) {
+		return commit{}, false
+	}
+	c := commit{
+		seq:   binary.LittleEndian.Uint64(b[0:]),
+		urls:  binary.LittleEndian.Uint64(b[8:]),
+		hosts: binary.LittleEndian.Uint64(b[16:]),
+		names: binary.LittleEndian.Uint64(b[24:]),
+		flags: binary.LittleEndian.Uint32(b[32:]),
+	}
+	return c, c.seq != 0
+}
+
+// decodeMeta returns the newest valid commit of a meta file's contents.
+func decodeMeta(path string, b []byte) (commit, error) {
+	if err := checkHeader(path, b, magicMeta); err != nil {
+		return commit{}, err
+	}
+	var last commit
+	found := false
+	for _, off := range metaSlotOffsets {
+		if off+metaSlotSize > int64(len(b)) {
+			continue
+		}
+		if c, ok := decodeCommit(b[off : off+metaSlotSize]); ok && (!found || c.seq > last.seq) {
+			last, found = c, true
+		}
+	}
+	if !found {
+		return commit{}, fmt.Errorf("%w: %s: neither commit slot is valid", ErrCorrupt, path)
+	}
+	return last, nil
+}
+
+type metaFile struct {
+	path string
+	f    *os.File
+	last commit
+}
+
+func createMeta(path string) (*metaFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := lockFile(path, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	b := make([]byte, metaFileSize)
+	putHeader(b, magicMeta)
+	m := &metaFile{path: path, f: f}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("scheduler: write %s: %w", path, err)
+	}
+	if err := m.write(commit{}); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func openMeta(path string) (*metaFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := lockFile(path, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	b := make([]byte, metaFileSize)
+	n, _ := f.ReadAt(b, 0)
+	c, err := decodeMeta(path, b[:n])
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &metaFile{path: path, f: f, last: c}, nil
+}
+
+// write makes c the durable commit: c.seq is set to one past the last.
+func (m *metaFile) write(c commit) error {
+	c.seq = m.last.seq + 1
+	off := metaSlotOffsets[c.seq%2]
+	if _, err := m.f.WriteAt(c.encode(), off); err != nil {
+		return fmt.Errorf("scheduler: write %s: %w", m.path, err)
+	}
+	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("scheduler: sync %s: %w", m.path, err)
+	}
+	m.last = c
+	return nil
+}
+
+func (m *metaFile) close() error { return m.f.Close() }
+
+// lockFile takes an exclusive lock on the meta file for as long as it is
+// open (a killed process loses it), so that two processes never share one
+// scheduler's files.
+func lockFile(path string, f *os.File) error {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return fmt.Errorf("scheduler: lock %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("scheduler: sync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package scheduler
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math/bits"
+	"time"
+)
+
+// HostHash is the hash that places a host in a phase, the same on every
+// node, run and architecture: 64-bit FNV-1a over the host name with ASCII
+// letters lower-cased, finished with the SplitMix64 mixer (so that the low
+// bits, which "mod P" keeps, depend on every input byte). A host's phase is
+// HostHash(name) mod P. HostHash("example.com") = 0x4d07e1c6cc597ab7.
+func HostHash(name string) uint64 { return hostHash(name) }
+
+func hostHash[T string | []byte](name T) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
+
+// HostPhase is the phase of host name among phases: HostHash(name) mod phases.
+func HostPhase(name string, phases int) int { return int(HostHash(name) % uint64(phases)) }
+
+// RobotsStatus is what the node last learnt about a host's robots.txt.
+type RobotsStatus uint8
+
+const (
+	RobotsUnknown     RobotsStatus = iota // not fetched yet
+	RobotsOK                              // fetched and parsed
+	RobotsNone                            // 4xx: no rules, everything allowed
+	RobotsUnreachable                     // 5xx or network error: everything disallowed for now
+	numRobots
+)
+
+// MaxHostLen is the longest host name the table takes (a DNS name has at
+// most 253 bytes; bracketed IPv6 literals are shorter).
+const MaxHostLen = 255
+
+// A host record is 64 bytes at offset 64 + 64·n of sched.hosts, little
+// endian:
+//
+//	offset size
+//	0      8    hash: HostHash of the name
+//	8      8    next start: no list may start before this (Unix ns)
+//	16     8    Retry-After until (Unix ns; 0 = none)
+//	24     8    name offset: where the name starts after sched.names' header
+//	32     4    Crawl-delay in milliseconds
+//	36     4    pages admitted (the per-host page budget)
+//	40     2    name length (1..255)
+//	42     1    robots status
+//	43     1    error streak: temporary failures in a row
+//	44     16   zero
+//	60     4    CRC-32C over the host number (4 bytes) and bytes 0..59
+//
+// Names are stored back to back in sched.names, in host-number order, so
+// each record's name offset is the previous one's end. The record's hash
+// doubles as the name's checksum. An all-zero record ends the table.
+// Bucket states, IP addresses and queued URLs are not stored: after a
+// restart every host starts FREE and the window is scanned afresh.
+type hostRec struct {
+	hash       uint64
+	nextStart  int64
+	retryUntil int64
+	nameOff    uint64
+	crawlDelay uint32 // ms
+	pages      uint32
+	nameLen    uint16
+	robots     RobotsStatus
+	errStreak  uint8
+}
+
+const hostRecSize = 64
+
+func (h *hostRec) encode(num uint32, b []byte) {
+	binary.LittleEndian.PutUint64(b[0:], h.hash)
+	binary.LittleEndian.PutUint64(b[8:], uint64(h.nextStart))
+	binary.LittleEndian.PutUint64(b[16:], uint64(h.retryUntil))
+	binary.LittleEndian.PutUint64(b[24:], h.nameOff)
+	binary.LittleEndian.PutUint32(b[32:], h.crawlDelay)
+	binary.LittleEndian.PutUint32(b[36:], h.pages)
+	binary.LittleEndian.PutUint16(b[40:], h.nameLen)
+	b[42] = byte(h.robots)
+	b[43] = h.errStreak
+	clear(b[44:60])
+	binary.LittleEndian.PutUint32(b[60:], hostCheck(num, b))
+}
+
+func hostCheck(num uint32, b []byte) uint32 {
+	var n [4]byte
+	binary.LittleEndian.PutUint32(n[:], num)
+	return crc32.Update(crc32.Checksum(n[:], castagnoli), castagnoli, b[:60])
+}
+
+func decodeHostRec(num uint32, b []byte) (hostRec, error) {
+	if c := binary.LittleEndian.Uint32(b[60:]); c != hostCheck(num, b) {
+		return hostRec{}, fmt.Errorf("checksum %#08x, want %#08x", c, hostCheck(num, b))
+	}
+	h := hostRec{
+		hash:       binary.LittleEndian.Uint64(b[0:]),
+		nextStart:  int64(binary.LittleEndian.Uint64(b[8:])),
+		retryUntil: int64(binary.LittleEndian.Uint64(b[16:])),
+		nameOff:    binary.LittleEndian.Uint64(b[24:]),
+		crawlDelay: binary.LittleEndian.Uint32(b[32:]),
+		pages:      binary.LittleEndian.Uint32(b[36:]),
+		nameLen:    binary.LittleEndian.Uint16(b[40:]),
+		robots:     RobotsStatus(b[42]),
+		errStreak:  b[43],
+	}
+	switch {
+	case h.nameLen == 0 || h.nameLen > MaxHostLen:
+		return h, fmt.Errorf("name length %d", h.nameLen)
+	case h.robots >= numRobots:
+		return h, fmt.Errorf("robots status %d", h.robots)
+	}
+	for _, c := range b[44:60] {
+		if c != 0 {
+			return h, fmt.Errorf("reserved bytes are not zero")
+		}
+	}
+	return h, nil
+}
+
+// hostScan is what decodeHosts found.
+type hostScan struct {
+	recs     []hostRec
+	names    []string // shares one backing string
+	index    hostIndex
+	namesLen uint64
+}
+
+// decodeHosts reads the host table (hosts: sched.hosts, names: sched.names,
+// both whole files) and checks every record: its checksum, that its name
+// follows the previous one in the names file and hashes to its hash, and
+// that no name repeats. The first durable records must all be there; past
+// them the table ends at the first zero or invalid record (a crash may
+// leave the tail of an unsynced page).
+func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, durableNames uint64) (hostScan, error) {
+	var s hostScan
+	if len(hosts) < headerSize || len(names) < headerSize {
+		return s, fmt.Errorf("%w: %s or %s shorter than its header", ErrCorrupt, hostsPath, namesPath)
+	}
+	body := hosts[headerSize:]
+	nb := names[headerSize:]
+	n := uint64(len(body) / hostRecSize)
+	if durable > n {
+		return s, fmt.Errorf("%w: %s: commit says %d hosts, file holds %d", ErrCorrupt, hostsPath, durable, n)
+	}
+	if durableNames > uint64(len(nb)) {
+		return s, fmt.Errorf("%w: %s: commit says %d name bytes, file holds %d", ErrCorrupt, namesPath, durableNames, len(nb))
+	}
+	if n > 1<<32-1 {
+		n = 1<<32 - 1
+	}
+	var end uint64
+	s.recs = make([]hostRec, 0, n)
+	for i := range n {
+		b := body[i*hostRecSize : (i+1)*hostRecSize]
+		off := headerSize + i*hostRecSize
+		h, err := decodeHostRec(uint32(i), b)
+		file := hostsPath
+		if err == nil {
+			if h.nameOff != end {
+				err = fmt.Errorf("name at %d, want %d (after the previous one)", h.nameOff, end)
+			} else if h.nameOff+uint64(h.nameLen) > uint64(len(nb)) {
+				err = fmt.Errorf("name %d+%d runs past the end of %s (%d bytes)", h.nameOff, h.nameLen, namesPath, len(nb))
+			} else {
+				name := nb[h.nameOff : h.nameOff+uint64(h.nameLen)]
+				if err = checkHostName(name); err == nil && hostHash(name) != h.hash {
+					err = fmt.Errorf("name %q does not match the hash in %s", name, hostsPath)
+				}
+				if err != nil {
+					file, off = namesPath, headerSize+h.nameOff
+				}
+			}
+		}
+		if err != nil {
+			if i < durable {
+				return s, fmt.Errorf("%w: %s: host %d (offset %d): %v", ErrCorrupt, file, i, off, err)
+			}
+			break
+		}
+		s.recs = append(s.recs, h)
+		end += uint64(h.nameLen)
+	}
+	all := string(nb[:end])
+	s.names = make([]string, len(s.recs))
+	s.index.grow(max(1024, 1<<bits.Len(uint(2*len(s.recs)))), s.recs)
+	for i, h := range s.recs {
+		name := all[h.nameOff : h.nameOff+uint64(h.nameLen)]
+		s.names[i] = name
+		if _, dup := s.index.find(h.hash, name, s.recs, s.names); dup {
+			return s, fmt.Errorf("%w: %s: host %d repeats the name %q", ErrCorrupt, hostsPath, i, name)
+		}
+		s.index.insert(uint32(i), s.recs)
+	}
+	s.namesLen = end
+	return s, nil
+}
+
+// delay is the politeness wait after a list of h ends at now: the minimum,
+// at least the Crawl-delay (capped), doubled per error in a row (capped),
+// and never before Retry-After.
+func (c *Config) delay(h *hostRec, now int64) int64 {
+	d := c.MinDelay
+	if cd := min(time.Duration(h.crawlDelay)*time.Millisecond, c.MaxCrawlDelay); cd > d {
+		d = cd
+	}
+	if h.errStreak > 0 {
+		b := max(d, c.ErrorDelay)
+		for range min(int(h.errStreak)-1, 16) {
+			b *= 2
+			if b >= c.MaxBackoff {
+				break
+			}
+		}
+		d = min(b, max(c.MaxBackoff, d))
+	}
+	return max(now+int64(d), h.retryUntil)
+}
+
+// checkHostName reports what makes name unfit for the table: it must be 1
+// to MaxHostLen bytes of printable ASCII or UTF-8 without upper-case ASCII
+// letters, spaces, '/' or control bytes (Add lower-cases names first).
+func checkHostName[T string | []byte](name T) error {
+	if len(name) == 0 || len(name) > MaxHostLen {
+		return fmt.Errorf("%w: %d bytes (want 1..%d)", ErrBadHost, len(name), MaxHostLen)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c == 0x7f || c == '/' || ('A' <= c && c <= 'Z') {
+			return fmt.Errorf("%w: %q has byte %#x at %d", ErrBadHost, name, c, i)
+		}
+	}
+	return nil
+}

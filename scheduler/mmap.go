@@ -1,0 +1,145 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mappedFile is one array file mapped into memory in full. It grows by
+// reserving disk blocks with fallocate first and remapping afterwards, so
+// a full disk is an error from grow rather than a SIGBUS on a later store.
+type mappedFile struct {
+	path string
+	f    *os.File
+	data []byte // the whole file, shared mapping
+}
+
+// minFileSize is the smallest size a file grows to; growth is then
+// proportional (1/4) so remaps stay rare without much preallocated space.
+const minFileSize = 64 << 10
+
+// createMapped creates path with a header of the given magic.
+func createMapped(path string, magic [8]byte) (*mappedFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	m := &mappedFile{path: path, f: f}
+	if err := m.ensure(headerSize); err != nil {
+		m.close()
+		return nil, err
+	}
+	putHeader(m.data, magic)
+	return m, nil
+}
+
+// openMapped maps an existing file and checks its header.
+func openMapped(path string, magic [8]byte) (*mappedFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	m := &mappedFile{path: path, f: f}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if fi.Size() >= headerSize {
+		if err := m.mapSize(fi.Size()); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if err := checkHeader(path, m.data, magic); err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *mappedFile) mapSize(size int64) error {
+	if size != int64(int(size)) {
+		return fmt.Errorf("scheduler: %s: file of %d bytes is too large to map", m.path, size)
+	}
+	data, err := unix.Mmap(int(m.f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("scheduler: mmap %s (%d bytes): %w", m.path, size, err)
+	}
+	m.data = data
+	return nil
+}
+
+// ensure makes the file at least n bytes long and mapped.
+func (m *mappedFile) ensure(n int64) error {
+	if n <= int64(len(m.data)) {
+		return nil
+	}
+	old := int64(len(m.data))
+	size := max(n, old+old/4, minFileSize)
+	size = (size + 4095) &^ 4095
+	if err := unix.Fallocate(int(m.f.Fd()), 0, old, size-old); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			// Some filesystems cannot reserve blocks; writing zeros
+			// reserves them just as well, only more slowly.
+			err = m.zeroFill(old, size)
+		}
+		if err != nil {
+			return fmt.Errorf("scheduler: grow %s to %d bytes: %w", m.path, size, err)
+		}
+	}
+	if m.data != nil {
+		if err := unix.Munmap(m.data); err != nil {
+			return fmt.Errorf("scheduler: munmap %s: %w", m.path, err)
+		}
+		m.data = nil
+	}
+	if err := m.mapSize(size); err != nil {
+		if old > 0 {
+			if m.mapSize(old) != nil {
+				m.data = nil
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+func (m *mappedFile) zeroFill(from, to int64) error {
+	zeros := make([]byte, 64<<10)
+	for off := from; off < to; {
+		n := min(int64(len(zeros)), to-off)
+		if _, err := m.f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+func (m *mappedFile) sync() error {
+	// On Linux the pages of a shared mapping live in the page cache, so
+	// fdatasync writes them back just as msync(MS_SYNC) would.
+	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("scheduler: sync %s: %w", m.path, err)
+	}
+	return nil
+}
+
+func (m *mappedFile) close() error {
+	var err error
+	if m.data != nil {
+		err = unix.Munmap(m.data)
+		m.data = nil
+	}
+	if cerr := m.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("scheduler: close %s: %w", m.path, err)
+	}
+	return nil
+}

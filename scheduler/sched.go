@@ -1,0 +1,399 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Scheduler owns what a node knows about every URL id and every host, and
+// hands out per-host lists of ids to fetch. All methods are safe for
+// concurrent use; one mutex guards everything (a list of 20 ids costs one
+// lock round for the take and one per report).
+type Scheduler struct {
+	mu     sync.Mutex
+	cfg    Config
+	dir    string
+	closed bool
+	broken error // a failed remap left the files unusable
+
+	meta    *metaFile
+	statesF *mappedFile
+	hostsF  *mappedFile
+	namesF  *mappedFile
+
+	recs  []record // the state file's records (a view of statesF)
+	count uint64   // highest id added + 1
+
+	hosts    []hostRec // copy of the host table, written through
+	names    []string
+	index    hostIndex
+	namesLen uint64
+	phase    []uint16 // per host: HostHash mod Phases
+	runIdx   []int32  // per host: index+1 into runs, 0 = no runtime state
+
+	rt      windowState
+	opened  OpenStats
+	notify  chan struct{}
+	counter Counters
+}
+
+// OpenStats says what Open found.
+type OpenStats struct {
+	Created    bool          // a new, empty scheduler
+	Clean      bool          // the last close was clean
+	URLs       uint64        // state records (highest id + 1)
+	Hosts      int           // host table entries
+	InProgress int           // URLs turned back from in-progress to in-list
+	Dropped    int           // unsynced URLs whose host did not survive a crash; the node must add them again
+	Took       time.Duration // time Open took
+}
+
+// Open opens the scheduler in dir, creating it if dir holds none.
+func Open(dir string, cfg Config) (*Scheduler, error) {
+	start := time.Now()
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	s := &Scheduler{cfg: cfg, dir: dir, notify: make(chan struct{}, 1)}
+	_, err := os.Stat(s.path(metaName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		for _, n := range []string{statesName, hostsName, namesName} {
+			if _, err := os.Stat(s.path(n)); err == nil {
+				return nil, fmt.Errorf("%w: %s exists without %s", ErrCorrupt, s.path(n), metaName)
+			}
+		}
+		err = s.create()
+	case err == nil:
+		err = s.open()
+	default:
+		err = fmt.Errorf("scheduler: %w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.rt.init(s)
+	s.opened.URLs, s.opened.Hosts, s.opened.Took = s.count, len(s.hosts), time.Since(start)
+	return s, nil
+}
+
+func (s *Scheduler) path(name string) string { return filepath.Join(s.dir, name) }
+
+func (s *Scheduler) create() error {
+	var err error
+	if s.statesF, err = createMapped(s.path(statesName), magicStates); err == nil {
+		if s.hostsF, err = createMapped(s.path(hostsName), magicHosts); err == nil {
+			if s.namesF, err = createMapped(s.path(namesName), magicNames); err == nil {
+				if err = s.syncFiles(); err == nil {
+					if s.meta, err = createMeta(s.path(metaName)); err == nil {
+						err = syncDir(s.dir)
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		s.closeFiles()
+		for _, n := range []string{metaName, statesName, hostsName, namesName} {
+			os.Remove(s.path(n))
+		}
+		return err
+	}
+	s.recs = records(s.statesF.data)
+	s.opened.Created, s.opened.Clean = true, true
+	return nil
+}
+
+func (s *Scheduler) open() error {
+	var err error
+	if s.meta, err = openMeta(s.path(metaName)); err != nil {
+		return err
+	}
+	if s.statesF, err = openMapped(s.path(statesName), magicStates); err == nil {
+		if s.hostsF, err = openMapped(s.path(hostsName), magicHosts); err == nil {
+			s.namesF, err = openMapped(s.path(namesName), magicNames)
+		}
+	}
+	if err == nil {
+		err = s.load()
+	}
+	if err != nil {
+		s.closeFiles()
+		return err
+	}
+	return nil
+}
+
+// load decodes the mapped files into the in-memory tables.
+func (s *Scheduler) load() error {
+	c := s.meta.last
+	hs, err := decodeHosts(s.hostsF.path, s.namesF.path, s.hostsF.data, s.namesF.data, c.hosts, c.names)
+	if err != nil {
+		return err
+	}
+	s.hosts, s.names, s.index, s.namesLen = hs.recs, hs.names, hs.index, hs.namesLen
+	s.recs = records(s.statesF.data)
+	ss, err := decodeStates(s.statesF.path, s.recs, c.urls, uint32(len(s.hosts)))
+	if err != nil {
+		return err
+	}
+	s.count = ss.count
+	s.opened.Clean = c.flags&flagClean != 0
+	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped
+	s.phase = make([]uint16, len(s.hosts))
+	for i := range s.hosts {
+		s.phase[i] = uint16(s.hosts[i].hash % uint64(s.cfg.Phases))
+	}
+	s.runIdx = make([]int32, len(s.hosts))
+	return nil
+}
+
+// Opened returns what Open found.
+func (s *Scheduler) Opened() OpenStats { return s.opened }
+
+func (s *Scheduler) syncFiles() error {
+	for _, f := range []*mappedFile{s.namesF, s.hostsF, s.statesF} {
+		if err := f.sync(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sync makes every change so far durable: the names, host and state files
+// are written back, then a commit records how much of each to trust.
+func (s *Scheduler) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	return s.commit(0)
+}
+
+func (s *Scheduler) commit(flags uint32) error {
+	if err := s.syncFiles(); err != nil {
+		return err
+	}
+	return s.meta.write(commit{urls: s.count, hosts: uint64(len(s.hosts)), names: s.namesLen, flags: flags})
+}
+
+// Close syncs with a clean mark and releases the files. URLs in lists
+// still out stay in progress on disk and are in-list again at the next Open.
+func (s *Scheduler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	var err error
+	if s.broken == nil {
+		if err = s.commit(flagClean); err == nil {
+			err = s.trim()
+		}
+	}
+	if cerr := s.closeFiles(); err == nil {
+		err = cerr
+	}
+	s.closed = true
+	return err
+}
+
+// trim gives the preallocated tails of the files back at a clean close,
+// so that they hold 8 bytes per URL, not up to a quarter more.
+func (s *Scheduler) trim() error {
+	for _, t := range []struct {
+		f    *mappedFile
+		size int64
+	}{
+		{s.statesF, headerSize + int64(s.count)*recordSize},
+		{s.hostsF, headerSize + int64(len(s.hosts))*hostRecSize},
+		{s.namesF, headerSize + int64(s.namesLen)},
+	} {
+		if t.size < int64(len(t.f.data)) {
+			if err := t.f.f.Truncate(t.size); err != nil {
+				return fmt.Errorf("scheduler: trim %s: %w", t.f.path, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Scheduler) closeFiles() error {
+	var err error
+	for _, f := range []*mappedFile{s.statesF, s.hostsF, s.namesF} {
+		if f != nil {
+			if cerr := f.close(); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if s.meta != nil {
+		if cerr := s.meta.close(); err == nil {
+			err = cerr
+		}
+	}
+	s.recs = nil
+	return err
+}
+
+func (s *Scheduler) usable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	return s.broken
+}
+
+// usableHost is usable, and h a host in the table.
+func (s *Scheduler) usableHost(h uint32) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if h >= uint32(len(s.hosts)) {
+		return fmt.Errorf("%w: %d", ErrUnknownHost, h)
+	}
+	return nil
+}
+
+// grow makes room for the record of id.
+func (s *Scheduler) grow(id uint32) error {
+	need := int64(headerSize) + (int64(id)+1)*recordSize
+	if need <= int64(len(s.statesF.data)) {
+		return nil
+	}
+	err := s.statesF.ensure(need)
+	s.recs = records(s.statesF.data)
+	if s.statesF.data == nil {
+		s.broken = fmt.Errorf("scheduler: %s lost its mapping after a failed grow: %w", s.statesF.path, err)
+	}
+	return err
+}
+
+// maxIDGap bounds how far past the highest id an Add may reach: ids are
+// dense, and a wild one would make the state file reserve disk for every
+// id below it.
+const maxIDGap = 1 << 20
+
+// Add records URL id of host at link depth as in-list, unless the id is
+// known already, in which case it only lowers the stored depth. It reports
+// whether the id was new.
+func (s *Scheduler) Add(id uint32, host string, depth uint8) (bool, error) {
+	return s.Mark(id, host, depth, InList)
+}
+
+// Mark is Add with another first state: Filtered or RobotsDenied for a URL
+// the node will never fetch, Completed for one it fetched elsewhere.
+func (s *Scheduler) Mark(id uint32, host string, depth uint8, st State) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return false, err
+	}
+	h, err := s.host(host)
+	if err != nil {
+		return false, err
+	}
+	return s.add(id, h, depth, st)
+}
+
+// AddHost is Add for a host number from Host, sparing the name lookup.
+func (s *Scheduler) AddHost(id, host uint32, depth uint8) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableHost(host); err != nil {
+		return false, err
+	}
+	return s.add(id, host, depth, InList)
+}
+
+func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
+	if st == Absent || st == InProgress || st >= numStates {
+		return false, fmt.Errorf("scheduler: cannot add URL %d as %v", id, st)
+	}
+	if id == ^uint32(0) || uint64(id) > s.count+maxIDGap {
+		return false, fmt.Errorf("%w: URL id %d is far past the last one (%d); ids are the URL tree's dense ids", ErrBadID, id, s.count)
+	}
+	if uint64(id) < s.count {
+		if r := s.recs[id]; r != 0 {
+			if depth < r.depth() {
+				s.recs[id] = makeRecord(id, r.state(), r.retries(), depth, r.host())
+			}
+			return false, nil
+		}
+	}
+	if err := s.grow(id); err != nil {
+		return false, err
+	}
+	s.recs[id] = makeRecord(id, st, 0, depth, h)
+	s.count = max(s.count, uint64(id)+1)
+	if st == InList {
+		s.rt.added(s, id, h)
+		s.wake()
+	}
+	s.counter.Added++
+	return true, nil
+}
+
+// Depth returns the link depth stored for id (false if never added).
+func (s *Scheduler) Depth(id uint32) (uint8, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usable() != nil || uint64(id) >= s.count || s.recs[id] == 0 {
+		return unknownDepth, false
+	}
+	return s.recs[id].depth(), true
+}
+
+// Lower stores depth d for id if it is smaller than the stored one and
+// returns the previous depth and whether it changed; like scope.DepthStore
+// but by id. An id never added is ErrUnknownURL: add it with its host.
+func (s *Scheduler) Lower(id uint32, d uint8) (uint8, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return 0, false, err
+	}
+	if uint64(id) >= s.count || s.recs[id] == 0 {
+		return unknownDepth, false, fmt.Errorf("%w: %d", ErrUnknownURL, id)
+	}
+	r := s.recs[id]
+	if d >= r.depth() {
+		return r.depth(), false, nil
+	}
+	s.recs[id] = makeRecord(id, r.state(), r.retries(), d, r.host())
+	return r.depth(), true, nil
+}
+
+// URLInfo is what the scheduler stores about one URL.
+type URLInfo struct {
+	State   State
+	Depth   uint8
+	Retries uint8
+	Host    uint32
+}
+
+// URL returns what is stored about id (State Absent if never added).
+func (s *Scheduler) URL(id uint32) URLInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usable() != nil || uint64(id) >= s.count {
+		return URLInfo{}
+	}
+	r := s.recs[id]
+	return URLInfo{State: r.state(), Depth: r.depth(), Retries: r.retries(), Host: r.host()}
+}
+
+// Len returns the highest id added + 1.
+func (s *Scheduler) Len() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}

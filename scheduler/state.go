@@ -1,0 +1,157 @@
+package scheduler
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"unsafe"
+)
+
+// State is what the scheduler knows about one URL id.
+type State uint8
+
+// The states of a URL. InList, InProgress and Stalled are unfinished: the
+// sliding window cannot move past them. The others are final.
+const (
+	Absent       State = iota // id never added (a zero record)
+	InList                    // waiting to be handed out
+	InProgress                // in a list handed out; InList again after a restart
+	Completed                 // fetched (any status the node took as final)
+	Stalled                   // a temporary failure; retried after back-off
+	Filtered                  // out of scope; never fetched
+	RobotsDenied              // robots.txt forbids it
+	Failed                    // failed permanently, or too many retries
+	Redirected                // fetched; the answer was a redirect
+	numStates
+)
+
+var stateNames = [numStates]string{"absent", "in-list", "in-progress", "completed", "stalled", "filtered", "robots-denied", "failed", "redirected"}
+
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Unfinished reports whether the URL still waits for a fetch.
+func (s State) Unfinished() bool { return s == InList || s == InProgress || s == Stalled }
+
+// A state record is one little-endian uint64 per URL id, at offset
+// 64 + 8·id of sched.states:
+//
+//	bits  0..3   state
+//	bits  4..7   retries: temporary failures so far
+//	bits  8..15  depth: link depth (255 = unknown)
+//	bits 16..47  host number (index into sched.hosts)
+//	bits 48..63  check: the low 16 bits of CRC-32C over the id (4 bytes,
+//	             little endian) followed by bits 0..47 (6 bytes)
+//
+// An all-zero record is an id never added (Absent). Any other record must
+// carry a known state other than Absent and a matching check; the id in the
+// check catches a record written to the wrong place. Eight-byte aligned
+// stores are atomic, so a crash never leaves half a record.
+type record uint64
+
+const (
+	recordSize   = 8
+	payloadBits  = 48
+	payloadMask  = 1<<payloadBits - 1
+	maxRetries   = 15
+	unknownDepth = 255
+)
+
+func recordCheck(id uint32, payload uint64) uint64 {
+	var b [10]byte
+	binary.LittleEndian.PutUint32(b[0:], id)
+	binary.LittleEndian.PutUint16(b[4:], uint16(payload))
+	binary.LittleEndian.PutUint32(b[6:], uint32(payload>>16))
+	return uint64(crc32.Checksum(b[:], castagnoli) & 0xffff)
+}
+
+func makeRecord(id uint32, st State, retries, depth uint8, host uint32) record {
+	p := uint64(st)&15 | uint64(retries&15)<<4 | uint64(depth)<<8 | uint64(host)<<16
+	return record(p | recordCheck(id, p)<<payloadBits)
+}
+
+func (r record) state() State    { return State(r & 15) }
+func (r record) retries() uint8  { return uint8(r>>4) & 15 }
+func (r record) depth() uint8    { return uint8(r >> 8) }
+func (r record) host() uint32    { return uint32(r >> 16) }
+func (r record) payload() uint64 { return uint64(r) & payloadMask }
+
+// with returns r for id with state and retries replaced.
+func (r record) with(id uint32, st State, retries uint8) record {
+	return makeRecord(id, st, retries, r.depth(), r.host())
+}
+
+// checkRecord reports what is wrong with the record of id, if anything.
+func checkRecord(id uint32, r record) error {
+	if r == 0 {
+		return nil
+	}
+	if st := r.state(); st == Absent || st >= numStates {
+		return fmt.Errorf("state %d is not a state", uint8(st))
+	}
+	if c := uint64(r) >> payloadBits; c != recordCheck(id, r.payload()) {
+		return fmt.Errorf("check %#04x, want %#04x", c, recordCheck(id, r.payload()))
+	}
+	return nil
+}
+
+// records views a mapped file after its header as native uint64s (mappings
+// are page aligned, and kspider runs on little-endian CPUs).
+func records(b []byte) []record {
+	if len(b) < headerSize+recordSize {
+		return nil
+	}
+	b = b[headerSize:]
+	return unsafe.Slice((*record)(unsafe.Pointer(&b[0])), len(b)/recordSize)
+}
+
+// stateScan is what decodeStates found.
+type stateScan struct {
+	count      uint64 // highest id with a record + 1
+	inProgress int    // records turned back from InProgress to InList
+	dropped    int    // records past the durable prefix whose host was lost
+}
+
+// decodeStates checks every record of a states file (recs, from the file
+// at path) against the durable prefix of durable records and the nHosts
+// known hosts, and repairs what a crash may leave: InProgress goes back to
+// InList, and a record past the durable prefix naming a host that did not
+// survive is cleared (counted in dropped). Anything else wrong is an error
+// naming the id and its offset.
+func decodeStates(path string, recs []record, durable uint64, nHosts uint32) (stateScan, error) {
+	var s stateScan
+	if durable > uint64(len(recs)) {
+		return s, fmt.Errorf("%w: %s: commit says %d records, file holds %d", ErrCorrupt, path, durable, len(recs))
+	}
+	for i, r := range recs {
+		if r == 0 {
+			continue
+		}
+		id := uint32(i)
+		if uint64(i) > uint64(^uint32(0)) {
+			return s, fmt.Errorf("%w: %s: record at offset %d is beyond id 2^32-1", ErrCorrupt, path, headerSize+i*recordSize)
+		}
+		if err := checkRecord(id, r); err != nil {
+			return s, fmt.Errorf("%w: %s: id %d (offset %d): %v", ErrCorrupt, path, id, headerSize+i*recordSize, err)
+		}
+		if r.host() >= nHosts {
+			if uint64(i) < durable {
+				return s, fmt.Errorf("%w: %s: id %d (offset %d) names host %d; the host table has %d", ErrCorrupt, path, id, headerSize+i*recordSize, r.host(), nHosts)
+			}
+			recs[i] = 0
+			s.dropped++
+			continue
+		}
+		if r.state() == InProgress {
+			recs[i] = r.with(id, InList, r.retries())
+			s.inProgress++
+		}
+		s.count = uint64(i) + 1
+	}
+	s.count = max(s.count, durable)
+	return s, nil
+}
