@@ -24,7 +24,7 @@ func damagedStore(t *testing.T, n uint64) (string, map[uint64]location) {
 	defer r.Close()
 	locs := map[uint64]location{}
 	for id := uint64(0); id < n; id++ {
-		l, ok := r.dirs[0].locate(id)
+		l, ok, _ := r.dirs[0].locate(id)
 		if !ok {
 			t.Fatalf("page %d not indexed", id)
 		}

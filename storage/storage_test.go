@@ -339,7 +339,7 @@ func TestIncompressibleBodyStoredAsIs(t *testing.T) {
 				t.Fatal(err)
 			}
 			samePage(t, got, q)
-			l, _ := r.dirs[0].locate(q.URLID)
+			l, _, _ := r.dirs[0].locate(q.URLID)
 			h, _, err := r.dirs[0].readRecord(l, nil)
 			if err != nil {
 				t.Fatal(err)
