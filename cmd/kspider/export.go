@@ -49,13 +49,19 @@ as X-Crawler-Transfer-Encoding, a Content-Length that does not match the body
 as X-Crawler-Content-Length, and a correct Content-Length is added.
 
 Header lines that would break the HTTP block (no colon, control characters)
-are left out and logged. Damaged records and pages that cannot be written as
-WARC at all (a URL with spaces, a status that is not three digits) are skipped
-and logged. The file is written under a temporary name and renamed when
-complete.`)
+are left out and logged. Pages that cannot be written as WARC at all (a URL
+with spaces, a status that is not three digits) are skipped and logged.
+
+Damage met in the store (records failing their checksums, a damaged index,
+truncated segments) is skipped and reported on stderr with file and offset;
+the file still holds every intact page, and the exit status is 1 unless
+--allow-damage is given.
+
+The file is written under a temporary name and renamed when complete.`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
 	out := fs.String("out", "", "the WARC `FILE` to write (conventionally .warc.gz)")
+	allowDamage := fs.Bool("allow-damage", false, "exit 0 even if the store is damaged (the damage is still reported)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -92,13 +98,13 @@ complete.`)
 		return w.Flush()
 	})
 	scan := r.Stats()
-	reportSkipped(e.stderr, "export", scan)
 	if err != nil {
+		reportDamage(e.stderr, "export", scan, true)
 		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",
 		written, *out, scan.Skipped, refused)
-	return nil
+	return reportDamage(e.stderr, "export", scan, *allowDamage)
 }
 
 // exportPages writes every page of r as a response record. Workers compress

@@ -147,12 +147,16 @@ func TestExportWARCReadByWarcio(t *testing.T) {
 func TestExportSkipsCorruptRecord(t *testing.T) {
 	dirs, args := buildTestStore(t, 1, "none")
 	storetest.Corrupt(t, dirs, "http://www.mit.edu/report.pdf")
-	file, out, errOut := exportWARC(t, args)
+	code, _, errOut := runCmd(t, "", append(append([]string{"export", "warc"}, args...), "--out", filepath.Join(t.TempDir(), "x.warc.gz"))...)
+	if code != 1 || !strings.Contains(errOut, "store damaged") {
+		t.Errorf("export of a damaged store without --allow-damage: exit %d, %q", code, errOut)
+	}
+	file, out, errOut := exportWARC(t, append(args, "--allow-damage"))
 	if !strings.Contains(out, "wrote 11 pages") || !strings.Contains(out, "1 damaged records") {
 		t.Errorf("stdout %q", out)
 	}
-	if !strings.Contains(errOut, "kspider export: skipped:") || !strings.Contains(errOut, ".seg") {
-		t.Errorf("the skipped record is not logged with its file: %q", errOut)
+	if !strings.Contains(errOut, "kspider export: damage:") || !strings.Contains(errOut, ".seg at offset") {
+		t.Errorf("the damaged record is not reported with its file and offset: %q", errOut)
 	}
 	data, _ := os.ReadFile(file)
 	r, _ := warc.NewReader(bytes.NewReader(data))
