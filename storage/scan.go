@@ -48,8 +48,13 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 		r.noteCorruption(c)
 		dr.regions = append(dr.regions, c)
 	}
-	for _, sf := range dr.order {
+	for k, sf := range dr.order {
 		n := sf.num
+		last := k == len(dr.order)-1
+		note := func(c *Corruption) {
+			c.TornTail = last && c.Offset+c.Skipped == sf.size && !(location{n, c.Offset}).before(dr.ck)
+			note(c)
+		}
 		var pos int64 // how far into sf the scan has counted (Progress)
 		err := r.eachRecord(sf, segmentHeaderSize, note, func(off int64, h recordHeader, rec []byte) error {
 			if err := ctx.Err(); err != nil {

@@ -17,14 +17,21 @@ type Corruption struct {
 	Skipped int64
 	// Lost is how many pages the index knew in the region (set after a
 	// Scan; 0 when unknown, such as when the index itself was damaged).
-	Lost   int64
-	Reason error
+	Lost int64
+	// TornTail marks a region that ends the last segment after the index
+	// checkpoint: what an interrupted write leaves (the next writer
+	// truncates it), though a truncation looks the same.
+	TornTail bool
+	Reason   error
 }
 
 func (c *Corruption) Error() string {
 	lost := ""
 	if c.Lost > 0 {
 		lost = fmt.Sprintf(", %d pages lost", c.Lost)
+	}
+	if c.TornTail {
+		lost += "; a torn tail after the index checkpoint, as an interrupted write leaves"
 	}
 	return fmt.Sprintf("storage: %s at offset %d: %v (skipped %d bytes%s)", c.File, c.Offset, c.Reason, c.Skipped, lost)
 }

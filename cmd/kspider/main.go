@@ -47,6 +47,7 @@ func commands() []command {
 		{"get", "print one stored page", runGet},
 		{"stats", "report statistics over stored pages (offline)", runStats},
 		{"export", "export stored pages (warc)", runExport},
+		{"check", "verify a data directory's files; --repair rebuilds what it can", runCheck},
 		{"bench", "run a benchmark (urltree, storage, resolver)", runBench},
 		{"help", "list the subcommands, or show one's help", nil},
 	}
