@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kspider/kspider/storage"
@@ -143,9 +145,13 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 
 // writeFileAtomic writes path through fill: into a temporary file in the
 // same directory, synced and renamed over path only when fill succeeded, so
-// path is never seen half written.
+// path is never seen half written. The temporary file is named
+// .BASE.kspider-tmp.PID.RANDOM; a process killed while writing leaves it
+// behind, so temporaries of path whose process is gone are removed first.
 func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	removeStaleTemps(path)
+	prefix := tempPrefix(path)
+	f, err := os.CreateTemp(filepath.Dir(path), prefix+strconv.Itoa(os.Getpid())+".*")
 	if err != nil {
 		return err
 	}
@@ -180,4 +186,32 @@ func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// tempPrefix is how writeFileAtomic's temporaries for path begin.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".kspider-tmp." }
+
+// removeStaleTemps removes writeFileAtomic's temporaries for path left by
+// processes that no longer run (killed mid-write). Those of a live process
+// - another export to the same file - are left alone.
+func removeStaleTemps(path string) {
+	prefix := tempPrefix(path)
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return // creating the temporary file will report it
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, ".")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.Remove(filepath.Join(filepath.Dir(path), e.Name()))
+		}
+	}
 }
