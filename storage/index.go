@@ -21,7 +21,10 @@ import (
 //	 20   4 reserved    0
 //	 24   8 ckptOffset    is in the index
 //	 32   4 crc         CRC-32C of bytes 0…31 and 36…4095 (version 1: 0…31 only)
-//	 36     zero up to indexHeaderSize
+//	 36   4 reserved    0
+//	 40   8 entries     how many entries the file held at the checkpoint: a
+//	                    shorter file was truncated (version 2)
+//	 48     zero up to indexHeaderSize
 //
 // Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
 //
@@ -61,7 +64,7 @@ func createIndex(path string) error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	hdr := make([]byte, indexHeaderSize)
-	putIndexHeader(hdr, 0, 0)
+	putIndexHeader(hdr, 0, 0, 0)
 	_, err = f.Write(hdr)
 	if err == nil {
 		err = f.Sync()
@@ -79,12 +82,13 @@ func createIndex(path string) error {
 	return nil
 }
 
-func putIndexHeader(b []byte, seg uint32, off int64) {
+func putIndexHeader(b []byte, seg uint32, off int64, entries uint64) {
 	copy(b, indexMagic)
 	binary.LittleEndian.PutUint32(b[4:], indexVersion)
 	binary.LittleEndian.PutUint32(b[8:], indexEntrySize)
 	binary.LittleEndian.PutUint32(b[16:], seg)
 	binary.LittleEndian.PutUint64(b[24:], uint64(off))
+	binary.LittleEndian.PutUint64(b[40:], entries)
 	binary.LittleEndian.PutUint32(b[32:], indexHeaderCRC(b))
 }
 
@@ -128,6 +132,10 @@ func openIndex(path string, writable bool) (*index, error) {
 	if (size-indexHeaderSize)%indexEntrySize != 0 {
 		f.Close()
 		return nil, fmt.Errorf("storage: index %s: %w: file of %d bytes is not a whole number of entries", path, ErrCorrupt, size)
+	}
+	if want, have := binary.LittleEndian.Uint64(hdr[40:]), uint64(size-indexHeaderSize)/indexEntrySize; have < want {
+		f.Close()
+		return nil, fmt.Errorf("storage: index %s: %w: truncated: %d entries, the header says %d", path, ErrCorrupt, have, want)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), prot, unix.MAP_SHARED)
 	if err != nil {
@@ -283,7 +291,7 @@ func (ix *index) setCheckpoint(seg uint32, off int64) error {
 	if err := ix.sync(); err != nil {
 		return err
 	}
-	putIndexHeader(ix.data[:indexHeaderSize], seg, off)
+	putIndexHeader(ix.data[:indexHeaderSize], seg, off, ix.entries())
 	if err := unix.Msync(ix.data[:indexHeaderSize], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
 	}
