@@ -29,8 +29,9 @@ import (
 // Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
 //
 //	0 4 segment (0: no record for this id)
-//	4 4 crc     CRC-32C of the URL id (8 bytes), segment and offset, so a
-//	            flipped bit or an entry moved to another id's place is seen
+//	4 4 crc     CRC-32C of segment and offset, xor a mix of the URL id
+//	            (entryCRC), so a flipped bit or an entry moved to another
+//	            id's place is seen
 //	8 8 offset of the record in that segment
 //
 // An all-zero entry means "no record". Version 1 had 12-byte entries
@@ -192,14 +193,13 @@ const (
 	entryBad                     // fails its checksum: the index is damaged
 )
 
-// entryCRC is the checksum of id's entry pointing at (seg, off). Mixing in
-// the id catches an entry that was moved or copied to another id's place.
-func entryCRC(id uint64, seg uint32, off int64) uint32 {
-	var b [20]byte
-	binary.LittleEndian.PutUint64(b[0:], id)
-	binary.LittleEndian.PutUint32(b[8:], seg)
-	binary.LittleEndian.PutUint64(b[12:], uint64(off))
-	return crc32.Checksum(b[:], castagnoli)
+// entryCRC is the checksum of id's entry e (its segment and offset fields
+// filled in): the CRC-32C of those 12 bytes, mixed with the id so an entry
+// moved or copied to another id's place fails it. It reads the fields in
+// place, so computing it allocates nothing.
+func entryCRC(id uint64, e []byte) uint32 {
+	crc := crc32.Update(crc32.Checksum(e[0:4], castagnoli), castagnoli, e[8:16])
+	return crc ^ uint32((id*0x9e3779b97f4a7c15)>>32) ^ uint32(id)
 }
 
 // lookup returns where the record of id is, if the index has one.
@@ -217,7 +217,7 @@ func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 	switch {
 	case seg == 0 && crc == 0 && off == 0:
 		return 0, 0, entryEmpty
-	case seg == 0 || crc != entryCRC(id, seg, off):
+	case seg == 0 || crc != entryCRC(id, e):
 		return seg, off, entryBad
 	}
 	return seg, off, entrySet
@@ -233,8 +233,8 @@ func (ix *index) set(id uint64, seg uint32, off int64) error {
 	}
 	e := ix.data[indexHeaderSize+id*indexEntrySize:]
 	binary.LittleEndian.PutUint32(e, seg)
-	binary.LittleEndian.PutUint32(e[4:], entryCRC(id, seg, off))
 	binary.LittleEndian.PutUint64(e[8:], uint64(off))
+	binary.LittleEndian.PutUint32(e[4:], entryCRC(id, e))
 	return nil
 }
 
