@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound is returned by Get for a URL id with no stored record.
@@ -43,6 +45,7 @@ type dirReader struct {
 	order []*segmentFile // the segments at OpenReader, ascending: what Scan reads
 	ix    *index         // nil when url.idx is missing or unusable; closed by close
 	ck    location       // the index checkpoint at OpenReader
+	live  bool           // a Store was writing the directory at OpenReader
 
 	// view is how URL ids are looked up; a damaged index is replaced by a
 	// view rebuilt from the segments (rebuild).
@@ -141,7 +144,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
 	if err := r.openSegments(dr, nums); err != nil {
 		dr.close()
 		return nil, err
@@ -186,6 +189,16 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	}
 	dr.view.Store(&dirView{ix: dr.ix, extra: extra})
 	return dr, nil
+}
+
+// locked reports whether a Store holds dir's lock: is writing it now.
+func locked(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return false
+	}
+	defer f.Close() // releases the shared lock taken here
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
 }
 
 // openSegments opens the segment files nums of dr and checks their

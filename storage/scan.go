@@ -54,6 +54,10 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 		last := k == len(dr.order)-1
 		note := func(c *Corruption) {
 			c.TornTail = last && c.Offset+c.Skipped == sf.size && !(location{n, c.Offset}).before(dr.ck)
+			if c.TornTail && dr.live {
+				r.note(fmt.Sprintf("%s: a record being written at offset %d by the running store, not read", sf.path, c.Offset))
+				return
+			}
 			note(c)
 		}
 		var pos int64 // how far into sf the scan has counted (Progress)
