@@ -20,23 +20,13 @@ type recordSpan struct {
 	off, end int64
 }
 
-// layoutStore writes pages [0, n) into a fresh directory with small
-// segments and returns it with every record's place.
-func layoutStore(t testing.TB, n uint64) (string, map[uint64]recordSpan) {
+// layoutStore writes pages [0, n) into a fresh directory with cfg (its
+// Dirs set here) and returns it with every record's place.
+func layoutStore(t testing.TB, cfg Config, n uint64) (string, map[uint64]recordSpan) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := Open(Config{Dirs: []string{dir}, SegmentSize: 24 << 10, Compressors: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id := uint64(0); id < n; id++ {
-		if err := s.Put(context.Background(), testPage(id)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	cfg.Dirs = []string{dir}
+	writeStore(t, cfg, 0, n)
 	r, err := OpenReader([]string{dir})
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +46,9 @@ func layoutStore(t testing.TB, n uint64) (string, map[uint64]recordSpan) {
 	}
 	return dir, spans
 }
+
+// smallSegments makes layoutStore's stores span several segments.
+func smallSegments() Config { return Config{SegmentSize: 24 << 10, Compressors: 1} }
 
 // copyDir copies the regular files of src into a new temporary directory.
 func copyDir(t testing.TB, src string) string {
@@ -139,7 +132,7 @@ var faults = map[string]fault{
 // still read (by Scan and by Get), and the damage reported with its file.
 func TestDamageEveryFileKind(t *testing.T) {
 	const n = 60
-	base, spans := layoutStore(t, n)
+	base, spans := layoutStore(t, smallSegments(), n)
 	segs, err := listSegments(base)
 	if err != nil || len(segs) < 3 {
 		t.Fatalf("want several segments, have %v (%v)", segs, err)

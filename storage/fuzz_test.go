@@ -136,7 +136,7 @@ func fuzzDamage(b []byte, op uint8, pos, pos2 uint32, data []byte) ([]byte, [][2
 // finding it. file picks the file: a segment by number, or the index.
 func fuzzDamagedStore(f *testing.F, file func(seg uint8) (name string, num uint32)) {
 	const n = 40
-	base, spans := layoutStore(f, n)
+	base, spans := layoutStore(f, smallSegments(), n)
 	f.Add(uint8(1), uint8(0), uint32(100), uint32(0), []byte{0x10})
 	f.Add(uint8(2), uint8(1), uint32(3), uint32(0), make([]byte, 40))
 	f.Add(uint8(1), uint8(2), uint32(5000), uint32(0), []byte{})

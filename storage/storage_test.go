@@ -62,7 +62,7 @@ func summary(p *Page) string {
 }
 
 // writeStore stores pages ids [from, to) in a store over dirs.
-func writeStore(t *testing.T, cfg Config, from, to uint64) {
+func writeStore(t testing.TB, cfg Config, from, to uint64) {
 	t.Helper()
 	s, err := Open(cfg)
 	if err != nil {

@@ -41,14 +41,8 @@ No crawl may be running on the directory (its lock is taken).`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a data `DIR`ectory of the node (repeat for each disk)")
 	repair := fs.Bool("repair", false, "rebuild what can be rebuilt, move the rest into DIR/damaged/")
-	if err := parseFlags(e, fs, args); err != nil {
+	if err := parseDataFlags(e, fs, args); err != nil {
 		return err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case len(dirs) == 0:
-		return usagef("--data DIR is required")
 	}
 	total := 0
 	for _, dir := range dirs {

@@ -63,16 +63,11 @@ The file is written under a temporary name and renamed when complete.`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
 	out := fs.String("out", "", "the WARC `FILE` to write (conventionally .warc.gz)")
-	allowDamage := fs.Bool("allow-damage", false, "exit 0 even if the store is damaged (the damage is still reported)")
-	if err := parseFlags(e, fs, args); err != nil {
+	allowDamage := allowDamageFlag(fs)
+	if err := parseDataFlags(e, fs, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case len(dirs) == 0:
-		return usagef("--data DIR is required")
-	case *out == "":
+	if *out == "" {
 		return usagef("--out FILE is required")
 	}
 

@@ -39,7 +39,7 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 	var dirs dataDirs
 	fs.Var(&dirs, "data", "a data directory of the store (repeat for each disk)")
 	withHeaders := fs.Bool("i", false, "print the status line and headers before the body")
-	allowDamage := fs.Bool("allow-damage", false, "exit 0 even if the store is damaged (the damage is still reported)")
+	allowDamage := allowDamageFlag(fs)
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,15 +34,11 @@ the report covers the intact pages and the exit status is 1 unless
 	asJSON := fs.Bool("json", false, "print JSON instead of text tables")
 	htmlFile := fs.String("html", "", "write a self-contained HTML report with charts to `FILE`")
 	top := fs.Int("top", 20, "rows per table before \"(other)\" (-1: all)")
-	allowDamage := fs.Bool("allow-damage", false, "exit 0 even if the store is damaged (the damage is still reported)")
-	if err := parseFlags(e, fs, args); err != nil {
+	allowDamage := allowDamageFlag(fs)
+	if err := parseDataFlags(e, fs, args); err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case len(dirs) == 0:
-		return usagef("--data DIR is required")
 	case *asJSON && *htmlFile != "":
 		return usagef("--json and --html exclude each other")
 	case *top == 0 || *top < -1:
@@ -88,6 +85,26 @@ the report covers the intact pages and the exit status is 1 unless
 		err = derr
 	}
 	return err
+}
+
+// parseDataFlags parses the flags of a command over data directories that
+// takes no arguments: --data is required.
+func parseDataFlags(e env, fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q", fs.Arg(0))
+	case fs.Lookup("data").Value.String() == "":
+		return usagef("--data DIR is required")
+	}
+	return nil
+}
+
+// allowDamageFlag defines --allow-damage, which reportDamage obeys.
+func allowDamageFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("allow-damage", false, "exit 0 even if the store is damaged (the damage is still reported)")
 }
 
 // reportDamage prints to w what damage the reader met - each problem with
