@@ -48,8 +48,8 @@
 // url.idx is a 4096-byte header (indexHeader in index.go, CRC-32C over the
 // whole page) followed by an array of 16-byte entries addressed by URL id:
 // entry i, at byte 4096+16·i, holds the segment number (uint32, 0 = no
-// record), a CRC-32C of the URL id, segment and offset, and the record's
-// offset in that segment (uint64). Get(urlID) is therefore one lookup in
+// record), the record's offset in that segment (uint64) and the CRC-32C of
+// both mixed with the URL id (uint32). Get(urlID) is therefore one lookup in
 // memory and one read of the segment. The file is grown with fallocate(2)
 // before it is mapped larger, so a full disk is a write error, not a SIGBUS.
 //

@@ -28,11 +28,11 @@ import (
 //
 // Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
 //
-//	0 4 segment (0: no record for this id)
-//	4 4 crc     CRC-32C of segment and offset, xor a mix of the URL id
-//	            (entryCRC), so a flipped bit or an entry moved to another
-//	            id's place is seen
-//	8 8 offset of the record in that segment
+//	 0 4 segment (0: no record for this id)
+//	 4 8 offset of the record in that segment
+//	12 4 crc     CRC-32C of segment and offset, xor a mix of the URL id
+//	             (entryCRC), so a flipped bit or an entry moved to another
+//	             id's place is seen
 //
 // An all-zero entry means "no record". Version 1 had 12-byte entries
 // without a CRC; such an index is rebuilt from the segments (it is a cache
@@ -198,8 +198,7 @@ const (
 // moved or copied to another id's place fails it. It reads the fields in
 // place, so computing it allocates nothing.
 func entryCRC(id uint64, e []byte) uint32 {
-	crc := crc32.Update(crc32.Checksum(e[0:4], castagnoli), castagnoli, e[8:16])
-	return crc ^ uint32((id*0x9e3779b97f4a7c15)>>32) ^ uint32(id)
+	return crc32.Checksum(e[:12], castagnoli) ^ uint32((id*0x9e3779b97f4a7c15)>>32) ^ uint32(id)
 }
 
 // lookup returns where the record of id is, if the index has one.
@@ -212,8 +211,8 @@ func (ix *index) lookup(id uint64) (seg uint32, off int64, st entryState) {
 
 func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 	seg = binary.LittleEndian.Uint32(e)
-	crc := binary.LittleEndian.Uint32(e[4:])
-	off = int64(binary.LittleEndian.Uint64(e[8:]))
+	off = int64(binary.LittleEndian.Uint64(e[4:]))
+	crc := binary.LittleEndian.Uint32(e[12:])
 	switch {
 	case seg == 0 && crc == 0 && off == 0:
 		return 0, 0, entryEmpty
@@ -233,8 +232,8 @@ func (ix *index) set(id uint64, seg uint32, off int64) error {
 	}
 	e := ix.data[indexHeaderSize+id*indexEntrySize:]
 	binary.LittleEndian.PutUint32(e, seg)
-	binary.LittleEndian.PutUint64(e[8:], uint64(off))
-	binary.LittleEndian.PutUint32(e[4:], entryCRC(id, e))
+	binary.LittleEndian.PutUint64(e[4:], uint64(off))
+	binary.LittleEndian.PutUint32(e[12:], entryCRC(id, e))
 	return nil
 }
 
