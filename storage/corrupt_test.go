@@ -15,20 +15,10 @@ import (
 // the location of every page's record.
 func damagedStore(t *testing.T, n uint64) (string, map[uint64]location) {
 	t.Helper()
-	dir := t.TempDir()
-	writeStore(t, Config{Dirs: []string{dir}}, 0, n)
-	r, err := OpenReader([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	dir, spans := layoutStore(t, Config{}, n)
 	locs := map[uint64]location{}
-	for id := uint64(0); id < n; id++ {
-		l, ok := r.dirs[0].locate(id)
-		if !ok {
-			t.Fatalf("page %d not indexed", id)
-		}
-		locs[id] = l
+	for id, sp := range spans {
+		locs[id] = location{sp.seg, sp.off}
 	}
 	return dir, locs
 }

@@ -17,11 +17,15 @@
 //	00000001.seg …     segment files, appended to sequentially, rolled at Config.SegmentSize
 //	url.idx            the index: URL id → (segment, offset), mmapped
 //
-// # Segment files (format version 1)
+// # Segment files (format version 2)
 //
 // A segment starts with a 16-byte header (see segmentHeaderSize in segment.go):
 // the magic "KSPS", the format version, the segment's number (the same as in
-// its name) and four reserved zero bytes. Records follow back to back.
+// its name) and the CRC-32C of those 12 bytes. Records follow back to back.
+// Version 1 segments (no header CRC, records alike) are read as they are; a
+// newer version is refused with an error naming both versions. A damaged
+// header is reported, and the records behind it are still read: each has
+// its own checksum.
 //
 // Every record is self-describing, so a segment can be read without its
 // index, and a damaged record can be skipped by searching for the next
@@ -39,14 +43,19 @@
 // field of each record, so a store may mix them; a body the configured codec
 // does not shrink (an image, an archive) is stored with codec none.
 //
-// # Index (format version 1)
+// # Index (format version 2)
 //
-// url.idx is a 4096-byte header (indexHeader in index.go) followed by an
-// array of 12-byte entries addressed by URL id: entry i, at byte 4096+12·i,
-// holds the segment number (uint32, 0 = no record) and the record's offset
-// in that segment (uint64). Get(urlID) is therefore one lookup in memory and
-// one read of the segment. The file is grown with fallocate(2) before it is
-// mapped larger, so a full disk is a write error, not a SIGBUS.
+// url.idx is a 4096-byte header (indexHeader in index.go, CRC-32C over the
+// whole page) followed by an array of 16-byte entries addressed by URL id:
+// entry i, at byte 4096+16·i, holds the segment number (uint32, 0 = no
+// record), the record's offset in that segment (uint64) and the CRC-32C of
+// both mixed with the URL id (uint32). Get(urlID) is therefore one lookup in
+// memory and one read of the segment. The file is grown with fallocate(2)
+// before it is mapped larger, so a full disk is a write error, not a SIGBUS.
+//
+// The index is a cache of what the segments hold. An index of version 1
+// (entries without CRC) or with a damaged header is rebuilt from the
+// segments, by a writer on disk and by a Reader in memory.
 //
 // An index entry is set only after its record has been synced, so the index
 // never points at data a crash could take away. The header holds a
@@ -86,7 +95,29 @@
 // store that is being written: Scan then reads the segments as they were at
 // OpenReader (a record being appended at that moment may be reported
 // damaged), while Get follows the live index, apart from URL ids beyond
-// the index's size at OpenReader. Corrupt records are
-// skipped by Scan (resynchronising on the next magic), counted and described
-// in ScanStats; Get reports them as errors naming the file and offset.
+// the index's size at OpenReader.
+//
+// # Damage: readers never lie
+//
+// A Reader that meets damage skips exactly the damaged bytes and keeps
+// everything else; it counts and describes what it met (ScanStats.Damage,
+// Errors with file and offset, Lost pages):
+//
+//   - a record failing its checks: Scan resynchronises on the next valid
+//     record and reports the region skipped; Get returns an error naming
+//     the file and offset;
+//   - a damaged segment header: reported, the records are still read;
+//   - an index entry failing its CRC, missing for a record the segments
+//     hold before the checkpoint, or pointing at anything but a later
+//     record of its URL id: the directory's index is rebuilt in memory
+//     from the segments (and the damage reported), so no page is dropped
+//     as "superseded" by a damaged entry;
+//   - segments shorter than the index checkpoint, missing from the
+//     numbering, or ending before records the index knows: reported, with
+//     the pages lost.
+//
+// After a full Scan, the index is checked entry by entry (verifyIndex), so
+// damage in entries of pages whose records are gone is reported too.
+// kspider check (Check) runs all of this over a directory and, with
+// repair, rewrites what can be rebuilt.
 package storage

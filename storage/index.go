@@ -20,19 +20,29 @@ import (
 //	 16   4 ckptSegment checkpoint: every record before (ckptSegment, ckptOffset)
 //	 20   4 reserved    0
 //	 24   8 ckptOffset    is in the index
-//	 32   4 crc         CRC-32C of bytes 0…31
-//	 36     zero up to indexHeaderSize
+//	 32   4 crc         CRC-32C of bytes 0…31 and 36…4095 (version 1: 0…31 only)
+//	 36   4 reserved    0
+//	 40   8 entries     how many entries the file held at the checkpoint: a
+//	                    shorter file was truncated (version 2)
+//	 48     zero up to indexHeaderSize
 //
 // Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
 //
-//	0 4 segment (0: no record for this id)
-//	4 8 offset of the record in that segment
+//	 0 4 segment (0: no record for this id)
+//	 4 8 offset of the record in that segment
+//	12 4 crc     CRC-32C of segment and offset, xor a mix of the URL id
+//	             (entryCRC), so a flipped bit or an entry moved to another
+//	             id's place is seen
+//
+// An all-zero entry means "no record". Version 1 had 12-byte entries
+// without a CRC; such an index is rebuilt from the segments (it is a cache
+// of what they hold).
 const (
 	indexName       = "url.idx"
 	indexMagic      = "KSPI"
-	indexVersion    = 1
+	indexVersion    = 2
 	indexHeaderSize = 4096
-	indexEntrySize  = 12
+	indexEntrySize  = 16
 
 	indexInitialEntries = 1 << 16
 	indexMaxGrowBytes   = 1 << 30 // growth step cap, so a big id does not double a huge file
@@ -55,7 +65,7 @@ func createIndex(path string) error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	hdr := make([]byte, indexHeaderSize)
-	putIndexHeader(hdr, 0, 0)
+	putIndexHeader(hdr, 0, 0, 0)
 	_, err = f.Write(hdr)
 	if err == nil {
 		err = f.Sync()
@@ -73,13 +83,19 @@ func createIndex(path string) error {
 	return nil
 }
 
-func putIndexHeader(b []byte, seg uint32, off int64) {
+func putIndexHeader(b []byte, seg uint32, off int64, entries uint64) {
 	copy(b, indexMagic)
 	binary.LittleEndian.PutUint32(b[4:], indexVersion)
 	binary.LittleEndian.PutUint32(b[8:], indexEntrySize)
 	binary.LittleEndian.PutUint32(b[16:], seg)
 	binary.LittleEndian.PutUint64(b[24:], uint64(off))
-	binary.LittleEndian.PutUint32(b[32:], crc32.Checksum(b[:32], castagnoli))
+	binary.LittleEndian.PutUint64(b[40:], entries)
+	binary.LittleEndian.PutUint32(b[32:], indexHeaderCRC(b))
+}
+
+// indexHeaderCRC is the checksum of the header page h but its CRC field.
+func indexHeaderCRC(h []byte) uint32 {
+	return crc32.Update(crc32.Checksum(h[:32], castagnoli), castagnoli, h[36:indexHeaderSize])
 }
 
 // openIndex maps the index at path. A damaged header is an error wrapping
@@ -101,37 +117,61 @@ func openIndex(path string, writable bool) (*index, error) {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
 	size := fi.Size()
-	if size < indexHeaderSize || (size-indexHeaderSize)%indexEntrySize != 0 {
+	if size < indexHeaderSize {
 		f.Close()
-		return nil, fmt.Errorf("storage: index %s: %w: file of %d bytes", path, ErrCorrupt, size)
+		return nil, fmt.Errorf("storage: index %s: %w: file of %d bytes, shorter than its header", path, ErrCorrupt, size)
+	}
+	hdr := make([]byte, indexHeaderSize)
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: reading index %s: %w", path, err)
+	}
+	if err := checkIndexHeader(path, hdr); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if (size-indexHeaderSize)%indexEntrySize != 0 {
+		f.Close()
+		return nil, fmt.Errorf("storage: index %s: %w: file of %d bytes is not a whole number of entries", path, ErrCorrupt, size)
+	}
+	if want, have := binary.LittleEndian.Uint64(hdr[40:]), uint64(size-indexHeaderSize)/indexEntrySize; have < want {
+		f.Close()
+		return nil, fmt.Errorf("storage: index %s: %w: truncated: %d entries, the header says %d", path, ErrCorrupt, have, want)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), prot, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("storage: mapping index %s: %w", path, err)
 	}
-	ix := &index{f: f, path: path, data: data, writable: writable}
-	if err := ix.checkHeader(); err != nil {
-		ix.close()
-		return nil, err
-	}
-	return ix, nil
+	return &index{f: f, path: path, data: data, writable: writable}, nil
 }
 
-func (ix *index) checkHeader() error {
-	h := ix.data[:indexHeaderSize]
+// errOldIndex marks an intact index of an older format version: it is
+// rebuilt from the segments, which is not damage.
+var errOldIndex = fmt.Errorf("%w (older than this kspider's, rebuilt from the segments)", ErrVersion)
+
+// checkIndexHeader verifies the index header h read from path. A damaged
+// header wraps ErrCorrupt, an intact older one errOldIndex, an intact newer
+// one ErrVersion.
+func checkIndexHeader(path string, h []byte) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("storage: index %s: %w: %s", ix.path, ErrCorrupt, fmt.Sprintf(format, args...))
+		return fmt.Errorf("storage: index %s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
 	}
+	v := binary.LittleEndian.Uint32(h[4:])
+	crc := binary.LittleEndian.Uint32(h[32:])
 	switch {
+	case v == 1 && crc == crc32.Checksum(h[:32], castagnoli) && string(h[:4]) == indexMagic:
+		return fmt.Errorf("storage: index %s: format version 1, this kspider writes %d: %w", path, indexVersion, errOldIndex)
+	case crc != indexHeaderCRC(h):
+		return bad("header CRC-32C mismatch")
 	case string(h[:4]) != indexMagic:
 		return bad("bad magic %q", h[:4])
-	case binary.LittleEndian.Uint32(h[4:]) != indexVersion:
-		return bad("unknown format version %d", binary.LittleEndian.Uint32(h[4:]))
+	case v < indexVersion:
+		return fmt.Errorf("storage: index %s: format version %d, this kspider writes %d: %w", path, v, indexVersion, errOldIndex)
+	case v > indexVersion:
+		return fmt.Errorf("storage: index %s: %w: format version %d, this kspider reads version %d", path, ErrVersion, v, indexVersion)
 	case binary.LittleEndian.Uint32(h[8:]) != indexEntrySize:
 		return bad("entry size %d", binary.LittleEndian.Uint32(h[8:]))
-	case binary.LittleEndian.Uint32(h[32:]) != crc32.Checksum(h[:32], castagnoli):
-		return bad("header CRC mismatch")
 	}
 	return nil
 }
@@ -144,16 +184,46 @@ func (ix *index) checkpoint() (seg uint32, off int64) {
 	return binary.LittleEndian.Uint32(ix.data[16:]), int64(binary.LittleEndian.Uint64(ix.data[24:]))
 }
 
+// entryState is what an index entry holds.
+type entryState uint8
+
+const (
+	entryEmpty entryState = iota // no record for this id (or a zeroed entry)
+	entrySet                     // a record's location, checksum verified
+	entryBad                     // fails its checksum: the index is damaged
+)
+
+// entryCRC is the checksum of id's entry e (its segment and offset fields
+// filled in): the CRC-32C of those 12 bytes, mixed with the id so an entry
+// moved or copied to another id's place fails it. It reads the fields in
+// place, so computing it allocates nothing.
+func entryCRC(id uint64, e []byte) uint32 {
+	return crc32.Checksum(e[:12], castagnoli) ^ uint32((id*0x9e3779b97f4a7c15)>>32) ^ uint32(id)
+}
+
 // lookup returns where the record of id is, if the index has one.
-func (ix *index) lookup(id uint64) (seg uint32, off int64, ok bool) {
+func (ix *index) lookup(id uint64) (seg uint32, off int64, st entryState) {
 	if id >= ix.entries() {
-		return 0, 0, false
+		return 0, 0, entryEmpty
 	}
-	e := ix.data[indexHeaderSize+id*indexEntrySize:]
+	return decodeEntry(id, ix.data[indexHeaderSize+id*indexEntrySize:])
+}
+
+func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 	seg = binary.LittleEndian.Uint32(e)
 	off = int64(binary.LittleEndian.Uint64(e[4:]))
-	return seg, off, seg != 0
+	crc := binary.LittleEndian.Uint32(e[12:])
+	switch {
+	case seg == 0 && crc == 0 && off == 0:
+		return 0, 0, entryEmpty
+	case seg == 0 || crc != entryCRC(id, e):
+		return seg, off, entryBad
+	}
+	return seg, off, entrySet
 }
+
+// entryOffset is where id's entry is in the file, for error messages.
+func entryOffset(id uint64) int64 { return int64(indexHeaderSize + id*indexEntrySize) }
 
 // set points id at (seg, off), growing the file first when needed.
 func (ix *index) set(id uint64, seg uint32, off int64) error {
@@ -163,6 +233,7 @@ func (ix *index) set(id uint64, seg uint32, off int64) error {
 	e := ix.data[indexHeaderSize+id*indexEntrySize:]
 	binary.LittleEndian.PutUint32(e, seg)
 	binary.LittleEndian.PutUint64(e[4:], uint64(off))
+	binary.LittleEndian.PutUint32(e[12:], entryCRC(id, e))
 	return nil
 }
 
@@ -219,7 +290,7 @@ func (ix *index) setCheckpoint(seg uint32, off int64) error {
 	if err := ix.sync(); err != nil {
 		return err
 	}
-	putIndexHeader(ix.data[:indexHeaderSize], seg, off)
+	putIndexHeader(ix.data[:indexHeaderSize], seg, off, ix.entries())
 	if err := unix.Msync(ix.data[:indexHeaderSize], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
 	}

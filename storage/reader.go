@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotFound is returned by Get for a URL id with no stored record.
@@ -28,8 +30,11 @@ type Reader struct {
 	superseded atomic.Int64
 	skipped    atomic.Int64
 	skippedB   atomic.Int64
+	damage     atomic.Int64
+	lost       atomic.Int64
 	errMu      sync.Mutex
 	errs       []error
+	notes      []string
 }
 
 // dirReader is one data directory as the reader sees it.
@@ -38,10 +43,25 @@ type dirReader struct {
 	mu    sync.Mutex // guards segs, which Get may extend
 	segs  map[uint32]*segmentFile
 	order []*segmentFile // the segments at OpenReader, ascending: what Scan reads
-	ix    *index         // nil when url.idx is missing or damaged
-	// extra indexes the records the index does not cover: those after its
-	// checkpoint, or all of them when there is no usable index.
-	extra map[uint64]location
+	ix    *index         // nil when url.idx is missing or unusable; closed by close
+	ck    location       // the index checkpoint at OpenReader
+	live  bool           // a Store was writing the directory at OpenReader
+
+	// view is how URL ids are looked up; a damaged index is replaced by a
+	// view rebuilt from the segments (rebuild).
+	view      atomic.Pointer[dirView]
+	rebuildMu sync.Mutex
+
+	regions []*Corruption // damaged regions Scan met, for verifyIndex
+}
+
+// dirView maps URL ids to records: through the index, and extra for the
+// records it does not cover (those after its checkpoint, or all of them
+// when ix is nil). A view is never modified once published.
+type dirView struct {
+	ix      *index
+	extra   map[uint64]location
+	rebuilt bool // built from the segments after the index proved damaged
 }
 
 type segmentFile struct {
@@ -49,7 +69,7 @@ type segmentFile struct {
 	path string
 	num  uint32
 	size int64       // at OpenReader
-	bad  atomic.Bool // the segment header is damaged: nothing in it is trusted
+	bad  atomic.Bool // torn at creation: holds no records
 }
 
 type location struct {
@@ -57,21 +77,43 @@ type location struct {
 	off int64
 }
 
+func (l location) before(o location) bool {
+	return l.seg < o.seg || l.seg == o.seg && l.off < o.off
+}
+
 // maxReportedErrors bounds ScanStats.Errors.
 const maxReportedErrors = 100
 
 // ScanStats counts what a Reader met, from OpenReader on.
 type ScanStats struct {
-	Records      int64   // records passed to Scan's fn
-	Superseded   int64   // older records of re-crawled URL ids, not passed
-	Skipped      int64   // damaged regions skipped
-	SkippedBytes int64   // bytes in them
-	Errors       []error // the first damaged regions, as *Corruption (at most 100)
+	Records      int64 // records passed to Scan's fn
+	Superseded   int64 // older records of re-crawled URL ids, not passed
+	Skipped      int64 // damaged regions of segments skipped
+	SkippedBytes int64 // bytes in them
+	// Damage counts every damage found: skipped regions, damaged segment
+	// headers, a damaged or missing index, truncated or missing segments.
+	Damage int64
+	// Lost counts pages the index knew of whose records are damaged or
+	// gone (known after a Scan, when the index could be trusted).
+	Lost int64
+	// Errors describes the first damage found (at most 100): *Corruption
+	// for a damaged region, other errors naming the file and offset.
+	Errors []error
+	// Notes are things said that are not damage, such as an index of an
+	// older format read from the segments instead.
+	Notes []string
 }
+
+// Damaged reports whether the reader met any damage.
+func (s ScanStats) Damaged() bool { return s.Damage > 0 }
+
+// ErrNoStore is returned by OpenReader for a directory that holds no store.
+var ErrNoStore = errors.New("no page store")
 
 // OpenReader opens the data directories read-only. It indexes in memory the
 // records a crashed writer left after the index checkpoint, and all records
-// of a directory whose index is missing or damaged.
+// of a directory whose index is missing or damaged. A directory without
+// segments and index is an error wrapping ErrNoStore.
 func OpenReader(dirs []string) (*Reader, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("storage: no data directory given")
@@ -102,54 +144,42 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, extra: map[uint64]location{}}
-	for _, n := range nums {
-		path := segmentPath(dir, n)
-		f, err := os.Open(path)
-		if err != nil {
-			dr.close()
-			return nil, fmt.Errorf("storage: %w", err)
-		}
-		sf := &segmentFile{f: f, path: path, num: n}
-		dr.segs[n] = sf
-		dr.order = append(dr.order, sf)
-		st, err := f.Stat()
-		if err != nil {
-			dr.close()
-			return nil, fmt.Errorf("storage: %w", err)
-		}
-		sf.size = st.Size()
-		if sf.size < segmentHeaderSize && n == nums[len(nums)-1] {
-			// A writer died creating it; its recovery will rewrite it.
-			sf.bad.Store(true)
-		}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
+	if err := r.openSegments(dr, nums); err != nil {
+		dr.close()
+		return nil, err
 	}
-	ix, err := openIndex(filepath.Join(dir, indexName), false)
+	ixPath := filepath.Join(dir, indexName)
+	ix, err := openIndex(ixPath, false)
 	switch {
 	case err == nil:
 		dr.ix = ix
+		seg, off := ix.checkpoint()
+		dr.ck = location{seg, off}
 	case errors.Is(err, os.ErrNotExist) && len(nums) == 0:
+		dr.close()
+		return nil, fmt.Errorf("storage: %s: %w: no segment files (%s) and no index (%s)", dir, ErrNoStore, "*"+segmentSuffix, indexName)
+	case errors.Is(err, errOldIndex):
+		r.note(fmt.Sprintf("%v; reading the segments instead", err))
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrCorrupt):
-		r.noteError(fmt.Errorf("%w; reading the segments instead", err))
+		r.noteDamage(fmt.Errorf("%w; reading the segments instead", err))
 	default:
 		dr.close()
 		return nil, err
 	}
-	ckSeg, ckOff := uint32(0), int64(0)
-	if dr.ix != nil {
-		ckSeg, ckOff = dr.ix.checkpoint()
-	}
+	r.checkCheckpoint(dr)
+	extra := map[uint64]location{}
 	for _, sf := range dr.order {
-		if sf.num < ckSeg {
+		if dr.ix != nil && sf.num < dr.ck.seg {
 			continue
 		}
 		start := int64(segmentHeaderSize)
-		if sf.num == ckSeg && ckOff <= sf.size {
-			start = max(ckOff, segmentHeaderSize)
+		if dr.ix != nil && sf.num == dr.ck.seg && dr.ck.off <= sf.size {
+			start = max(dr.ck.off, segmentHeaderSize)
 		}
 		n := sf.num
-		err := r.eachRecord(sf, start, false, func(off int64, h recordHeader, _ []byte) error {
-			dr.extra[h.urlID] = location{n, off}
+		err := r.eachRecord(sf, start, nil, func(off int64, h recordHeader, _ []byte) error {
+			extra[h.urlID] = location{n, off}
 			return nil
 		})
 		if err != nil {
@@ -157,25 +187,92 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 			return nil, err
 		}
 	}
+	dr.view.Store(&dirView{ix: dr.ix, extra: extra})
 	return dr, nil
 }
 
+// locked reports whether a Store holds dir's lock: is writing it now.
+func locked(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return false
+	}
+	defer f.Close() // releases the shared lock taken here
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+}
+
+// openSegments opens the segment files nums of dr and checks their
+// headers, noting damage: a segment missing from the sequence, a torn or
+// damaged header. A segment of an unsupported version is an error.
+func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
+	for i, n := range nums {
+		if want := uint32(1); i > 0 {
+			want = nums[i-1] + 1
+			if n != want {
+				r.noteDamage(fmt.Errorf("storage: %s: %w: segments %s to %s are missing", dr.dir, ErrCorrupt, segmentName(want), segmentName(n-1)))
+			}
+		} else if n != want {
+			r.noteDamage(fmt.Errorf("storage: %s: %w: segments %s to %s are missing", dr.dir, ErrCorrupt, segmentName(want), segmentName(n-1)))
+		}
+		path := segmentPath(dr.dir, n)
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		sf := &segmentFile{f: f, path: path, num: n}
+		dr.segs[n] = sf
+		dr.order = append(dr.order, sf)
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		sf.size = st.Size()
+		_, hdr, err := newSegmentReader(f, path, n, sf.size)
+		var c *Corruption
+		switch {
+		case errors.As(err, &c) && i == len(nums)-1:
+			// A writer died creating it; its recovery will rewrite it.
+			// (If the index knew records in it, checkCheckpoint and
+			// verifyIndex report them lost.)
+			sf.bad.Store(true)
+		case errors.As(err, &c):
+			sf.bad.Store(true)
+			r.noteCorruption(c)
+		case err != nil:
+			return err
+		case hdr != nil:
+			r.noteDamage(hdr) // the records behind it are still read
+		}
+	}
+	return nil
+}
+
+// checkCheckpoint notes damage when the segments end before the index
+// checkpoint: everything before it was durable, so they were truncated or
+// removed.
+func (r *Reader) checkCheckpoint(dr *dirReader) {
+	if dr.ix == nil || dr.ck.seg == 0 {
+		return
+	}
+	sf := dr.segs[dr.ck.seg]
+	switch {
+	case sf == nil:
+		r.noteDamage(fmt.Errorf("storage: %s: %w: segment %s, which the index checkpoint names, is missing", dr.dir, ErrCorrupt, segmentName(dr.ck.seg)))
+	case sf.size < dr.ck.off:
+		r.noteDamage(fmt.Errorf("storage: %s: %w: truncated at offset %d, before the index checkpoint (%d): %d bytes lost", sf.path, ErrCorrupt, sf.size, dr.ck.off, dr.ck.off-sf.size))
+	}
+}
+
 // eachRecord calls fn for every valid record of segment sf from offset start
-// on, noting damaged regions if note is set (a Scan meets them again). rec
-// is valid only during the call.
-func (r *Reader) eachRecord(sf *segmentFile, start int64, note bool, fn func(off int64, h recordHeader, rec []byte) error) error {
+// on, and note (if not nil) for every damaged region. rec is valid only
+// during the call.
+func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption), fn func(off int64, h recordHeader, rec []byte) error) error {
 	if sf.bad.Load() {
 		return nil
 	}
-	sr, err := newSegmentReader(sf.f, sf.path, sf.num, sf.size)
+	sr, _, err := newSegmentReader(sf.f, sf.path, sf.num, sf.size)
 	if err != nil {
-		var c *Corruption
-		if errors.As(err, &c) {
-			sf.bad.Store(true)
-			r.noteCorruption(c) // only once: bad segments are not read again
-			return nil
-		}
-		return err
+		return err // openSegments met it first
 	}
 	sr.off = min(start, sf.size)
 	for {
@@ -185,8 +282,8 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note bool, fn func(off
 		}
 		var c *Corruption
 		if errors.As(err, &c) {
-			if note {
-				r.noteCorruption(c)
+			if note != nil {
+				note(c)
 			}
 			continue
 		}
@@ -199,16 +296,48 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note bool, fn func(off
 	}
 }
 
+// rebuild replaces dr's view by one built from all its segments, because
+// of the index damage why, and says so.
+func (r *Reader) rebuild(dr *dirReader, why error) {
+	dr.rebuildMu.Lock()
+	defer dr.rebuildMu.Unlock()
+	if dr.view.Load().rebuilt {
+		return
+	}
+	m := map[uint64]location{}
+	for _, sf := range dr.order {
+		n := sf.num
+		err := r.eachRecord(sf, segmentHeaderSize, nil, func(off int64, h recordHeader, _ []byte) error {
+			m[h.urlID] = location{n, off}
+			return nil
+		})
+		if err != nil {
+			r.noteDamage(err)
+		}
+	}
+	dr.view.Store(&dirView{extra: m, rebuilt: true})
+	r.noteDamage(fmt.Errorf("%w; index rebuilt in memory from the segments (kspider check --repair rewrites it)", why))
+}
+
 func (r *Reader) noteCorruption(c *Corruption) {
 	r.skipped.Add(1)
 	r.skippedB.Add(c.Skipped)
-	r.noteError(c)
+	r.noteDamage(c)
 }
 
-func (r *Reader) noteError(err error) {
+func (r *Reader) noteDamage(err error) {
+	r.damage.Add(1)
 	r.errMu.Lock()
 	if len(r.errs) < maxReportedErrors {
 		r.errs = append(r.errs, err)
+	}
+	r.errMu.Unlock()
+}
+
+func (r *Reader) note(s string) {
+	r.errMu.Lock()
+	if len(r.notes) < maxReportedErrors {
+		r.notes = append(r.notes, s)
 	}
 	r.errMu.Unlock()
 }
@@ -217,30 +346,46 @@ func (r *Reader) noteError(err error) {
 func (r *Reader) Stats() ScanStats {
 	r.errMu.Lock()
 	errs := append([]error(nil), r.errs...)
+	notes := append([]string(nil), r.notes...)
 	r.errMu.Unlock()
 	return ScanStats{
 		Records:      r.records.Load(),
 		Superseded:   r.superseded.Load(),
 		Skipped:      r.skipped.Load(),
 		SkippedBytes: r.skippedB.Load(),
+		Damage:       r.damage.Load(),
+		Lost:         r.lost.Load(),
 		Errors:       errs,
+		Notes:        notes,
 	}
 }
 
 // Skipped returns how many damaged regions the reader has skipped.
 func (r *Reader) Skipped() int64 { return r.skipped.Load() }
 
-// locate returns where dr holds the current record of id.
-func (dr *dirReader) locate(id uint64) (location, bool) {
-	if l, ok := dr.extra[id]; ok {
-		return l, true
+// locate returns where dr holds the current record of id. bad reports an
+// index entry that fails its checksum.
+func (dr *dirReader) locate(id uint64) (l location, ok, bad bool) {
+	v := dr.view.Load()
+	if l, ok := v.extra[id]; ok {
+		return l, true, false
 	}
-	if dr.ix != nil {
-		if seg, off, ok := dr.ix.lookup(id); ok {
-			return location{seg, off}, true
-		}
+	if v.ix == nil {
+		return location{}, false, false
 	}
-	return location{}, false
+	seg, off, st := v.ix.lookup(id)
+	return location{seg, off}, st == entrySet, st == entryBad
+}
+
+// find is locate that rebuilds dr's view when id's index entry is damaged.
+func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
+	l, ok, bad := dr.locate(id)
+	if bad {
+		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d fails its CRC-32C",
+			dr.view.Load().ix.path, ErrCorrupt, id, entryOffset(id)))
+		l, ok, _ = dr.locate(id)
+	}
+	return l, ok
 }
 
 // readRecord reads and checks the record at l: one read for records up to
@@ -324,7 +469,7 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 		found   bool
 	)
 	for _, dr := range r.dirs {
-		l, ok := dr.locate(urlID)
+		l, ok := r.find(dr, urlID)
 		if !ok {
 			continue
 		}
@@ -355,20 +500,40 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 
 // current reports whether the record of h at (dir i, l) is the one Get
 // returns for its URL id: the index must point at it, and no other
-// directory may hold a later fetch.
+// directory may hold a later fetch. It checks the index as it goes: an
+// entry that fails its checksum, is missing although the record is before
+// the checkpoint, or points at anything but a later record of the same id
+// makes the directory's view be rebuilt from the segments.
 func (r *Reader) current(i int, l location, h recordHeader) bool {
-	if got, ok := r.dirs[i].locate(h.urlID); !ok || got != l {
+	dr := r.dirs[i]
+	got, ok := r.find(dr, h.urlID)
+	if v := dr.view.Load(); !v.rebuilt && (!ok || got != l) {
+		var why error
+		switch {
+		case !ok:
+			why = fmt.Errorf("storage: index %s: %w: no entry for URL id %d (at offset %d), whose record is at %s offset %d",
+				v.ix.path, ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
+		case !l.before(got) || !dr.holds(got, h.urlID):
+			why = fmt.Errorf("storage: index %s: %w: entry of URL id %d (at offset %d) points at %s offset %d, which holds no later record of it",
+				v.ix.path, ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
+		}
+		if why != nil {
+			r.rebuild(dr, why)
+			got, ok = r.find(dr, h.urlID)
+		}
+	}
+	if !ok || got != l {
 		return false
 	}
-	for j, dr := range r.dirs {
+	for j, odr := range r.dirs {
 		if j == i {
 			continue
 		}
-		ol, ok := dr.locate(h.urlID)
+		ol, ok := r.find(odr, h.urlID)
 		if !ok {
 			continue
 		}
-		oh, _, err := dr.readRecord(ol, nil)
+		oh, _, err := odr.readRecord(ol, nil)
 		if err != nil || oh.urlID != h.urlID {
 			continue
 		}
@@ -377,6 +542,12 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 		}
 	}
 	return true
+}
+
+// holds reports whether dr has an intact record of id at l.
+func (dr *dirReader) holds(l location, id uint64) bool {
+	h, _, err := dr.readRecord(l, nil)
+	return err == nil && h.urlID == id
 }
 
 // Close releases the files.

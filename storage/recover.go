@@ -33,10 +33,10 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	}
 	ixPath := filepath.Join(dir, indexName)
 	if sv.ix, err = openIndex(ixPath, true); err != nil {
-		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, ErrCorrupt) {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, errOldIndex) {
 			return nil, err
 		}
-		if errors.Is(err, ErrCorrupt) {
+		if !errors.Is(err, os.ErrNotExist) {
 			s.cfg.Logf("%v; rebuilding it from the segments", err)
 		}
 		if err := createIndex(ixPath); err != nil {
@@ -137,7 +137,7 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		}
 		return segmentHeaderSize, true, nil
 	}
-	r, err := newSegmentReader(f, path, n, size)
+	r, hdr, err := newSegmentReader(f, path, n, size)
 	if err != nil {
 		var c *Corruption
 		if errors.As(err, &c) {
@@ -145,6 +145,15 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 			return size, false, nil
 		}
 		return 0, false, err
+	}
+	if hdr != nil {
+		// Its records carry their own checksums and are indexed; the
+		// segment itself is not appended to (kspider check --repair
+		// rewrites it).
+		logf("%v", hdr)
+		ok = false
+	} else {
+		ok = true
 	}
 	if start > size {
 		logf("storage: %s is shorter (%d bytes) than the index checkpoint (%d); re-reading it whole", path, size, start)
@@ -154,7 +163,7 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 	for {
 		off, h, _, err := r.next()
 		if err == io.EOF {
-			return size, true, nil
+			return size, ok, nil
 		}
 		var c *Corruption
 		if errors.As(err, &c) {
@@ -166,7 +175,7 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 				if err := f.Sync(); err != nil {
 					return 0, false, fmt.Errorf("storage: %w", err)
 				}
-				return c.Offset, true, nil
+				return c.Offset, ok, nil
 			}
 			logf("%v", c)
 			continue

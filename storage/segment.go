@@ -2,7 +2,9 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,12 +18,13 @@ import (
 //	  0   4 magic    "KSPS"
 //	  4   4 version  segmentVersion (uint32, little-endian)
 //	  8   4 number   the segment's number, as in its file name
-//	 12   4 reserved 0
+//	 12   4 crc      CRC-32C of bytes 0…11 (version 2; version 1 has 0 here)
 //
-// Records follow from byte segmentHeaderSize on.
+// Records follow from byte segmentHeaderSize on; their format is the same
+// in both versions, so version 1 segments are read as they are.
 const (
 	segmentMagic      = "KSPS"
-	segmentVersion    = 1
+	segmentVersion    = 2
 	segmentHeaderSize = 16
 	segmentSuffix     = ".seg"
 )
@@ -33,19 +36,35 @@ func encodeSegmentHeader(n uint32) []byte {
 	copy(b, segmentMagic)
 	binary.LittleEndian.PutUint32(b[4:], segmentVersion)
 	binary.LittleEndian.PutUint32(b[8:], n)
+	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[:12], castagnoli))
 	return b
 }
 
-// checkSegmentHeader verifies the header b read from segment number n.
+// ErrVersion marks a file written in a format this kspider does not read:
+// intact (its checksum holds) but newer. Errors wrapping it name the file,
+// the version found and the versions supported.
+var ErrVersion = errors.New("unsupported format version")
+
+// checkSegmentHeader verifies the header b read from segment number n. A
+// damaged header is an error wrapping ErrCorrupt: the records behind it
+// carry their own checksums and are still read. An intact header of a
+// version this code does not know wraps ErrVersion.
 func checkSegmentHeader(b []byte, n uint32) error {
 	if len(b) < segmentHeaderSize {
 		return fmt.Errorf("%w: segment header of %d bytes", ErrCorrupt, len(b))
 	}
-	if string(b[:4]) != segmentMagic {
-		return fmt.Errorf("%w: not a segment (magic %q)", ErrCorrupt, b[:4])
-	}
-	if v := binary.LittleEndian.Uint32(b[4:]); v != segmentVersion {
-		return fmt.Errorf("%w: unknown segment format version %d", ErrCorrupt, v)
+	v := binary.LittleEndian.Uint32(b[4:])
+	crc := binary.LittleEndian.Uint32(b[12:])
+	crcOK := crc == crc32.Checksum(b[:12], castagnoli)
+	switch {
+	case string(b[:4]) != segmentMagic:
+		return fmt.Errorf("%w: not a segment header (magic %q)", ErrCorrupt, b[:4])
+	case v == 1 && crc == 0:
+		// Version 1 had no checksum: check what can be checked.
+	case !crcOK:
+		return fmt.Errorf("%w: segment header CRC-32C mismatch", ErrCorrupt)
+	case v != segmentVersion:
+		return fmt.Errorf("%w: segment format version %d, this kspider reads versions 1 and %d", ErrVersion, v, segmentVersion)
 	}
 	if got := binary.LittleEndian.Uint32(b[8:]); got != n {
 		return fmt.Errorf("%w: segment header says number %d", ErrCorrupt, got)

@@ -15,11 +15,25 @@ type Corruption struct {
 	File    string
 	Offset  int64
 	Skipped int64
-	Reason  error
+	// Lost is how many pages the index knew in the region (set after a
+	// Scan; 0 when unknown, such as when the index itself was damaged).
+	Lost int64
+	// TornTail marks a region that ends the last segment after the index
+	// checkpoint: what an interrupted write leaves (the next writer
+	// truncates it), though a truncation looks the same.
+	TornTail bool
+	Reason   error
 }
 
 func (c *Corruption) Error() string {
-	return fmt.Sprintf("storage: %s at offset %d: %v (skipped %d bytes)", c.File, c.Offset, c.Reason, c.Skipped)
+	lost := ""
+	if c.Lost > 0 {
+		lost = fmt.Sprintf(", %d pages lost", c.Lost)
+	}
+	if c.TornTail {
+		lost += "; a torn tail after the index checkpoint, as an interrupted write leaves"
+	}
+	return fmt.Sprintf("storage: %s at offset %d: %v (skipped %d bytes%s)", c.File, c.Offset, c.Reason, c.Skipped, lost)
 }
 
 func (c *Corruption) Unwrap() error { return c.Reason }
@@ -40,21 +54,27 @@ type segmentReader struct {
 const readWindow = 1 << 20
 
 // newSegmentReader checks the header of segment num, open as f, of size
-// bytes. The file stays owned by the caller.
-func newSegmentReader(f *os.File, path string, num uint32, size int64) (*segmentReader, error) {
-	r := &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderSize}
+// bytes. The file stays owned by the caller. A damaged header is returned
+// as hdr, with a reader that still reads the records behind it (each has
+// its own checksum); a torn header (size < segmentHeaderSize) and an
+// unsupported version are errors.
+func newSegmentReader(f *os.File, path string, num uint32, size int64) (r *segmentReader, hdr *Corruption, err error) {
+	r = &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderSize}
 	if size < segmentHeaderSize {
-		return nil, &Corruption{File: path, Offset: 0, Skipped: size,
+		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size,
 			Reason: fmt.Errorf("%w: segment header torn (%d bytes)", ErrCorrupt, size)}
 	}
 	b, err := r.window(0, segmentHeaderSize)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := checkSegmentHeader(b, num); err != nil {
-		return nil, &Corruption{File: path, Offset: 0, Skipped: size, Reason: err}
+		if errors.Is(err, ErrVersion) {
+			return nil, nil, fmt.Errorf("storage: %s: %w", path, err)
+		}
+		hdr = &Corruption{File: path, Offset: 0, Skipped: segmentHeaderSize, Reason: err}
 	}
-	return r, nil
+	return r, hdr, nil
 }
 
 // window returns the file's bytes [off, off+n), n ≤ size-off, reading them

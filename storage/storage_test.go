@@ -62,7 +62,7 @@ func summary(p *Page) string {
 }
 
 // writeStore stores pages ids [from, to) in a store over dirs.
-func writeStore(t *testing.T, cfg Config, from, to uint64) {
+func writeStore(t testing.TB, cfg Config, from, to uint64) {
 	t.Helper()
 	s, err := Open(cfg)
 	if err != nil {
@@ -339,7 +339,7 @@ func TestIncompressibleBodyStoredAsIs(t *testing.T) {
 				t.Fatal(err)
 			}
 			samePage(t, got, q)
-			l, _ := r.dirs[0].locate(q.URLID)
+			l, _, _ := r.dirs[0].locate(q.URLID)
 			h, _, err := r.dirs[0].readRecord(l, nil)
 			if err != nil {
 				t.Fatal(err)

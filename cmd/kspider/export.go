@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kspider/kspider/storage"
@@ -49,22 +51,23 @@ as X-Crawler-Transfer-Encoding, a Content-Length that does not match the body
 as X-Crawler-Content-Length, and a correct Content-Length is added.
 
 Header lines that would break the HTTP block (no colon, control characters)
-are left out and logged. Damaged records and pages that cannot be written as
-WARC at all (a URL with spaces, a status that is not three digits) are skipped
-and logged. The file is written under a temporary name and renamed when
-complete.`)
+are left out and logged. Pages that cannot be written as WARC at all (a URL
+with spaces, a status that is not three digits) are skipped and logged.
+
+Damage met in the store (records failing their checksums, a damaged index,
+truncated segments) is skipped and reported on stderr with file and offset;
+the file still holds every intact page, and the exit status is 1 unless
+--allow-damage is given.
+
+The file is written under a temporary name and renamed when complete.`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
 	out := fs.String("out", "", "the WARC `FILE` to write (conventionally .warc.gz)")
-	if err := parseFlags(e, fs, args); err != nil {
+	allowDamage := allowDamageFlag(fs)
+	if err := parseDataFlags(e, fs, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case len(dirs) == 0:
-		return usagef("--data DIR is required")
-	case *out == "":
+	if *out == "" {
 		return usagef("--out FILE is required")
 	}
 
@@ -92,13 +95,13 @@ complete.`)
 		return w.Flush()
 	})
 	scan := r.Stats()
-	reportSkipped(e.stderr, "export", scan)
 	if err != nil {
+		reportDamage(e.stderr, "export", scan, true)
 		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",
 		written, *out, scan.Skipped, refused)
-	return nil
+	return reportDamage(e.stderr, "export", scan, *allowDamage)
 }
 
 // exportPages writes every page of r as a response record. Workers compress
@@ -137,9 +140,13 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 
 // writeFileAtomic writes path through fill: into a temporary file in the
 // same directory, synced and renamed over path only when fill succeeded, so
-// path is never seen half written.
+// path is never seen half written. The temporary file is named
+// .BASE.kspider-tmp.PID.RANDOM; a process killed while writing leaves it
+// behind, so temporaries of path whose process is gone are removed first.
 func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	removeStaleTemps(path)
+	prefix := tempPrefix(path)
+	f, err := os.CreateTemp(filepath.Dir(path), prefix+strconv.Itoa(os.Getpid())+".*")
 	if err != nil {
 		return err
 	}
@@ -174,4 +181,32 @@ func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// tempPrefix is how writeFileAtomic's temporaries for path begin.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".kspider-tmp." }
+
+// removeStaleTemps removes writeFileAtomic's temporaries for path left by
+// processes that no longer run (killed mid-write). Those of a live process
+// - another export to the same file - are left alone.
+func removeStaleTemps(path string) {
+	prefix := tempPrefix(path)
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return // creating the temporary file will report it
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, ".")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.Remove(filepath.Join(filepath.Dir(path), e.Name()))
+		}
+	}
 }

@@ -7,10 +7,13 @@ import (
 	"crypto/sha1"
 	"encoding/base32"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,12 +150,16 @@ func TestExportWARCReadByWarcio(t *testing.T) {
 func TestExportSkipsCorruptRecord(t *testing.T) {
 	dirs, args := buildTestStore(t, 1, "none")
 	storetest.Corrupt(t, dirs, "http://www.mit.edu/report.pdf")
-	file, out, errOut := exportWARC(t, args)
+	code, _, errOut := runCmd(t, "", append(append([]string{"export", "warc"}, args...), "--out", filepath.Join(t.TempDir(), "x.warc.gz"))...)
+	if code != 1 || !strings.Contains(errOut, "store damaged") {
+		t.Errorf("export of a damaged store without --allow-damage: exit %d, %q", code, errOut)
+	}
+	file, out, errOut := exportWARC(t, append(args, "--allow-damage"))
 	if !strings.Contains(out, "wrote 11 pages") || !strings.Contains(out, "1 damaged records") {
 		t.Errorf("stdout %q", out)
 	}
-	if !strings.Contains(errOut, "kspider export: skipped:") || !strings.Contains(errOut, ".seg") {
-		t.Errorf("the skipped record is not logged with its file: %q", errOut)
+	if !strings.Contains(errOut, "kspider export: damage:") || !strings.Contains(errOut, ".seg at offset") {
+		t.Errorf("the damaged record is not reported with its file and offset: %q", errOut)
 	}
 	data, _ := os.ReadFile(file)
 	r, _ := warc.NewReader(bytes.NewReader(data))
@@ -286,5 +293,65 @@ func TestExportInterruptedLeavesNothing(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("a cancelled export left %v", entries)
+	}
+}
+
+const atomicChildEnv = "KSPIDER_ATOMIC_CHILD"
+
+// TestAtomicWriteChild is the process TestKilledExportLeavesNoStrayFile
+// kills: it starts writing $KSPIDER_ATOMIC_CHILD atomically, says so and
+// waits to be killed. It does nothing in a normal run.
+func TestAtomicWriteChild(t *testing.T) {
+	path := os.Getenv(atomicChildEnv)
+	if path == "" {
+		t.Skip("only run as TestKilledExportLeavesNoStrayFile's child process")
+	}
+	writeFileAtomic(path, func(w io.Writer) error {
+		w.Write(bytes.Repeat([]byte("x"), 2<<20)) // past the buffer: on disk
+		fmt.Println("writing")
+		select {} // until killed
+	})
+}
+
+// An export killed with kill -9 leaves its temporary file; the next run
+// removes it, and a failed run leaves nothing either.
+func TestKilledExportLeavesNoStrayFile(t *testing.T) {
+	dir := t.TempDir()
+	storetest.Build(t, []string{dir}, "lzo", storetest.Pages()[:2])
+	outDir := t.TempDir()
+	out := filepath.Join(outDir, "crawl.warc.gz")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAtomicWriteChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), atomicChildEnv+"="+out)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	cmd.Process.Kill()
+	cmd.Wait()
+	if line != "writing\n" {
+		t.Fatalf("child said %q", line)
+	}
+	if ents, _ := os.ReadDir(outDir); len(ents) != 1 || !strings.Contains(ents[0].Name(), ".kspider-tmp.") {
+		t.Fatalf("the killed child left %v, want its one temporary file", ents)
+	}
+	// Another process's temporary, still running (this one): kept.
+	mine := filepath.Join(outDir, tempPrefix(out)+strconv.Itoa(os.Getpid())+".1")
+	if err := os.WriteFile(mine, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "export", "warc", "--data", dir, "--out", out); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, errOut)
+	}
+	ents, _ := os.ReadDir(outDir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || !slices.Contains(names, "crawl.warc.gz") || !slices.Contains(names, filepath.Base(mine)) {
+		t.Fatalf("after the next export: %v, want the export and the live process's temporary", names)
 	}
 }

@@ -32,18 +32,22 @@ response headers first, as received. The page is named by its URL id, which
 is one index lookup, or by its URL, which scans the store (the URL tree that
 maps URLs to ids is not consulted yet). Give every data directory of the
 node with --data. When a URL id was stored more than once, the latest fetch
-is printed.`)
+is printed. A page is printed only if its record passes its checksum; damage
+met elsewhere in the store (a damaged index, which is then rebuilt from the
+segments in memory) is reported on stderr and makes the exit status 1 unless
+--allow-damage is given.`)
 	var dirs dataDirs
 	fs.Var(&dirs, "data", "a data directory of the store (repeat for each disk)")
 	withHeaders := fs.Bool("i", false, "print the status line and headers before the body")
+	allowDamage := allowDamageFlag(fs)
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
 	if len(dirs) == 0 {
-		return usagef("get: --data DIR is required")
+		return usagef("--data DIR is required")
 	}
 	if fs.NArg() != 1 {
-		return usagef("get: want exactly one URL or URL id, got %d arguments", fs.NArg())
+		return usagef("want exactly one URL or URL id, got %d arguments", fs.NArg())
 	}
 	arg := fs.Arg(0)
 	r, err := storage.OpenReader(dirs)
@@ -54,12 +58,13 @@ is printed.`)
 	var p *storage.Page
 	if id, perr := strconv.ParseUint(arg, 10, 64); perr == nil {
 		if p, err = r.Get(id); errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("get: no stored page with URL id %d in %s", id, dirs.String())
+			return fmt.Errorf("no stored page with URL id %d in %s", id, dirs.String())
 		}
 	} else {
 		p, err = findByURL(ctx, r, arg)
 	}
 	if err != nil {
+		reportDamage(e.stderr, "get", r.Stats(), true)
 		return err
 	}
 	if *withHeaders {
@@ -70,8 +75,10 @@ is printed.`)
 		}
 		fmt.Fprint(e.stdout, "\r\n")
 	}
-	_, err = e.stdout.Write(p.Body)
-	return err
+	if _, err = e.stdout.Write(p.Body); err != nil {
+		return err
+	}
+	return reportDamage(e.stderr, "get", r.Stats(), *allowDamage)
 }
 
 // findByURL scans the store for the page stored under rawURL.
@@ -96,7 +103,7 @@ func findByURL(ctx context.Context, r *storage.Reader, rawURL string) (*storage.
 		return nil, err
 	}
 	if found == nil {
-		return nil, fmt.Errorf("get: no stored page for URL %q", rawURL)
+		return nil, fmt.Errorf("no stored page for URL %q", rawURL)
 	}
 	return found, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -68,10 +70,40 @@ func TestGetErrors(t *testing.T) {
 		{[]string{"get", "--data", dirs[0], "--data", dirs[1], "99"}, 1, "no stored page with URL id 99"},
 		{[]string{"get", "--data", dirs[0], "--data", dirs[1], "http://example.test/none"}, 1, "no stored page for URL"},
 		{[]string{"get", "--data", "/nonexistent/kspider", "1"}, 1, "/nonexistent/kspider"},
+		{[]string{"get", "--data", t.TempDir(), "1"}, 1, "no page store"},
 	} {
 		code, _, errOut := runCmd(t, "", tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, errOut, tc.code, tc.want)
 		}
+		if strings.Contains(errOut, "get: get:") {
+			t.Errorf("%v: prefix printed twice: %q", tc.args, errOut)
+		}
+	}
+}
+
+// A damaged index: get still finds the page (the index is rebuilt from the
+// segments in memory) but says so, with exit status 1 unless
+// --allow-damage.
+func TestGetReportsDamage(t *testing.T) {
+	dirs := getTestStore(t, 5)
+	for _, d := range dirs {
+		ix := filepath.Join(d, "url.idx")
+		b, err := os.ReadFile(ix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[40] ^= 1 // in the header page: its CRC fails
+		if err := os.WriteFile(ix, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCmd(t, "", "get", "--data", dirs[0], "--data", dirs[1], "3")
+	if code != 1 || out != "<html><body>page 3</body></html>\n" || !strings.Contains(errOut, "url.idx") || !strings.Contains(errOut, "store damaged") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runCmd(t, "", "get", "--allow-damage", "--data", dirs[0], "--data", dirs[1], "3")
+	if code != 0 || !strings.Contains(errOut, "allowed by --allow-damage") {
+		t.Fatalf("--allow-damage: exit %d, stderr %q", code, errOut)
 	}
 }

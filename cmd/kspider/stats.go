@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,20 +23,22 @@ thesis's result tables (summary, HTTP status, Server software, servers,
 machines and documents by domain suffix, top domains, outgoing links per page,
 file extensions, the link matrix between domain suffixes) and content types,
 charsets, page sizes, fetch times and the compression ratio. All data
-directories are scanned in parallel. Text tables by default.`)
+directories are scanned in parallel. Text tables by default.
+
+Damage met in the store (records failing their checksums, a damaged index,
+truncated segments) is skipped and reported on stderr with file and offset;
+the report covers the intact pages and the exit status is 1 unless
+--allow-damage is given.`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
 	asJSON := fs.Bool("json", false, "print JSON instead of text tables")
 	htmlFile := fs.String("html", "", "write a self-contained HTML report with charts to `FILE`")
 	top := fs.Int("top", 20, "rows per table before \"(other)\" (-1: all)")
-	if err := parseFlags(e, fs, args); err != nil {
+	allowDamage := allowDamageFlag(fs)
+	if err := parseDataFlags(e, fs, args); err != nil {
 		return err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return usagef("unexpected argument %q", fs.Arg(0))
-	case len(dirs) == 0:
-		return usagef("--data DIR is required")
 	case *asJSON && *htmlFile != "":
 		return usagef("--json and --html exclude each other")
 	case *top == 0 || *top < -1:
@@ -64,37 +67,70 @@ directories are scanned in parallel. Text tables by default.`)
 		return fmt.Errorf("scanning %s: %w", strings.Join(dirs, ", "), err)
 	}
 	scan := r.Stats()
-	reportSkipped(e.stderr, "stats", scan)
 	c.AddBadRecords(scan.Skipped)
 	report := c.Report()
 
 	switch {
 	case *asJSON:
-		return report.WriteJSON(e.stdout)
+		err = report.WriteJSON(e.stdout)
 	case *htmlFile != "":
 		title := "kspider statistics: " + strings.Join(dirs, ", ")
-		if err := writeFileAtomic(*htmlFile, func(w io.Writer) error { return report.WriteHTML(w, title) }); err != nil {
-			return err
+		if err = writeFileAtomic(*htmlFile, func(w io.Writer) error { return report.WriteHTML(w, title) }); err == nil {
+			fmt.Fprintf(e.stdout, "wrote %s (%d pages)\n", *htmlFile, report.Summary.URLs)
 		}
-		fmt.Fprintf(e.stdout, "wrote %s (%d pages)\n", *htmlFile, report.Summary.URLs)
-		return nil
 	default:
-		return report.WriteText(e.stdout)
+		err = report.WriteText(e.stdout)
 	}
+	if derr := reportDamage(e.stderr, "stats", scan, *allowDamage); err == nil {
+		err = derr
+	}
+	return err
 }
 
-// reportSkipped logs the damaged records a scan skipped.
-func reportSkipped(w io.Writer, cmd string, s storage.ScanStats) {
-	if s.Skipped == 0 {
-		return
+// parseDataFlags parses the flags of a command over data directories that
+// takes no arguments: --data is required.
+func parseDataFlags(e env, fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q", fs.Arg(0))
+	case fs.Lookup("data").Value.String() == "":
+		return usagef("--data DIR is required")
+	}
+	return nil
+}
+
+// allowDamageFlag defines --allow-damage, which reportDamage obeys.
+func allowDamageFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("allow-damage", false, "exit 0 even if the store is damaged (the damage is still reported)")
+}
+
+// reportDamage prints to w what damage the reader met - each problem with
+// its file and offset, then a summary - and returns an error saying the
+// store is damaged unless allow is set (--allow-damage). Notes that are not
+// damage (an old index format read from the segments) are printed too.
+func reportDamage(w io.Writer, cmd string, s storage.ScanStats, allow bool) error {
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "kspider %s: note: %s\n", cmd, n)
+	}
+	if !s.Damaged() {
+		return nil
 	}
 	for _, err := range s.Errors {
-		fmt.Fprintf(w, "kspider %s: skipped: %v\n", cmd, err)
+		fmt.Fprintf(w, "kspider %s: damage: %v\n", cmd, err)
 	}
-	if more := s.Skipped - int64(len(s.Errors)); more > 0 {
-		fmt.Fprintf(w, "kspider %s: skipped %d more damaged regions\n", cmd, more)
+	if more := s.Damage - int64(len(s.Errors)); more > 0 {
+		fmt.Fprintf(w, "kspider %s: %d more damage reports not shown\n", cmd, more)
 	}
-	fmt.Fprintf(w, "kspider %s: %d damaged regions (%d bytes) skipped in all\n", cmd, s.Skipped, s.SkippedBytes)
+	summary := fmt.Sprintf("store damaged: %d problems, %d damaged regions (%d bytes) skipped, %d pages known lost",
+		s.Damage, s.Skipped, s.SkippedBytes, s.Lost)
+	if allow {
+		fmt.Fprintf(w, "kspider %s: %s (allowed by --allow-damage)\n", cmd, summary)
+		return nil
+	}
+	return fmt.Errorf("%s; run 'kspider check --data DIR' for details, --allow-damage to accept", summary)
 }
 
 // segmentBytes is the size of the segment files of the data directories:

@@ -103,19 +103,28 @@ func TestStatsHTML(t *testing.T) {
 func TestStatsCountsCorruptRecord(t *testing.T) {
 	dirs, args := buildTestStore(t, 1, "none")
 	storetest.Corrupt(t, dirs, "http://www.mit.edu/report.pdf")
-	code, out, errOut := runCmd(t, "", append([]string{"stats", "--json"}, args...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var r stats.Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.Problems.BadRecords != 1 || r.Summary.URLs != 11 {
-		t.Errorf("bad records %d, URLs %d; want 1 and 11", r.Problems.BadRecords, r.Summary.URLs)
-	}
-	if !strings.Contains(errOut, "kspider stats: skipped:") || !strings.Contains(errOut, ".seg") {
-		t.Errorf("the skipped record is not logged with its file: %q", errOut)
+	// Damage is exit status 1 (the report still covers the intact pages),
+	// unless --allow-damage.
+	for _, allow := range []bool{false, true} {
+		cmd := []string{"stats", "--json"}
+		if allow {
+			cmd = append(cmd, "--allow-damage")
+		}
+		code, out, errOut := runCmd(t, "", append(cmd, args...)...)
+		if want := map[bool]int{false: 1, true: 0}[allow]; code != want {
+			t.Fatalf("allow-damage %v: exit %d, want %d: %s", allow, code, want, errOut)
+		}
+		var r stats.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Problems.BadRecords != 1 || r.Summary.URLs != 11 {
+			t.Errorf("bad records %d, URLs %d; want 1 and 11", r.Problems.BadRecords, r.Summary.URLs)
+		}
+		if !strings.Contains(errOut, "kspider stats: damage:") || !strings.Contains(errOut, ".seg at offset") ||
+			!strings.Contains(errOut, "1 pages known lost") {
+			t.Errorf("the damaged record is not reported with its file and offset: %q", errOut)
+		}
 	}
 }
 
@@ -132,6 +141,8 @@ func TestStatsUsage(t *testing.T) {
 		{[]string{"stats", "--data", dir, "--data", dir}, 2, "given twice"},
 		{[]string{"stats", "--data", dir, "--top", "0"}, 2, "--top"},
 		{[]string{"stats", "--data", filepath.Join(dir, "missing")}, 1, "missing"},
+		// A directory without a store is an error naming what is missing.
+		{[]string{"stats", "--data", dir}, 1, "no page store: no segment files"},
 	} {
 		code, _, errOut := runCmd(t, "", c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kspider/kspider/storage"
+)
+
+// checker verifies one kind of file in a node's data directory. check
+// prints what is damaged to w (one line per problem, naming the file and
+// offset) and returns how many problems it found; with repair it also
+// rewrites what can be rebuilt and moves the rest into dir/damaged/. An
+// error wrapping fs.ErrNotExist means the directory holds none of its files.
+type checker struct {
+	name  string
+	check func(dir string, repair bool, w io.Writer) (problems int, err error)
+}
+
+// checkers lists what kspider check verifies, in order.
+func checkers() []checker {
+	return []checker{
+		{"pages", storage.Check},
+	}
+}
+
+func runCheck(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "check", "check --data DIR [--data DIR...] [--repair]",
+		`Verifies every file of a node's data directory the way bbolt check does:
+`+checkerNames()+`. Each problem is printed with its file and
+offset. The exit status is 1 when anything is damaged.
+
+With --repair, what can be rebuilt is rewritten (the page index from the
+segments; a segment with damaged records is rewritten with its intact ones)
+and everything damaged is moved into DIR/damaged/: nothing is ever deleted.
+No crawl may be running on the directory (its lock is taken).`)
+	var dirs dataDirsFlag
+	fs.Var(&dirs, "data", "a data `DIR`ectory of the node (repeat for each disk)")
+	repair := fs.Bool("repair", false, "rebuild what can be rebuilt, move the rest into DIR/damaged/")
+	if err := parseDataFlags(e, fs, args); err != nil {
+		return err
+	}
+	total := 0
+	for _, dir := range dirs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		found := 0
+		for _, c := range checkers() {
+			n, err := c.check(dir, *repair, e.stdout)
+			if errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(e.stdout, "%s: %s: none here\n", c.name, dir)
+				continue
+			}
+			found++
+			total += n
+			if err != nil {
+				return fmt.Errorf("%s in %s: %w", c.name, dir, err)
+			}
+		}
+		if found == 0 {
+			return fmt.Errorf("%s holds no kspider data (%s)", dir, checkerNames())
+		}
+	}
+	if total > 0 {
+		verb := "found"
+		if *repair {
+			verb = "found and repaired"
+		}
+		return fmt.Errorf("%d problems %s in %s", total, verb, strings.Join(dirs, ", "))
+	}
+	return nil
+}
+
+func checkerNames() string {
+	var names []string
+	for _, c := range checkers() {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, ", ")
+}

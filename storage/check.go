@@ -1,0 +1,341 @@
+package storage
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// DamagedDir is the folder of a data directory that Check's repair moves
+// damaged files into; nothing is ever deleted.
+const DamagedDir = "damaged"
+
+// Check verifies the page store in dir the way bbolt check does: every
+// segment header and record against its checksum, the index against the
+// segments, and every index entry. It prints each problem to w (one line,
+// naming the file and offset) and returns how many it found. A directory
+// without a store is an error wrapping ErrNoStore and fs.ErrNotExist.
+//
+// With repair, it then takes the directory's lock (no writer may run) and
+// rewrites what can be rebuilt: a segment with damage is rewritten with its
+// intact records only, the original moved into dir/damaged/; a segment
+// missing from the numbering gets an empty stand-in; the index is rebuilt
+// from the segments (a damaged one moved into damaged/ first). An index of
+// an older format version is rebuilt too, which is not a problem.
+func Check(dir string, repair bool, w io.Writer) (problems int, err error) {
+	st, err := checkOnce(dir, w)
+	if err != nil {
+		return 0, err
+	}
+	problems = int(st.Damage)
+	if problems == 0 && len(st.Notes) == 0 {
+		fmt.Fprintf(w, "pages: %s: ok: %d pages (%d superseded records)\n", dir, st.Records, st.Superseded)
+		return 0, nil
+	}
+	if problems > 0 {
+		fmt.Fprintf(w, "pages: %s: %d problems: %d damaged regions (%d bytes), %d pages known lost; %d intact pages\n",
+			dir, problems, st.Skipped, st.SkippedBytes, st.Lost, st.Records)
+	}
+	if !repair {
+		if problems > 0 {
+			fmt.Fprintf(w, "pages: %s: run kspider check --repair to rebuild what can be rebuilt\n", dir)
+		}
+		return problems, nil
+	}
+	if err := repairStore(dir, problems > 0, w); err != nil {
+		return problems, err
+	}
+	after, err := checkOnce(dir, io.Discard)
+	if err != nil {
+		return problems, err
+	}
+	if after.Damage > 0 {
+		return problems, fmt.Errorf("storage: %s: %d problems remain after the repair: %v", dir, after.Damage, after.Errors)
+	}
+	fmt.Fprintf(w, "pages: %s: repaired: %d intact pages readable\n", dir, after.Records)
+	return problems, nil
+}
+
+// checkOnce scans dir and prints what it met.
+func checkOnce(dir string, w io.Writer) (ScanStats, error) {
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		if errors.Is(err, ErrNoStore) {
+			err = fmt.Errorf("%w (%w)", err, fs.ErrNotExist)
+		}
+		return ScanStats{}, err
+	}
+	defer r.Close()
+	if err := r.Scan(context.Background(), func(*Page) error { return nil }); err != nil {
+		return ScanStats{}, err
+	}
+	st := r.Stats()
+	for _, n := range st.Notes {
+		fmt.Fprintf(w, "pages: note: %s\n", n)
+	}
+	for _, e := range st.Errors {
+		fmt.Fprintf(w, "pages: damage: %v\n", e)
+	}
+	if more := st.Damage - int64(len(st.Errors)); more > 0 {
+		fmt.Fprintf(w, "pages: %d more problems not shown\n", more)
+	}
+	return st, nil
+}
+
+// repairStore rewrites damaged segments, fills gaps in the numbering and
+// rebuilds the index, under the directory's lock.
+func repairStore(dir string, damaged bool, w io.Writer) error {
+	lockPath := filepath.Join(dir, "LOCK")
+	lock, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fmt.Errorf("storage: data directory %s is in use by a running store; stop it before repairing (%s: %w)", dir, lockPath, err)
+	}
+	nums, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	for i, n := range nums {
+		from := uint32(1)
+		if i > 0 {
+			from = nums[i-1] + 1
+		}
+		for m := from; m < n; m++ {
+			if err := writeSegmentAtomic(dir, m, func(io.Writer) error { return nil }); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "pages: %s: missing; replaced by an empty segment (its pages are lost)\n", segmentPath(dir, m))
+		}
+		if err := repairSegment(dir, n, w); err != nil {
+			return err
+		}
+	}
+	ixPath := filepath.Join(dir, indexName)
+	if damaged {
+		if _, err := os.Stat(ixPath); err == nil {
+			if err := quarantine(dir, indexName); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "pages: %s: moved into %s\n", ixPath, DamagedDir)
+		}
+	}
+	pages, err := rebuildIndex(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "pages: %s: rebuilt from the segments (%d pages)\n", ixPath, pages)
+	return syncDir(dir)
+}
+
+// repairSegment rewrites segment n when it has any damage: a new file with
+// a good header and the intact records, the original moved into damaged/.
+func repairSegment(dir string, n uint32, w io.Writer) error {
+	path := segmentPath(dir, n)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	sr, hdr, err := newSegmentReader(f, path, n, fi.Size())
+	var c *Corruption
+	switch {
+	case errors.As(err, &c):
+		// Torn or cut inside its header: nothing in it can be read.
+		if err := quarantine(dir, segmentName(n)); err != nil {
+			return err
+		}
+		if err := writeSegmentAtomic(dir, n, func(io.Writer) error { return nil }); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "pages: %s: %v; moved into %s, replaced by an empty segment\n", path, c.Reason, DamagedDir)
+		return nil
+	case err != nil:
+		return err
+	}
+	damaged := hdr != nil
+	for !damaged {
+		_, _, _, err := sr.next()
+		if err == io.EOF {
+			break
+		}
+		if errors.As(err, &c) {
+			damaged = true
+		} else if err != nil {
+			return err
+		}
+	}
+	if !damaged {
+		return nil
+	}
+	records, kept := 0, int64(0)
+	err = writeSegmentAtomic(dir, n, func(out io.Writer) error {
+		sr.off = segmentHeaderSize
+		for {
+			_, _, rec, err := sr.next()
+			if err == io.EOF {
+				return nil
+			}
+			if errors.As(err, &c) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := out.Write(rec); err != nil {
+				return err
+			}
+			records++
+			kept += int64(len(rec))
+		}
+	}, func() error { return quarantine(dir, segmentName(n)) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "pages: %s: rewritten with its %d intact records (%d of %d bytes); the original moved into %s\n",
+		path, records, kept+segmentHeaderSize, fi.Size(), DamagedDir)
+	return nil
+}
+
+// writeSegmentAtomic writes segment n of dir - a header, then what fill
+// writes - under a temporary name, syncs it and renames it into place,
+// after calling each of before (such as moving the old file away).
+func writeSegmentAtomic(dir string, n uint32, fill func(io.Writer) error, before ...func() error) error {
+	path := segmentPath(dir, n)
+	tmp := path + ".repair"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	_, err = bw.Write(encodeSegmentHeader(n))
+	if err == nil {
+		err = fill(bw)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	for _, b := range before {
+		if err == nil {
+			err = b()
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp) // our own temporary copy, never the data
+		return fmt.Errorf("storage: rewriting %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// quarantine moves dir/name into dir/damaged/, under a new name if one is
+// there already.
+func quarantine(dir, name string) error {
+	qdir := filepath.Join(dir, DamagedDir)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	dst := filepath.Join(qdir, name)
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		dst = filepath.Join(qdir, name+"."+strconv.Itoa(i))
+	}
+	if err := os.Rename(filepath.Join(dir, name), dst); err != nil {
+		return fmt.Errorf("storage: moving %s into %s: %w", name, qdir, err)
+	}
+	if err := syncDir(qdir); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return nil
+}
+
+// rebuildIndex writes a fresh index of every record in dir's segments (the
+// later record of a URL id wins) with the checkpoint at their end.
+func rebuildIndex(dir string) (pages int, err error) {
+	path := filepath.Join(dir, indexName)
+	if err := createIndex(path); err != nil {
+		return 0, err
+	}
+	ix, err := openIndex(path, true)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := ix.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("storage: closing index %s: %w", path, cerr)
+		}
+	}()
+	nums, err := listSegments(dir)
+	if err != nil {
+		return 0, err
+	}
+	end := location{}
+	for _, n := range nums {
+		p := segmentPath(dir, n)
+		f, err := os.Open(p)
+		if err != nil {
+			return 0, fmt.Errorf("storage: %w", err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("storage: %w", err)
+		}
+		sr, _, err := newSegmentReader(f, p, n, fi.Size())
+		if err != nil {
+			f.Close()
+			return 0, err
+		}
+		for {
+			off, h, _, err := sr.next()
+			if err == io.EOF {
+				break
+			}
+			if errors.Is(err, ErrCorrupt) {
+				continue
+			}
+			if err != nil {
+				f.Close()
+				return 0, err
+			}
+			if err := ix.set(h.urlID, n, off); err != nil {
+				f.Close()
+				return 0, err
+			}
+			pages++
+		}
+		f.Close()
+		end = location{n, fi.Size()}
+	}
+	if end.seg == 0 {
+		end = location{0, 0}
+	}
+	if err := ix.setCheckpoint(end.seg, end.off); err != nil {
+		return 0, err
+	}
+	return pages, nil
+}
