@@ -21,8 +21,13 @@ import (
 //	16     8    arena length: entry bytes after the arena's header
 //	24     4    root node id (meaningful only when clean)
 //	28     4    flags: 1 = clean, the node array matches count and root
-//	32     28   zero
+//	32     4    tail checksum: CRC-32C of the last block's committed
+//	            entries when it is not full (entry.go), else 0
+//	36     4    node checksum (when clean): CRC-32C of the count nodes
+//	40     20   zero
 //	60     4    CRC-32C of bytes 0..59
+//
+// A slot that is all zeros was never written (a new tree has used one).
 const (
 	metaSlotSize = 64
 	metaFileSize = 1536
@@ -31,14 +36,14 @@ const (
 
 var metaSlotOffsets = [2]int64{512, 1024}
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 type commit struct {
 	seq      uint64
 	count    uint64
 	arenaLen uint64
 	root     uint32
 	flags    uint32
+	tailCRC  uint32
+	nodesCRC uint32
 }
 
 func (c commit) encode() []byte {
@@ -48,6 +53,8 @@ func (c commit) encode() []byte {
 	binary.LittleEndian.PutUint64(b[16:], c.arenaLen)
 	binary.LittleEndian.PutUint32(b[24:], c.root)
 	binary.LittleEndian.PutUint32(b[28:], c.flags)
+	binary.LittleEndian.PutUint32(b[32:], c.tailCRC)
+	binary.LittleEndian.PutUint32(b[36:], c.nodesCRC)
 	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
 	return b
 }
@@ -62,14 +69,17 @@ func decodeCommit(b []byte) (commit, bool) {
 		arenaLen: binary.LittleEndian.Uint64(b[16:]),
 		root:     binary.LittleEndian.Uint32(b[24:]),
 		flags:    binary.LittleEndian.Uint32(b[28:]),
+		tailCRC:  binary.LittleEndian.Uint32(b[32:]),
+		nodesCRC: binary.LittleEndian.Uint32(b[36:]),
 	}
 	return c, c.seq != 0
 }
 
 type metaFile struct {
-	path string
-	f    *os.File
-	last commit
+	path    string
+	f       *os.File
+	last    commit
+	lastOff int64 // offset of the slot last holds
 }
 
 func createMeta(path string) (*metaFile, error) {
@@ -114,12 +124,12 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 			continue
 		}
 		if c, ok := decodeCommit(b[off : off+metaSlotSize]); ok && (!found || c.seq > m.last.seq) {
-			m.last, found = c, true
+			m.last, m.lastOff, found = c, off, true
 		}
 	}
 	if !found {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: neither commit slot is valid", ErrCorrupt, path)
+		return nil, fmt.Errorf("%w: %s: offsets %d and %d: neither commit slot is valid", ErrCorrupt, path, metaSlotOffsets[0], metaSlotOffsets[1])
 	}
 	return m, nil
 }
@@ -134,7 +144,7 @@ func (m *metaFile) write(c commit) error {
 	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
 		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
 	}
-	m.last = c
+	m.last, m.lastOff = c, off
 	return nil
 }
 
