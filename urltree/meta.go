@@ -11,9 +11,12 @@ import (
 
 // The meta file holds the commit record: which prefix of the arrays is
 // durable. It is a 64-byte header followed by two slots, at offsets 512 and
-// 1024 so that each lies in its own disk sector. Sync writes the slot the
-// previous commit did not use, so a torn write can only damage the newer
-// slot and Open falls back to the older one. Slot layout (little endian):
+// 1024 so that each lies in its own disk sector. A commit is written to
+// both: first to the slot of its parity, synced, then to the other,
+// synced. A torn write can damage only the slot being written, while the
+// other holds the previous commit or this one, and damage to either slot
+// alone loses nothing: Open takes the valid slot with the higher number.
+// Slot layout (little endian):
 //
 //	offset size
 //	0      8    seq: commit number, the valid slot with the higher one wins
@@ -27,7 +30,7 @@ import (
 //	40     20   zero
 //	60     4    CRC-32C of bytes 0..59
 //
-// A slot that is all zeros was never written (a new tree has used one).
+// The slots differ only after a crash between their two writes.
 const (
 	metaSlotSize = 64
 	metaFileSize = 1536
@@ -137,14 +140,19 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 // write makes c the durable commit: c.seq is set to one past the last.
 func (m *metaFile) write(c commit) error {
 	c.seq = m.last.seq + 1
-	off := metaSlotOffsets[c.seq%2]
-	if _, err := m.f.WriteAt(c.encode(), off); err != nil {
-		return fmt.Errorf("urltree: write %s: %w", m.path, err)
+	b := c.encode()
+	for i := range metaSlotOffsets {
+		off := metaSlotOffsets[(c.seq+uint64(i))%2]
+		if _, err := m.f.WriteAt(b, off); err != nil {
+			return fmt.Errorf("urltree: write %s: %w", m.path, err)
+		}
+		if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+			return fmt.Errorf("urltree: sync %s: %w", m.path, err)
+		}
+		if i == 0 {
+			m.last, m.lastOff = c, off
+		}
 	}
-	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
-		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
-	}
-	m.last, m.lastOff = c, off
 	return nil
 }
 

@@ -121,6 +121,10 @@ type verifier struct {
 	tailCRC uint32
 	lost    uint64 // lost entries (entry.go) seen
 	crc     uint32 // the running checksum of the last block checked
+	// bad, for Check only, marks the ids that cannot be recovered: those
+	// of damaged blocks, and those whose reference is bad. A reference to
+	// a bad id then makes the entry bad, not its block damaged.
+	bad []bool
 }
 
 // block checks block k at arena offset off: the structure of its entries
@@ -161,6 +165,8 @@ func (v *verifier) block(k, off uint64) (uint64, error) {
 				return 0, bad("bad reference distance")
 			case d == 0 && staticPrefix(int(lcp)) == "":
 				return 0, bad("no built-in prefix of %d bytes", lcp)
+			case d > 0 && v.bad != nil && v.bad[id-d]:
+				v.bad[id] = true // its URL cannot be rebuilt
 			case d > 0 && lcp > uint64(v.lens[id-d]):
 				return 0, bad("shares %d bytes with reference %d of %d bytes", lcp, id-d, v.lens[id-d])
 			}
@@ -199,11 +205,12 @@ func (v *verifier) block(k, off uint64) (uint64, error) {
 			return 0, corrupt(t.arenF.path, off, "block %d at %d: its checksum trailer runs past the committed end %d", k, start, len(a))
 		}
 		if got := binary.LittleEndian.Uint32(a[off:]); got != crc {
-			return 0, corrupt(t.arenF.path, start, "block %d (entries %d..%d, %d bytes): checksum mismatch", k, first, last-1, off+blockTrailer-start)
+			// The end is returned too: Check looks for the next block there.
+			return off + blockTrailer, corrupt(t.arenF.path, start, "block %d (entries %d..%d, %d bytes): checksum mismatch", k, first, last-1, off+blockTrailer-start)
 		}
 		off += blockTrailer
 	} else if crc != v.tailCRC {
-		return 0, corrupt(t.arenF.path, start, "last block %d (entries %d..%d, %d bytes): checksum does not match the commit's", k, first, last-1, off-start)
+		return off, corrupt(t.arenF.path, start, "last block %d (entries %d..%d, %d bytes): checksum does not match the commit's", k, first, last-1, off-start)
 	}
 	v.lost += lost
 	v.crc = crc
