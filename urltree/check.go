@@ -232,11 +232,12 @@ func (c *checker) checkArena() {
 		t.ptrs = b[headerSize:]
 	}
 	count, end := c.c.count, headerSize+c.c.arenaLen
-	if !c.found {
-		// Everything the pointer file can address, up to the first block
-		// that verifies nowhere; a last block that is not full cannot be
-		// verified without its commit.
-		count, end = uint64(len(t.ptrs)/ptrRecord)*ptrBlock, uint64(len(t.arena))
+	if !c.found && len(t.arena) > headerSize {
+		// As many full blocks as the arena could hold (an entry takes at
+		// least 2 bytes), up to the first block that verifies nowhere; a
+		// last block that is not full cannot be verified without its
+		// commit.
+		count, end = uint64(len(t.arena)-headerSize)/2/ptrBlock*ptrBlock, uint64(len(t.arena))
 	}
 	if end > uint64(len(t.arena)) {
 		c.add(true, c.path(3), uint64(len(t.arena)), "the file ends here, but the commit holds entries up to %d (it was cut short)", end)
@@ -254,8 +255,8 @@ func (c *checker) checkArena() {
 		var tries []uint64
 		if k < havePtrs {
 			tries = append(tries, binary.LittleEndian.Uint64(t.ptrs[k*ptrRecord:]))
-		} else if c.found {
-			c.add(true, c.path(2), ptrOff, "block pointer %d is missing (the file was cut short)", k)
+		} else if c.found && k == havePtrs {
+			c.add(true, c.path(2), ptrOff, "block pointers %d..%d are missing (the file was cut short)", k, blocks-1)
 		}
 		if offKnown && (len(tries) == 0 || tries[0] != off) {
 			tries = append(tries, off)

@@ -44,10 +44,10 @@ func putHeader(b []byte, magic [8]byte) {
 
 func checkHeader(path string, b []byte, magic [8]byte) error {
 	if len(b) < headerSize {
-		return fmt.Errorf("%w: %s: %d bytes, shorter than its %d-byte header", ErrCorrupt, path, len(b), headerSize)
+		return corrupt(path, uint64(len(b)), "the file ends here, inside its %d-byte header", headerSize)
 	}
 	if [8]byte(b[:8]) != magic {
-		return fmt.Errorf("%w: %s: offset 0: bad magic %q, want %q", ErrCorrupt, path, b[:8], magic[:])
+		return corrupt(path, 0, "bad magic %q, want %q", b[:8], magic[:])
 	}
 	v := binary.LittleEndian.Uint32(b[8:])
 	sum := binary.LittleEndian.Uint32(b[60:])
@@ -55,7 +55,7 @@ func checkHeader(path string, b []byte, magic [8]byte) error {
 		return fmt.Errorf("%w: %s has format version 1 (no checksums); this build reads version %d only", ErrOldFormat, path, FormatVersion)
 	}
 	if sum != crc32.Checksum(b[:60], castagnoli) {
-		return fmt.Errorf("%w: %s: offset 0: corrupt header (checksum mismatch; version field reads %d)", ErrCorrupt, path, v)
+		return corrupt(path, 0, "corrupt header (checksum mismatch; version field reads %d)", v)
 	}
 	if v > FormatVersion {
 		return fmt.Errorf("%w: %s has format version %d; this build reads version %d", ErrNewerFormat, path, v, FormatVersion)

@@ -113,7 +113,7 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 	n, err := f.ReadAt(b, 0)
 	if err != nil && n < headerSize {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: %d bytes, shorter than its header", ErrCorrupt, path, n)
+		return nil, corrupt(path, uint64(n), "the file ends here, inside its %d-byte header", headerSize)
 	}
 	b = b[:n]
 	if err := checkHeader(path, b, magicMeta); err != nil {
@@ -132,7 +132,7 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 	}
 	if !found {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: offsets %d and %d: neither commit slot is valid", ErrCorrupt, path, metaSlotOffsets[0], metaSlotOffsets[1])
+		return nil, corrupt(path, uint64(metaSlotOffsets[0]), "neither commit slot (at %d and %d) is valid", metaSlotOffsets[0], metaSlotOffsets[1])
 	}
 	return m, nil
 }

@@ -108,9 +108,14 @@ func (t *Tree) create() error {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return fmt.Errorf("urltree: %w", err)
 	}
-	// Array files without a meta file are left from a crash inside create;
-	// they hold nothing durable.
+	// Array files without a meta file are left from a crash inside create,
+	// and then hold nothing but their headers. Any more is a tree whose
+	// meta file was lost: Check can rebuild it, a new tree must not
+	// replace it.
 	for _, name := range []string{nodesName, ptrsName, arenaName} {
+		if b, err := os.ReadFile(t.path(name)); err == nil && (len(b) > minFileSize || (len(b) > headerSize && !allZero(b[headerSize:]))) {
+			return corrupt(t.path(metaName), 0, "missing, but %s holds data: repair with Check (kspider check --repair), or move the files away for a new tree", name)
+		}
 		if err := os.Remove(t.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("urltree: %w", err)
 		}
@@ -195,6 +200,10 @@ func (t *Tree) Len() int {
 // Recovered reports whether Open had to rebuild the node array (after a
 // crash, or because the node file failed its checks).
 func (t *Tree) Recovered() bool { return t.recovered }
+
+// RecoveredWhy says why Open rebuilt the node array ("" if it did not):
+// a crash, or damage to the node file.
+func (t *Tree) RecoveredWhy() string { return t.rebuildWhy }
 
 func (t *Tree) checkURL(url []byte) error {
 	if len(url) == 0 {

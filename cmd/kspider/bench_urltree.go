@@ -41,6 +41,7 @@ type urltreeBench struct {
 	PointerBytes    float64 `json:"pointer_bytes_per_url"`
 	EntryHeaders    float64 `json:"entry_header_bytes_per_url"`
 	TailBytes       float64 `json:"tail_bytes_per_url"`
+	ChecksumBytes   float64 `json:"checksum_bytes_per_url"`
 	MeanDepth       float64 `json:"mean_depth"`
 	MeanChain       float64 `json:"mean_get_chain"`
 	// CPU time of the timing thread per operation: on a loaded machine
@@ -207,6 +208,7 @@ is measured on the same URLs in the same run.`)
 	r.PointerBytes = float64(s.PointerBytes) / n
 	r.EntryHeaders = float64(s.EntryHeaders) / n
 	r.TailBytes = float64(s.TailBytes) / n
+	r.ChecksumBytes = float64(s.Checksums) / n
 	r.MeanDepth = s.MeanDepth
 	r.MeanChain = s.MeanChain
 	if err := tr.Close(); err != nil {
@@ -299,6 +301,7 @@ func printURLTreeBench(e env, r urltreeBench) error {
 	row("  data pointers", "%.2f", r.PointerBytes)
 	row("  entry headers", "%.2f", r.EntryHeaders)
 	row("  tail bytes", "%.2f", r.TailBytes)
+	row("  checksums", "%.2f", r.ChecksumBytes)
 	row("file bytes per URL", "%.2f", r.FileBytesPerURL)
 	row("ratio (tree / raw)", "%.3f", r.Ratio)
 	row("mean tree depth", "%.2f", r.MeanDepth)
