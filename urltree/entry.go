@@ -45,8 +45,8 @@ const (
 	blockTrailer = 4
 )
 
-// blockSeed is the checksum of block k's number, where its running
-// checksum starts.
+// blockSeed is the checksum of block k's number, where the checksum of
+// its entries starts.
 func blockSeed(k uint64) uint32 {
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], uint32(k))

@@ -63,7 +63,6 @@ type Tree struct {
 	count    uint64 // URLs stored
 	arenaEnd uint64 // end offset of the last entry (or trailer) in the arena file
 	root     uint32
-	blockCRC uint32 // running checksum of the last block (entry.go)
 	lost     uint64 // ids whose URL a repair could not recover (entry.go)
 
 	scratch []byte    // entry encoding buffer of the writer
@@ -262,16 +261,23 @@ func (t *Tree) appendScratch(id uint32) error {
 	}
 	if id%ptrBlock == 0 {
 		binary.LittleEndian.PutUint64(t.ptrs[uint64(id>>ptrShift)*ptrRecord:], t.arenaEnd)
-		t.blockCRC = blockSeed(uint64(id >> ptrShift))
 	}
 	copy(t.arena[t.arenaEnd:], t.scratch)
 	t.arenaEnd += uint64(len(t.scratch))
-	t.blockCRC = crc32.Update(t.blockCRC, castagnoli, t.scratch)
 	if id%ptrBlock == ptrBlock-1 {
-		binary.LittleEndian.PutUint32(t.arena[t.arenaEnd:], t.blockCRC)
+		// One checksum over the whole block: 16 small ones cost more.
+		binary.LittleEndian.PutUint32(t.arena[t.arenaEnd:], t.lastBlockCRC(uint64(id)))
 		t.arenaEnd += blockTrailer
 	}
 	return nil
+}
+
+// lastBlockCRC is the checksum of the entries of the block of id, up to
+// the end of the arena (which must be the end of that block's entries).
+func (t *Tree) lastBlockCRC(id uint64) uint32 {
+	k := id >> ptrShift
+	start := binary.LittleEndian.Uint64(t.ptrs[k*ptrRecord:])
+	return crc32.Update(blockSeed(k), castagnoli, t.arena[start:t.arenaEnd])
 }
 
 // AddString is Add for a string.
@@ -396,7 +402,7 @@ func (t *Tree) commit(flags uint32) error {
 func (t *Tree) commitRecord(flags uint32) commit {
 	c := commit{count: t.count, arenaLen: t.arenaEnd - headerSize, root: t.root, flags: flags}
 	if t.count%ptrBlock != 0 {
-		c.tailCRC = t.blockCRC
+		c.tailCRC = t.lastBlockCRC(t.count - 1)
 	}
 	return c
 }
