@@ -61,10 +61,11 @@ func TestCrashChild(t *testing.T) {
 	}
 }
 
-// TestCrash kills a child adding URLs with SIGKILL at random moments and
-// checks after each kill that every URL synced before it survived with its
-// id and bytes, that nothing half-added did, and that the tree is a valid
-// AVL tree.
+// TestCrash kills a child adding URLs with SIGKILL at random moments (25
+// times) and checks after each kill that Check finds no damage (at most
+// the uncommitted tail and a node file to rebuild), that every URL synced
+// before it survived with its id and bytes, that nothing half-added did,
+// and that the tree is a valid AVL tree.
 func TestCrash(t *testing.T) {
 	if os.Getenv(crashEnv) != "" {
 		t.Skip("in the child")
@@ -101,19 +102,32 @@ func TestCrash(t *testing.T) {
 			}
 		}()
 		// Wait for a first sync, then kill after a random delay.
+		last := 0
 		select {
-		case <-synced:
+		case last = <-synced:
 		case <-time.After(20 * time.Second):
 			t.Fatal("child never synced")
 		}
 		time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
-		last := 0
 		for v := range synced {
 			last = max(last, v)
 		}
 		cmd.Wait()
 
+		// Check first, as an operator would after a power cut: no
+		// damage, only what a crash leaves (an uncommitted tail, a node
+		// file to rebuild).
+		rep, err := Check(dir, false)
+		if err != nil {
+			t.Fatalf("kill %d: Check: %v", kill, err)
+		}
+		if rep.Damaged() || rep.Lost > 0 {
+			t.Fatalf("kill %d: Check reports damage after a kill: %v (lost %d)", kill, rep.Findings, rep.Lost)
+		}
+		if rep.URLs < uint64(last) {
+			t.Fatalf("kill %d: Check sees %d URLs, but %d were synced", kill, rep.URLs, last)
+		}
 		tr, err := Open(dir, nil)
 		if err != nil {
 			t.Fatalf("kill %d: reopen: %v", kill, err)

@@ -27,13 +27,13 @@
 // # Files
 //
 // A tree is a directory of four files, each starting with a 64-byte header
-// (magic, FormatVersion; see file.go):
+// (magic, FormatVersion, header checksum; see file.go):
 //
 //	urltree.meta   the commit record: two checksummed slots (meta.go)
 //	urltree.nodes  tree nodes, 12 bytes per id (node.go)
 //	urltree.ptrs   arena offset of every 16th entry (entry.go)
-//	urltree.arena  entries in id order: length, lcp, reference, coded tail
-//	               (entry.go)
+//	urltree.arena  entries in id order: length, lcp, reference, coded tail,
+//	               and a checksum after every block of 16 (entry.go)
 //
 // Integers are little endian, except key-word windows and Huffman codes,
 // which are big endian so that they compare and decode MSB first. The
@@ -45,15 +45,35 @@
 // # Durability
 //
 // Sync writes back the arena and pointer files, then the next commit slot
-// with the number of durable entries and the arena length. Open trusts only
-// that prefix: after a crash, entries past it are ignored (and later
-// overwritten), so a URL added after the last Sync is wholly there or
-// wholly gone. Open checks every durable entry's bounds, reference and
-// code, so later reads cannot run out of bounds. The node file is trusted
-// only after a clean Close (its structure is checked); otherwise Open
-// rebuilds it by reinserting every durable URL in id order, which takes
-// about as long as adding them did (2.8 s per million URLs; a clean open
-// takes 0.3 s).
+// with the number of durable entries, the arena length and the checksum of
+// the last, unfinished block. Open trusts only that prefix: after a crash,
+// entries past it are ignored (and later overwritten), so a URL added after
+// the last Sync is wholly there or wholly gone.
+//
+// # Damage
+//
+// Everything stored is checksummed with CRC-32C: the file headers (so a
+// damaged version field is a corrupt header, not a newer format), the
+// commit slots, every block of 16 arena entries (its trailer, or the commit
+// for the last block), and the node file (its checksum is in the commit a
+// clean Close writes). The pointer file needs none of its own: each
+// pointer must point at a block that verifies, and one that does not while
+// its block verifies where the block before ends is reported as damage in
+// the pointer file. Open verifies every committed block and checks every
+// entry's bounds, reference and code, so a Find or Get never returns a URL
+// other than the one added: damage in the arena, pointers, meta or a header
+// makes Open fail with a *CorruptError naming the file and the offset.
+// Damage in the node file costs nothing: Open rebuilds it, as after a
+// crash, by reinserting every durable URL in id order, which takes about
+// as long as adding them did (2.8 s per million URLs; a clean open takes
+// 0.3 s).
+//
+// Check (check.go) verifies a tree directory the way bbolt check does and
+// lists all the damage; with repair it rebuilds the tree from the entries
+// whose blocks verify, keeping every id. An id whose entry is damaged, or
+// whose reference chain passes through a damaged entry, becomes a lost
+// entry: Get returns ErrLost for it, and Lost counts them. The damaged
+// files are moved into the directory's damaged/ folder, never deleted.
 //
 // # Concurrency
 //

@@ -3,6 +3,8 @@ package urltree
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,20 +68,30 @@ func FuzzAddGet(f *testing.F) {
 	})
 }
 
-// FuzzOpenCorrupt damages the files of a small tree and opens it: Open must
-// fail with an error or give a tree whose operations do not panic.
+// FuzzOpenCorrupt damages the files of a small tree and opens it: Open
+// must fail with an error, or give a tree where every URL reads back as
+// written. Check must not panic, must report damage when Open failed, and
+// its repair must give a tree that opens, where every id reads back its
+// URL or ErrLost.
 func FuzzOpenCorrupt(f *testing.F) {
 	f.Add([]byte{}, false)
 	f.Add([]byte{0, 0, 0, 0, 100, 7}, true)
 	f.Add([]byte{1, 0, 0, 0, 70, 0xff, 2, 0, 0, 0, 64, 9}, false)
 	f.Add([]byte{3, 0, 0, 2, 0, 1, 3, 0, 0, 2, 8, 2}, true)
+	f.Add([]byte{3, 0, 0, 0, 80, 1, 2, 0, 0, 0, 66, 0}, true)
+	f.Add([]byte{0, 0, 0, 2, 10, 0, 0, 0, 0, 4, 10, 0}, true)
+	f.Add([]byte{3, 0xff, 0xff, 0xff, 0xff, 12}, false)
+	urls := []string{"http://a.com/", "http://a.com/x", "http://b.org/", "http://a.com/xy", "https://a.com/", "http://a.com/x/y/z", "h"}
+	for i := range 30 {
+		urls = append(urls, fmt.Sprintf("http://a.com/x/%d", i*7))
+	}
 	f.Fuzz(func(t *testing.T, edits []byte, clean bool) {
 		dir := t.TempDir()
 		tr, err := Open(dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, u := range []string{"http://a.com/", "http://a.com/x", "http://b.org/", "http://a.com/xy", "https://a.com/", "http://a.com/x/y/z", "h"} {
+		for _, u := range urls {
 			if _, _, err := tr.AddString(u); err != nil {
 				t.Fatal(err)
 			}
@@ -114,16 +126,41 @@ func FuzzOpenCorrupt(f *testing.F) {
 			}
 			os.WriteFile(p, b, 0o644)
 		}
+		rep, err := Check(dir, false)
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		readBack := func(tr *Tree, lostOK bool) {
+			var buf []byte
+			for id := range tr.Len() {
+				buf, err = tr.Get(uint32(id), buf[:0])
+				if lostOK && errors.Is(err, ErrLost) {
+					continue
+				}
+				if err != nil || string(buf) != urls[id] {
+					t.Fatalf("Get(%d) = %q, %v; want %q", id, buf, err, urls[id])
+				}
+				if got, ok := tr.Find(buf); !ok || got != uint32(id) {
+					t.Fatalf("Find(%q) = %d, %v; want %d", buf, got, ok, id)
+				}
+			}
+			for range tr.Sorted() {
+			}
+		}
 		tr, err = Open(dir, nil)
 		if err != nil {
-			return
-		}
-		var buf []byte
-		for id := range tr.Len() {
-			buf, _ = tr.Get(uint32(id), buf[:0])
-			tr.Find(buf)
-		}
-		for range tr.Sorted() {
+			if !rep.Damaged() {
+				t.Fatalf("Open failed (%v), Check found no damage: %v", err, rep.Findings)
+			}
+			if rep, err = Check(dir, true); err != nil {
+				t.Fatalf("repair: %v", err)
+			}
+			if tr, err = Open(dir, nil); err != nil {
+				t.Fatalf("Open after repair: %v (findings %v)", err, rep.Findings)
+			}
+			readBack(tr, true)
+		} else {
+			readBack(tr, false)
 		}
 		tr.AddString("http://a.com/new")
 		tr.Find([]byte("http://a.com/x"))

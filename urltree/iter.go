@@ -36,7 +36,8 @@ func (t *Tree) Sorted() iter.Seq2[uint32, []byte] {
 	}
 }
 
-// ByID yields every URL in id order, that is in order of addition. It
+// ByID yields every URL in id order, that is in order of addition (ids
+// lost to damage, see Tree.Lost, are skipped). It
 // takes the read lock per URL, so the loop body may call Add; URLs added
 // meanwhile are yielded too.
 func (t *Tree) ByID() iter.Seq2[uint32, []byte] {
@@ -49,7 +50,11 @@ func (t *Tree) ByID() iter.Seq2[uint32, []byte] {
 				buf = t.appendURL(buf[:0], id)
 			}
 			t.mu.RUnlock()
-			if !ok || !yield(id, buf) {
+			if !ok {
+				return
+			}
+			// A lost URL (Tree.Lost) decodes to nothing: skip it.
+			if len(buf) > 0 && !yield(id, buf) {
 				return
 			}
 			if id == maxURLs-1 {

@@ -11,9 +11,12 @@ import (
 
 // The meta file holds the commit record: which prefix of the arrays is
 // durable. It is a 64-byte header followed by two slots, at offsets 512 and
-// 1024 so that each lies in its own disk sector. Sync writes the slot the
-// previous commit did not use, so a torn write can only damage the newer
-// slot and Open falls back to the older one. Slot layout (little endian):
+// 1024 so that each lies in its own disk sector. A commit is written to
+// both: first to the slot of its parity, synced, then to the other,
+// synced. A torn write can damage only the slot being written, while the
+// other holds the previous commit or this one, and damage to either slot
+// alone loses nothing: Open takes the valid slot with the higher number.
+// Slot layout (little endian):
 //
 //	offset size
 //	0      8    seq: commit number, the valid slot with the higher one wins
@@ -21,8 +24,13 @@ import (
 //	16     8    arena length: entry bytes after the arena's header
 //	24     4    root node id (meaningful only when clean)
 //	28     4    flags: 1 = clean, the node array matches count and root
-//	32     28   zero
+//	32     4    tail checksum: CRC-32C of the last block's committed
+//	            entries when it is not full (entry.go), else 0
+//	36     4    node checksum (when clean): CRC-32C of the count nodes
+//	40     20   zero
 //	60     4    CRC-32C of bytes 0..59
+//
+// The slots differ only after a crash between their two writes.
 const (
 	metaSlotSize = 64
 	metaFileSize = 1536
@@ -31,14 +39,14 @@ const (
 
 var metaSlotOffsets = [2]int64{512, 1024}
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 type commit struct {
 	seq      uint64
 	count    uint64
 	arenaLen uint64
 	root     uint32
 	flags    uint32
+	tailCRC  uint32
+	nodesCRC uint32
 }
 
 func (c commit) encode() []byte {
@@ -48,6 +56,8 @@ func (c commit) encode() []byte {
 	binary.LittleEndian.PutUint64(b[16:], c.arenaLen)
 	binary.LittleEndian.PutUint32(b[24:], c.root)
 	binary.LittleEndian.PutUint32(b[28:], c.flags)
+	binary.LittleEndian.PutUint32(b[32:], c.tailCRC)
+	binary.LittleEndian.PutUint32(b[36:], c.nodesCRC)
 	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
 	return b
 }
@@ -62,14 +72,17 @@ func decodeCommit(b []byte) (commit, bool) {
 		arenaLen: binary.LittleEndian.Uint64(b[16:]),
 		root:     binary.LittleEndian.Uint32(b[24:]),
 		flags:    binary.LittleEndian.Uint32(b[28:]),
+		tailCRC:  binary.LittleEndian.Uint32(b[32:]),
+		nodesCRC: binary.LittleEndian.Uint32(b[36:]),
 	}
 	return c, c.seq != 0
 }
 
 type metaFile struct {
-	path string
-	f    *os.File
-	last commit
+	path    string
+	f       *os.File
+	last    commit
+	lastOff int64 // offset of the slot last holds
 }
 
 func createMeta(path string) (*metaFile, error) {
@@ -100,7 +113,7 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 	n, err := f.ReadAt(b, 0)
 	if err != nil && n < headerSize {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: %d bytes, shorter than its header", ErrCorrupt, path, n)
+		return nil, corrupt(path, uint64(n), "the file ends here, inside its %d-byte header", headerSize)
 	}
 	b = b[:n]
 	if err := checkHeader(path, b, magicMeta); err != nil {
@@ -114,12 +127,12 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 			continue
 		}
 		if c, ok := decodeCommit(b[off : off+metaSlotSize]); ok && (!found || c.seq > m.last.seq) {
-			m.last, found = c, true
+			m.last, m.lastOff, found = c, off, true
 		}
 	}
 	if !found {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: neither commit slot is valid", ErrCorrupt, path)
+		return nil, corrupt(path, uint64(metaSlotOffsets[0]), "neither commit slot (at %d and %d) is valid", metaSlotOffsets[0], metaSlotOffsets[1])
 	}
 	return m, nil
 }
@@ -127,14 +140,19 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 // write makes c the durable commit: c.seq is set to one past the last.
 func (m *metaFile) write(c commit) error {
 	c.seq = m.last.seq + 1
-	off := metaSlotOffsets[c.seq%2]
-	if _, err := m.f.WriteAt(c.encode(), off); err != nil {
-		return fmt.Errorf("urltree: write %s: %w", m.path, err)
+	b := c.encode()
+	for i := range metaSlotOffsets {
+		off := metaSlotOffsets[(c.seq+uint64(i))%2]
+		if _, err := m.f.WriteAt(b, off); err != nil {
+			return fmt.Errorf("urltree: write %s: %w", m.path, err)
+		}
+		if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+			return fmt.Errorf("urltree: sync %s: %w", m.path, err)
+		}
+		if i == 0 {
+			m.last, m.lastOff = c, off
+		}
 	}
-	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
-		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
-	}
-	m.last = c
 	return nil
 }
 

@@ -3,12 +3,14 @@ package urltree
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 )
 
 // open loads an existing tree: the newest valid commit decides how many
 // entries are durable; bytes after them (from a crash before the next
 // commit) are ignored and later overwritten. Every durable entry is
-// checked, so no later read of the arena can go out of bounds.
+// checked and every block's checksum verified, so no later read of the
+// arena can go out of bounds or return a URL other than the one written.
 func (t *Tree) open() error {
 	var err error
 	if t.meta, err = openMeta(t.path(metaName), t.readOnly); err != nil {
@@ -16,7 +18,7 @@ func (t *Tree) open() error {
 	}
 	c := t.meta.last
 	if c.count > maxURLs {
-		return fmt.Errorf("%w: %s: commit claims %d URLs, more than %d", ErrCorrupt, t.meta.path, c.count, maxURLs)
+		return corrupt(t.meta.path, uint64(t.meta.lastOff), "commit claims %d URLs, more than %d", c.count, maxURLs)
 	}
 	for _, f := range []struct {
 		mf    **mappedFile
@@ -33,17 +35,17 @@ func (t *Tree) open() error {
 	t.remapped()
 	t.count = c.count
 	if c.arenaLen > uint64(len(t.arena))-headerSize {
-		return fmt.Errorf("%w: %s: %d bytes, but %d bytes of entries were committed", ErrCorrupt, t.arenF.path, len(t.arena), c.arenaLen)
+		return corrupt(t.arenF.path, uint64(len(t.arena)), "the file ends here, but %d bytes of entries were committed (it was cut short)", c.arenaLen)
 	}
 	t.arenaEnd = headerSize + c.arenaLen
 	if blocks := (c.count + ptrBlock - 1) / ptrBlock; blocks > uint64(len(t.ptrs))/ptrRecord {
-		return fmt.Errorf("%w: %s: %d block pointers, but %d URLs were committed", ErrCorrupt, t.ptrF.path, len(t.ptrs)/ptrRecord, c.count)
+		return corrupt(t.ptrF.path, uint64(len(t.ptrF.data)), "the file ends here after %d block pointers, but %d URLs were committed (it was cut short)", len(t.ptrs)/ptrRecord, c.count)
 	}
-	if err := t.checkEntries(); err != nil {
+	if err := t.checkEntries(c.tailCRC); err != nil {
 		return err
 	}
-	if c.flags&flagClean != 0 && uint64(len(t.nodes))/nodeWords >= c.count && t.checkNodes(c.root) == nil {
-		if c.count > 0 {
+	if t.rebuildWhy = t.nodeProblem(c); t.rebuildWhy == "" {
+		if c.count > t.lost {
 			t.root = c.root
 		}
 	} else if err := t.rebuild(); err != nil {
@@ -54,55 +56,122 @@ func (t *Tree) open() error {
 	}
 	// From here on the node file changes in place; until Close marks it
 	// clean again a crash leaves it to be rebuilt.
-	return t.meta.write(commit{count: t.count, arenaLen: t.arenaEnd - headerSize})
+	return t.meta.write(t.commitRecord(0))
 }
 
-// checkEntries validates every durable entry: its bounds, its pointer, its
-// reference (an earlier id whose URL is at least lcp bytes long) and its
-// URL length.
-func (t *Tree) checkEntries() error {
-	lens := make([]uint16, t.count)
-	a := t.arena[:t.arenaEnd]
-	off := uint64(headerSize)
-	bad := func(id uint64, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: entry %d at offset %d: %s", ErrCorrupt, t.arenF.path, id, off, fmt.Sprintf(format, args...))
+// nodeProblem says why the node file cannot be trusted for commit c, or
+// "" when it can: after a clean Close its checksum matches and its
+// structure is an AVL tree over the live ids.
+func (t *Tree) nodeProblem(c commit) string {
+	switch {
+	case c.flags&flagClean == 0:
+		return "the tree was not closed cleanly"
+	case uint64(len(t.nodes))/nodeWords < c.count:
+		return fmt.Sprintf("%s holds %d nodes, fewer than the %d URLs", t.nodeF.path, len(t.nodes)/nodeWords, c.count)
+	case t.nodesCRC() != c.nodesCRC:
+		return fmt.Sprintf("%s: offsets %d..%d: checksum mismatch", t.nodeF.path, headerSize, headerSize+c.count*nodeSize)
 	}
-	for id := uint64(0); id < t.count; id++ {
-		if id%ptrBlock == 0 {
-			// A block may start after unused bytes (see entry.go).
-			ro := binary.LittleEndian.Uint64(t.ptrs[id>>ptrShift*ptrRecord:])
-			if ro < off || ro > uint64(len(a)) {
-				return bad(id, "block pointer says offset %d", ro)
+	if err := t.checkNodes(c.root); err != nil {
+		return fmt.Sprintf("%s: %v", t.nodeF.path, err)
+	}
+	return ""
+}
+
+// ptrAt returns block pointer k.
+func (t *Tree) ptrAt(k uint64) uint64 { return binary.LittleEndian.Uint64(t.ptrs[k*ptrRecord:]) }
+
+// checkEntries verifies every durable block (verifier.block) and that
+// each block pointer points at its block. tailCRC is the commit's
+// checksum of the last block if that is not full.
+func (t *Tree) checkEntries(tailCRC uint32) error {
+	v := verifier{t: t, lens: make([]uint16, t.count), tailCRC: tailCRC}
+	off := uint64(headerSize)
+	blocks := (t.count + ptrBlock - 1) / ptrBlock
+	for k := uint64(0); k < blocks; k++ {
+		ro := t.ptrAt(k)
+		end, err := v.block(k, ro)
+		if err == nil && ro < off {
+			err = corrupt(t.ptrF.path, headerSize+k*ptrRecord, "block pointer %d says arena offset %d, inside the block before (which ends at %d)", k, ro, off)
+		}
+		if err != nil {
+			if ro != off {
+				// Does the block verify where the one before ends? Then
+				// the pointer is what is damaged, not the arena.
+				if _, err2 := v.block(k, off); err2 == nil {
+					return corrupt(t.ptrF.path, headerSize+k*ptrRecord, "block pointer %d says arena offset %d, but its block verifies at %d", k, ro, off)
+				} else if ro < headerSize || ro >= t.arenaEnd {
+					return err2
+				}
 			}
-			off = ro
+			return err
+		}
+		off = end
+	}
+	if off != t.arenaEnd {
+		return corrupt(t.arenF.path, off, "the entries end here, but the commit says %d", t.arenaEnd)
+	}
+	t.lost = v.lost
+	return nil
+}
+
+// verifier checks blocks of entries in id order.
+type verifier struct {
+	t       *Tree
+	lens    []uint16 // URL length of every id checked so far (0: lost)
+	tailCRC uint32
+	lost    uint64 // lost entries (entry.go) seen
+	// bad, for Check only, marks the ids that cannot be recovered: those
+	// of damaged blocks, and those whose reference is bad. A reference to
+	// a bad id then makes the entry bad, not its block damaged.
+	bad []bool
+}
+
+// block checks block k at arena offset off: the structure of its entries
+// (bounds, reference, code, URL length) and its checksum. It returns the
+// offset after the block's trailer.
+func (v *verifier) block(k, off uint64) (uint64, error) {
+	t := v.t
+	a := t.arena[:t.arenaEnd]
+	start := off
+	first := k * ptrBlock
+	last := min(first+ptrBlock, t.count)
+	if off < headerSize || off > uint64(len(a)) {
+		return 0, corrupt(t.ptrF.path, headerSize+k*ptrRecord, "block pointer %d says arena offset %d, outside the committed entries (%d..%d)", k, off, headerSize, len(a))
+	}
+	lost := uint64(0)
+	for id := first; id < last; id++ {
+		bad := func(format string, args ...any) error {
+			return corrupt(t.arenF.path, off, "entry %d (block %d at %d): %s", id, k, start, fmt.Sprintf(format, args...))
 		}
 		blen, n := uvarint(a, off)
 		if n == 0 {
-			return bad(id, "bad body length")
+			return 0, bad("bad body length")
 		}
 		if blen > uint64(len(a))-off-uint64(n) {
-			return bad(id, "body length %d runs past the committed end %d", blen, len(a))
+			return 0, bad("body length %d runs past the committed end %d", blen, len(a))
 		}
 		body := a[:off+uint64(n)+blen]
 		lcp, n1 := uvarint(body, off+uint64(n))
 		if n1 == 0 {
-			return bad(id, "bad lcp")
+			return 0, bad("bad lcp")
 		}
 		hdr := uint64(n) + uint64(n1)
 		if lcp > 0 {
 			d, n2 := uvarint(body, off+hdr)
 			switch {
 			case n2 == 0 || d > id:
-				return bad(id, "bad reference distance")
+				return 0, bad("bad reference distance")
 			case d == 0 && staticPrefix(int(lcp)) == "":
-				return bad(id, "no built-in prefix of %d bytes", lcp)
-			case d > 0 && lcp > uint64(lens[id-d]):
-				return bad(id, "shares %d bytes with reference %d of %d bytes", lcp, id-d, lens[id-d])
+				return 0, bad("no built-in prefix of %d bytes", lcp)
+			case d > 0 && v.bad != nil && v.bad[id-d]:
+				v.bad[id] = true // its URL cannot be rebuilt
+			case d > 0 && lcp > uint64(v.lens[id-d]):
+				return 0, bad("shares %d bytes with reference %d of %d bytes", lcp, id-d, v.lens[id-d])
 			}
 			hdr += uint64(n2)
 		}
 		if off+hdr > uint64(len(body)) {
-			return bad(id, "header longer than body")
+			return 0, bad("header longer than body")
 		}
 		r := tailReader{a: body, pos: (off + hdr) * 8, end: uint64(len(body)) * 8, h: t.huff}
 		ul := lcp
@@ -113,25 +182,43 @@ func (t *Tree) checkEntries() error {
 			ul++
 		}
 		if r.bad {
-			return bad(id, "tail code runs past its end")
+			return 0, bad("tail code runs past its end")
 		}
-		if ul == 0 || ul > MaxURLLenLimit {
-			return bad(id, "URL length %d", ul)
+		if ul > MaxURLLenLimit {
+			return 0, bad("URL length %d", ul)
 		}
-		lens[id] = uint16(ul)
+		if ul == 0 {
+			if blen != 1 {
+				return 0, bad("empty URL")
+			}
+			lost++ // a lost URL (entry.go)
+		}
+		v.lens[id] = uint16(ul)
 		off += uint64(n) + blen
 	}
-	if off != t.arenaEnd {
-		return fmt.Errorf("%w: %s: entries end at %d, commit says %d", ErrCorrupt, t.arenF.path, off, t.arenaEnd)
+	// One checksum over the whole block: 16 small ones cost more.
+	crc := crc32.Update(blockSeed(k), castagnoli, a[start:off])
+	if last-first == ptrBlock {
+		if off+blockTrailer > uint64(len(a)) {
+			return 0, corrupt(t.arenF.path, off, "block %d at %d: its checksum trailer runs past the committed end %d", k, start, len(a))
+		}
+		if got := binary.LittleEndian.Uint32(a[off:]); got != crc {
+			// The end is returned too: Check looks for the next block there.
+			return off + blockTrailer, corrupt(t.arenF.path, start, "block %d (entries %d..%d, %d bytes): checksum mismatch", k, first, last-1, off+blockTrailer-start)
+		}
+		off += blockTrailer
+	} else if crc != v.tailCRC {
+		return off, corrupt(t.arenF.path, start, "last block %d (entries %d..%d, %d bytes): checksum does not match the commit's", k, first, last-1, off-start)
 	}
-	return nil
+	v.lost += lost
+	return off, nil
 }
 
 // checkNodes checks that the node array is an AVL tree over exactly ids
 // 0..count-1 with correct balances. Order is not checked: a misordered
 // tree gives wrong answers but cannot make a descent fail.
 func (t *Tree) checkNodes(root uint32) error {
-	if t.count == 0 {
+	if t.count == t.lost {
 		return nil
 	}
 	if uint64(root) >= t.count {
@@ -190,8 +277,8 @@ func (t *Tree) checkNodes(root uint32) error {
 		h = max(hr, f.hl) + 1
 		sp--
 	}
-	if visited != t.count {
-		return fmt.Errorf("%w: tree reaches %d of %d nodes", ErrCorrupt, visited, t.count)
+	if visited != t.count-t.lost {
+		return fmt.Errorf("%w: tree reaches %d of %d nodes", ErrCorrupt, visited, t.count-t.lost)
 	}
 	return nil
 }
@@ -211,7 +298,9 @@ func (t *Tree) rebuild() error {
 	t.root = none
 	var buf []byte
 	for id := uint32(0); uint64(id) < t.count; id++ {
-		buf = t.appendURL(buf[:0], id)
+		if buf = t.appendURL(buf[:0], id); len(buf) == 0 {
+			continue // lost (entry.go): not in the tree
+		}
 		var p insertPath
 		d := t.search(buf, &p)
 		if d.found != none {

@@ -10,6 +10,7 @@ type Stats struct {
 	PointerBytes int64 // block pointers: an arena offset per 16 entries
 	EntryHeaders int64 // entry length, lcp and reference fields
 	TailBytes    int64 // Huffman-coded tails
+	Checksums    int64 // block trailers: 4 bytes per 16 entries
 	FileHeaders  int64 // file headers and the meta file
 	// FileBytes is the size of the files on disk, preallocation included.
 	FileBytes int64
@@ -22,7 +23,7 @@ type Stats struct {
 
 // InUse is the total number of bytes the tree uses.
 func (s Stats) InUse() int64 {
-	return s.NodeBytes + s.PointerBytes + s.EntryHeaders + s.TailBytes + s.FileHeaders
+	return s.NodeBytes + s.PointerBytes + s.EntryHeaders + s.TailBytes + s.Checksums + s.FileHeaders
 }
 
 // Stats walks the whole tree (O(n)) and reports its figures.
@@ -48,7 +49,8 @@ func (t *Tree) Stats() Stats {
 			cur = e.ref
 		}
 	}
-	s.EntryHeaders = int64(t.arenaEnd-headerSize) - s.TailBytes
+	s.Checksums = int64(t.count/ptrBlock) * blockTrailer
+	s.EntryHeaders = int64(t.arenaEnd-headerSize) - s.TailBytes - s.Checksums
 	for _, name := range []string{metaName, nodesName, ptrsName, arenaName} {
 		if fi, err := os.Stat(t.path(name)); err == nil {
 			s.FileBytes += fi.Size()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -46,6 +47,8 @@ type Tree struct {
 	readOnly  bool
 	closed    bool
 	recovered bool
+	// rebuildWhy says why Open rebuilt the node file ("" if it did not).
+	rebuildWhy string
 
 	meta  *metaFile
 	nodeF *mappedFile // nil when the node array lives on the heap
@@ -58,12 +61,12 @@ type Tree struct {
 	arena []byte // the whole arena file; entries start at headerSize
 
 	count    uint64 // URLs stored
-	arenaEnd uint64 // end offset of the last entry in the arena file
+	arenaEnd uint64 // end offset of the last entry (or trailer) in the arena file
 	root     uint32
+	lost     uint64 // ids whose URL a repair could not recover (entry.go)
 
 	scratch []byte    // entry encoding buffer of the writer
 	ubuf    [5][]byte // URL buffers of the writer
-	reads   int       // TEMP
 }
 
 // Open opens the tree in dir, creating dir and an empty tree when there is
@@ -104,9 +107,14 @@ func (t *Tree) create() error {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return fmt.Errorf("urltree: %w", err)
 	}
-	// Array files without a meta file are left from a crash inside create;
-	// they hold nothing durable.
+	// Array files without a meta file are left from a crash inside create,
+	// and then hold nothing but their headers. Any more is a tree whose
+	// meta file was lost: Check can rebuild it, a new tree must not
+	// replace it.
 	for _, name := range []string{nodesName, ptrsName, arenaName} {
+		if b, err := os.ReadFile(t.path(name)); err == nil && (len(b) > minFileSize || (len(b) > headerSize && !allZero(b[headerSize:]))) {
+			return corrupt(t.path(metaName), 0, "missing, but %s holds data: repair with Check (kspider check --repair), or move the files away for a new tree", name)
+		}
 		if err := os.Remove(t.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("urltree: %w", err)
 		}
@@ -192,6 +200,10 @@ func (t *Tree) Len() int {
 // crash, or because the node file failed its checks).
 func (t *Tree) Recovered() bool { return t.recovered }
 
+// RecoveredWhy says why Open rebuilt the node array ("" if it did not):
+// a crash, or damage to the node file.
+func (t *Tree) RecoveredWhy() string { return t.rebuildWhy }
+
 func (t *Tree) checkURL(url []byte) error {
 	if len(url) == 0 {
 		return ErrEmptyURL
@@ -232,17 +244,40 @@ func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
 	}
 	lcp, ref = t.chooseRef(url, lcp, ref)
 	t.scratch = t.appendEntry(t.scratch[:0], id, lcp, ref, url[lcp:])
-	if err := t.reserve(id, uint64(len(t.scratch))); err != nil {
+	if err := t.appendScratch(id); err != nil {
 		return 0, false, err
+	}
+	t.insert(url, &p, d, id)
+	t.count++
+	return id, true, nil
+}
+
+// appendScratch appends the encoded entry in t.scratch as entry id: its
+// block pointer if it starts a block, the block's running checksum, and
+// the block's trailer if it ends one (entry.go).
+func (t *Tree) appendScratch(id uint32) error {
+	if err := t.reserve(id, uint64(len(t.scratch))+blockTrailer); err != nil {
+		return err
 	}
 	if id%ptrBlock == 0 {
 		binary.LittleEndian.PutUint64(t.ptrs[uint64(id>>ptrShift)*ptrRecord:], t.arenaEnd)
 	}
 	copy(t.arena[t.arenaEnd:], t.scratch)
 	t.arenaEnd += uint64(len(t.scratch))
-	t.insert(url, &p, d, id)
-	t.count++
-	return id, true, nil
+	if id%ptrBlock == ptrBlock-1 {
+		// One checksum over the whole block: 16 small ones cost more.
+		binary.LittleEndian.PutUint32(t.arena[t.arenaEnd:], t.lastBlockCRC(uint64(id)))
+		t.arenaEnd += blockTrailer
+	}
+	return nil
+}
+
+// lastBlockCRC is the checksum of the entries of the block of id, up to
+// the end of the arena (which must be the end of that block's entries).
+func (t *Tree) lastBlockCRC(id uint64) uint32 {
+	k := id >> ptrShift
+	start := binary.LittleEndian.Uint64(t.ptrs[k*ptrRecord:])
+	return crc32.Update(blockSeed(k), castagnoli, t.arena[start:t.arenaEnd])
 }
 
 // AddString is Add for a string.
@@ -317,7 +352,20 @@ func (t *Tree) Get(id uint32, buf []byte) ([]byte, error) {
 	if uint64(id) >= t.count {
 		return buf, fmt.Errorf("%w: id %d, the tree holds %d URLs", ErrNotFound, id, t.count)
 	}
-	return t.appendURL(buf, id), nil
+	n := len(buf)
+	if buf = t.appendURL(buf, id); len(buf) == n {
+		return buf, fmt.Errorf("%w: id %d", ErrLost, id)
+	}
+	return buf, nil
+}
+
+// Lost returns the number of ids whose URL a repair could not recover
+// (Check): Get returns ErrLost for them, and Find, Sorted and ByID do not
+// know them.
+func (t *Tree) Lost() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return int(t.lost)
 }
 
 // Sync makes every URL added so far durable.
@@ -340,12 +388,34 @@ func (t *Tree) commit(flags uint32) error {
 	if err := t.ptrF.sync(); err != nil {
 		return err
 	}
+	c := t.commitRecord(flags)
 	if flags&flagClean != 0 {
+		c.nodesCRC = t.nodesCRC()
 		if err := t.nodeF.sync(); err != nil {
 			return err
 		}
 	}
-	return t.meta.write(commit{count: t.count, arenaLen: t.arenaEnd - headerSize, root: t.root, flags: flags})
+	return t.meta.write(c)
+}
+
+// commitRecord is the commit of the tree as it is now.
+func (t *Tree) commitRecord(flags uint32) commit {
+	c := commit{count: t.count, arenaLen: t.arenaEnd - headerSize, root: t.root, flags: flags}
+	if t.count%ptrBlock != 0 {
+		c.tailCRC = t.lastBlockCRC(t.count - 1)
+	}
+	return c
+}
+
+// nodesCRC is the checksum of the node array's used part, which a clean
+// commit records: Open trusts the node file only if it matches.
+func (t *Tree) nodesCRC() uint32 {
+	n := t.count * nodeSize
+	if n == 0 {
+		return 0
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&t.nodes[0])), n)
+	return crc32.Checksum(b, castagnoli)
 }
 
 // Close syncs the tree, marks its node array clean (so the next Open need

@@ -2,6 +2,7 @@ package urltree
 
 import (
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os/exec"
 	"sync"
@@ -39,29 +40,49 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestNewerFormat(t *testing.T) {
+// TestFormatVersions: a newer version (with a valid header checksum) is
+// ErrNewerFormat, a version-1 file ErrOldFormat, both naming the file and
+// both versions; a version field with flipped bits is a corrupt header.
+func TestFormatVersions(t *testing.T) {
 	for _, name := range []string{metaName, nodesName, ptrsName, arenaName} {
-		dir := t.TempDir()
-		tr, err := Open(dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.AddString("http://example.com/")
-		if err := tr.Close(); err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dir, name)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binary.LittleEndian.PutUint32(b[8:], FormatVersion+1)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err = Open(dir, nil)
-		if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: Open = %v, want ErrNewerFormat naming the file", name, err)
+		for _, c := range []struct {
+			edit func(h []byte)
+			want error
+			msg  string
+		}{
+			{func(h []byte) {
+				binary.LittleEndian.PutUint32(h[8:], FormatVersion+1)
+				binary.LittleEndian.PutUint32(h[60:], crc32.Checksum(h[:60], castagnoli))
+			}, ErrNewerFormat, fmt.Sprintf("version %d; this build reads version %d", FormatVersion+1, FormatVersion)},
+			{func(h []byte) {
+				binary.LittleEndian.PutUint32(h[8:], 1)
+				binary.LittleEndian.PutUint32(h[60:], 0)
+			}, ErrOldFormat, fmt.Sprintf("version 1 (no checksums); this build reads version %d", FormatVersion)},
+			{func(h []byte) { h[11] ^= 0x08 }, ErrCorrupt, "offset 0: corrupt header"},
+			{func(h []byte) { h[30] ^= 0x01 }, ErrCorrupt, "offset 0: corrupt header"},
+		} {
+			dir := t.TempDir()
+			tr, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr.AddString("http://example.com/")
+			if err := tr.Close(); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dir, name)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(b)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Open(dir, nil)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("%s: Open = %v, want %v naming the file and %q", name, err, c.want, c.msg)
+			}
 		}
 	}
 }

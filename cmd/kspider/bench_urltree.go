@@ -41,6 +41,7 @@ type urltreeBench struct {
 	PointerBytes    float64 `json:"pointer_bytes_per_url"`
 	EntryHeaders    float64 `json:"entry_header_bytes_per_url"`
 	TailBytes       float64 `json:"tail_bytes_per_url"`
+	ChecksumBytes   float64 `json:"checksum_bytes_per_url"`
 	MeanDepth       float64 `json:"mean_depth"`
 	MeanChain       float64 `json:"mean_get_chain"`
 	// CPU time of the timing thread per operation: on a loaded machine
@@ -49,6 +50,10 @@ type urltreeBench struct {
 	FindCPUNs    float64 `json:"find_cpu_ns"`
 	GetCPUNs     float64 `json:"get_cpu_ns"`
 	MapFindCPUNs float64 `json:"map_find_cpu_ns"`
+	// Open after a clean Close, and after a crash (the node file is
+	// rebuilt from the entries), in milliseconds.
+	OpenCleanMs float64 `json:"open_clean_ms"`
+	OpenCrashMs float64 `json:"open_crash_ms"`
 }
 
 // opTimer measures wall and thread CPU time of a loop; the caller has
@@ -203,9 +208,13 @@ is measured on the same URLs in the same run.`)
 	r.PointerBytes = float64(s.PointerBytes) / n
 	r.EntryHeaders = float64(s.EntryHeaders) / n
 	r.TailBytes = float64(s.TailBytes) / n
+	r.ChecksumBytes = float64(s.Checksums) / n
 	r.MeanDepth = s.MeanDepth
 	r.MeanChain = s.MeanChain
 	if err := tr.Close(); err != nil {
+		return err
+	}
+	if r.OpenCleanMs, r.OpenCrashMs, err = openTimes(treeDir); err != nil {
 		return err
 	}
 
@@ -220,6 +229,32 @@ is measured on the same URLs in the same run.`)
 		return enc.Encode(r)
 	}
 	return printURLTreeBench(e, r)
+}
+
+// openTimes times Open after a clean Close and after a crash. The crash
+// is a tree opened for writing and dropped without Close (its mappings
+// stay until the process ends), which leaves the files as kill -9 would.
+func openTimes(dir string) (clean, crash float64, err error) {
+	start := time.Now()
+	tr, err := urltree.Open(dir, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	clean = float64(time.Since(start).Microseconds()) / 1000
+	if tr.Recovered() {
+		return 0, 0, fmt.Errorf("open after a clean close rebuilt the node file")
+	}
+	// tr is left open: the next Open sees the unclean commit it wrote.
+	start = time.Now()
+	tr2, err := urltree.Open(dir, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	crash = float64(time.Since(start).Microseconds()) / 1000
+	if !tr2.Recovered() {
+		return 0, 0, fmt.Errorf("open after a crash did not rebuild the node file")
+	}
+	return clean, crash, tr2.Close()
 }
 
 // mapBaseline measures a map[string]uint32 that owns copies of its keys,
@@ -266,6 +301,7 @@ func printURLTreeBench(e env, r urltreeBench) error {
 	row("  data pointers", "%.2f", r.PointerBytes)
 	row("  entry headers", "%.2f", r.EntryHeaders)
 	row("  tail bytes", "%.2f", r.TailBytes)
+	row("  checksums", "%.2f", r.ChecksumBytes)
 	row("file bytes per URL", "%.2f", r.FileBytesPerURL)
 	row("ratio (tree / raw)", "%.3f", r.Ratio)
 	row("mean tree depth", "%.2f", r.MeanDepth)
@@ -273,6 +309,7 @@ func printURLTreeBench(e env, r urltreeBench) error {
 	row("Add ns (CPU ns)", "%.0f (%.0f)", r.AddNs, r.AddCPUNs)
 	row("Find ns (CPU ns)", "%.0f (%.0f)", r.FindNs, r.FindCPUNs)
 	row("Get ns (CPU ns)", "%.0f (%.0f)", r.GetNs, r.GetCPUNs)
+	row("Open ms, clean / after a crash", "%.0f / %.0f", r.OpenCleanMs, r.OpenCrashMs)
 	row("map heap bytes per URL", "%.2f", r.HeapBytesPerURL)
 	row("map add ns", "%.0f", r.MapAddNs)
 	row("map find ns (CPU ns)", "%.0f (%.0f)", r.MapFindNs, r.MapFindCPUNs)

@@ -42,14 +42,16 @@ func runRobots(ctx context.Context, e env, args []string) error {
 const robotsCheckHelp = `Prints "allowed URL" or "disallowed URL" for each URL, judged by the rules
 the robots.txt FILE ("-" for standard input) sets for the user agent NAME
 (its product token: "KSpider" of "KSpider/1.0 (+https://...)").
-A URL that does not parse prints "error URL: reason" and the command exits 1
-after checking the others.
+A URL that does not parse, or is not an absolute http(s) URL with a host
+(robots.txt rules apply to nothing else), prints "error URL: reason" and the
+command exits 1 after checking the others.
 
 With --jsonl, reads one JSON object per line from standard input,
   {"robots": "<robots.txt text>", "agent": "NAME", "url": "URL"}
 and writes one line per input line, in the same order:
   {"allowed": true} or {"allowed": false}, or {"error": "reason"} for a
-malformed line (the command goes on with the next line).`
+malformed line or a url that is not http(s) (the command goes on with the
+next line).`
 
 func runRobotsCheck(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "robots check", "robots check --robots FILE --agent NAME URL...\n       kspider robots check --jsonl < REQUESTS", robotsCheckHelp)
@@ -86,8 +88,8 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 	w := bufio.NewWriter(e.stdout)
 	bad := 0
 	for _, u := range fs.Args() {
-		if _, err := url.Parse(u); err != nil {
-			fmt.Fprintf(w, "error %s: %v\n", u, errors.Unwrap(err))
+		if err := checkRobotsURL(u); err != nil {
+			fmt.Fprintf(w, "error %s: %v\n", u, err)
 			bad++
 			continue
 		}
@@ -101,7 +103,7 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if bad > 0 {
-		return fmt.Errorf("%d of %d URLs did not parse", bad, fs.NArg())
+		return fmt.Errorf("%d of %d inputs are not http(s) URLs", bad, fs.NArg())
 	}
 	return nil
 }
@@ -178,10 +180,29 @@ func parseRobotsRequest(line []byte, tooLong bool, maxLine int) (robotsRequest, 
 	case strings.TrimSpace(req.Agent) == "":
 		return req, errors.New(`missing "agent"`)
 	}
-	if _, err := url.Parse(*req.URL); err != nil {
-		return req, fmt.Errorf("bad url: %v", errors.Unwrap(err))
+	if err := checkRobotsURL(*req.URL); err != nil {
+		return req, fmt.Errorf("bad url %q: %v", *req.URL, err)
 	}
 	return req, nil
+}
+
+// checkRobotsURL says why u cannot be checked against a robots.txt: the
+// rules apply to the paths of http(s) URLs, and answering "disallowed" for
+// "example.com/x" or "ftp://h/" would be a verdict on nothing.
+func checkRobotsURL(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return errors.Unwrap(err)
+	case p.Scheme != "http" && p.Scheme != "https":
+		if p.Scheme == "" {
+			return errors.New("not an absolute URL (http:// or https:// missing)")
+		}
+		return fmt.Errorf("scheme %q is not http or https", p.Scheme)
+	case p.Host == "":
+		return errors.New("no host")
+	}
+	return nil
 }
 
 // readLine reads one line without its line ending (LF or CRLF). A line

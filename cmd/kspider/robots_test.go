@@ -39,6 +39,14 @@ func TestRobotsCheck(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(out, "allowed http://e.com/x\nerror http://[::1/: ") {
 		t.Fatalf("bad URL: exit %d, stdout %q", code, out)
 	}
+	// Inputs that are not http(s) URLs are errors naming them, not
+	// "disallowed".
+	for _, u := range []string{"e.com/private/x", "/private/x", "ftp://e.com/private/x", "mailto:a@e.com", "http:///private/x", "", "private"} {
+		code, out, errOut := runCmd(t, "", "robots", "check", "--robots", p, u, "http://e.com/private/x")
+		if code != 1 || !strings.HasPrefix(out, "error "+u+": ") || !strings.HasSuffix(out, "\nallowed http://e.com/private/x\n") || !strings.Contains(errOut, "not http(s)") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", u, code, out, errOut)
+		}
+	}
 }
 
 func TestRobotsUsage(t *testing.T) {
@@ -77,6 +85,7 @@ func TestRobotsJSONL(t *testing.T) {
 	in := strings.Join([]string{
 		req(testRobots, "other", "http://e.com/private/x"),
 		req(testRobots, "other", "http://e.com/private/ok"),
+		req(testRobots, "other", "e.com/private/x"),
 		"{not json",
 		req(testRobots, "KSpider", "http://e.com/nokspider"),
 		`{"robots": "", "agent": "x"}`,
@@ -90,7 +99,7 @@ func TestRobotsJSONL(t *testing.T) {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	want := []string{`{"allowed":false}`, `{"allowed":true}`, `error`, `{"allowed":false}`, `error`, `error`,
+	want := []string{`{"allowed":false}`, `{"allowed":true}`, `error`, `error`, `{"allowed":false}`, `error`, `error`,
 		`{"allowed":false}`, `error`, `{"allowed":true}`}
 	if len(lines) != len(want) {
 		t.Fatalf("%d answers for %d requests:\n%s", len(lines), len(want), out)

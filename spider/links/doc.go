@@ -32,8 +32,11 @@
 //
 // Each link is resolved with urlnorm.AppendCanonical; candidates without a
 // canonical form (mailto:, javascript:, invalid) are counted by reason in
-// Result.Dropped, candidates past Options.MaxLinks in Result.Truncated.
-// Duplicates are kept: the URL tree deduplicates.
+// Result.Dropped. Options.MaxLinks caps the distinct URLs of a page, after
+// the fragment is removed (page.html#a and page.html#b are one URL), not
+// the sightings; new URLs past it are counted in Result.Truncated.
+// Duplicates are kept (the URL tree deduplicates), but a reference repeated
+// verbatim is resolved only once.
 //
 // The API (Extract, Extractor, Options, Result, Link) is what the node and
 // the offline statistics use; it only grows.

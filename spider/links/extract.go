@@ -3,6 +3,7 @@ package links
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"net/http"
 
 	"golang.org/x/net/html"
@@ -11,8 +12,10 @@ import (
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
-// DefaultMaxLinks is the cap on links per page when Options.MaxLinks is 0.
-const DefaultMaxLinks = 1000
+// DefaultMaxLinks is the cap on distinct URLs per page when
+// Options.MaxLinks is 0. Reference pages (API indexes, manuals on one page)
+// link a few thousand pages, most of them many times as page.html#anchor.
+const DefaultMaxLinks = 10000
 
 // ElementHeader is Link.Element for links from HTTP response headers; Attr
 // is then the header's name ("Location", "Link", "Refresh").
@@ -29,8 +32,10 @@ type Link struct {
 
 // Options configures an extraction. The zero value is the default.
 type Options struct {
-	// MaxLinks caps len(Result.Links); 0 means DefaultMaxLinks, a negative
-	// value means no cap.
+	// MaxLinks caps the number of distinct URLs in Result.Links (the
+	// fragment is not part of a canonical URL, so page#a and page#b are
+	// one); 0 means DefaultMaxLinks, a negative value means no cap.
+	// Repeated sightings of a URL within the cap are all in Links.
 	MaxLinks int
 	// Agent is the crawler's robots name: <meta name=Agent> and
 	// "X-Robots-Tag: Agent: ..." apply besides the generic ones.
@@ -55,9 +60,10 @@ type Result struct {
 	// http/https, ...), by reason; DroppedTotal is their sum.
 	Dropped      map[urlnorm.Reason]int
 	DroppedTotal int
-	// Truncated counts candidates not looked at because of the cap: those
-	// after Links was full, and those past a store of 4×MaxLinks+64
-	// candidates (a bound on memory). It is 0 unless a page has that many.
+	// Truncated counts candidates left out because of the cap: new URLs
+	// after MaxLinks distinct ones, and the candidates past a store of
+	// 4×MaxLinks+64 distinct references or 8×MaxLinks+64 sightings (a
+	// bound on memory). It is 0 unless a page has that many.
 	Truncated int
 }
 
@@ -78,21 +84,35 @@ func Extract(body []byte, pageURL string, header http.Header, opts Options) (Res
 // keeps one and calls Extract for each page. It is not safe for concurrent
 // use.
 type Extractor struct {
-	raw  []byte      // the raw reference text of all candidates, back to back
-	refs []candidate // candidates in document order
-	out  []byte      // canonical URLs, back to back
-	ends []int       // where each link's URL ends in out
+	raw   []byte      // the raw reference text of all candidates, back to back
+	refs  []candidate // candidates in document order
+	out   []byte      // canonical URLs, back to back
+	spans [][2]int    // where each link's URL lies in out
 
-	// keep bounds the candidates stored for one page, so that a page of
-	// millions of tags costs memory in proportion to the cap, not to the
-	// page; overflow counts the candidates seen beyond it.
-	keep     int
-	overflow int
+	// keep bounds the distinct references stored for one page and
+	// sightings all candidates, so that a page of millions of tags costs
+	// memory in proportion to the cap, not to the page; overflow counts
+	// the candidates seen beyond them.
+	keep, sightings int
+	distinctRaw     int
+	overflow        int
+
+	// rawSeen maps the hash of a reference (without its fragment) to the
+	// candidate that first had it, so a repeated reference is resolved
+	// once; urlSeen maps the hash of a canonical URL to its first link.
+	// Collisions are checked byte for byte.
+	seed    maphash.Seed
+	seeded  bool
+	rawSeen map[uint64]int32
+	urlSeen map[uint64]int32
+	result  []int32 // per candidate: its link, or -1 dropped, -2 truncated
 }
 
 // candidate is one raw link before resolution.
 type candidate struct {
-	start, end int // raw[start:end]
+	start, end int   // raw[start:end]
+	keyLen     int   // length of the reference before any fragment
+	first      int32 // the earlier candidate with the same reference, or -1
 	element    string
 	attr       string
 	rel        string
@@ -106,11 +126,18 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 		return Result{}, errors.Join(ErrPageURL, err)
 	}
 	x.raw, x.refs, x.out = x.raw[:0], x.refs[:0], x.out[:0]
-	x.keep, x.overflow = -1, 0
+	x.keep, x.sightings, x.distinctRaw, x.overflow = -1, -1, 0, 0
 	if limit := maxLinks(opts); limit >= 0 {
-		// Room for the cap plus invalid and non-http candidates.
-		x.keep = 4*limit + 64
+		// Room for the cap plus invalid and non-http candidates, and for
+		// a fair number of repetitions.
+		x.keep, x.sightings = 4*limit+64, 8*limit+64
 	}
+	if !x.seeded {
+		x.seed, x.seeded = maphash.MakeSeed(), true
+		x.rawSeen, x.urlSeen = make(map[uint64]int32), make(map[uint64]int32)
+	}
+	clear(x.rawSeen)
+	clear(x.urlSeen)
 	var res Result
 	if header != nil {
 		x.fromHeaders(header, opts.Agent, &res)
@@ -129,7 +156,15 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 	return res, nil
 }
 
-// resolve turns the candidates into canonical links, up to the cap.
+// Outcomes of a candidate besides a link index (resolve).
+const (
+	outTruncated = -1
+	outDropped   = -2 // outDropped - reason
+)
+
+// resolve turns the candidates into canonical links, up to the cap of
+// distinct URLs. A candidate repeating an earlier reference is not
+// resolved again: it gets the earlier one's outcome.
 func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) {
 	limit := maxLinks(opts)
 	res.Found = len(x.refs) + x.overflow
@@ -138,52 +173,87 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 		return
 	}
 	raw := string(x.raw) // one allocation for every reference of the page
-	n := len(x.refs)
-	if limit >= 0 {
-		n = min(n, limit)
-	}
-	res.Links = make([]Link, 0, n)
-	x.ends = x.ends[:0]
-	for i, c := range x.refs {
-		if limit >= 0 && len(res.Links) >= limit {
-			res.Truncated += len(x.refs) - i
-			break
+	res.Links = make([]Link, 0, len(x.refs))
+	x.spans, x.result = x.spans[:0], x.result[:0]
+	distinct := 0
+	for _, c := range x.refs {
+		out := int32(outTruncated)
+		if c.first >= 0 {
+			out = x.result[c.first]
+			if out >= 0 {
+				out = x.addLink(res, c, x.spans[out])
+			}
+		} else {
+			out = x.resolveOne(page, base, c, raw, opts, limit, &distinct, res)
 		}
-		b := base
-		if c.header {
-			b = page
-		}
-		start := len(x.out)
-		var err error
-		x.out, err = urlnorm.AppendCanonical(x.out, b, raw[c.start:c.end], &opts.Canonical)
-		if err != nil {
-			x.out = x.out[:start]
+		x.result = append(x.result, out)
+		switch {
+		case out == outTruncated:
+			res.Truncated++
+		case out <= outDropped:
 			if res.Dropped == nil {
 				res.Dropped = make(map[urlnorm.Reason]int)
 			}
-			var ue *urlnorm.Error
-			r := urlnorm.ReasonInvalid
-			if errors.As(err, &ue) {
-				r = ue.Reason
-			}
-			res.Dropped[r]++
+			res.Dropped[urlnorm.Reason(outDropped-out)]++
 			res.DroppedTotal++
-			continue
 		}
-		x.ends = append(x.ends, len(x.out))
-		res.Links = append(res.Links, Link{
-			Element:  c.element,
-			Attr:     c.attr,
-			Rel:      c.rel,
-			NoFollow: hasToken(c.rel, "nofollow"),
-		})
 	}
 	urls := string(x.out) // one allocation for every URL of the page
-	start := 0
-	for i, end := range x.ends {
-		res.Links[i].URL = urls[start:end]
-		start = end
+	for i, sp := range x.spans {
+		res.Links[i].URL = urls[sp[0]:sp[1]]
 	}
+}
+
+// resolveOne resolves candidate c and returns its outcome: a link index,
+// outTruncated or outDropped - reason.
+func (x *Extractor) resolveOne(page, base *urlnorm.URL, c candidate, raw string, opts Options, limit int, distinct *int, res *Result) int32 {
+	b := base
+	if c.header {
+		b = page
+	}
+	start := len(x.out)
+	var err error
+	x.out, err = urlnorm.AppendCanonical(x.out, b, raw[c.start:c.end], &opts.Canonical)
+	if err != nil {
+		x.out = x.out[:start]
+		var ue *urlnorm.Error
+		r := urlnorm.ReasonInvalid
+		if errors.As(err, &ue) {
+			r = ue.Reason
+		}
+		return outDropped - int32(r)
+	}
+	u := x.out[start:]
+	h := maphash.Bytes(x.seed, u)
+	i, seen := x.urlSeen[h]
+	if seen {
+		if sp := x.spans[i]; bytes.Equal(x.out[sp[0]:sp[1]], u) {
+			x.out = x.out[:start]
+			return x.addLink(res, c, sp)
+		}
+	}
+	if limit >= 0 && *distinct >= limit {
+		x.out = x.out[:start]
+		return outTruncated
+	}
+	*distinct++
+	if !seen { // else a hash collision: the URL is counted, not indexed
+		x.urlSeen[h] = int32(len(x.spans))
+	}
+	return x.addLink(res, c, [2]int{start, len(x.out)})
+}
+
+// addLink appends the link of candidate c whose URL is out[sp[0]:sp[1]]
+// and returns its index.
+func (x *Extractor) addLink(res *Result, c candidate, sp [2]int) int32 {
+	x.spans = append(x.spans, sp)
+	res.Links = append(res.Links, Link{
+		Element:  c.element,
+		Attr:     c.attr,
+		Rel:      c.rel,
+		NoFollow: hasToken(c.rel, "nofollow"),
+	})
+	return int32(len(x.spans) - 1)
 }
 
 // maxLinks is the cap of opts, negative for none.
@@ -194,15 +264,40 @@ func maxLinks(opts Options) int {
 	return opts.MaxLinks
 }
 
-// add records one candidate whose text is ref.
+// add records one candidate whose text is ref. A reference seen before
+// (fragments aside: they are not part of a canonical URL) is stored as a
+// pointer to its first sighting and costs no bytes of raw.
 func (x *Extractor) add(ref []byte, element, attr, rel string, header bool) {
-	if x.keep >= 0 && len(x.refs) >= x.keep {
+	if x.sightings >= 0 && len(x.refs) >= x.sightings {
 		x.overflow++
 		return
 	}
+	key := ref
+	if i := bytes.IndexByte(ref, '#'); i >= 0 {
+		key = ref[:i]
+	}
+	h := maphash.Bytes(x.seed, key)
+	if header {
+		h ^= 1 // header links resolve against the page, not <base>
+	}
+	if j, ok := x.rawSeen[h]; ok {
+		f := x.refs[j]
+		if f.header == header && bytes.Equal(x.raw[f.start:f.start+f.keyLen], key) {
+			x.refs = append(x.refs, candidate{start: f.start, end: f.end, keyLen: f.keyLen, first: j, element: element, attr: attr, rel: rel, header: header})
+			return
+		}
+	}
+	if x.keep >= 0 && x.distinctRaw >= x.keep {
+		x.overflow++
+		return
+	}
+	x.distinctRaw++
+	if _, ok := x.rawSeen[h]; !ok {
+		x.rawSeen[h] = int32(len(x.refs))
+	}
 	start := len(x.raw)
 	x.raw = append(x.raw, ref...)
-	x.refs = append(x.refs, candidate{start: start, end: len(x.raw), element: element, attr: attr, rel: rel, header: header})
+	x.refs = append(x.refs, candidate{start: start, end: len(x.raw), keyLen: len(key), first: -1, element: element, attr: attr, rel: rel, header: header})
 }
 
 // tag holds the attributes of one start tag that matter to links; values

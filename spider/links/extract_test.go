@@ -1,10 +1,13 @@
 package links
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kspider/kspider/spider/urlnorm"
 )
 
 func urls(ls []Link) []string {
@@ -169,30 +172,70 @@ func TestEmptyAttributes(t *testing.T) {
 }
 
 func TestCap(t *testing.T) {
-	var b strings.Builder
-	for i := 0; i < 30; i++ {
-		b.WriteString(`<a href="/x">x</a>`)
+	page := func(n int, format func(i int) string) []byte {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			b.WriteString(`<a href="` + format(i) + `">x</a>`)
+		}
+		return []byte(b.String())
 	}
-	res, err := Extract([]byte(b.String()), "http://example.com/", nil, Options{MaxLinks: 10})
+	distinct := page(30, func(i int) string { return fmt.Sprintf("/x%d", i) })
+	res, err := Extract(distinct, "http://example.com/", nil, Options{MaxLinks: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Links) != 10 || res.Truncated != 20 || res.Found != 30 {
 		t.Errorf("links %d truncated %d found %d", len(res.Links), res.Truncated, res.Found)
 	}
-	// Invalid candidates count against the store bound, not the cap.
-	var junk strings.Builder
-	for i := 0; i < 200; i++ {
-		junk.WriteString(`<a href="mailto:x">`)
+	// The cap counts distinct URLs, fragments removed: page#1..page#100
+	// are one, and every sighting of a URL within the cap is a link.
+	anchors := page(100, func(i int) string { return fmt.Sprintf("/p#%d", i) })
+	res, _ = Extract(append(anchors, distinct...), "http://example.com/", nil, Options{MaxLinks: 10})
+	if len(res.Links) != 109 || res.Truncated != 21 || res.Found != 130 || res.Links[108].URL != "http://example.com/x8" {
+		t.Errorf("anchors: links %d truncated %d found %d", len(res.Links), res.Truncated, res.Found)
 	}
-	junk.WriteString(b.String())
-	res, _ = Extract([]byte(junk.String()), "http://example.com/", nil, Options{MaxLinks: 10})
-	if len(res.Links) != 0 || res.Found != 230 || res.DroppedTotal != 104 || res.Truncated != 126 {
+	// Invalid candidates count against the store bound, not the cap.
+	junk := page(200, func(i int) string { return fmt.Sprintf("mailto:x%d", i) })
+	res, _ = Extract(append(junk, distinct...), "http://example.com/", nil, Options{MaxLinks: 10})
+	if len(res.Links) != 0 || res.Found != 230 || res.DroppedTotal != 104 || res.Dropped[urlnorm.ReasonScheme] != 104 || res.Truncated != 126 {
 		t.Errorf("store bound: links %d found %d dropped %d truncated %d", len(res.Links), res.Found, res.DroppedTotal, res.Truncated)
 	}
-	res, _ = Extract([]byte(b.String()), "http://example.com/", nil, Options{MaxLinks: -1})
+	// Repeated invalid references count once each in Dropped, by reason.
+	res, _ = Extract(page(50, func(i int) string { return "mailto:x" }), "http://example.com/", nil, Options{MaxLinks: 10})
+	if res.Dropped[urlnorm.ReasonScheme] != 50 || res.Truncated != 0 {
+		t.Errorf("repeated invalid: dropped %v truncated %d", res.Dropped, res.Truncated)
+	}
+	// Sightings are bounded too (8×MaxLinks+64).
+	res, _ = Extract(page(200, func(i int) string { return "/same" }), "http://example.com/", nil, Options{MaxLinks: 10})
+	if len(res.Links) != 144 || res.Truncated != 56 {
+		t.Errorf("sightings bound: links %d truncated %d", len(res.Links), res.Truncated)
+	}
+	res, _ = Extract(distinct, "http://example.com/", nil, Options{MaxLinks: -1})
 	if len(res.Links) != 30 || res.Truncated != 0 {
 		t.Errorf("no cap: links %d truncated %d", len(res.Links), res.Truncated)
+	}
+}
+
+// TestReferencePage: a manual on one page links a few thousand pages,
+// each many times with anchors; the default cap keeps every one of them.
+func TestReferencePage(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 30000; i++ {
+		fmt.Fprintf(&b, `<a href="p%d.html#sec%d">x</a>`, i%3000, i)
+	}
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, `<a href="/other/%d.html">x</a>`, i)
+	}
+	res, err := Extract([]byte(b.String()), "http://example.com/doc/index.html", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range res.Links {
+		seen[l.URL] = true
+	}
+	if len(seen) != 8000 || len(res.Links) != 35000 || res.Truncated != 0 || !seen["http://example.com/other/4999.html"] || !seen["http://example.com/doc/p2999.html"] {
+		t.Errorf("%d distinct URLs in %d links, truncated %d; want 8000 in 35000", len(seen), len(res.Links), res.Truncated)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 // FuzzExtract feeds arbitrary bytes as a page and as header values: the
-// extractor must not panic, must respect the cap, and every link it returns
+// extractor must not panic, must respect the cap (of distinct URLs), and every link it returns
 // must be an absolute http(s) URL.
 func FuzzExtract(f *testing.F) {
 	f.Add([]byte(`<a href="/x">`), "</a>; rel=next", "5; url=/r")
@@ -22,8 +22,12 @@ func FuzzExtract(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Links) > 50 {
-			t.Fatalf("%d links over the cap", len(res.Links))
+		distinct := map[string]bool{}
+		for _, l := range res.Links {
+			distinct[l.URL] = true
+		}
+		if len(distinct) > 50 || len(res.Links) > 8*50+64 {
+			t.Fatalf("%d distinct URLs in %d links, over the cap", len(distinct), len(res.Links))
 		}
 		if res.Found != len(res.Links)+res.DroppedTotal+res.Truncated {
 			t.Fatalf("found %d != %d links + %d dropped + %d truncated", res.Found, len(res.Links), res.DroppedTotal, res.Truncated)

@@ -27,6 +27,13 @@
 // which is empty. The percent-encode sets are those of the standard's
 // revision that data tests (see encode.go).
 //
+// Hosts are held to the limits of DNS (RFC 1035): at most 253 characters
+// and 63 per label, counted before the IDNA conversion (whose punycode step
+// is quadratic in a label's length) and again after it. A browser parses
+// longer hosts (UTS #46 VerifyDnsLength is false), but no resolver can look
+// them up; the WHATWG data has no such case. With this bound no step of
+// parsing is worse than linear in the input (spider/links TestLinearTime).
+//
 // Performance: AppendCanonical appends into the caller's buffer and parses
 // nothing but the reference (the base is a parsed *URL, parsed once per
 // page), so an ASCII URL costs no allocation; only IDNA hosts allocate.

@@ -29,6 +29,8 @@ const (
 	errIPv6       failure = "invalid IPv6 address"
 	errEmptyHost  failure = "empty host"
 	errPort       failure = "invalid port"
+	errHostLong   failure = "host longer than 253 characters"
+	errLabelLong  failure = "host label longer than 63 characters"
 	errNoBase     failure = "relative URL without a base"
 	errOpaqueBase failure = "relative URL against a base with an opaque path"
 )
@@ -82,6 +84,12 @@ func appendHost(dst []byte, s string, special bool) ([]byte, error) {
 			}
 		}
 	} else {
+		// The limits of DNS (RFC 1035) and UTS #46 bound the input of the
+		// IDNA conversion, whose punycode step is quadratic in a label's
+		// length: a link to a host of one 100 KB label would cost seconds.
+		if err := checkHostLen(dst[start:]); err != nil {
+			return dst[:start], err
+		}
 		// UTF-8 decode without BOM: invalid sequences become U+FFFD, which
 		// UTS #46 disallows, so they fail below.
 		decoded := strings.ToValidUTF8(string(dst[start:]), "\uFFFD")
@@ -108,6 +116,9 @@ func appendHost(dst []byte, s string, special bool) ([]byte, error) {
 	if len(domain) == 0 {
 		return dst[:start], errEmptyHost
 	}
+	if err := checkHostLen(domain); err != nil {
+		return dst[:start], err
+	}
 	for _, c := range domain {
 		if forbiddenDomain(c) {
 			return dst[:start], errForbidden
@@ -121,6 +132,49 @@ func appendHost(dst []byte, s string, special bool) ([]byte, error) {
 		return appendIPv4(dst[:start], v), nil
 	}
 	return dst, nil
+}
+
+// Host limits (RFC 1035 §2.3.4, UTS #46 VerifyDnsLength): no name a
+// resolver can look up is longer.
+const (
+	maxHostLen  = 253
+	maxLabelLen = 63
+)
+
+// checkHostLen refuses a domain longer than maxHostLen (one trailing dot
+// aside) or with a label longer than maxLabelLen. Before the IDNA
+// conversion it counts code points, not bytes: a label of 40 Cyrillic
+// letters is 80 bytes of UTF-8 but 50 of punycode, and valid. Every
+// non-ASCII code point costs at least one punycode character, so no host
+// that converts within the limits is refused (except one padded with more
+// code points that UTS #46 maps to nothing than any real name holds).
+// Labels end at "." and at the dots UTS #46 maps to ".".
+func checkHostLen(d []byte) error {
+	n, label := 0, 0
+	for i := 0; i < len(d); {
+		c := d[i]
+		size := 1
+		if c >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRune(d[i:])
+			if r == '\u3002' || r == '\uff0e' || r == '\uff61' {
+				c = '.'
+			}
+		}
+		i += size
+		if c == '.' {
+			if i == len(d) {
+				break // one trailing dot is the root, not part of the length
+			}
+			label = 0
+		} else if label++; label > maxLabelLen {
+			return errLabelLong
+		}
+		if n++; n > maxHostLen {
+			return errHostLong
+		}
+	}
+	return nil
 }
 
 // hasPunycodeLabel reports whether a label starts with "xn--" (any case):

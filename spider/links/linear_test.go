@@ -1,0 +1,128 @@
+package links
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/spider/urlnorm"
+)
+
+// hostile builds an input of size about n of one hostile kind.
+type hostile struct {
+	name string
+	page func(n int) string // a page for Extract
+}
+
+func repeat(s string, n int) string { return strings.Repeat(s, max(1, n/len(s))) }
+
+func link(href string) string { return `<a href="` + href + `">x</a>` }
+
+var hostiles = []hostile{
+	// One link whose host is a single long IDN label: punycode is
+	// quadratic in a label's length, so the host limits must cut it first.
+	{"idn-label", func(n int) string { return link("http://" + repeat("é", n) + "/") }},
+	{"idn-distinct", func(n int) string { return link("http://" + distinctRunes(n) + "/") }},
+	{"idn-distinct-dots", func(n int) string { return link("http://" + strings.ReplaceAll(distinctRunes(n), "a", ".") + "/") }},
+	{"idn-label-pct", func(n int) string { return link("http://" + repeat("%C3%A9", n) + "/") }},
+	{"punycode-label", func(n int) string { return link("http://xn--" + repeat("a", n) + "/") }},
+	{"ascii-host", func(n int) string { return link("http://" + repeat("a", n) + ".com/") }},
+	{"dots", func(n int) string { return link("http://" + repeat("a.", n) + "com/") }},
+	{"idn-dots", func(n int) string { return link("http://" + repeat("é.", n) + "com/") }},
+	{"numeric-dots", func(n int) string { return link("http://" + repeat("1.", n) + "1/") }},
+	{"ipv6", func(n int) string { return link("http://[" + repeat("1:", n) + "]/") }},
+	{"dotdot", func(n int) string { return link("http://h/" + repeat("a/../", n)) }},
+	{"leading-dotdot", func(n int) string { return link(repeat("../", n) + "x") }},
+	{"pct-dotdot", func(n int) string { return link("http://h/" + repeat("a/%2e%2E/", n)) }},
+	{"pct-path", func(n int) string { return link("http://h/" + repeat("%41%2f%zz", n)) }},
+	{"pct-query", func(n int) string { return link("http://h/?" + repeat("a=%41&", n)) }},
+	{"slashes", func(n int) string { return link("http://h" + repeat("/", n)) }},
+	{"backslashes", func(n int) string { return link("http:" + repeat("\\", n) + "h/") }},
+	{"userinfo", func(n int) string { return link("http://" + repeat("a@", n) + "h/") }},
+	{"spaces", func(n int) string { return link(repeat(" \t\n", n) + "x") }},
+	{"huge-attr", func(n int) string { return `<a title="` + repeat("x", n) + `" href="/y">` }},
+	{"many-attrs", func(n int) string { return `<a ` + repeat(`t=x `, n) + `href="/y">` }},
+	{"entities", func(n int) string { return link("/" + repeat("&amp;&#x41;&lt", n)) }},
+	{"srcset", func(n int) string { return `<img srcset="` + repeat("a.png 1x, ", n) + `">` }},
+	{"srcset-parens", func(n int) string { return `<img srcset="a.png (` + repeat("(,", n) + `">` }},
+	{"refresh", func(n int) string {
+		return `<meta http-equiv=refresh content="0; url=` + repeat("'a", n) + `">`
+	}},
+	{"bases", func(n int) string { return repeat(`<base href="/b/">`, n) + link("x") }},
+	{"many-links", func(n int) string { return repeat(`<a href="/p#a">`, n) }},
+	{"many-idn-links", func(n int) string { return repeat(`<a href="http://é.com/">`, n) }},
+	{"open-tag", func(n int) string { return "<a href=" + repeat("x", n) }},
+	{"comments", func(n int) string { return repeat("<!--", n) + link("x") }},
+}
+
+// distinctRunes returns about n bytes of ASCII letters and distinct CJK
+// ideographs: the punycode encoder loops over the whole label once per
+// distinct code point.
+func distinctRunes(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString("aaaaaaaaa")
+		b.WriteRune(rune(0x4e00 + i%20000))
+	}
+	return b.String()
+}
+
+// TestLinearTime grows each hostile input 8× and checks that the time of
+// Extract (and, for a single link, of urlnorm's canonical form, which is
+// what `kspider normalize` runs) grows about 8×, not 64×. The ratio is
+// measured within the test, so a slow or loaded machine does not matter;
+// the margin is generous, and a ratio over it is measured again before
+// failing.
+func TestLinearTime(t *testing.T) {
+	const small = 16 << 10
+	base, _ := urlnorm.Parse("http://example.com/dir/page.html")
+	for _, h := range hostiles {
+		t.Run(h.name, func(t *testing.T) {
+			var x Extractor
+			extract := func(page string) {
+				if _, err := x.Extract([]byte(page), "http://example.com/dir/page.html", nil, Options{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			normalize := func(page string) {
+				// The href of the page's first link, as normalize gets it.
+				if i := strings.Index(page, `href="`); i >= 0 {
+					href := page[i+6:]
+					if j := strings.IndexByte(href, '"'); j >= 0 {
+						href = href[:j]
+					}
+					urlnorm.Canonical(base, href, nil)
+				}
+			}
+			for _, f := range []struct {
+				name string
+				run  func(string)
+			}{{"extract", extract}, {"normalize", normalize}} {
+				ratio := 0.0
+				for attempt := 0; attempt < 3; attempt++ {
+					a, b := h.page(small), h.page(8*small)
+					ratio = float64(timePer(func() { f.run(b) })) / float64(timePer(func() { f.run(a) }))
+					if ratio < 24 {
+						break
+					}
+				}
+				if ratio >= 24 {
+					t.Errorf("%s: 8× the input took %.1f× the time (quadratic would be 64×)", f.name, ratio)
+				}
+			}
+		})
+	}
+}
+
+// timePer returns the best time of f over a few runs, after one to warm
+// the buffers up.
+func timePer(f func()) time.Duration {
+	f()
+	best := time.Duration(1<<63 - 1)
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		f()
+		best = min(best, time.Since(start))
+	}
+	return max(best, time.Microsecond)
+}
