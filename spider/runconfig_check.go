@@ -144,6 +144,11 @@ func (c *RunConfig) validateStorage(k *checker) {
 			continue
 		}
 		clean := filepath.Clean(d)
+		if c.DataDir != "" && clean == filepath.Clean(c.DataDir) {
+			// Both keep a LOCK file (and other files) of their own.
+			k.errorf(key, "%q is data_dir; use a directory of its own such as %q", d, filepath.Join(d, "pages"))
+			continue
+		}
 		if j, ok := seen[clean]; ok {
 			k.errorf(key, "%q is storage.dirs[%d] again", d, j)
 			continue

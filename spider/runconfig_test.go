@@ -172,6 +172,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"ntp_servers = [\"bad host!\"]\n", `ntp_servers[0]: "bad host!": "bad host!" is neither`},
 		{"data_dir = \"\"\n", "x.toml:1: data_dir: must not be empty"},
 		{"[storage]\ndirs = [\"/a\", \"/b\", \"/a/\"]\n", `x.toml:2: storage.dirs[2]: "/a/" is storage.dirs[0] again`},
+		{"data_dir = \"/d\"\n[storage]\ndirs = [\"/e\", \"/d/\"]\n", `x.toml:3: storage.dirs[1]: "/d/" is data_dir; use a directory of its own such as "/d/pages"`},
 		{"[storage]\ncodec = \"gzip\"\n", `x.toml:2: storage.codec: "gzip" is not one of none, lzo, s2, zstd`},
 		{"[scope]\ninclude = [\"(\"]\n", "x.toml:2: scope.include[0]: error parsing regexp"},
 		{"[scope]\ndomains = [\"a..b\"]\n", "x.toml:2: scope.domains[0]:"},
