@@ -62,6 +62,15 @@ func RaiseOpenFiles() (before, after uint64, err error) {
 	return before, want.Cur, nil
 }
 
+// OpenFilesLimit returns this process's soft and hard RLIMIT_NOFILE.
+func OpenFilesLimit() (soft, hard uint64, err error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, 0, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	return lim.Cur, lim.Max, nil
+}
+
 // ReadPortRange reads a file in the format of PortRangeFile: two port
 // numbers separated by white space.
 func ReadPortRange(path string) (lo, hi int, err error) {

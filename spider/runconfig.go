@@ -90,7 +90,7 @@ type RunPoliteness struct {
 	Delay          Duration `toml:"delay"`            // between two requests' starts on one host
 	PerIP          int      `toml:"per_ip"`           // connections at once to one IP address
 	CrawlDelayCap  Duration `toml:"crawl_delay_cap"`  // robots.txt Crawl-delay obeyed up to this
-	RobotsStaleFor Duration `toml:"robots_stale_for"` // robots.Source.StaleFor
+	RobotsStaleFor Duration `toml:"robots_stale_for"` // 0: never; see RunConfig.RobotsStaleFor
 }
 
 // RunLimits bound what one page, one host and the crawl may cost.
@@ -331,6 +331,16 @@ func (c *RunConfig) UserAgentHeader() string {
 		return c.UserAgent
 	}
 	return c.UserAgent + " (+" + c.Contact + ")"
+}
+
+// RobotsStaleFor is robots.Source.StaleFor for politeness.robots_stale_for,
+// where 0 means never serve a stale copy (to the Source, 0 means its
+// default).
+func (c *RunConfig) RobotsStaleFor() time.Duration {
+	if d := c.Politeness.RobotsStaleFor.Duration; d > 0 {
+		return d
+	}
+	return -1
 }
 
 // StorageDirs are the page store's directories.

@@ -120,6 +120,13 @@ func TestRunConfigFull(t *testing.T) {
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", *c, want)
 	}
+	if got := c.RobotsStaleFor(); got != 48*time.Hour {
+		t.Errorf("RobotsStaleFor = %v", got)
+	}
+	c.Politeness.RobotsStaleFor.Duration = 0
+	if got := c.RobotsStaleFor(); got >= 0 {
+		t.Errorf("robots_stale_for 0 gives StaleFor %v; want < 0 (never)", got)
+	}
 	if got := c.UserAgentHeader(); got != "TestBot/2.0 (+mailto:ops@example.org)" {
 		t.Errorf("UserAgentHeader = %q", got)
 	}

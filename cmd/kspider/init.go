@@ -26,8 +26,10 @@ contact URL in, and check it:
   kspider init --check crawl.toml
 
 --check reads FILE (and its seeds_file), prints every error naming the line
-and key and exits 1, or prints "ok", the warnings and the effective values
-(defaults filled in) and exits 0.`)
+and key and exits 1, or prints "ok", the warnings (on stderr; these include
+this machine's open-files hard limit and local port range when they are too
+small for the fetchers) and the effective values (defaults filled in) and
+exits 0.`)
 	check := fs.String("check", "", "check config `FILE` instead of printing the sample")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -59,7 +61,12 @@ func checkConfig(e env, path string) error {
 		return fmt.Errorf("%s is not a valid config (%d errors)", path, n)
 	}
 	fmt.Fprintf(e.stdout, "ok: %s\n", path)
-	for _, w := range cfg.Warnings() {
+	warnings := cfg.Warnings()
+	// kspider run raises the open-files limit to the hard one: judge that.
+	if _, hard, err := spider.OpenFilesLimit(); err == nil {
+		warnings = append(warnings, spider.LimitWarnings(cfg.Fetchers, hard, spider.PortRangeFile)...)
+	}
+	for _, w := range warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
 	fmt.Fprintf(e.stdout, "# %d seeds (%d inline", len(seeds), len(cfg.Seeds))
@@ -197,6 +204,7 @@ crawl_delay_cap = {{q .Politeness.CrawlDelayCap.String}}
 # When a site's robots.txt becomes unreachable, its last fetched copy is
 # still used for this long after it went stale (RFC 9309 section 2.4);
 # after that the site is not crawled until robots.txt answers again.
+# "0s": never use a stale copy.
 robots_stale_for = {{q .Politeness.RobotsStaleFor.String}}
 
 [limits]

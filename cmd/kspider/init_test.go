@@ -74,6 +74,13 @@ func TestInitCheck(t *testing.T) {
 	if !strings.Contains(errOut, "warning: status: \"0.0.0.0:7411\" is not a loopback address") || strings.Contains(errOut, "warning: contact") {
 		t.Errorf("warnings:\n%s", errOut)
 	}
+	// A fetcher count this machine cannot serve is warned about, naming
+	// the figure (the port range needs 4 per fetcher: 100,000 need 400,000).
+	huge := filepath.Join(dir, "huge.toml")
+	os.WriteFile(huge, []byte("fetchers = 100000\n"), 0o644)
+	if code, _, errOut := runCmd(t, "", "init", "--check", huge); code != 0 || !strings.Contains(errOut, "the 400000 that 100000 fetchers need") {
+		t.Errorf("100,000 fetchers: exit %d, warnings:\n%s", code, errOut)
+	}
 
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("fetchers = 0\n[politeness]\ndelay = \"-1s\"\n[cluster]\nnode = 3\n"), 0o644)
