@@ -1,7 +1,6 @@
 package spider
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,8 +26,7 @@ func TestReadPortRange(t *testing.T) {
 		{"1 2 3\n", 0, 0, false},
 		{strings.Repeat("9", 10000), 0, 0, false},
 	} {
-		path := filepath.Join(dir, "range")
-		os.WriteFile(path, []byte(c.text), 0o644)
+		path := writeFile(t, dir, "range", c.text)
 		lo, hi, err := ReadPortRange(path)
 		if (err == nil) != c.ok || lo != c.lo || hi != c.hi {
 			t.Errorf("%.20q: %d %d %v", c.text, lo, hi, err)
@@ -49,10 +47,8 @@ func TestReadPortRange(t *testing.T) {
 
 func TestLimitWarnings(t *testing.T) {
 	dir := t.TempDir()
-	narrow := filepath.Join(dir, "narrow")
-	os.WriteFile(narrow, []byte("32768\t60999\n"), 0o644)
-	wide := filepath.Join(dir, "wide")
-	os.WriteFile(wide, []byte("1024 65535\n"), 0o644)
+	narrow := writeFile(t, dir, "narrow", "32768\t60999\n")
+	wide := writeFile(t, dir, "wide", "1024 65535\n")
 	for _, c := range []struct {
 		fetchers  int
 		openFiles uint64

@@ -148,13 +148,12 @@ func TestLockDir(t *testing.T) {
 }
 
 func TestLockDirErrors(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(file, nil, 0o644)
+	file := writeFile(t, t.TempDir(), "file", "")
 	if _, err := LockDir(file); err == nil || errors.Is(err, ErrDirLocked) {
 		t.Errorf("LockDir on a file: %v", err)
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "LOCK"), []byte("garbage\x00\n"), 0o644)
+	writeFile(t, dir, "LOCK", "garbage\x00\n")
 	l, err := LockDir(dir)
 	if err != nil || l.Previous != 0 {
 		t.Fatalf("LOCK with garbage: %v, previous %d", err, l.Previous)

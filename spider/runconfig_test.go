@@ -225,10 +225,8 @@ func TestRunConfigAllErrorsReported(t *testing.T) {
 
 func TestLoadRunConfigAndSeeds(t *testing.T) {
 	dir := t.TempDir()
-	seeds := filepath.Join(dir, "seeds.txt")
-	os.WriteFile(seeds, []byte("# seeds\nhttps://c.example/\n\n  http://d.example/a  \n"), 0o644)
-	path := filepath.Join(dir, "crawl.toml")
-	os.WriteFile(path, []byte("seeds = [\"https://a.example/\"]\nseeds_file = \""+seeds+"\"\n"), 0o644)
+	seeds := writeFile(t, dir, "seeds.txt", "# seeds\nhttps://c.example/\n\n  http://d.example/a  \n")
+	path := writeFile(t, dir, "crawl.toml", "seeds = [\"https://a.example/\"]\nseeds_file = \""+seeds+"\"\n")
 	c, err := LoadRunConfig(path)
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +235,7 @@ func TestLoadRunConfigAndSeeds(t *testing.T) {
 	if want := []string{"https://a.example/", "https://c.example/", "http://d.example/a"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("LoadSeeds = %q, %v; want %q", got, err, want)
 	}
-	os.WriteFile(seeds, []byte("https://c.example/\nnot a url\nmailto:x@y\n"+strings.Repeat("x", maxSeedLine+1)+"\n"), 0o644)
+	writeFile(t, dir, "seeds.txt", "https://c.example/\nnot a url\nmailto:x@y\n"+strings.Repeat("x", maxSeedLine+1)+"\n")
 	_, err = c.LoadSeeds()
 	for _, want := range []string{seeds + ":2: \"not a url\" is not", seeds + ":3: \"mailto:x@y\"", "lines are at most"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -251,10 +249,20 @@ func TestLoadRunConfigAndSeeds(t *testing.T) {
 	if _, err := LoadRunConfig(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml") {
 		t.Errorf("missing config: %v", err)
 	}
-	os.WriteFile(path, []byte("[limits]\nmax_depth = 300\n"), 0o644)
+	writeFile(t, dir, "crawl.toml", "[limits]\nmax_depth = 300\n")
 	if _, err := LoadRunConfig(path); err == nil || !strings.Contains(err.Error(), path+":2: limits.max_depth") {
 		t.Errorf("bad config: %v", err)
 	}
+}
+
+// writeFile writes text to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestRunConfigWarnings(t *testing.T) {
