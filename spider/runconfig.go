@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -204,7 +205,7 @@ func Defaults() RunConfig {
 
 // maxConfigSize bounds a config file: a real one is a few KiB (long seed
 // lists belong in seeds_file).
-const maxConfigSize = 16 << 20
+const maxConfigSize = 4 << 20
 
 // LoadRunConfig reads and checks the config file at path.
 func LoadRunConfig(path string) (*RunConfig, error) {
@@ -229,11 +230,15 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	cfg := Defaults()
 	// Array tables ([[cluster.nodes]]) append to a slice: start from none.
 	cfg.Cluster.Nodes = nil
+	lines := keyLines(data)
+	if !lines.failed {
+		if err := lines.unknown(name, runConfigKeys()); err != nil {
+			return nil, err
+		}
+	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(&cfg)
-	lines := keyLines(data)
-	if err != nil {
+	if err := dec.Decode(&cfg); err != nil {
 		return nil, decodeError(err, name, lines)
 	}
 	if len(cfg.Cluster.Nodes) == 0 {
@@ -253,18 +258,25 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	return &cfg, nil
 }
 
+// runConfigKeys is the set of RunConfig's key paths.
+func runConfigKeys() map[string]bool {
+	set := map[string]bool{}
+	tomlKeys(reflect.TypeFor[RunConfig](), "", set)
+	return set
+}
+
 // decodeError turns the TOML library's errors into ones naming the file,
 // line and key.
 func decodeError(err error, name string, lines *keyIndex) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
-		errs := make([]error, 0, len(strict.Errors))
+		k := &checker{name: name}
 		for i := range strict.Errors {
 			e := &strict.Errors[i]
 			line, _ := e.Position()
-			errs = append(errs, fmt.Errorf("%s:%d: unknown key %s", name, line, strings.Join(e.Key(), ".")))
+			k.add(fmt.Errorf("%s:%d: unknown key %s", name, line, strings.Join(e.Key(), ".")))
 		}
-		return errors.Join(errs...)
+		return k.err()
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {

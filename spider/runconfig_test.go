@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -149,7 +150,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"fetchers = 4\nfetcherz = 3\n", "x.toml:2: unknown key fetcherz"},
 		{"[limits]\nmax_dept = 3\n", "x.toml:2: unknown key limits.max_dept"},
 		{"[politics]\ndelay = \"1s\"\n", "x.toml:1: unknown key politics"},
-		{"[cluster]\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:1\"\nport = 3\n", "x.toml:5: unknown key cluster.nodes.port"},
+		{"[cluster]\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:1\"\nport = 3\n", "x.toml:5: unknown key cluster.nodes[0].port"},
 		{"\nfetchers = \"many\"\n", "x.toml:2:"},
 		{"\nfetchers = \"many\"\n", "x.toml:2:12: fetchers: a TOML string where an integer is wanted"},
 		{"[cluster]\nepoch = \"2026\"\n", "x.toml:2:9: cluster.epoch: not a date-time such as 2026-01-01T00:00:00Z"},
@@ -220,6 +221,30 @@ func TestRunConfigAllErrorsReported(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
+	}
+}
+
+// TestRunConfigBig: a large document is read in linear time and its errors
+// are capped.
+func TestRunConfigBig(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("seeds = [\n")
+	for i := 0; i < 50_000; i++ {
+		fmt.Fprintf(&b, "  \"https://h%d.example/\",\n", i)
+	}
+	b.WriteString("  \"bad\",\n]\n")
+	_, err := ParseRunConfig([]byte(b.String()), "big.toml")
+	if err == nil || !strings.Contains(err.Error(), "big.toml:50002: seeds[50000]: \"bad\"") {
+		t.Errorf("error %v", err)
+	}
+	b.Reset()
+	for i := 0; i < 10_000; i++ {
+		fmt.Fprintf(&b, "unknown%d = 1\n", i)
+	}
+	_, err = ParseRunConfig([]byte(b.String()), "big.toml")
+	if err == nil || !strings.Contains(err.Error(), "big.toml:1: unknown key unknown0") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("big.toml: %d more errors", 10_000-maxConfigErrors)) {
+		t.Errorf("error %.300v", err)
 	}
 }
 
