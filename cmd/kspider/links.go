@@ -49,7 +49,7 @@ stderr, as are links over --max-links and the page's robots directives.
 --jsonl prints one JSON object per link with its element, attribute and rel.`)
 	base := fs.String("base", "", "URL of the page (required): links are resolved against it")
 	jsonl := fs.Bool("jsonl", false, "print {\"url\",\"element\",\"attribute\",\"rel\",\"nofollow\"} JSON lines")
-	maxLinks := fs.Int("max-links", links.DefaultMaxLinks, "cap on links per page (0 or negative: no cap)")
+	maxLinks := fs.Int("max-links", links.DefaultMaxLinks, "cap on distinct URLs per page, fragments removed (0 or negative: no cap)")
 	agent := fs.String("agent", "", "robots name whose <meta name=...> and X-Robots-Tag lines apply too")
 	strip := fs.Bool("strip-session-ids", false, "remove session ids from the links")
 	sortQ := fs.Bool("sort-query", false, "sort the query parameters of the links")
@@ -113,7 +113,7 @@ stderr, as are links over --max-links and the page's robots directives.
 		fmt.Fprintln(e.stderr)
 	}
 	if res.Truncated > 0 {
-		fmt.Fprintf(e.stderr, "kspider links: cap of %d links reached, %d more not looked at\n", *maxLinks, res.Truncated)
+		fmt.Fprintf(e.stderr, "kspider links: cap of %d distinct URLs reached, %d more links left out\n", *maxLinks, res.Truncated)
 	}
 	if res.NoFollow || res.NoIndex {
 		fmt.Fprintf(e.stderr, "kspider links: page robots directives: nofollow=%v noindex=%v\n", res.NoFollow, res.NoIndex)

@@ -32,7 +32,9 @@
 //
 // Each link is resolved with urlnorm.AppendCanonical; candidates without a
 // canonical form (mailto:, javascript:, invalid) are counted by reason in
-// Result.Dropped, candidates past Options.MaxLinks in Result.Truncated.
+// Result.Dropped; candidates with a new URL once Options.MaxLinks distinct
+// URLs are in (default 10,000; the fragment is not part of a canonical
+// URL, so "p.html#a" and "p.html#b" count once) in Result.Truncated.
 // Duplicates are kept: the URL tree deduplicates.
 //
 // The API (Extract, Extractor, Options, Result, Link) is what the node and

@@ -3,6 +3,7 @@ package links
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"net/http"
 
 	"golang.org/x/net/html"
@@ -11,8 +12,15 @@ import (
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
-// DefaultMaxLinks is the cap on links per page when Options.MaxLinks is 0.
-const DefaultMaxLinks = 1000
+// DefaultMaxLinks is the cap on distinct URLs per page when
+// Options.MaxLinks is 0. Real reference pages carry thousands of links,
+// most of them "page.html#anchor" (one URL once the fragment is gone).
+const DefaultMaxLinks = 10_000
+
+// storePerLink is how many candidates a page may store per unit of the
+// cap: sightings repeat URLs (and some have no canonical form), so the cap
+// on distinct URLs is reached only after several times as many candidates.
+const storePerLink = 8
 
 // ElementHeader is Link.Element for links from HTTP response headers; Attr
 // is then the header's name ("Location", "Link", "Refresh").
@@ -29,8 +37,9 @@ type Link struct {
 
 // Options configures an extraction. The zero value is the default.
 type Options struct {
-	// MaxLinks caps len(Result.Links); 0 means DefaultMaxLinks, a negative
-	// value means no cap.
+	// MaxLinks caps the distinct URLs in Result.Links (repeated sightings
+	// of a URL already in are kept and not counted); 0 means
+	// DefaultMaxLinks, a negative value means no cap.
 	MaxLinks int
 	// Agent is the crawler's robots name: <meta name=Agent> and
 	// "X-Robots-Tag: Agent: ..." apply besides the generic ones.
@@ -55,9 +64,10 @@ type Result struct {
 	// http/https, ...), by reason; DroppedTotal is their sum.
 	Dropped      map[urlnorm.Reason]int
 	DroppedTotal int
-	// Truncated counts candidates not looked at because of the cap: those
-	// after Links was full, and those past a store of 4×MaxLinks+64
-	// candidates (a bound on memory). It is 0 unless a page has that many.
+	// Truncated counts candidates left out because of the cap: those with
+	// a new URL once MaxLinks distinct URLs were in, and those past a store
+	// of 8×MaxLinks+64 candidates (a bound on memory). It is 0 unless a
+	// page has that many.
 	Truncated int
 }
 
@@ -88,6 +98,13 @@ type Extractor struct {
 	// page; overflow counts the candidates seen beyond it.
 	keep     int
 	overflow int
+
+	// seen holds the hashes of the page's distinct URLs while a cap
+	// applies. Two URLs sharing a 64-bit hash would count as one, letting
+	// one URL past the cap: harmless.
+	seen     map[uint64]struct{}
+	seedSet  bool
+	hashSeed maphash.Seed
 }
 
 // candidate is one raw link before resolution.
@@ -109,7 +126,7 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 	x.keep, x.overflow = -1, 0
 	if limit := maxLinks(opts); limit >= 0 {
 		// Room for the cap plus invalid and non-http candidates.
-		x.keep = 4*limit + 64
+		x.keep = storePerLink*limit + 64
 	}
 	var res Result
 	if header != nil {
@@ -144,11 +161,16 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 	}
 	res.Links = make([]Link, 0, n)
 	x.ends = x.ends[:0]
-	for i, c := range x.refs {
-		if limit >= 0 && len(res.Links) >= limit {
-			res.Truncated += len(x.refs) - i
-			break
+	if limit >= 0 {
+		if x.seen == nil {
+			x.seen = make(map[uint64]struct{})
 		}
+		if !x.seedSet {
+			x.hashSeed, x.seedSet = maphash.MakeSeed(), true
+		}
+		clear(x.seen)
+	}
+	for _, c := range x.refs {
 		b := base
 		if c.header {
 			b = page
@@ -169,6 +191,17 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 			res.Dropped[r]++
 			res.DroppedTotal++
 			continue
+		}
+		if limit >= 0 {
+			h := maphash.Bytes(x.hashSeed, x.out[start:])
+			if _, dup := x.seen[h]; !dup {
+				if len(x.seen) >= limit {
+					x.out = x.out[:start]
+					res.Truncated++
+					continue
+				}
+				x.seen[h] = struct{}{}
+			}
 		}
 		x.ends = append(x.ends, len(x.out))
 		res.Links = append(res.Links, Link{

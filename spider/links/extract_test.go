@@ -1,6 +1,7 @@
 package links
 
 import (
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -171,13 +172,13 @@ func TestEmptyAttributes(t *testing.T) {
 func TestCap(t *testing.T) {
 	var b strings.Builder
 	for i := 0; i < 30; i++ {
-		b.WriteString(`<a href="/x">x</a>`)
+		fmt.Fprintf(&b, `<a href="/x%d">x</a>`, i)
 	}
 	res, err := Extract([]byte(b.String()), "http://example.com/", nil, Options{MaxLinks: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Links) != 10 || res.Truncated != 20 || res.Found != 30 {
+	if len(res.Links) != 10 || res.Truncated != 20 || res.Found != 30 || res.Links[9].URL != "http://example.com/x9" {
 		t.Errorf("links %d truncated %d found %d", len(res.Links), res.Truncated, res.Found)
 	}
 	// Invalid candidates count against the store bound, not the cap.
@@ -187,12 +188,57 @@ func TestCap(t *testing.T) {
 	}
 	junk.WriteString(b.String())
 	res, _ = Extract([]byte(junk.String()), "http://example.com/", nil, Options{MaxLinks: 10})
-	if len(res.Links) != 0 || res.Found != 230 || res.DroppedTotal != 104 || res.Truncated != 126 {
+	if len(res.Links) != 0 || res.Found != 230 || res.DroppedTotal != 144 || res.Truncated != 86 {
 		t.Errorf("store bound: links %d found %d dropped %d truncated %d", len(res.Links), res.Found, res.DroppedTotal, res.Truncated)
 	}
 	res, _ = Extract([]byte(b.String()), "http://example.com/", nil, Options{MaxLinks: -1})
 	if len(res.Links) != 30 || res.Truncated != 0 {
 		t.Errorf("no cap: links %d truncated %d", len(res.Links), res.Truncated)
+	}
+}
+
+// TestCapCountsDistinctURLs: the cap counts URLs, not sightings, with the
+// fragment removed, as on a reference page whose links are mostly anchors
+// into a few pages; repeated sightings of admitted URLs are kept.
+func TestCapCountsDistinctURLs(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, `<a href="#s%d">s</a><a href="p%d.html#m%d">m</a>`, i, i%7, i)
+	}
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, `<a href="/other%d">o</a>`, i)
+	}
+	res, err := Extract([]byte(b.String()), "http://example.com/ref/", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Links) != 6020 || res.Truncated != 0 {
+		t.Fatalf("default cap: links %d truncated %d; want all 6020 sightings of 28 URLs", len(res.Links), res.Truncated)
+	}
+	// A cap of 10 URLs: the page itself, p0..p6.html, /other0 and /other1
+	// (on a page that fits the store bound of 8×10+64 candidates).
+	b.Reset()
+	for i := 0; i < 60; i++ {
+		fmt.Fprintf(&b, `<a href="#s%d">s</a><a href="p%d.html#m%d">m</a>`, i, i%7, i)
+	}
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, `<a href="/other%d">o</a>`, i)
+	}
+	res, _ = Extract([]byte(b.String()), "http://example.com/ref/", nil, Options{MaxLinks: 10})
+	distinct := map[string]bool{}
+	for _, l := range res.Links {
+		distinct[l.URL] = true
+	}
+	if len(distinct) != 10 || len(res.Links) != 122 || res.Truncated != 18 || !distinct["http://example.com/other1"] || distinct["http://example.com/other2"] {
+		t.Errorf("cap 10: %d links, %d distinct, truncated %d", len(res.Links), len(distinct), res.Truncated)
+	}
+	// The extractor's reused set starts empty on each page.
+	var x Extractor
+	for i := 0; i < 2; i++ {
+		res, _ = x.Extract([]byte(`<a href="/a">a</a><a href="/b">b</a>`), "http://example.com/", nil, Options{MaxLinks: 2})
+		if len(res.Links) != 2 || res.Truncated != 0 {
+			t.Errorf("page %d: links %d truncated %d", i, len(res.Links), res.Truncated)
+		}
 	}
 }
 
