@@ -22,7 +22,8 @@ import (
 //     until StaleFor has passed. A server's passing 5xx then does not stop
 //     the crawl of a site whose rules are known. Only a fetched robots.txt
 //     is served stale: an origin that had none (4xx) is disallowed, as a
-//     5xx may be an overloaded server asking to be left alone.
+//     5xx may be an overloaded server asking to be left alone. The copy
+//     lives in the Cache, so an origin the Cache evicted has none.
 type Source struct {
 	Fetcher  *Fetcher
 	Cache    *Cache
