@@ -113,7 +113,7 @@ stderr, as are links over --max-links and the page's robots directives.
 		fmt.Fprintln(e.stderr)
 	}
 	if res.Truncated > 0 {
-		fmt.Fprintf(e.stderr, "kspider links: cap of %d links reached, %d more not looked at\n", *maxLinks, res.Truncated)
+		fmt.Fprintf(e.stderr, "kspider links: cap of %d distinct URLs reached, %d more links left out\n", *maxLinks, res.Truncated)
 	}
 	if res.NoFollow || res.NoIndex {
 		fmt.Fprintf(e.stderr, "kspider links: page robots directives: nofollow=%v noindex=%v\n", res.NoFollow, res.NoIndex)

@@ -35,6 +35,11 @@ type originEntry struct {
 	id       uint32
 	expires  int64  // unix nanoseconds
 	failures uint32 // consecutive unreachable fetches (for back-off)
+	// good is when the rules' last successful fetch stopped being fresh
+	// (unix nanoseconds), 0 when the rules do not come from a fetched
+	// robots.txt: Source serves such rules, stale, for a bounded time
+	// after that while the origin is unreachable.
+	good int64
 }
 
 type ruleSet struct {
@@ -95,10 +100,36 @@ func (c *Cache) ID(origin string) (id uint32, failures int) {
 
 // Put caches rules for origin until now+ttl (ttl is capped at the cache's
 // maximum), recording failures consecutive failed fetches, and returns the
-// rule-set id.
+// rule-set id. Rules put this way are never served stale (see Source).
 func (c *Cache) Put(origin string, r *Rules, now time.Time, ttl time.Duration, failures int) uint32 {
+	return c.put(origin, r, now, ttl, failures, 0)
+}
+
+// stale returns the rules cached for origin, expired or not, if they come
+// from a fetched robots.txt, and when they stopped being fresh.
+func (c *Cache) stale(origin string) (r *Rules, good int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.origins[origin]
+	if !ok || e.good == 0 {
+		return nil, 0
+	}
+	return c.sets[e.id].rules, e.good
+}
+
+// justFetched, passed to put as good, says the rules come from a robots.txt
+// fetched now: they are fresh until the entry expires.
+const justFetched = -1
+
+// put is Put recording good (see originEntry), or the entry's expiry when
+// good is justFetched.
+func (c *Cache) put(origin string, r *Rules, now time.Time, ttl time.Duration, failures int, good int64) uint32 {
 	if ttl <= 0 || ttl > c.maxTTL {
 		ttl = c.maxTTL
+	}
+	expires := now.Add(ttl).UnixNano()
+	if good == justFetched {
+		good = expires
 	}
 	key := r.fp
 	c.mu.Lock()
@@ -123,7 +154,7 @@ func (c *Cache) Put(origin string, r *Rules, now time.Time, ttl time.Duration, f
 	if had {
 		c.releaseLocked(old.id)
 	}
-	c.origins[origin] = originEntry{id: id, expires: now.Add(ttl).UnixNano(), failures: uint32(min(failures, 1<<30))}
+	c.origins[origin] = originEntry{id: id, expires: expires, failures: uint32(min(failures, 1<<30)), good: good}
 	return id
 }
 

@@ -79,7 +79,11 @@
 // RFC 9309 section 2.3 asks: up to five redirects are followed; a 4xx answer
 // (or too many redirects) means no robots.txt and everything is allowed; a
 // 5xx answer or a network failure means everything is disallowed until a
-// retry, which backs off exponentially. Cache maps an origin to the id of a
+// retry, which backs off exponentially — unless the origin's robots.txt was
+// fetched before: Source then keeps using that older copy, retrying on the
+// same back-off, for up to Source.StaleFor (DefaultStaleFor, 24 hours) after
+// it stopped being fresh, as RFC 9309 section 2.4 allows for an unreachable
+// file, and disallows everything only after that. Cache maps an origin to the id of a
 // compiled rule set (identical rule sets are shared, as in the thesis's
 // robots cache), holds a bounded number of origins and forgets each after
 // at most its time to live (24 hours by default).

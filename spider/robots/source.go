@@ -14,13 +14,23 @@ import (
 //   - Fetched: the rules, for TTL;
 //   - Unavailable: allow everything, for TTL;
 //   - Unreachable: disallow everything, for a back-off that starts at
-//     RetryMin and doubles with each consecutive failure up to RetryMax.
+//     RetryMin and doubles with each consecutive failure up to RetryMax;
+//     except that when the cache still holds the rules of an earlier
+//     successful fetch whose freshness ended less than StaleFor ago, those
+//     rules are kept instead (RFC 9309 section 2.4 allows a cached copy past
+//     24 hours when the file is unreachable), retried on the same back-off,
+//     until StaleFor has passed. A server's passing 5xx then does not stop
+//     the crawl of a site whose rules are known. Only a fetched robots.txt
+//     is served stale: an origin that had none (4xx) is disallowed, as a
+//     5xx may be an overloaded server asking to be left alone. The copy
+//     lives in the Cache, so an origin the Cache evicted has none.
 type Source struct {
 	Fetcher  *Fetcher
 	Cache    *Cache
 	TTL      time.Duration    // DefaultTTL when 0 (the cache caps it too)
 	RetryMin time.Duration    // 1 minute when 0
 	RetryMax time.Duration    // 1 hour when 0
+	StaleFor time.Duration    // DefaultStaleFor when 0; never serve stale when < 0
 	Now      func() time.Time // time.Now when nil; tests set a fake clock
 
 	mu       sync.Mutex
@@ -96,15 +106,34 @@ func (s *Source) refresh(ctx context.Context, origin string) *Rules {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	failures := 0
-	if res.Outcome == Unreachable {
-		_, failures = s.Cache.ID(origin)
+	switch res.Outcome {
+	case Unreachable:
+		_, failures := s.Cache.ID(origin)
 		failures++
 		ttl = s.backoff(failures)
+		if old, good := s.Cache.stale(origin); old != nil && s.StaleFor >= 0 {
+			staleFor := s.StaleFor
+			if staleFor == 0 {
+				staleFor = DefaultStaleFor
+			}
+			if left := time.Duration(good-now.UnixNano()) + staleFor; left > 0 {
+				// Retry no later than the end of the stale copy's life.
+				s.Cache.put(origin, old, now, min(ttl, left), failures, good)
+				return old
+			}
+		}
+		s.Cache.Put(origin, res.Rules, now, ttl, failures)
+	case Fetched:
+		s.Cache.put(origin, res.Rules, now, ttl, 0, justFetched)
+	default:
+		s.Cache.Put(origin, res.Rules, now, ttl, 0)
 	}
-	s.Cache.Put(origin, res.Rules, now, ttl, failures)
 	return res.Rules
 }
+
+// DefaultStaleFor is how long after its freshness ended a fetched
+// robots.txt is still used while its origin is unreachable.
+const DefaultStaleFor = 24 * time.Hour
 
 // backoff is the wait after the n-th consecutive failure (n >= 1).
 func (s *Source) backoff(n int) time.Duration {

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/spider"
+)
+
+// TestInitSampleParsesToDefaults: the sample kspider init prints is a valid
+// config whose values are Defaults' (plus the sample seeds), and every key
+// of the config appears in it with a comment.
+func TestInitSampleParsesToDefaults(t *testing.T) {
+	code, out, errOut := runCmd(t, "", "init")
+	if code != 0 || errOut != "" {
+		t.Fatalf("kspider init: exit %d, stderr %q", code, errOut)
+	}
+	path := filepath.Join(t.TempDir(), "crawl.toml")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := spider.LoadRunConfig(path)
+	if err != nil {
+		t.Fatalf("the sample does not parse: %v", err)
+	}
+	want := spider.Defaults()
+	want.Seeds = sampleSeeds
+	if !reflect.DeepEqual(*cfg, want) {
+		t.Errorf("the sample parses to\n%+v\nwant Defaults with the sample seeds\n%+v", *cfg, want)
+	}
+	// Every key is shown: the sample lists as many keys as the effective
+	// config --check prints.
+	code, checked, _ := runCmd(t, "", "init", "--check", path)
+	if code != 0 {
+		t.Fatalf("init --check on the sample: exit %d", code)
+	}
+	if got, want := countKeys(out), countKeys(checked); got != want {
+		t.Errorf("the sample has %d keys, the effective config %d", got, want)
+	}
+	if strings.Contains(out, "m0s\"") || strings.Contains(out, "h0m") {
+		t.Errorf("durations not in their short form:\n%s", out)
+	}
+}
+
+// countKeys counts "key = value" lines.
+func countKeys(doc string) int {
+	n := 0
+	for _, l := range strings.Split(doc, "\n") {
+		if l != "" && l[0] != '#' && l[0] != '[' && strings.Contains(l, " = ") {
+			n++
+		}
+	}
+	return n
+}
+
+func TestInitCheck(t *testing.T) {
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "seeds.txt")
+	os.WriteFile(seeds, []byte("https://b.example/\nhttps://c.example/\n"), 0o644)
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte("seeds = [\"https://a.example/\"]\nseeds_file = \""+seeds+"\"\ncontact = \"mailto:me@example.org\"\nstatus = \"0.0.0.0:7411\"\n[limits]\nmax_depth = 5\n"), 0o644)
+	code, out, errOut := runCmd(t, "", "init", "--check", good)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"ok: " + good + "\n", "# 3 seeds (1 inline, 2 from " + seeds + ")", "User-Agent: KSpider/0.1 (+mailto:me@example.org)", "max_depth = 5\n", "delay = '1s'\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "warning: status: \"0.0.0.0:7411\" is not a loopback address") || strings.Contains(errOut, "warning: contact") {
+		t.Errorf("warnings:\n%s", errOut)
+	}
+	// A fetcher count this machine cannot serve is warned about, naming
+	// the figure (the port range needs 4 per fetcher: 100,000 need 400,000).
+	huge := filepath.Join(dir, "huge.toml")
+	os.WriteFile(huge, []byte("fetchers = 100000\n"), 0o644)
+	if code, _, errOut := runCmd(t, "", "init", "--check", huge); code != 0 || !strings.Contains(errOut, "the 400000 that 100000 fetchers need") {
+		t.Errorf("100,000 fetchers: exit %d, warnings:\n%s", code, errOut)
+	}
+
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("fetchers = 0\n[politeness]\ndelay = \"-1s\"\n[cluster]\nnode = 3\n"), 0o644)
+	code, out, errOut = runCmd(t, "", "init", "--check", bad)
+	if code != 1 || strings.Contains(out, "ok") {
+		t.Fatalf("bad config: exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{bad + ":1: fetchers: 0 is out of range", bad + ":3: politeness.delay: negative duration -1s",
+		bad + ":5: cluster.node: node 3 is not in cluster.nodes", "kspider init: " + bad + " is not a valid config (3 errors)"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+
+	os.WriteFile(seeds, []byte("https://b.example/\nb.example\n"), 0o644)
+	code, _, errOut = runCmd(t, "", "init", "--check", good)
+	if code != 1 || !strings.Contains(errOut, seeds+":2: \"b.example\" is not an absolute http(s) URL") {
+		t.Errorf("bad seeds file: exit %d:\n%s", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", "init", "--check", filepath.Join(dir, "none.toml")); code != 1 || !strings.Contains(errOut, "none.toml") {
+		t.Errorf("missing file: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "", "init", "extra"); code != 2 {
+		t.Errorf("stray argument: exit %d, want 2", code)
+	}
+	if code, out, _ := runCmd(t, "", "init", "--help"); code != 0 || !strings.Contains(out, "--check") {
+		t.Errorf("--help: exit %d:\n%s", code, out)
+	}
+}

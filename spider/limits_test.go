@@ -1,0 +1,109 @@
+package spider
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestReadPortRange(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		text   string
+		lo, hi int
+		ok     bool
+	}{
+		{"32768\t60999\n", 32768, 60999, true},
+		{"1024 65535", 1024, 65535, true},
+		{"80 80\n", 80, 80, true},
+		{"", 0, 0, false},
+		{"60999 32768\n", 0, 0, false},
+		{"0 100\n", 0, 0, false},
+		{"1 65536\n", 0, 0, false},
+		{"a b\n", 0, 0, false},
+		{"1 2 3\n", 0, 0, false},
+		{strings.Repeat("9", 10000), 0, 0, false},
+	} {
+		path := writeFile(t, dir, "range", c.text)
+		lo, hi, err := ReadPortRange(path)
+		if (err == nil) != c.ok || lo != c.lo || hi != c.hi {
+			t.Errorf("%.20q: %d %d %v", c.text, lo, hi, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), path) {
+			t.Errorf("%.20q: error %v does not name the file", c.text, err)
+		}
+	}
+	if _, _, err := ReadPortRange(filepath.Join(dir, "missing")); err == nil {
+		t.Error("missing file: no error")
+	}
+	if lo, hi, err := ReadPortRange(PortRangeFile); err != nil {
+		t.Logf("this machine's %s: %v", PortRangeFile, err)
+	} else {
+		t.Logf("this machine's local port range: %d-%d", lo, hi)
+	}
+}
+
+func TestLimitWarnings(t *testing.T) {
+	dir := t.TempDir()
+	narrow := writeFile(t, dir, "narrow", "32768\t60999\n")
+	wide := writeFile(t, dir, "wide", "1024 65535\n")
+	for _, c := range []struct {
+		fetchers  int
+		openFiles uint64
+		ports     string
+		want      []string
+	}{
+		{300, 1 << 20, narrow, nil},
+		{300, 812, narrow, nil},
+		{300, 0, narrow, nil}, // limit unknown: no figure to name
+		{300, 811, narrow, []string{"open-files limit 811 is below the 812 that 300 fetchers need (300 + 512)"}},
+		{300, 1024, wide, nil},
+		{10000, 1 << 20, narrow, []string{"local port range 32768-60999 (28232 ports) is below the 40000 that 10000 fetchers need (4 each"}},
+		{10000, 1 << 20, wide, nil},
+		{20000, 1024, wide, []string{"open-files limit 1024 is below the 20512", "local port range 1024-65535 (64512 ports) is below the 80000"}},
+		{1, 1 << 20, filepath.Join(dir, "missing"), []string{"local port range unknown: open " + filepath.Join(dir, "missing")}},
+	} {
+		w := LimitWarnings(c.fetchers, c.openFiles, c.ports)
+		if len(w) != len(c.want) {
+			t.Errorf("%d fetchers, %d files, %s: %d warnings %q, want %d", c.fetchers, c.openFiles, c.ports, len(w), w, len(c.want))
+			continue
+		}
+		for i := range w {
+			if !strings.Contains(w[i], c.want[i]) {
+				t.Errorf("warning %q lacks %q", w[i], c.want[i])
+			}
+		}
+	}
+}
+
+// TestRaiseOpenFiles lowers this process's soft open-files limit, raises it
+// back through RaiseOpenFiles and checks it reached the hard limit.
+func TestRaiseOpenFiles(t *testing.T) {
+	var orig unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &orig) })
+	low := unix.Rlimit{Cur: min(512, orig.Max/2), Max: orig.Max}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	before, after, err := RaiseOpenFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_NOFILE, &now)
+	if before != low.Cur || after != now.Cur || (orig.Max != unix.RLIM_INFINITY && now.Cur != orig.Max) {
+		t.Errorf("before %d after %d; soft limit now %d, hard %d", before, after, now.Cur, orig.Max)
+	}
+	// Already at the hard limit: nothing to do.
+	if b, a, err := RaiseOpenFiles(); err != nil || b != a || a != now.Cur {
+		t.Errorf("second raise: %d -> %d, %v", b, a, err)
+	}
+	if w := CheckLimits(10); len(w) > 0 {
+		t.Logf("CheckLimits(10) on this machine: %q", w)
+	}
+}

@@ -1,0 +1,402 @@
+package spider
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kspider/kspider/spider/scope"
+)
+
+// RunConfig is what `kspider run` reads from its TOML file (`kspider init`
+// prints an annotated sample). Every key is optional: Defaults gives the
+// value of a missing one. Unknown keys and bad values are errors naming the
+// key and its line. Durations are TOML strings read by time.ParseDuration
+// ("250ms", "1m30s"); sizes are integers in bytes. Relative paths are taken
+// from the directory kspider runs in.
+//
+// The file's layout (section.key, as the errors name them):
+//
+//	seeds, seeds_file, data_dir, fetchers, pipelining, user_agent, contact,
+//	from, dns_servers, ntp_servers, status
+//	[storage]    dirs, codec
+//	[scope]      include, exclude, domains, max_url_length, max_path_depth,
+//	             max_segment_repeat, reject_query, reject_cgi, max_subdomains
+//	[politeness] delay, per_ip, crawl_delay_cap, robots_stale_for
+//	[limits]     max_body, connect_timeout, tls_timeout, first_byte_timeout,
+//	             response_timeout, idle_timeout, max_depth, max_pages_per_host,
+//	             max_links_per_page, max_pages
+//	[cluster]    node, phases, phase_length, epoch, secret_file, partition
+//	[[cluster.nodes]] id, udp, status
+type RunConfig struct {
+	// Seeds are absolute http(s) URLs crawled at depth 0, together with the
+	// URLs of SeedsFile (one a line; blank lines and '#' comments skipped).
+	Seeds     []string `toml:"seeds"`
+	SeedsFile string   `toml:"seeds_file"`
+
+	DataDir    string `toml:"data_dir"`   // URL tree, scheduler state, the lock; pages too unless Storage.Dirs
+	Fetchers   int    `toml:"fetchers"`   // host lists fetched at once
+	Pipelining int    `toml:"pipelining"` // HTTP/1.1 requests in flight per connection; 1 is off
+
+	// The User-Agent header is UserAgent followed by " (+Contact)": site
+	// owners need a way to reach the operator. From, when set, is sent as
+	// the From header (an e-mail address).
+	UserAgent string `toml:"user_agent"`
+	Contact   string `toml:"contact"`
+	From      string `toml:"from"`
+
+	DNSServers []string `toml:"dns_servers"` // "ip" or "ip:port"; none: /etc/resolv.conf
+	NTPServers []string `toml:"ntp_servers"` // "host" or "host:port"; none: the system clock as is
+	Status     string   `toml:"status"`      // status page listen address; "" for none
+
+	Storage    RunStorage    `toml:"storage"`
+	Scope      RunScope      `toml:"scope"`
+	Politeness RunPoliteness `toml:"politeness"`
+	Limits     RunLimits     `toml:"limits"`
+	Cluster    RunCluster    `toml:"cluster"`
+}
+
+// RunStorage is where pages go.
+type RunStorage struct {
+	Dirs  []string `toml:"dirs"`  // one per disk; none: DataDir/pages
+	Codec string   `toml:"codec"` // storage.Codecs()
+}
+
+// RunScope mirrors scope.Config (see spider/scope for the rules' syntax);
+// the per-host page budget is Limits.MaxPagesPerHost.
+type RunScope struct {
+	Include          []string `toml:"include"`
+	Exclude          []string `toml:"exclude"`
+	Domains          []string `toml:"domains"`
+	MaxURLLength     int      `toml:"max_url_length"`
+	MaxPathDepth     int      `toml:"max_path_depth"`
+	MaxSegmentRepeat int      `toml:"max_segment_repeat"`
+	RejectQuery      bool     `toml:"reject_query"`
+	RejectCGI        bool     `toml:"reject_cgi"`
+	MaxSubdomains    int      `toml:"max_subdomains"`
+}
+
+// RunPoliteness is how gently hosts are treated.
+type RunPoliteness struct {
+	Delay          Duration `toml:"delay"`            // between two requests' starts on one host
+	PerIP          int      `toml:"per_ip"`           // connections at once to one IP address
+	CrawlDelayCap  Duration `toml:"crawl_delay_cap"`  // robots.txt Crawl-delay obeyed up to this
+	RobotsStaleFor Duration `toml:"robots_stale_for"` // 0: never; see RunConfig.RobotsStaleFor
+}
+
+// RunLimits bound what one page, one host and the crawl may cost.
+type RunLimits struct {
+	MaxBody          int64    `toml:"max_body"` // bytes of body kept per page
+	ConnectTimeout   Duration `toml:"connect_timeout"`
+	TLSTimeout       Duration `toml:"tls_timeout"`
+	FirstByteTimeout Duration `toml:"first_byte_timeout"`
+	ResponseTimeout  Duration `toml:"response_timeout"` // whole response
+	IdleTimeout      Duration `toml:"idle_timeout"`     // between two reads
+	MaxDepth         int      `toml:"max_depth"`        // link depth; 0 fetches the seeds only
+	MaxPagesPerHost  int      `toml:"max_pages_per_host"`
+	MaxLinksPerPage  int      `toml:"max_links_per_page"` // distinct URLs, fragments removed
+	MaxPages         int64    `toml:"max_pages"`          // stop after this many fetches; 0: no limit
+}
+
+// RunCluster is the cluster block, the same on every node but for Node.
+type RunCluster struct {
+	Node        int       `toml:"node"`         // this node's id
+	Nodes       []RunNode `toml:"nodes"`        // none: this node alone
+	Phases      int       `toml:"phases"`       // P >= len(Nodes)
+	PhaseLength Duration  `toml:"phase_length"` // one time slot
+	Epoch       time.Time `toml:"epoch"`        // start of slot 0 (a TOML date-time)
+	SecretFile  string    `toml:"secret_file"`  // shared secret; required with more than one node
+	Partition   string    `toml:"partition"`    // URL -> node by hash of: "url", "host" or "domain"
+}
+
+// RunNode is one node of the cluster.
+type RunNode struct {
+	ID     int    `toml:"id"`     // 0 <= ID < len(Nodes)
+	UDP    string `toml:"udp"`    // host:port its communicator listens on
+	Status string `toml:"status"` // host:port of its status page, for links from peers
+}
+
+// Duration is a time.Duration written in TOML as a string ("250ms").
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration (like \"250ms\" or \"1m30s\"): %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// String is time.Duration's form without zero minutes and seconds after a
+// larger unit: "24h", "1m", "1h30m", "250ms".
+func (d Duration) String() string {
+	s := d.Duration.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// DefaultStatus is the status page's address unless configured.
+const DefaultStatus = "127.0.0.1:7411"
+
+// Defaults returns the configuration a node runs with when its file sets
+// nothing: a one-node cluster, no seeds.
+func Defaults() RunConfig {
+	s := scope.Default()
+	return RunConfig{
+		DataDir:    "kspider-data",
+		Fetchers:   300,
+		Pipelining: 1,
+		UserAgent:  "KSpider/0.1",
+		Contact:    "https://github.com/kspider/kspider",
+		Status:     DefaultStatus,
+		Storage:    RunStorage{Codec: "lzo"},
+		Scope: RunScope{
+			MaxURLLength:     s.MaxURLLength,
+			MaxPathDepth:     s.MaxPathDepth,
+			MaxSegmentRepeat: s.MaxSegmentRepeat,
+			MaxSubdomains:    s.MaxSubdomains,
+		},
+		Politeness: RunPoliteness{
+			Delay:          Duration{time.Second},
+			PerIP:          4,
+			CrawlDelayCap:  Duration{time.Minute},
+			RobotsStaleFor: Duration{24 * time.Hour},
+		},
+		Limits: RunLimits{
+			MaxBody:          10 << 20,
+			ConnectTimeout:   Duration{10 * time.Second},
+			TLSTimeout:       Duration{10 * time.Second},
+			FirstByteTimeout: Duration{30 * time.Second},
+			ResponseTimeout:  Duration{2 * time.Minute},
+			IdleTimeout:      Duration{30 * time.Second},
+			MaxDepth:         3,
+			MaxPagesPerHost:  s.MaxPagesPerHost,
+			MaxLinksPerPage:  10_000,
+		},
+		Cluster: RunCluster{
+			Nodes:       []RunNode{{ID: 0, UDP: "127.0.0.1:7410", Status: DefaultStatus}},
+			Phases:      1,
+			PhaseLength: Duration{5 * time.Minute},
+			Epoch:       time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			Partition:   "url",
+		},
+	}
+}
+
+// maxConfigSize bounds a config file: a real one is a few KiB (long seed
+// lists belong in seeds_file).
+const maxConfigSize = 4 << 20
+
+// LoadRunConfig reads and checks the config file at path.
+func LoadRunConfig(path string) (*RunConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxConfigSize+1)); err != nil {
+		return nil, fmt.Errorf("config: reading %s: %w", path, err)
+	}
+	if buf.Len() > maxConfigSize {
+		return nil, fmt.Errorf("config: %s is over %d MiB; put long seed lists in seeds_file", path, maxConfigSize>>20)
+	}
+	return ParseRunConfig(buf.Bytes(), path)
+}
+
+// ParseRunConfig reads a config from data; name (the file's name) starts
+// every error message. It returns every error found, joined.
+func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
+	cfg := Defaults()
+	// Array tables ([[cluster.nodes]]) append to a slice: start from none.
+	cfg.Cluster.Nodes = nil
+	lines := keyLines(data)
+	if !lines.failed {
+		if err := lines.unknown(name, runConfigKeys()); err != nil {
+			return nil, err
+		}
+	}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, decodeError(err, name, lines)
+	}
+	if len(cfg.Cluster.Nodes) == 0 {
+		cfg.Cluster.Nodes = Defaults().Cluster.Nodes
+	}
+	cfg.Cluster.Epoch = cfg.Cluster.Epoch.UTC()
+	// "key = []" is the same as no key: nil, as in Defaults.
+	for _, l := range []*[]string{&cfg.Seeds, &cfg.DNSServers, &cfg.NTPServers, &cfg.Storage.Dirs,
+		&cfg.Scope.Include, &cfg.Scope.Exclude, &cfg.Scope.Domains} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	if err := cfg.validate(name, lines); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// runConfigKeys is the set of RunConfig's key paths.
+func runConfigKeys() map[string]bool {
+	set := map[string]bool{}
+	tomlKeys(reflect.TypeFor[RunConfig](), "", set)
+	return set
+}
+
+// decodeError turns the TOML library's errors into ones naming the file,
+// line and key.
+func decodeError(err error, name string, lines *keyIndex) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		k := &checker{name: name}
+		for i := range strict.Errors {
+			e := &strict.Errors[i]
+			line, _ := e.Position()
+			k.add(fmt.Errorf("%s:%d: unknown key %s", name, line, strings.Join(e.Key(), ".")))
+		}
+		return k.err()
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		msg := friendlier(strings.TrimPrefix(de.Error(), "toml: "))
+		if key := lines.keyAt(line); key != "" {
+			return fmt.Errorf("%s:%d:%d: %s: %s", name, line, col, key, msg)
+		}
+		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)
+	}
+	return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "toml: "))
+}
+
+// typeMismatch is go-toml's message for a value of the wrong type, which
+// names Go types the operator has never seen.
+var typeMismatch = regexp.MustCompile(`^cannot decode TOML (\w+) into (?:struct field \S+ of type )?(\S+)$`)
+
+// goTypes says what each Go type of RunConfig is in TOML terms.
+var goTypes = map[string]string{
+	"int": "an integer", "int64": "an integer", "bool": "true or false", "string": "a string",
+	"[]string": "a list of strings", "[]spider.RunNode": "a list of nodes", "time.Time": "a date-time",
+	"spider.Duration": "a duration string such as \"250ms\"",
+}
+
+func friendlier(msg string) string {
+	if strings.HasPrefix(msg, "parsing time ") {
+		return "not a date-time such as 2026-01-01T00:00:00Z"
+	}
+	m := typeMismatch.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	want, ok := goTypes[m[2]]
+	if !ok {
+		if strings.HasPrefix(m[2], "spider.Run") {
+			want = "a table"
+		} else {
+			return msg
+		}
+	}
+	return fmt.Sprintf("a TOML %s where %s is wanted", m[1], want)
+}
+
+// ScopeConfig is the scope.Config the config describes.
+func (c *RunConfig) ScopeConfig() scope.Config {
+	s := c.Scope
+	return scope.Config{
+		Include:          s.Include,
+		Exclude:          s.Exclude,
+		Domains:          s.Domains,
+		MaxURLLength:     s.MaxURLLength,
+		MaxPathDepth:     s.MaxPathDepth,
+		MaxSegmentRepeat: s.MaxSegmentRepeat,
+		RejectQuery:      s.RejectQuery,
+		RejectCGI:        s.RejectCGI,
+		MaxPagesPerHost:  c.Limits.MaxPagesPerHost,
+		MaxSubdomains:    s.MaxSubdomains,
+	}
+}
+
+// UserAgentHeader is the User-Agent the node sends.
+func (c *RunConfig) UserAgentHeader() string {
+	if c.Contact == "" {
+		return c.UserAgent
+	}
+	return c.UserAgent + " (+" + c.Contact + ")"
+}
+
+// RobotsStaleFor is robots.Source.StaleFor for politeness.robots_stale_for,
+// where 0 means never serve a stale copy (to the Source, 0 means its
+// default).
+func (c *RunConfig) RobotsStaleFor() time.Duration {
+	if d := c.Politeness.RobotsStaleFor.Duration; d > 0 {
+		return d
+	}
+	return -1
+}
+
+// StorageDirs are the page store's directories.
+func (c *RunConfig) StorageDirs() []string {
+	if len(c.Storage.Dirs) > 0 {
+		return c.Storage.Dirs
+	}
+	return []string{filepath.Join(c.DataDir, "pages")}
+}
+
+// maxSeedLine bounds one line of a seeds file.
+const maxSeedLine = 64 << 10
+
+// LoadSeeds returns Seeds followed by the URLs of SeedsFile, each checked;
+// errors name the file and line (at most maxConfigErrors of them).
+func (c *RunConfig) LoadSeeds() ([]string, error) {
+	seeds := append([]string(nil), c.Seeds...)
+	if c.SeedsFile == "" {
+		return seeds, nil
+	}
+	f, err := os.Open(c.SeedsFile)
+	if err != nil {
+		return nil, fmt.Errorf("seeds_file: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 4096), maxSeedLine)
+	k := &checker{name: c.SeedsFile}
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' {
+			continue
+		}
+		if err := checkSeed(s); err != nil {
+			k.add(fmt.Errorf("%s:%d: %v", c.SeedsFile, line, err))
+			continue
+		}
+		seeds = append(seeds, s)
+	}
+	if err := sc.Err(); err != nil {
+		k.add(fmt.Errorf("seeds_file: reading %s: %w (lines are at most %d bytes)", c.SeedsFile, err, maxSeedLine))
+	}
+	if err := k.err(); err != nil {
+		return nil, err
+	}
+	return seeds, nil
+}

@@ -1,0 +1,228 @@
+package spider
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// keyIndex maps each key of a TOML document ("limits.max_depth",
+// "seeds[2]", "cluster.nodes[1].udp") to the line it is on, so errors found
+// after decoding can point at the line, and maps lines back to keys for the
+// decoder's own errors, which give a line but not always the key. The
+// document is parsed a second time with go-toml's own parser (package
+// unstable, pinned with the module), so both passes agree on the syntax.
+type keyIndex struct {
+	line   map[string]int
+	key    map[int]string // first key on each line
+	tables map[string]int // [[array tables]] seen so far, by path
+	kind   map[string]unstable.Kind
+	nl     []int    // offsets of the document's newlines, for lineOf
+	keys   []string // the document's keys and tables in order (no array elements)
+	failed bool     // the document has a syntax error
+}
+
+func keyLines(data []byte) *keyIndex {
+	x := &keyIndex{line: map[string]int{}, key: map[int]string{}, tables: map[string]int{}, kind: map[string]unstable.Kind{}}
+	for i, c := range data {
+		if c == '\n' {
+			x.nl = append(x.nl, i)
+		}
+	}
+	var p unstable.Parser
+	p.Reset(data)
+	prefix := ""
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table:
+			var line int
+			prefix, line = x.path(data, "", e.Key())
+			x.record(prefix, line)
+			x.keys = append(x.keys, prefix)
+		case unstable.ArrayTable:
+			k, line := x.path(data, "", e.Key())
+			prefix = fmt.Sprintf("%s[%d]", k, x.tables[k])
+			x.tables[k]++
+			x.record(prefix, line)
+			x.keys = append(x.keys, prefix)
+		case unstable.KeyValue:
+			k, line := x.path(data, prefix, e.Key())
+			x.record(k, line)
+			x.keys = append(x.keys, k)
+			x.value(data, k, e.Value())
+		}
+	}
+	// A syntax error ends the walk; the decoder reports it with its line.
+	x.failed = p.Error() != nil
+	return x
+}
+
+// path joins prefix and the parts of a key, and gives the key's line.
+func (x *keyIndex) path(data []byte, prefix string, it unstable.Iterator) (string, int) {
+	var b strings.Builder
+	b.WriteString(prefix)
+	line := 0
+	for it.Next() {
+		n := it.Node()
+		if line == 0 {
+			line = x.lineOf(data, n.Raw)
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.Write(n.Data)
+	}
+	return b.String(), line
+}
+
+// value records the lines of the elements of arrays and inline tables.
+func (x *keyIndex) value(data []byte, key string, v *unstable.Node) {
+	if v == nil {
+		return
+	}
+	x.kind[key] = v.Kind
+	switch v.Kind {
+	case unstable.Array:
+		i := 0
+		for it := v.Children(); it.Next(); i++ {
+			n := it.Node()
+			k := fmt.Sprintf("%s[%d]", key, i)
+			x.record(k, x.lineOf(data, n.Raw))
+			x.value(data, k, n)
+		}
+	case unstable.InlineTable:
+		for it := v.Children(); it.Next(); {
+			n := it.Node()
+			if n.Kind == unstable.KeyValue {
+				k, line := x.path(data, key, n.Key())
+				x.record(k, line)
+				x.keys = append(x.keys, k)
+				x.value(data, k, n.Value())
+			}
+		}
+	}
+}
+
+func (x *keyIndex) record(key string, line int) {
+	if line <= 0 {
+		return
+	}
+	if _, ok := x.line[key]; !ok {
+		x.line[key] = line
+	}
+	if _, ok := x.key[line]; !ok {
+		x.key[line] = key
+	}
+}
+
+// lineOf is the 1-based line of a node's raw bytes, 0 when it has none
+// (booleans and numbers). A binary search over the newlines keeps a
+// document with many keys linear.
+func (x *keyIndex) lineOf(data []byte, r unstable.Range) int {
+	if r.Length == 0 || int(r.Offset) > len(data) {
+		return 0
+	}
+	n, _ := slices.BinarySearch(x.nl, int(r.Offset))
+	return n + 1
+}
+
+// lineFor is the line of key, or of the nearest enclosing key that has one
+// ("seeds" for "seeds[3]"); 0 when the key is not in the document.
+func (x *keyIndex) lineFor(key string) int {
+	if x == nil {
+		return 0
+	}
+	for key != "" {
+		if l, ok := x.line[key]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
+	}
+	return 0
+}
+
+// unknown reports the document's keys that are not in known (keys with
+// their array indexes removed: "cluster.nodes.udp"), each with its line.
+// go-toml's strict mode finds them too, but builds each error's context
+// from the whole document, which is quadratic in a long file of them.
+func (x *keyIndex) unknown(name string, known map[string]bool) error {
+	k := &checker{name: name}
+	for _, key := range x.keys {
+		if !known[stripIndexes(key)] {
+			k.add(fmt.Errorf("%s:%d: unknown key %s", name, x.lineFor(key), key))
+		}
+	}
+	return k.err()
+}
+
+// stripIndexes removes "[n]" parts from a key.
+func stripIndexes(key string) string {
+	if !strings.Contains(key, "[") {
+		return key
+	}
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if key[i] == '[' {
+			for i < len(key) && key[i] != ']' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(key[i])
+	}
+	return b.String()
+}
+
+// tomlKeys adds to set every key path of t's toml-tagged fields, tables
+// and lists of tables included; values that read themselves from text
+// (Duration, time.Time) are leaves.
+func tomlKeys(t reflect.Type, prefix string, set map[string]bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + name
+		set[key] = true
+		ft := f.Type
+		if ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(textUnmarshaler) {
+			tomlKeys(ft, key+".", set)
+		}
+	}
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// localTime reports whether key's value is a TOML date or date-time
+// without a UTC offset.
+func (x *keyIndex) localTime(key string) bool {
+	if x == nil {
+		return false
+	}
+	switch x.kind[key] {
+	case unstable.LocalDate, unstable.LocalDateTime, unstable.LocalTime:
+		return true
+	}
+	return false
+}
+
+// keyAt is the first key on line, "" if none.
+func (x *keyIndex) keyAt(line int) string {
+	if x == nil {
+		return ""
+	}
+	return x.key[line]
+}

@@ -1,0 +1,343 @@
+package spider
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunConfigEmptyIsDefaults(t *testing.T) {
+	d := Defaults()
+	if err := d.Validate(); err != nil {
+		t.Fatalf("Defaults do not validate: %v", err)
+	}
+	for _, doc := range []string{"", "# nothing\n\n", "[limits]\n[cluster]\n"} {
+		c, err := ParseRunConfig([]byte(doc), "x.toml")
+		if err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		if !reflect.DeepEqual(*c, d) {
+			t.Errorf("%q parsed to\n%+v\nwant Defaults\n%+v", doc, *c, d)
+		}
+	}
+}
+
+const fullConfig = `seeds = ["https://a.example/", "http://b.example:8080/x?y"]
+seeds_file = "seeds.txt"
+data_dir = "/var/lib/kspider"
+fetchers = 500
+pipelining = 8
+user_agent = "TestBot/2.0"
+contact = "mailto:ops@example.org"
+from = "ops@example.org"
+dns_servers = ["10.0.0.53", "[::1]:5353"]
+ntp_servers = ["ntp1.example.org", "10.0.0.123:123"]
+status = "0.0.0.0:8000"
+
+[storage]
+dirs = ["/disk1/pages", "/disk2/pages"]
+codec = "zstd"
+
+[scope]
+include = ['^https?://[^/]*\.example/']
+exclude = ['\.pdf$']
+domains = ["example", "-b.example"]
+max_url_length = 1000
+max_path_depth = 10
+max_segment_repeat = 2
+reject_query = true
+reject_cgi = true
+max_subdomains = 50
+
+[politeness]
+delay = "250ms"
+per_ip = 2
+crawl_delay_cap = "10s"
+robots_stale_for = "48h"
+
+[limits]
+max_body = 1048576
+connect_timeout = "1s"
+tls_timeout = "2s"
+first_byte_timeout = "3s"
+response_timeout = "4s"
+idle_timeout = "5s"
+max_depth = 0
+max_pages_per_host = 0
+max_links_per_page = 20000
+max_pages = 1000000
+
+[cluster]
+node = 2
+phases = 7
+phase_length = "90s"
+epoch = 2026-11-01T12:00:00+07:00
+secret_file = "/etc/kspider/secret"
+partition = "host"
+
+[[cluster.nodes]]
+id = 0
+udp = "10.0.0.1:7410"
+status = "10.0.0.1:7411"
+
+[[cluster.nodes]]
+id = 2
+udp = "node2.example.org:7410"
+
+[[cluster.nodes]]
+id = 1
+udp = "10.0.0.3:7410"
+`
+
+func TestRunConfigFull(t *testing.T) {
+	c, err := ParseRunConfig([]byte(fullConfig), "full.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RunConfig{
+		Seeds: []string{"https://a.example/", "http://b.example:8080/x?y"}, SeedsFile: "seeds.txt",
+		DataDir: "/var/lib/kspider", Fetchers: 500, Pipelining: 8,
+		UserAgent: "TestBot/2.0", Contact: "mailto:ops@example.org", From: "ops@example.org",
+		DNSServers: []string{"10.0.0.53", "[::1]:5353"}, NTPServers: []string{"ntp1.example.org", "10.0.0.123:123"},
+		Status:  "0.0.0.0:8000",
+		Storage: RunStorage{Dirs: []string{"/disk1/pages", "/disk2/pages"}, Codec: "zstd"},
+		Scope: RunScope{Include: []string{`^https?://[^/]*\.example/`}, Exclude: []string{`\.pdf$`},
+			Domains: []string{"example", "-b.example"}, MaxURLLength: 1000, MaxPathDepth: 10, MaxSegmentRepeat: 2,
+			RejectQuery: true, RejectCGI: true, MaxSubdomains: 50},
+		Politeness: RunPoliteness{Delay: Duration{250 * time.Millisecond}, PerIP: 2,
+			CrawlDelayCap: Duration{10 * time.Second}, RobotsStaleFor: Duration{48 * time.Hour}},
+		Limits: RunLimits{MaxBody: 1 << 20, ConnectTimeout: Duration{time.Second}, TLSTimeout: Duration{2 * time.Second},
+			FirstByteTimeout: Duration{3 * time.Second}, ResponseTimeout: Duration{4 * time.Second},
+			IdleTimeout: Duration{5 * time.Second}, MaxDepth: 0, MaxPagesPerHost: 0, MaxLinksPerPage: 20000, MaxPages: 1e6},
+		Cluster: RunCluster{Node: 2, Phases: 7, PhaseLength: Duration{90 * time.Second},
+			Epoch:      time.Date(2026, 11, 1, 5, 0, 0, 0, time.UTC),
+			SecretFile: "/etc/kspider/secret", Partition: "host",
+			Nodes: []RunNode{{0, "10.0.0.1:7410", "10.0.0.1:7411"}, {2, "node2.example.org:7410", ""}, {1, "10.0.0.3:7410", ""}}},
+	}
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", *c, want)
+	}
+	if got := c.RobotsStaleFor(); got != 48*time.Hour {
+		t.Errorf("RobotsStaleFor = %v", got)
+	}
+	c.Politeness.RobotsStaleFor.Duration = 0
+	if got := c.RobotsStaleFor(); got >= 0 {
+		t.Errorf("robots_stale_for 0 gives StaleFor %v; want < 0 (never)", got)
+	}
+	if got := c.UserAgentHeader(); got != "TestBot/2.0 (+mailto:ops@example.org)" {
+		t.Errorf("UserAgentHeader = %q", got)
+	}
+	if sc := c.ScopeConfig(); sc.MaxPagesPerHost != 0 || sc.MaxSubdomains != 50 || !sc.RejectCGI {
+		t.Errorf("ScopeConfig = %+v", sc)
+	}
+	if w := strings.Join(c.Warnings(), "\n"); !strings.Contains(w, `status: "0.0.0.0:8000" is not a loopback`) {
+		t.Errorf("no warning for a non-loopback status address; warnings:\n%s", w)
+	}
+	if d := Defaults(); !reflect.DeepEqual(d.StorageDirs(), []string{"kspider-data/pages"}) ||
+		!reflect.DeepEqual(c.StorageDirs(), want.Storage.Dirs) {
+		t.Errorf("StorageDirs: %q, %q", d.StorageDirs(), c.StorageDirs())
+	}
+}
+
+// TestRunConfigErrors: each bad document gives an error naming the line and
+// the key.
+func TestRunConfigErrors(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"fetchers = 4\nfetcherz = 3\n", "x.toml:2: unknown key fetcherz"},
+		{"[limits]\nmax_dept = 3\n", "x.toml:2: unknown key limits.max_dept"},
+		{"[politics]\ndelay = \"1s\"\n", "x.toml:1: unknown key politics"},
+		{"[cluster]\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:1\"\nport = 3\n", "x.toml:5: unknown key cluster.nodes[0].port"},
+		{"\nfetchers = \"many\"\n", "x.toml:2:"},
+		{"\nfetchers = \"many\"\n", "x.toml:2:12: fetchers: a TOML string where an integer is wanted"},
+		{"[cluster]\nepoch = \"2026\"\n", "x.toml:2:9: cluster.epoch: not a date-time such as 2026-01-01T00:00:00Z"},
+		{"[cluster]\nepoch = 2026-01-01\n", "x.toml:2: cluster.epoch: needs a UTC offset"},
+		{"[cluster]\nepoch = 2026-01-01T10:00:00\n", "x.toml:2: cluster.epoch: needs a UTC offset"},
+		{"seeds = 0000-01-10\n", "x.toml:1:"},
+		{"[politeness]\n\ndelay = \"soon\"\n", "x.toml:3:"},
+		{"[politeness]\n\ndelay = \"soon\"\n", `politeness.delay: not a duration (like "250ms" or "1m30s"): "soon"`},
+		{"[politeness]\ndelay = \"-1s\"\n", "x.toml:2: politeness.delay: negative duration -1s"},
+		{"[politeness]\ncrawl_delay_cap = \"-5m\"\n", "x.toml:2: politeness.crawl_delay_cap: negative duration"},
+		{"[limits]\nconnect_timeout = \"0s\"\n", "x.toml:2: limits.connect_timeout: must be longer than 0"},
+		{"[limits]\nmax_depth = 255\n", "x.toml:2: limits.max_depth: 255 is out of range 0..254"},
+		{"[limits]\nmax_depth = -1\n", "limits.max_depth: -1 is out of range"},
+		{"[limits]\nmax_body = 0\n", "x.toml:2: limits.max_body: 0 is out of range"},
+		{"fetchers = 0\n", "x.toml:1: fetchers: 0 is out of range 1..100000"},
+		{"pipelining = 0\n", "x.toml:1: pipelining: 0 is out of range"},
+		{"seeds = [\n  \"https://ok.example/\",\n  \"ftp://x.example/\",\n]\n", `x.toml:3: seeds[1]: "ftp://x.example/" is not an absolute http(s) URL`},
+		{"seeds = [\"example.org\"]\n", `x.toml:1: seeds[0]: "example.org" is not an absolute http(s) URL`},
+		{"seeds = [\"http:///path\"]\n", `seeds[0]: "http:///path" is not`},
+		{"status = \"localhost\"\n", `x.toml:1: status: "localhost" is not ip:port`},
+		{"status = \"example.org:80\"\n", `status: "example.org:80": "example.org" is not an IP address`},
+		{"status = \"127.0.0.1:99999\"\n", `status: "127.0.0.1:99999": port "99999" is not 0..65535`},
+		{"user_agent = \"My Bot\"\n", `user_agent: "My Bot" is not a product token`},
+		{"contact = \"call me\"\n", `contact: "call me" is not an http(s) or mailto URL`},
+		{"from = \"not an address\"\n", `from: "not an address" is not an e-mail address`},
+		{"dns_servers = [\"8.8.8.8\", \"dns.example\"]\n", `x.toml:1: dns_servers[1]: "dns.example" is not an IP address`},
+		{"ntp_servers = [\"bad host!\"]\n", `ntp_servers[0]: "bad host!": "bad host!" is neither`},
+		{"data_dir = \"\"\n", "x.toml:1: data_dir: must not be empty"},
+		{"[storage]\ndirs = [\"/a\", \"/b\", \"/a/\"]\n", `x.toml:2: storage.dirs[2]: "/a/" is storage.dirs[0] again`},
+		{"data_dir = \"/d\"\n[storage]\ndirs = [\"/e\", \"/d/\"]\n", `x.toml:3: storage.dirs[1]: "/d/" is data_dir; use a directory of its own such as "/d/pages"`},
+		{"[storage]\ncodec = \"gzip\"\n", `x.toml:2: storage.codec: "gzip" is not one of none, lzo, s2, zstd`},
+		{"[scope]\ninclude = [\"(\"]\n", "x.toml:2: scope.include[0]: error parsing regexp"},
+		{"[scope]\ndomains = [\"a..b\"]\n", "x.toml:2: scope.domains[0]:"},
+		{"[cluster]\nnode = 1\n", "x.toml:2: cluster.node: node 1 is not in cluster.nodes"},
+		{"[cluster]\nphases = 0\n", "x.toml:2: cluster.phases: 0 phases for 1 nodes"},
+		{"[cluster]\nphase_length = \"0s\"\n", "x.toml:2: cluster.phase_length: must be longer than 0"},
+		{"[cluster]\npartition = \"ip\"\n", `x.toml:2: cluster.partition: "ip" is not "url", "host" or "domain"`},
+		{"[cluster]\nphases = 2\nsecret_file = \"s\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n",
+			"x.toml:8: cluster.nodes[1].id: id 0 is given twice"},
+		{"[cluster]\nphases = 2\nsecret_file = \"s\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n[[cluster.nodes]]\nid = 1\nudp = \"10.0.0.1:1\"\n",
+			`x.toml:9: cluster.nodes[1].udp: "10.0.0.1:1" is cluster.nodes[0]'s too`},
+		{"[cluster]\nphases = 1\nsecret_file = \"s\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n[[cluster.nodes]]\nid = 1\nudp = \"10.0.0.2:1\"\n",
+			"x.toml:2: cluster.phases: 1 phases for 2 nodes"},
+		{"[cluster]\nphases = 2\nnodes = [{id = 0, udp = \"a:1\"},\n  {id = 1, udp = \"b:1\"}]\n",
+			"x.toml:1: cluster.secret_file: required with 2 nodes"},
+		{"[cluster]\nnodes = [{id = 0, udp = \"a:1\"},\n  {id = 5, udp = \"b\"}]\n",
+			"x.toml:3: cluster.nodes[1].id: 5 is out of range 0..1"},
+		{"[cluster]\nnodes = [{id = 0, udp = \"a:1\"},\n  {id = 5, udp = \"b\"}]\n",
+			`x.toml:3: cluster.nodes[1].udp: "b" is not host:port`},
+		{"fetchers = 3\nfetchers = 4\n", "x.toml:2:1: fetchers: key fetchers is already defined"},
+		{"[limits]\nmax_depth = 3\n[limits]\n", "x.toml:3:2: limits: table limits already exists"},
+		{"[limits\n", "x.toml:1:"},
+	} {
+		_, err := ParseRunConfig([]byte(c.doc), "x.toml")
+		if err == nil {
+			t.Errorf("%q: no error, want %q", c.doc, c.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q:\n got %v\nwant %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func TestRunConfigAllErrorsReported(t *testing.T) {
+	_, err := ParseRunConfig([]byte("fetchers = 0\npipelining = 0\n[limits]\nmax_depth = 999\n"), "x.toml")
+	for _, want := range []string{"x.toml:1: fetchers", "x.toml:2: pipelining", "x.toml:4: limits.max_depth"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+// TestRunConfigBig: a large document is read in linear time and its errors
+// are capped.
+func TestRunConfigBig(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("seeds = [\n")
+	for i := 0; i < 50_000; i++ {
+		fmt.Fprintf(&b, "  \"https://h%d.example/\",\n", i)
+	}
+	b.WriteString("  \"bad\",\n]\n")
+	_, err := ParseRunConfig([]byte(b.String()), "big.toml")
+	if err == nil || !strings.Contains(err.Error(), "big.toml:50002: seeds[50000]: \"bad\"") {
+		t.Errorf("error %v", err)
+	}
+	b.Reset()
+	for i := 0; i < 10_000; i++ {
+		fmt.Fprintf(&b, "unknown%d = 1\n", i)
+	}
+	_, err = ParseRunConfig([]byte(b.String()), "big.toml")
+	if err == nil || !strings.Contains(err.Error(), "big.toml:1: unknown key unknown0") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("big.toml: %d more errors", 10_000-maxConfigErrors)) {
+		t.Errorf("error %.300v", err)
+	}
+}
+
+func TestLoadRunConfigAndSeeds(t *testing.T) {
+	dir := t.TempDir()
+	seeds := writeFile(t, dir, "seeds.txt", "# seeds\nhttps://c.example/\n\n  http://d.example/a  \n")
+	path := writeFile(t, dir, "crawl.toml", "seeds = [\"https://a.example/\"]\nseeds_file = \""+seeds+"\"\n")
+	c, err := LoadRunConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.LoadSeeds()
+	if want := []string{"https://a.example/", "https://c.example/", "http://d.example/a"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("LoadSeeds = %q, %v; want %q", got, err, want)
+	}
+	writeFile(t, dir, "seeds.txt", "https://c.example/\nnot a url\nmailto:x@y\n"+strings.Repeat("x", maxSeedLine+1)+"\n")
+	_, err = c.LoadSeeds()
+	for _, want := range []string{seeds + ":2: \"not a url\" is not", seeds + ":3: \"mailto:x@y\"", "lines are at most"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadSeeds error %v lacks %q", err, want)
+		}
+	}
+	c.SeedsFile = filepath.Join(dir, "missing")
+	if _, err := c.LoadSeeds(); err == nil || !strings.Contains(err.Error(), "seeds_file:") {
+		t.Errorf("missing seeds file: %v", err)
+	}
+	if _, err := LoadRunConfig(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml") {
+		t.Errorf("missing config: %v", err)
+	}
+	writeFile(t, dir, "crawl.toml", "[limits]\nmax_depth = 300\n")
+	if _, err := LoadRunConfig(path); err == nil || !strings.Contains(err.Error(), path+":2: limits.max_depth") {
+		t.Errorf("bad config: %v", err)
+	}
+}
+
+// writeFile writes text to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunConfigWarnings(t *testing.T) {
+	d := Defaults()
+	w := strings.Join(d.Warnings(), "\n")
+	for _, want := range []string{"seeds: none", "contact:"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("Defaults' warnings lack %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(w, "status:") {
+		t.Errorf("warning for the loopback default status:\n%s", w)
+	}
+	for _, s := range []string{":7411", "0.0.0.0:7411", "[::]:7411", "10.1.2.3:80"} {
+		d.Status = s
+		if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(w, "status: \""+s+"\" is not a loopback") {
+			t.Errorf("no warning for status %q", s)
+		}
+	}
+	for _, s := range []string{"localhost:1", "127.0.0.2:1", "[::1]:1", ""} {
+		d.Status = s
+		if w := strings.Join(d.Warnings(), "\n"); strings.Contains(w, "status:") {
+			t.Errorf("warning for status %q: %s", s, w)
+		}
+	}
+}
+
+func TestDurationString(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0s", 250 * time.Millisecond: "250ms", time.Minute: "1m",
+		24 * time.Hour: "24h", 90 * time.Minute: "1h30m", time.Hour + time.Second: "1h0m1s", -time.Minute: "-1m"} {
+		if got := (Duration{d}).String(); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+		var back Duration
+		if err := back.UnmarshalText([]byte(want)); err != nil || back.Duration != d {
+			t.Errorf("%q reads back as %v, %v", want, back, err)
+		}
+	}
+}
+
+func FuzzParseRunConfig(f *testing.F) {
+	f.Add([]byte(fullConfig))
+	f.Add([]byte("[cluster]\nnodes = [{id = 0, udp = \"a:1\"}, {id = 1}]\n"))
+	f.Add([]byte("seeds = [[1], {a = 2}]\n[a.b.c]\n[[a.b]]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseRunConfig(data, "f.toml")
+		if err == nil {
+			if err := c.Validate(); err != nil {
+				t.Fatalf("parsed config does not validate: %v", err)
+			}
+		}
+	})
+}
