@@ -58,6 +58,15 @@ func TestEncodings(t *testing.T) {
 		"/gzip": {"gzip", "gzip"}, "/xgzip": {"gzip", "x-gzip"}, "/zlib": {"zlib", "deflate"}, "/raw": {"raw", "deflate"},
 		"/zstd": {"zstd", "zstd"}, "/zstd-bomb": {"zstd-bomb", "zstd"}, "/br": {"plain", "br"}, "/corrupt": {"corrupt", "gzip"}, "/plain": {"plain", ""},
 	}
+	// Encode every body before the server starts: compressing the 32 MiB
+	// bomb under -race on a loaded machine takes longer than the
+	// collector's first-byte timeout.
+	bodies := map[string][]byte{}
+	for _, tc := range cases {
+		if _, ok := bodies[tc.kind]; !ok {
+			bodies[tc.kind] = encode(tc.kind)
+		}
+	}
 	var mu sync.Mutex
 	var headers []http.Header
 	s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
@@ -65,7 +74,7 @@ func TestEncodings(t *testing.T) {
 		headers = append(headers, req.Header)
 		mu.Unlock()
 		tc := cases[req.URL.Path]
-		body := encode(tc.kind)
+		body := bodies[tc.kind]
 		fmt.Fprintf(cs.bw, "HTTP/1.1 200 OK\r\n")
 		if tc.header != "" {
 			fmt.Fprintf(cs.bw, "Content-Encoding: %s\r\n", tc.header)
@@ -95,7 +104,7 @@ func TestEncodings(t *testing.T) {
 				t.Errorf("zstd bomb: truncated %v, %d bytes", r.Truncated, len(r.Body))
 			}
 		}
-		if r.Kind != wantKind || r.Status != 200 || !bytes.Equal(r.WireBody, encode(tc.kind)) && p != "/corrupt" {
+		if r.Kind != wantKind || r.Status != 200 || !bytes.Equal(r.WireBody, bodies[tc.kind]) && p != "/corrupt" {
 			t.Errorf("%s: %s (%v), %d wire bytes", p, r.Kind, r.Err, len(r.WireBody))
 		}
 		if wantKind == OK && !bytes.Equal(r.Body, page) || p == "/zstd-bomb" && bytes.ContainsFunc(r.Body, func(r rune) bool { return r != 0 }) {
