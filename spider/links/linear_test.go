@@ -67,9 +67,11 @@ func distinctRunes(n int) string {
 	return b.String()
 }
 
-// TestLinearTime grows each hostile input 8× and checks that the time of
+// TestLinearTime grows each hostile input 16× and checks that the time of
 // Extract (and, for a single link, of urlnorm's canonical form, which is
-// what `kspider normalize` runs) grows about 8×, not 64×. The ratio is
+// what `kspider normalize` runs) grows about 16×, not 256×: the bound,
+// 64×, is the geometric middle, so noise on a loaded machine (cache misses
+// of the larger input, a preempted run) does not decide. The ratio is
 // measured within the test, so a slow or loaded machine does not matter;
 // the margin is generous, and a ratio over it is measured again before
 // failing.
@@ -100,14 +102,14 @@ func TestLinearTime(t *testing.T) {
 			}{{"extract", extract}, {"normalize", normalize}} {
 				ratio := 0.0
 				for attempt := 0; attempt < 3; attempt++ {
-					a, b := h.page(small), h.page(8*small)
+					a, b := h.page(small), h.page(16*small)
 					ratio = float64(timePer(func() { f.run(b) })) / float64(timePer(func() { f.run(a) }))
-					if ratio < 24 {
+					if ratio < 64 {
 						break
 					}
 				}
-				if ratio >= 24 {
-					t.Errorf("%s: 8× the input took %.1f× the time (quadratic would be 64×)", f.name, ratio)
+				if ratio >= 64 {
+					t.Errorf("%s: 16× the input took %.1f× the time (linear: 16×, quadratic: 256×)", f.name, ratio)
 				}
 			}
 		})
