@@ -44,15 +44,18 @@
 // since the window then has nothing more for its host. TryNext and Next
 // hand out ready lists only while the clock's Phase says MayStart; a list
 // carries Until, the start of the slot's closing guard, after which the
-// node starts no fetch and reports the rest NotTried. When the active phase
-// changes, queued ids are dropped and the scan starts again; lists out stay
-// out until reported.
+// node starts no fetch and reports the rest NotTried. Every id handed out
+// must be reported: a host stays FETCHING until its whole list is. When
+// the active phase changes, queued ids are dropped and the scan starts
+// again; lists out stay out until reported.
 //
 // Politeness: a host never has two lists out; TIMEWAIT after a list lasts
 // the largest of MinDelay, the host's Crawl-delay (up to MaxCrawlDelay) and
 // ErrorDelay doubled per list with errors in a row (up to MaxBackoff), and
 // never ends before a 429/503 Retry-After (up to MaxRetryAfter). The end
-// is stored as the host's next start, which also holds across a restart.
+// is stored as the host's next start, which also holds across a restart
+// and is checked again when the list goes out, in case the clock stepped
+// back.
 // With MaxHostsPerIP, at most that many hosts of one IP address (SetIP)
 // fetch at once.
 //
@@ -76,7 +79,8 @@
 // reset — and so is a newer format. Past the commit, a record naming a
 // host that did not survive a crash is dropped and counted
 // (OpenStats.Dropped; the node adds such URLs again from its URL tree);
-// in-progress records become in-list again.
+// in-progress records become in-list again. An open scheduler holds an
+// exclusive flock on sched.meta, so a second process gets ErrLocked.
 //
 // # The phase clock
 //

@@ -153,12 +153,8 @@ type metaFile struct {
 }
 
 func createMeta(path string) (*metaFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := openLocked(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
-	}
-	if err := lockFile(path, f); err != nil {
-		f.Close()
 		return nil, err
 	}
 	b := make([]byte, metaFileSize)
@@ -176,12 +172,8 @@ func createMeta(path string) (*metaFile, error) {
 }
 
 func openMeta(path string) (*metaFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openLocked(path, os.O_RDWR)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
-	}
-	if err := lockFile(path, f); err != nil {
-		f.Close()
 		return nil, err
 	}
 	b := make([]byte, metaFileSize)
@@ -210,17 +202,22 @@ func (m *metaFile) write(c commit) error {
 
 func (m *metaFile) close() error { return m.f.Close() }
 
-// lockFile takes an exclusive lock on the meta file for as long as it is
-// open (a killed process loses it), so that two processes never share one
-// scheduler's files.
-func lockFile(path string, f *os.File) error {
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return fmt.Errorf("%w: %s", ErrLocked, path)
-		}
-		return fmt.Errorf("scheduler: lock %s: %w", path, err)
+// openLocked opens the meta file and takes an exclusive lock on it for as
+// long as it is open (a killed process loses it), so that two processes
+// never share one scheduler's files.
+func openLocked(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	return nil
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("scheduler: lock %s: %w", path, err)
+	}
+	return f, nil
 }
 
 func syncDir(dir string) error {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"net/netip"
 	"sync"
 	"testing"
@@ -75,3 +76,67 @@ func drain(t testing.TB, s *Scheduler) []List {
 }
 
 func netipFor(id uint32) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + id%3)}) }
+
+// checkInvariants checks the window's and buckets' internal invariants;
+// the caller holds s.mu.
+func checkInvariants(s *Scheduler) error {
+	rt := &s.rt
+	used := make([]int, len(rt.colUsed))
+	out := 0
+	queued := map[uint32]bool{}
+	for i := range rt.runs {
+		r := &rt.runs[i]
+		if s.runIdx[r.host] != int32(i)+1 {
+			continue
+		}
+		if r.slotted {
+			used[r.col]++
+		}
+		switch {
+		case (r.state == Queuing || r.state == Fetching || r.state == TimeWait) && !r.slotted:
+			return fmt.Errorf("host %d %v without a row", r.host, r.state)
+		case r.state == Free && r.slotted:
+			return fmt.Errorf("host %d FREE holding a row", r.host)
+		case r.state == Fetching && len(r.inflight) == 0:
+			return fmt.Errorf("host %d FETCHING with nothing out", r.host)
+		case r.state != Fetching && len(r.inflight) > 0:
+			return fmt.Errorf("host %d %v with %d ids out", r.host, r.state, len(r.inflight))
+		case r.waiting && (r.state != Free || r.queued() == 0):
+			return fmt.Errorf("host %d waits for a row as %v with %d queued", r.host, r.state, r.queued())
+		case r.state == Free && r.queued() > 0 && !r.waiting && rt.started:
+			return fmt.Errorf("host %d FREE with %d queued, not waiting for a row", r.host, r.queued())
+		}
+		for _, id := range r.inflight {
+			if s.recs[id].state() != InProgress || s.recs[id].host() != r.host {
+				return fmt.Errorf("id %d out for host %d is %v of host %d", id, r.host, s.recs[id].state(), s.recs[id].host())
+			}
+		}
+		for _, id := range r.pending[r.head:] {
+			if queued[id] || uint64(id) >= rt.scan {
+				return fmt.Errorf("id %d queued twice or ahead of the scan (%d)", id, rt.scan)
+			}
+			queued[id] = true
+			if st := s.recs[id].state(); (st != InList && st != Stalled) || s.recs[id].host() != r.host || int(s.phase[r.host]) != rt.active {
+				return fmt.Errorf("id %d queued at host %d is %v of host %d", id, r.host, st, s.recs[id].host())
+			}
+		}
+		out += len(r.inflight)
+	}
+	for c, n := range used {
+		if n != int(rt.colUsed[c]) || n > s.cfg.Rows {
+			return fmt.Errorf("column %d: %d rows taken, counted %d, %d rows", c, n, rt.colUsed[c], s.cfg.Rows)
+		}
+	}
+	if out != rt.out {
+		return fmt.Errorf("%d ids out, counted %d", out, rt.out)
+	}
+	for id := uint64(0); id < rt.lo; id++ {
+		if s.recs[id].state().Unfinished() {
+			return fmt.Errorf("id %d %v behind the window's start %d", id, s.recs[id].state(), rt.lo)
+		}
+	}
+	if rt.scan < rt.lo {
+		return fmt.Errorf("scan %d behind the window's start %d", rt.scan, rt.lo)
+	}
+	return nil
+}

@@ -160,6 +160,9 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 	if durable > n {
 		return s, fmt.Errorf("%w: %s: commit says %d hosts, file holds %d", ErrCorrupt, hostsPath, durable, n)
 	}
+	if durable == 0 && durableNames != 0 {
+		return s, fmt.Errorf("%w: %s: commit says %d name bytes and no hosts", ErrCorrupt, namesPath, durableNames)
+	}
 	if durableNames > uint64(len(nb)) {
 		return s, fmt.Errorf("%w: %s: commit says %d name bytes, file holds %d", ErrCorrupt, namesPath, durableNames, len(nb))
 	}
@@ -196,6 +199,9 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 		}
 		s.recs = append(s.recs, h)
 		end += uint64(h.nameLen)
+		if i+1 == durable && end != durableNames {
+			return s, fmt.Errorf("%w: %s: the %d committed hosts' names end at %d, the commit says %d", ErrCorrupt, namesPath, durable, end, durableNames)
+		}
 	}
 	all := string(nb[:end])
 	s.names = make([]string, len(s.recs))

@@ -145,6 +145,12 @@ func (s *Scheduler) take(p Phase) (List, bool) {
 				continue
 			}
 		}
+		if hr := &s.hosts[r.host]; max(hr.nextStart, hr.retryUntil) > now {
+			// The clock stepped back since the host's wait ended.
+			r.state, r.until = TimeWait, max(hr.nextStart, hr.retryUntil)
+			rt.events.add(event{at: r.until, ref: ref, tw: true})
+			continue
+		}
 		if l, ok := s.handOut(ref.idx, p, now); ok {
 			return l, true
 		}

@@ -314,11 +314,31 @@ func (rt *windowState) bucketState(s *Scheduler, h uint32) BucketState {
 	return Free
 }
 
+// setIP records h's address. A host learns its address while its list
+// is out (the node resolves the name to fetch it), so a list out counts
+// against the new address from now on.
 func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) {
+	ip = ip.Unmap()
 	if ip.IsValid() {
-		rt.ipOf[h] = ip.Unmap()
+		rt.ipOf[h] = ip
 	} else {
 		delete(rt.ipOf, h)
+	}
+	i := s.runIdx[h]
+	if i == 0 {
+		return
+	}
+	r := &rt.runs[i-1]
+	if r.state != Fetching || (r.ipBusy && r.ip == ip) {
+		return
+	}
+	if r.ipBusy {
+		r.ipBusy = false
+		rt.ipDone(r.ip)
+	}
+	if ip.IsValid() {
+		r.ip, r.ipBusy = ip, true
+		rt.ipBusy[ip]++
 	}
 }
 
