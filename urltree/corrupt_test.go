@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -126,9 +127,11 @@ var faults = []fault{
 // reference chains were damaged are lost, and Find finds the rest.
 func TestCorruption(t *testing.T) {
 	const n = 300
-	rounds := 12
-	if testing.Short() {
-		rounds = 3
+	rounds := 6 // 480 damaged trees; KSPIDER_URLTREE_ROUNDS=N for a soak
+	if v, err := strconv.Atoi(os.Getenv("KSPIDER_URLTREE_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	} else if testing.Short() {
+		rounds = 2
 	}
 	for _, clean := range []bool{true, false} {
 		fx := newCorruptFixture(t, n, clean)
