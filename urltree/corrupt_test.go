@@ -48,6 +48,19 @@ func newCorruptFixture(t testing.TB, n int, clean bool) *corruptFixture {
 	f.used[nodesName] = headerSize + n*nodeSize
 	f.used[ptrsName] = headerSize + (n+ptrBlock-1)/ptrBlock*ptrRecord
 	f.used[arenaName] = int(tr.arenaEnd)
+	closeOrCrash(t, tr, clean)
+	for _, name := range checkNames {
+		if f.files[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// closeOrCrash closes tr cleanly, or syncs it and drops it as a crash
+// would (the node file is then not clean).
+func closeOrCrash(t testing.TB, tr *Tree, clean bool) {
+	var err error
 	if clean {
 		err = tr.Close()
 	} else {
@@ -57,12 +70,6 @@ func newCorruptFixture(t testing.TB, n int, clean bool) *corruptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range checkNames {
-		if f.files[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return f
 }
 
 // fault is one kind of damage: it edits a file's bytes.
