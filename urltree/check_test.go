@@ -167,3 +167,19 @@ func TestCheckNewerFormat(t *testing.T) {
 		t.Fatal("a refused repair moved files")
 	}
 }
+
+// TestCheckHealthy: a tree closed cleanly has no findings; one left by a
+// crash has notes only.
+func TestCheckHealthy(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		fx := newCorruptFixture(t, 70, clean)
+		dir := t.TempDir()
+		for nm, b := range fx.files {
+			os.WriteFile(filepath.Join(dir, nm), b, 0o644)
+		}
+		rep, err := Check(dir, true)
+		if err != nil || rep.Damaged() || rep.Repaired || rep.Lost != 0 || rep.URLs != 70 || (clean && len(rep.Findings) > 0) {
+			t.Errorf("clean %v: Check = %v, %+v", clean, err, rep)
+		}
+	}
+}
