@@ -75,6 +75,9 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	}
 	defer c.close()
 	c.run()
+	if repair && c.newer {
+		return &c.rep, fmt.Errorf("%w: %s: not repaired: files of a newer format version (%d is this build's)", ErrNewerFormat, dir, FormatVersion)
+	}
 	if repair && c.rep.Damaged() {
 		if err := c.repair(); err != nil {
 			return &c.rep, err
@@ -93,6 +96,8 @@ type checker struct {
 	found bool // c is a valid commit
 	v     verifier
 	fixed []byte // block pointers as the arena walk found them
+	v1    bool   // every file is of format version 1
+	newer bool   // a file is of a newer format: no repair
 }
 
 var checkNames = [4]string{metaName, nodesName, ptrsName, arenaName}
@@ -158,17 +163,26 @@ func (c *checker) run() {
 		case c.files[i] == nil:
 			c.add(true, c.path(i), 0, "missing")
 		default:
-			if err := checkHeader(c.path(i), b, checkMagics[i]); err != nil {
-				var ce *CorruptError
-				if errors.As(err, &ce) {
-					c.addErr(err)
-				} else {
-					c.add(true, c.path(i), 0, "%v", err)
-				}
+			switch err := checkHeader(c.path(i), b, checkMagics[i]); {
+			case errors.Is(err, ErrOldFormat):
+				c.add(true, c.path(i), 0, "format version %d, without checksums: a repair converts it to version %d", binary.LittleEndian.Uint32(b[8:]), FormatVersion)
+			case errors.Is(err, ErrNewerFormat):
+				c.newer = true
+				c.add(true, c.path(i), 0, "format version %d, newer than this build's %d: it cannot check or repair the tree", binary.LittleEndian.Uint32(b[8:]), FormatVersion)
+			case err != nil:
+				c.addErr(err)
 			}
 			if i > 0 && len(b)%4096 != 0 {
 				c.add(true, c.path(i), uint64(len(b)&^4095), "file size %d is not a multiple of 4096 (junk appended, or cut short)", len(b))
 			}
+		}
+	}
+	// A tree of format version 1 is read without checksums; a repair
+	// converts it.
+	c.v1 = true
+	for i := range checkNames {
+		if b := c.data(i); len(b) < headerSize || binary.LittleEndian.Uint32(b[8:]) != 1 || binary.LittleEndian.Uint32(b[60:]) != 0 {
+			c.v1 = false
 		}
 	}
 	c.checkMeta()
@@ -202,7 +216,7 @@ func (c *checker) checkMeta() {
 			c.c, c.found = cm, true
 		}
 	}
-	if len(seqs) == 2 && seqs[0] != seqs[1] {
+	if len(seqs) == 2 && seqs[0] != seqs[1] && !c.v1 {
 		c.add(false, p, uint64(metaSlotOffsets[0]), "the commit slots hold commits %d and %d (a crash between their writes): commit %d holds", seqs[0], seqs[1], c.c.seq)
 	}
 	for _, r := range [][2]int64{{headerSize, metaSlotOffsets[0]}, {metaSlotOffsets[0] + metaSlotSize, metaSlotOffsets[1]}, {metaSlotOffsets[1] + metaSlotSize, metaFileSize}} {
@@ -245,7 +259,7 @@ func (c *checker) checkArena() {
 	}
 	t.count, t.arenaEnd = min(count, maxURLs), end
 	blocks := (t.count + ptrBlock - 1) / ptrBlock
-	c.v = verifier{t: t, lens: make([]uint16, t.count), tailCRC: c.c.tailCRC, bad: make([]bool, t.count)}
+	c.v = verifier{t: t, lens: make([]uint16, t.count), tailCRC: c.c.tailCRC, bad: make([]bool, t.count), v1: c.v1}
 	c.fixed = make([]byte, blocks*ptrRecord)
 	off, offKnown := uint64(headerSize), true
 	havePtrs := uint64(len(t.ptrs) / ptrRecord)
@@ -325,8 +339,8 @@ func (c *checker) checkNodes() {
 	b := c.data(1)
 	t.nodeF = &mappedFile{path: c.path(1)}
 	t.nodes = nodes(u32s(b))
-	if !c.found {
-		return
+	if !c.found || c.v1 {
+		return // version 1 has no node checksum; the repair rebuilds it
 	}
 	// The node file holds every id but the lost entries written by a
 	// repair, whatever the damage elsewhere.

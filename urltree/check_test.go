@@ -1,7 +1,10 @@
 package urltree
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +84,102 @@ func TestCheckMessages(t *testing.T) {
 	}
 	if _, err := Check(t.TempDir(), false); !errors.Is(err, ErrNoTree) {
 		t.Errorf("Check of an empty directory: %v, want ErrNoTree", err)
+	}
+}
+
+// TestConvertV1: Open refuses a tree of format version 1, naming both
+// versions; Check with repair converts it, keeping every id.
+func TestConvertV1(t *testing.T) {
+	fx := newCorruptFixture(t, 100, true)
+	dir := t.TempDir()
+	// Version 1 is version 2 without the checksums: no block trailers,
+	// headers and commit slots without the new fields.
+	arena := fx.files[arenaName]
+	ptrs := append([]byte(nil), fx.files[ptrsName]...)
+	v1 := append([]byte(nil), arena[:headerSize]...)
+	for k := 0; k*ptrBlock < len(fx.urls); k++ {
+		start := binary.LittleEndian.Uint64(ptrs[headerSize+k*ptrRecord:])
+		end := uint64(fx.used[arenaName])
+		if (k+1)*ptrBlock < len(fx.urls) {
+			end = binary.LittleEndian.Uint64(ptrs[headerSize+(k+1)*ptrRecord:]) - blockTrailer
+		}
+		binary.LittleEndian.PutUint64(ptrs[headerSize+k*ptrRecord:], uint64(len(v1)))
+		v1 = append(v1, arena[start:end]...)
+	}
+	arenaLen := len(v1) - headerSize
+	v1 = append(v1, make([]byte, len(arena)-len(v1))...)
+	meta := append([]byte(nil), fx.files[metaName]...)
+	for _, off := range metaSlotOffsets {
+		c, _ := decodeCommit(meta[off : off+metaSlotSize])
+		c.arenaLen, c.tailCRC, c.nodesCRC = uint64(arenaLen), 0, 0
+		copy(meta[off:], c.encode())
+	}
+	files := map[string][]byte{metaName: meta, nodesName: fx.files[nodesName], ptrsName: ptrs, arenaName: v1}
+	for name, b := range files {
+		b = append([]byte(nil), b...)
+		binary.LittleEndian.PutUint32(b[8:], 1)
+		binary.LittleEndian.PutUint32(b[60:], 0)
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(dir, nil); !errors.Is(err, ErrOldFormat) || !strings.Contains(err.Error(), "format version 1 (no checksums); this build reads version 2") {
+		t.Fatalf("Open of a version-1 tree: %v", err)
+	}
+	rep, err := Check(dir, true)
+	if err != nil || !rep.Repaired || rep.Lost != 0 {
+		t.Fatalf("Check: %v, %+v", err, rep)
+	}
+	tr, err := Open(dir, nil)
+	if err != nil {
+		t.Fatalf("Open after the conversion: %v", err)
+	}
+	defer tr.Close()
+	var buf []byte
+	for id, u := range fx.urls {
+		if buf, err = tr.Get(uint32(id), buf[:0]); err != nil || string(buf) != u {
+			t.Fatalf("Get(%d) = %q, %v; want %q", id, buf, err, u)
+		}
+		if got, ok := tr.FindString(u); !ok || got != uint32(id) {
+			t.Fatalf("Find(%q) = %d, %v", u, got, ok)
+		}
+	}
+}
+
+// TestCheckNewerFormat: Check reports a newer format and refuses to
+// repair it, changing nothing.
+func TestCheckNewerFormat(t *testing.T) {
+	fx := newCorruptFixture(t, 40, true)
+	dir := t.TempDir()
+	for nm, b := range fx.files {
+		b = append([]byte(nil), b...)
+		if nm == arenaName {
+			binary.LittleEndian.PutUint32(b[8:], FormatVersion+1)
+			binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+		}
+		os.WriteFile(filepath.Join(dir, nm), b, 0o644)
+	}
+	rep, err := Check(dir, true)
+	if !errors.Is(err, ErrNewerFormat) || rep.Repaired || !strings.Contains(fmt.Sprint(rep.Findings), "newer than this build's") {
+		t.Fatalf("Check = %v, %+v", err, rep)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "damaged")); err == nil {
+		t.Fatal("a refused repair moved files")
+	}
+}
+
+// TestCheckHealthy: a tree closed cleanly has no findings; one left by a
+// crash has notes only.
+func TestCheckHealthy(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		fx := newCorruptFixture(t, 70, clean)
+		dir := t.TempDir()
+		for nm, b := range fx.files {
+			os.WriteFile(filepath.Join(dir, nm), b, 0o644)
+		}
+		rep, err := Check(dir, true)
+		if err != nil || rep.Damaged() || rep.Repaired || rep.Lost != 0 || rep.URLs != 70 || (clean && len(rep.Findings) > 0) {
+			t.Errorf("clean %v: Check = %v, %+v", clean, err, rep)
+		}
 	}
 }

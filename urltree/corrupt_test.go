@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,19 @@ func newCorruptFixture(t testing.TB, n int, clean bool) *corruptFixture {
 	f.used[nodesName] = headerSize + n*nodeSize
 	f.used[ptrsName] = headerSize + (n+ptrBlock-1)/ptrBlock*ptrRecord
 	f.used[arenaName] = int(tr.arenaEnd)
+	closeOrCrash(t, tr, clean)
+	for _, name := range checkNames {
+		if f.files[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// closeOrCrash closes tr cleanly, or syncs it and drops it as a crash
+// would (the node file is then not clean).
+func closeOrCrash(t testing.TB, tr *Tree, clean bool) {
+	var err error
 	if clean {
 		err = tr.Close()
 	} else {
@@ -56,12 +70,6 @@ func newCorruptFixture(t testing.TB, n int, clean bool) *corruptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range checkNames {
-		if f.files[name], err = os.ReadFile(filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return f
 }
 
 // fault is one kind of damage: it edits a file's bytes.
@@ -126,9 +134,11 @@ var faults = []fault{
 // reference chains were damaged are lost, and Find finds the rest.
 func TestCorruption(t *testing.T) {
 	const n = 300
-	rounds := 12
-	if testing.Short() {
-		rounds = 3
+	rounds := 6 // 480 damaged trees; KSPIDER_URLTREE_ROUNDS=N for a soak
+	if v, err := strconv.Atoi(os.Getenv("KSPIDER_URLTREE_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	} else if testing.Short() {
+		rounds = 2
 	}
 	for _, clean := range []bool{true, false} {
 		fx := newCorruptFixture(t, n, clean)

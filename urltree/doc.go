@@ -73,7 +73,9 @@
 // whose blocks verify, keeping every id. An id whose entry is damaged, or
 // whose reference chain passes through a damaged entry, becomes a lost
 // entry: Get returns ErrLost for it, and Lost counts them. The damaged
-// files are moved into the directory's damaged/ folder, never deleted.
+// files are moved into the directory's damaged/ folder, never deleted. A
+// repair also converts a tree of format version 1 (without checksums),
+// which Open refuses; it refuses files of a newer version.
 //
 // # Concurrency
 //

@@ -52,7 +52,7 @@ func checkHeader(path string, b []byte, magic [8]byte) error {
 	v := binary.LittleEndian.Uint32(b[8:])
 	sum := binary.LittleEndian.Uint32(b[60:])
 	if sum == 0 && v == 1 && allZero(b[12:60]) {
-		return fmt.Errorf("%w: %s has format version 1 (no checksums); this build reads version %d only", ErrOldFormat, path, FormatVersion)
+		return fmt.Errorf("%w: %s has format version 1 (no checksums); this build reads version %d only (Check with repair, kspider check --repair, converts it)", ErrOldFormat, path, FormatVersion)
 	}
 	if sum != crc32.Checksum(b[:60], castagnoli) {
 		return corrupt(path, 0, "corrupt header (checksum mismatch; version field reads %d)", v)

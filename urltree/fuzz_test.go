@@ -96,15 +96,7 @@ func FuzzOpenCorrupt(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		if clean {
-			err = tr.Close()
-		} else {
-			err = tr.Sync()
-			tr.closeFiles()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		closeOrCrash(t, tr, clean)
 		files := []string{metaName, nodesName, ptrsName, arenaName}
 		// Each edit is 6 bytes: file, big-endian offset, value. Offset
 		// 0xffffffff truncates the file to the value times 16 bytes.

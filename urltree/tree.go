@@ -112,7 +112,7 @@ func (t *Tree) create() error {
 	// meta file was lost: Check can rebuild it, a new tree must not
 	// replace it.
 	for _, name := range []string{nodesName, ptrsName, arenaName} {
-		if b, err := os.ReadFile(t.path(name)); err == nil && (len(b) > minFileSize || (len(b) > headerSize && !allZero(b[headerSize:]))) {
+		if fi, err := os.Stat(t.path(name)); err == nil && (fi.Size() > minFileSize || !holdsNothing(t.path(name))) {
 			return corrupt(t.path(metaName), 0, "missing, but %s holds data: repair with Check (kspider check --repair), or move the files away for a new tree", name)
 		}
 		if err := os.Remove(t.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -153,6 +153,13 @@ func (t *Tree) create() error {
 		return err
 	}
 	return nil
+}
+
+// holdsNothing reports whether the small file at path has nothing after
+// its header but zeros.
+func holdsNothing(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && (len(b) <= headerSize || allZero(b[headerSize:]))
 }
 
 func syncDir(dir string) error {
@@ -252,9 +259,9 @@ func (t *Tree) Add(url []byte) (id uint32, added bool, err error) {
 	return id, true, nil
 }
 
-// appendScratch appends the encoded entry in t.scratch as entry id: its
-// block pointer if it starts a block, the block's running checksum, and
-// the block's trailer if it ends one (entry.go).
+// appendScratch appends the encoded entry in t.scratch as entry id, with
+// its block pointer if it starts a block and the block's checksum trailer
+// if it ends one (entry.go).
 func (t *Tree) appendScratch(id uint32) error {
 	if err := t.reserve(id, uint64(len(t.scratch))+blockTrailer); err != nil {
 		return err
