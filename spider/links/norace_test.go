@@ -1,5 +1,0 @@
-//go:build !race
-
-package links
-
-const raceEnabled = false
