@@ -24,7 +24,8 @@ type checker struct {
 // checkers lists what kspider check verifies, in order.
 func checkers() []checker {
 	return []checker{
-		{"pages", storage.Check},
+		{"urls", orSubdir("urls", checkTree)},
+		{"pages", orSubdir("pages", storage.Check)},
 	}
 }
 
@@ -34,8 +35,12 @@ func runCheck(ctx context.Context, e env, args []string) error {
 `+checkerNames()+`. Each problem is printed with its file and
 offset. The exit status is 1 when anything is damaged.
 
+DIR is a node's data directory (the URL tree in DIR/urls, the pages in
+DIR/pages) or the directory of one part.
+
 With --repair, what can be rebuilt is rewritten (the page index from the
-segments; a segment with damaged records is rewritten with its intact ones)
+segments; a segment with damaged records is rewritten with its intact ones;
+the URL tree from its blocks that verify, every id keeping its number)
 and everything damaged is moved into DIR/damaged/: nothing is ever deleted.
 No crawl may be running on the directory (its lock is taken).`)
 	var dirs dataDirsFlag

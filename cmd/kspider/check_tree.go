@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/kspider/kspider/urltree"
+)
+
+// checkTree is the URL tree's checker for kspider check: urltree.Check,
+// printed one finding per line with its file and offset.
+func checkTree(dir string, repair bool, w io.Writer) (problems int, err error) {
+	rep, err := urltree.Check(dir, repair)
+	if errors.Is(err, urltree.ErrNoTree) {
+		return 0, fmt.Errorf("%w (%w)", err, fs.ErrNotExist)
+	}
+	if rep == nil {
+		return 0, err
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(w, "urls: %s\n", f)
+		if f.Damage {
+			problems++
+		}
+	}
+	switch {
+	case problems == 0:
+		fmt.Fprintf(w, "urls: %s: ok: %d URLs\n", dir, rep.URLs)
+	case rep.Repaired:
+		fmt.Fprintf(w, "urls: %s: repaired: %d URLs, %d lost (old files in %s)\n", dir, rep.URLs, rep.Lost, rep.Quarantine)
+	default:
+		fmt.Fprintf(w, "urls: %s: %d problems, %d of %d URLs cannot be read back; run kspider check --repair to rebuild what can be rebuilt\n",
+			dir, problems, rep.Lost, rep.URLs)
+	}
+	return problems, err
+}
+
+// orSubdir makes a checker look in dir/sub when dir itself holds none of
+// its files, so --data takes a node's data directory (which keeps the URL
+// tree in urls/ and the pages in pages/) as well as the part's own
+// directory.
+func orSubdir(sub string, check func(string, bool, io.Writer) (int, error)) func(string, bool, io.Writer) (int, error) {
+	return func(dir string, repair bool, w io.Writer) (int, error) {
+		n, err := check(dir, repair, w)
+		if errors.Is(err, fs.ErrNotExist) {
+			return check(dir+"/"+sub, repair, w)
+		}
+		return n, err
+	}
+}
