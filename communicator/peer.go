@@ -399,17 +399,17 @@ func (p *peer) tick(now time.Time) {
 	// Timed retransmission. A due batch that a later-sent batch has
 	// overtaken (acknowledged) is taken for lost and sent again. If none
 	// has, the peer is slow, stalled or down rather than losing single
-	// datagrams: only the oldest due batch goes again, as a probe, and the
-	// rest wait another back-off instead of piling onto its queue.
-	probed := false
+	// datagrams: only the oldest batch goes again, as a probe, and the
+	// rest wait another back-off instead of piling onto its queue. Once
+	// the probe is acknowledged, they count as overtaken and follow.
 	for i := uint32(0); p.base+i <= p.seq && i < uint32(len(p.win)); i++ {
 		s := p.base + i
 		b := &p.win[s%uint32(len(p.win))]
 		if !b.used || b.seq != s || now.Before(b.due) {
 			continue
 		}
-		if b.lastSent.Before(p.newestAcked) || !probed {
-			probed = probed || !b.lastSent.Before(p.newestAcked)
+		// p.base is the oldest unacknowledged batch: the probe.
+		if s == p.base || b.lastSent.Before(p.newestAcked) {
 			p.transmit(b, now, true)
 			continue
 		}
