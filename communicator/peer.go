@@ -58,6 +58,7 @@ type batch struct {
 	retried   bool // retransmitted: no RTT sample (Karn)
 	fast      bool // fast-retransmitted since the last timed send
 	due       time.Time
+	raw       bool // body suffixes not Huffman-coded
 	fromSpill bool
 	spillOff  int64 // start of the spill chunk the items came from
 }
@@ -176,12 +177,16 @@ func (p *peer) packFrom(q *queue, flush, fromSpill bool, spillOff int64) bool {
 		p.enc.reset()
 		j := i
 		for ; j < n; j++ {
-			u := q.bytesOf(items[j])
-			l, pre := p.enc.encodedLen(items[j].tag, u)
-			if len(b.body)+l > room {
+			if !p.enc.add(items[j].tag, q.bytesOf(items[j]), room) {
 				break
 			}
-			b.body = p.enc.appendItem(b.body, items[j].tag, u, pre)
+		}
+		if j == i {
+			// Even alone its code does not fit: send it uncoded.
+			b.body, b.raw = rawBody(b.body, items[j].tag, q.bytesOf(items[j])), true
+			j++
+		} else {
+			b.body = p.enc.appendTo(b.body)
 		}
 		if j == n && !flush && j > i {
 			// The last datagram is not full: leave its items queued.
@@ -228,6 +233,9 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 	}
 	if b != nil {
 		h.flags, h.seq = flagData, b.seq
+		if b.raw {
+			h.flags |= flagRaw
+		}
 	}
 	out := p.out[:headerSize]
 	room := p.e.cfg.Payload - macSize - headerSize
@@ -491,7 +499,7 @@ func (p *peer) shutdown() (lost int, err error) {
 			lost += b.items
 			continue
 		}
-		items, buf, err = decodeItems(b.body, p.e.cfg.MaxURL, items, buf)
+		items, buf, err = decodeItems(b.body, b.raw, p.e.cfg.MaxURL, items, buf)
 		if err != nil {
 			return lost, err
 		}
