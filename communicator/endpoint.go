@@ -65,6 +65,9 @@ type counters struct {
 // there is no spill directory.
 var ErrQueueFull = errors.New("communicator: peer queue full and no spill directory")
 
+// ErrClosed is returned by Send after Close.
+var ErrClosed = errors.New("communicator: endpoint closed")
+
 // ErrTooLong is returned by Send for an item longer than Config.MaxURL.
 var ErrTooLong = errors.New("communicator: item longer than MaxURL")
 
@@ -166,6 +169,11 @@ func (e *Endpoint) Send(to NodeID, tag uint64, url []byte) error {
 	p := e.peers[to]
 	if p == nil {
 		return fmt.Errorf("communicator: unknown peer %d", to)
+	}
+	select {
+	case <-e.done:
+		return ErrClosed
+	default:
 	}
 	if len(url) == 0 || len(url) > e.cfg.MaxURL {
 		e.ctr.refused.Add(1)
