@@ -51,6 +51,7 @@ type spill struct {
 	spilledItems uint64
 	errs         []string
 	rbuf         []byte
+	scratch      []byte
 }
 
 func spillPath(dir string, self, peer NodeID) string {
@@ -229,17 +230,10 @@ func (s *spill) appendRecord(payload []byte) {
 // append adds one item to the file (buffered; written at the next tick
 // or when 64 KB have gathered).
 func (s *spill) append(tag uint64, url []byte) error {
-	var p [1 + binary.MaxVarintLen64]byte
-	p[0] = recItem
-	k := binary.PutUvarint(p[1:], tag)
-	start := len(s.buf)
-	s.buf = append(s.buf, make([]byte, recHead)...)
-	s.buf = append(s.buf, p[:1+k]...)
-	s.buf = append(s.buf, url...)
-	pl := s.buf[start+recHead:]
-	binary.BigEndian.PutUint32(s.buf[start:], uint32(len(pl)))
-	binary.BigEndian.PutUint32(s.buf[start+4:], crc32.Checksum(pl, castagnoli))
-	s.end += int64(len(s.buf) - start)
+	s.scratch = append(s.scratch[:0], recItem)
+	s.scratch = binary.AppendUvarint(s.scratch, tag)
+	s.scratch = append(s.scratch, url...)
+	s.appendRecord(s.scratch)
 	s.unreadItems++
 	s.spilledItems++
 	if len(s.buf) >= flushAt {
