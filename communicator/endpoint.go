@@ -206,6 +206,20 @@ func (e *Endpoint) Flush() {
 	}
 }
 
+// Sync writes every peer's buffered spill records to its file and fsyncs
+// it: items spilled before Sync survive a crash of this process.
+func (e *Endpoint) Sync() error {
+	var errs []error
+	for _, p := range e.order {
+		p.mu.Lock()
+		if p.spill != nil {
+			errs = append(errs, p.spill.sync())
+		}
+		p.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
 // Durable tells the endpoint that the effect of every delivery numbered n
 // or lower is durable: those batches are acknowledged.
 func (e *Endpoint) Durable(n uint64) {
