@@ -36,12 +36,14 @@ type peer struct {
 	retrans   uint64
 	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
 	rttvar    time.Duration
-	// newestAcked is the latest send time of any acknowledged batch.
-	newestAcked time.Time
-	enc         itemEncoder
-	out         []byte
-	mac         *macer
-	macRing     *keyring
+	// sends numbers transmissions of batches in the order they leave;
+	// newestAcked is the number of the latest acknowledged one. (Not a
+	// time: goroutines read the clock before they take the lock.)
+	sends, newestAcked uint64
+	enc                itemEncoder
+	out                []byte
+	mac                *macer
+	macRing            *keyring
 
 	rx rxState
 }
@@ -54,9 +56,9 @@ type batch struct {
 	items     int
 	rto       time.Duration
 	sentAt    time.Time // first transmission
-	lastSent  time.Time
-	retried   bool // retransmitted: no RTT sample (Karn)
-	fast      bool // fast-retransmitted since the last timed send
+	lastSent  uint64    // p.sends at the last transmission
+	retried   bool      // retransmitted: no RTT sample (Karn)
+	fast      bool      // fast-retransmitted since the last timed send
 	due       time.Time
 	raw       bool // body suffixes not Huffman-coded
 	fromSpill bool
@@ -271,7 +273,8 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 		} else {
 			b.sentAt = now
 		}
-		b.lastSent = now
+		p.sends++
+		b.lastSent = p.sends
 		b.due = now.Add(jitter(b.rto))
 	} else {
 		p.e.ctr.ackOnly.Add(1)
@@ -297,9 +300,7 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 			if !b.retried {
 				p.rttSample(now.Sub(b.sentAt))
 			}
-			if b.lastSent.After(p.newestAcked) {
-				p.newestAcked = b.lastSent
-			}
+			p.newestAcked = max(p.newestAcked, b.lastSent)
 			b.used = false
 			p.inflight--
 			p.inItems -= b.items
@@ -336,7 +337,7 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 		hi = max(hi, min(rs[len(rs)-1].hi, p.seq))
 	}
 	for s := p.base; s+3 <= hi && s-p.base < uint32(len(p.win)); s++ {
-		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && b.lastSent.Before(p.newestAcked) {
+		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && b.lastSent < p.newestAcked {
 			p.transmit(b, now, true)
 		}
 	}
@@ -417,7 +418,7 @@ func (p *peer) tick(now time.Time) {
 			continue
 		}
 		// p.base is the oldest unacknowledged batch: the probe.
-		if s == p.base || b.lastSent.Before(p.newestAcked) {
+		if s == p.base || b.lastSent < p.newestAcked {
 			p.transmit(b, now, true)
 			continue
 		}
