@@ -80,10 +80,10 @@
 //     idempotent, as the node's is (the URL tree adds a URL once; a repeat
 //     is not admitted as new).
 //   - kill -9 of the sender: items in its memory queue and in flight are
-//     lost; spilled items survive, and items of spill-file batches in flight
-//     may be delivered again. Items are handed to Send after the page that
-//     held them is fetched, so the node re-extracts them when it fetches
-//     that page again after its own restart.
+//     lost; spilled items survive once written (Sync, or the next tick),
+//     and items of spill-file batches in flight may be delivered again. An
+//     item counts as handed over only once acknowledged (Backlog); how a
+//     node recovers the rest after a crash is the cluster's choice.
 //   - Order: per peer, items leave in the order of Send, in windows of
 //     SortWindow bytes (sorted within a window), spilled items after the
 //     memory queue that was there first; a lost batch arrives after later
