@@ -336,8 +336,12 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 	if len(rs) > 0 {
 		hi = max(hi, min(rs[len(rs)-1].hi, p.seq))
 	}
-	for s := p.base; s+3 <= hi && s-p.base < uint32(len(p.win)); s++ {
-		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && b.lastSent < p.newestAcked {
+	for s := p.base; s <= p.seq && s-p.base < uint32(len(p.win)); s++ {
+		b := &p.win[s%uint32(len(p.win))]
+		// A batch held back while the peer was stalled (retried) goes
+		// as soon as anything sent after it is acknowledged: the probe
+		// got through, the peer is back.
+		if b.used && b.seq == s && b.lastSent < p.newestAcked && (s+3 <= hi || b.retried) {
 			p.transmit(b, now, true)
 		}
 	}
@@ -424,6 +428,7 @@ func (p *peer) tick(now time.Time) {
 		}
 		b.rto = min(b.rto*2, p.e.cfg.RetransmitMax)
 		b.due = now.Add(jitter(b.rto))
+		b.retried = true
 	}
 	if p.rx.ackDirty {
 		p.transmit(nil, now, false)
