@@ -197,3 +197,150 @@ func TestCrash(t *testing.T) {
 	st := ep1.Stats()
 	t.Logf("node 1: %d datagrams, %d retransmits, drops %v", st.SentDatagrams, st.Retransmits, st.Drops)
 }
+
+const senderCrashEnv = "KSPIDER_COMMUNICATOR_SENDER_CRASH"
+
+// TestSenderCrashChild is the sending node of TestSenderCrash. With mode
+// "send" it sends URL after URL (all spilled: its queue holds nothing) and
+// prints "synced N" after each Sync; with mode "drain" it sends nothing,
+// prints "drained" once its spill file is delivered, and exits when stdin
+// closes.
+func TestSenderCrashChild(t *testing.T) {
+	env := os.Getenv(senderCrashEnv)
+	if env == "" {
+		t.Skip("child process of TestSenderCrash only")
+	}
+	fail := func(err error) { fmt.Println("error", err); os.Exit(1) }
+	var dir, a1, a2, mode string
+	fmt.Sscan(strings.ReplaceAll(env, ",", " "), &dir, &a1, &a2, &mode)
+	addrs := map[NodeID]netip.AddrPort{1: netip.MustParseAddrPort(a1), 2: netip.MustParseAddrPort(a2)}
+	ep, err := New(Config{Self: 1, Peers: addrs, Keys: []Key{testKey}, SendKey: testKey.ID,
+		SpillDir: dir, QueueBytes: 1, Handler: func(NodeID, uint64, []Item) {},
+		RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond})
+	if err != nil {
+		fail(err)
+	}
+	if mode == "send" {
+		for k := 0; ; k++ {
+			if err := ep.Send(2, 0, []byte(testURL(1, 2, k))); err != nil {
+				fail(err)
+			}
+			if k%500 == 499 {
+				if err := ep.Sync(); err != nil {
+					fail(err)
+				}
+				fmt.Println("synced", k+1)
+			}
+		}
+	}
+	stop := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(stop) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	drained := false
+	for {
+		select {
+		case <-stop:
+			if err := ep.Close(); err != nil {
+				fail(err)
+			}
+			os.Exit(0)
+		case <-tick.C:
+		}
+		if !drained && ep.Backlog(2) == 0 {
+			drained = true
+			fmt.Println("drained")
+		}
+	}
+}
+
+// TestSenderCrash kills a sending node with SIGKILL while it spills (the
+// peer is down) and again while it delivers its spill file; every URL it
+// had synced to its spill file arrives, and repeats are bounded.
+func TestSenderCrash(t *testing.T) {
+	if os.Getenv(senderCrashEnv) != "" {
+		t.Skip("in the child")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conns, addrs := loopbackConns(t, 2)
+	conns[0].Close() // the child binds node 1's address
+	start := func(mode string) (*exec.Cmd, io.WriteCloser, chan string) {
+		cmd := exec.Command(exe, "-test.run=^TestSenderCrashChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%s,%s", senderCrashEnv, dir, addrs[1], addrs[2], mode))
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 1024)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+		return cmd, in, lines
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	// Node 2 is down: everything the child sends is spilled.
+	synced := 0
+	for range 3 {
+		cmd, _, lines := start("send")
+		for l := range lines {
+			var n int
+			if _, err := fmt.Sscanf(l, "synced %d", &n); err != nil {
+				t.Fatalf("child: %s", l)
+			}
+			synced = max(synced, n)
+			if r.IntN(8) == 0 {
+				cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+		}
+		cmd.Wait()
+		for range lines {
+		}
+	}
+	t.Logf("%d URLs synced to the spill file before the kills", synced)
+
+	// Node 2 comes back; the child is killed while it delivers, then
+	// runs until its spill file is drained.
+	s := newSink()
+	ep2, err := New(Config{Self: 2, Peers: addrs, Conn: conns[1], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: s.handle, AckOnReturn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep2.Close()
+	for range 3 {
+		cmd, _, _ := start("drain")
+		time.Sleep(time.Duration(5+r.IntN(40)) * time.Millisecond) // a random moment to kill at
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	cmd, in, lines := start("drain")
+	select {
+	case l := <-lines:
+		if l != "drained" {
+			t.Fatalf("child: %s", l)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("spill file never drained")
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range synced {
+		if s.got[fmt.Sprintf("1 0 %s", testURL(1, 2, k))] == 0 {
+			t.Fatalf("URL %d was synced to the spill file but never delivered", k)
+		}
+	}
+	t.Logf("%d deliveries of %d distinct URLs (%d synced)", s.total, len(s.got), synced)
+}

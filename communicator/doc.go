@@ -13,7 +13,7 @@
 //	offset size
 //	0      1    version = 1
 //	1      1    key id (which shared secret the tag is made with)
-//	2      1    flags: bit 0 = carries items
+//	2      1    flags: bit 0 = carries items, bit 1 = suffixes uncoded
 //	3      1    number of acknowledgement ranges
 //	4      2    sender node id
 //	6      2    receiver node id
@@ -25,13 +25,18 @@
 //	            the receiver to the sender, is acknowledged
 //	36     ...  ranges: per range uvarint(gap from the previous range's
 //	            end, or from the cumulative ack; >= 2), uvarint(length-1)
-//	...    ...  items, to the tag: uvarint(bytes shared with the previous
-//	            item), uvarint(suffix length), uvarint(tag), suffix
+//	...    ...  items: uvarint(count), then per item uvarint(bytes shared
+//	            with the previous item), uvarint(suffix length),
+//	            uvarint(tag); then all suffixes as one bit stream in the
+//	            static Huffman code of huffman.go, zero-padded to a byte
+//	            (with flag bit 1: the plain bytes of a single item whose
+//	            code would not fit)
 //	end-16 16   HMAC-SHA-256 over everything before it, first 16 bytes
 //
 // Items in a batch are sorted before front coding, so the links of one
 // page (and neighbours in a sorted window of 16 datagrams) share their
-// prefixes; order within a batch is not kept.
+// prefixes; order within a batch is not kept. The Huffman code, fitted to
+// the byte frequencies of real URLs, gives common URL bytes 3 to 7 bits.
 //
 // # Reliability
 //
@@ -45,9 +50,63 @@
 // for the delivery number n the handler was given. Duplicates are
 // dropped by (sender, epoch, sequence number).
 //
+// The retransmission timer starts from the measured round-trip time
+// (RFC 6298, at least RetransmitMin). A batch that later-sent batches have
+// overtaken is sent again at once; when the timer fires and nothing sent
+// after a batch has been acknowledged, the peer is stalled or down, so only
+// the oldest batch goes again, as a probe.
+//
 // A receiver accepts items only in datagrams that name its current epoch;
 // anything else is dropped and answered with an acknowledgement carrying
-// the epoch (one round trip after each start). So a datagram recorded
-// before a restart can never be replayed into the new incarnation, and a
-// sender epoch older than one seen is refused.
+// the epoch (one round trip after each start, during which a sender keeps
+// a single batch in flight). So a datagram recorded before a restart can
+// never be replayed into the new incarnation, and a sender epoch older
+// than one seen is refused.
+//
+// # Guarantees
+//
+//   - Loss, duplication, reordering, replay, retransmission, a peer down
+//     for any time, a clean restart (Close, New) of the receiver: every item
+//     reaches the peer's handler exactly once.
+//   - A clean restart of the sender: Close writes the memory queue and the
+//     batches in flight to the spill file, and the next start sends them
+//     under its new epoch; batches that had arrived but whose ack had not
+//     come back are delivered again (at most a window).
+//   - kill -9 of the receiver: no item is lost (only durable batches were
+//     acknowledged). A batch its handler had seen but that was not yet
+//     acknowledged, or whose acknowledgement was lost, is delivered again
+//     after the restart. The receive positions in the state file (saved
+//     every 100 ms) make that window small, not empty: the handler must be
+//     idempotent, as the node's is (the URL tree adds a URL once; a repeat
+//     is not admitted as new).
+//   - kill -9 of the sender: items in its memory queue and in flight are
+//     lost; spilled items survive once written (Sync, or the next tick),
+//     and items of spill-file batches in flight may be delivered again. An
+//     item counts as handed over only once acknowledged (Backlog); how a
+//     node recovers the rest after a crash is the cluster's choice.
+//   - Order: per peer, items leave in the order of Send, in windows of
+//     SortWindow bytes (sorted within a window), spilled items after the
+//     memory queue that was there first; a lost batch arrives after later
+//     ones. Handlers must not rely on order.
+//
+// # A peer that is down
+//
+// A peer is reported Down when batches have waited unacknowledged for
+// DownAfter. Its items then fill the memory queue (QueueBytes), and
+// further ones are appended to SpillDir/spill-<self>-<peer>; once the peer
+// answers they are sent in order, and the file is truncated when all is
+// acknowledged. Stats shows per peer the queue, the items in flight, the
+// spill file's size and unread items, retransmissions and the last ack.
+// The spill file format is documented in spill.go, the state file's in
+// state.go.
+//
+// # Security
+//
+// Every datagram is checked, in this order, for: size, version, key id
+// (one of at most two keys, for rotation), sender node id, the sender's
+// address, the HMAC-SHA-256 tag, the receiver node id, the sender epoch,
+// the receiver epoch, the sequence number's window and freshness, and the
+// items' encoding. A failure drops the datagram and counts it by reason
+// (Stats.Drops). Without the secret nothing can be injected; a replay is
+// a duplicate or a stale epoch.
 package communicator

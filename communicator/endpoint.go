@@ -65,6 +65,9 @@ type counters struct {
 // there is no spill directory.
 var ErrQueueFull = errors.New("communicator: peer queue full and no spill directory")
 
+// ErrClosed is returned by Send after Close.
+var ErrClosed = errors.New("communicator: endpoint closed")
+
 // ErrTooLong is returned by Send for an item longer than Config.MaxURL.
 var ErrTooLong = errors.New("communicator: item longer than MaxURL")
 
@@ -167,6 +170,11 @@ func (e *Endpoint) Send(to NodeID, tag uint64, url []byte) error {
 	if p == nil {
 		return fmt.Errorf("communicator: unknown peer %d", to)
 	}
+	select {
+	case <-e.done:
+		return ErrClosed
+	default:
+	}
 	if len(url) == 0 || len(url) > e.cfg.MaxURL {
 		e.ctr.refused.Add(1)
 		return fmt.Errorf("%w: %d bytes (max %d)", ErrTooLong, len(url), e.cfg.MaxURL)
@@ -196,6 +204,20 @@ func (e *Endpoint) Flush() {
 		p.pack(true)
 		p.mu.Unlock()
 	}
+}
+
+// Sync writes every peer's buffered spill records to its file and fsyncs
+// it: items spilled before Sync survive a crash of this process.
+func (e *Endpoint) Sync() error {
+	var errs []error
+	for _, p := range e.order {
+		p.mu.Lock()
+		if p.spill != nil {
+			errs = append(errs, p.spill.sync())
+		}
+		p.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
 // Durable tells the endpoint that the effect of every delivery numbered n

@@ -1,7 +1,9 @@
 package communicator
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -138,5 +140,34 @@ func TestDurableLater(t *testing.T) {
 	})
 	if c := cl.sinks[1].count(); c != 100 {
 		t.Fatalf("%d deliveries; want 100", c)
+	}
+}
+
+// TestCloseWithoutSpill: Close says how many items were not delivered,
+// and Send after Close fails.
+func TestCloseWithoutSpill(t *testing.T) {
+	conns, addrs := loopbackConns(t, 2)
+	conns[1].Close() // nobody answers
+	ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, QueueBytes: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for k := range 1000 {
+		if err := ep.Send(2, 0, []byte(testURL(1, 2, k))); err != nil {
+			if !errors.Is(err, ErrQueueFull) {
+				t.Fatal(err)
+			}
+			break
+		}
+		sent++
+	}
+	err = ep.Close()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d queued or unacknowledged items not delivered", sent)) {
+		t.Fatalf("Close: %v; want it to count %d undelivered items", err, sent)
+	}
+	if err := ep.Send(2, 0, []byte("http://x.example/")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Close: %v", err)
 	}
 }

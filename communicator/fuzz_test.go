@@ -14,10 +14,11 @@ func sealedSeed(items ...string) []byte {
 	h := header{version: wireVersion, keyID: testKey.ID, flags: flagData, from: 2, to: 1, epoch: 5, peerEpoch: 0, seq: 1, base: 1}
 	b := make([]byte, headerSize)
 	var enc itemEncoder
+	enc.reset()
 	for _, u := range items {
-		_, p := enc.encodedLen(3, []byte(u))
-		b = enc.appendItem(b, 3, []byte(u), p)
+		enc.add(3, []byte(u), 1000)
 	}
+	b = enc.appendTo(b)
 	putHeader(b, &h)
 	return newMacer(testKey.Secret).seal(b)
 }
@@ -109,6 +110,42 @@ func FuzzSpillReader(f *testing.F) {
 		}
 		if sc.good >= spillHeader && q.len() != sc.unread {
 			t.Fatalf("read %d items back; the scan counted %d", q.len(), sc.unread)
+		}
+	})
+}
+
+// FuzzDecodeItems: any body decodes or fails cleanly, and what decodes
+// re-encodes to items that decode the same.
+func FuzzDecodeItems(f *testing.F) {
+	var enc itemEncoder
+	enc.reset()
+	enc.add(1, []byte("http://a.example/x"), 1000)
+	enc.add(2, []byte("http://a.example/y?q=1"), 1000)
+	f.Add(enc.appendTo(nil), false)
+	f.Add(rawBody(nil, 3, []byte("http://b.example/")), true)
+	f.Fuzz(func(t *testing.T, body []byte, raw bool) {
+		items, _, err := decodeItems(body, raw, 1100, nil, nil)
+		if err != nil {
+			return
+		}
+		var enc itemEncoder
+		enc.reset()
+		for _, it := range items {
+			if len(it.URL) == 0 || len(it.URL) > 1100 {
+				t.Fatalf("item of %d bytes", len(it.URL))
+			}
+			if !enc.add(it.Tag, it.URL, 1<<30) {
+				t.Fatal("re-encoding failed")
+			}
+		}
+		again, _, err := decodeItems(enc.appendTo(nil), false, 1100, nil, nil)
+		if err != nil || len(again) != len(items) {
+			t.Fatalf("re-decoded %d items, %v; want %d", len(again), err, len(items))
+		}
+		for i := range items {
+			if again[i].Tag != items[i].Tag || !bytes.Equal(again[i].URL, items[i].URL) {
+				t.Fatalf("item %d differs after re-encoding", i)
+			}
 		}
 	})
 }

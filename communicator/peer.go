@@ -36,12 +36,14 @@ type peer struct {
 	retrans   uint64
 	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
 	rttvar    time.Duration
-	// newestAcked is the latest send time of any acknowledged batch.
-	newestAcked time.Time
-	enc         itemEncoder
-	out         []byte
-	mac         *macer
-	macRing     *keyring
+	// sends numbers transmissions of batches in the order they leave;
+	// newestAcked is the number of the latest acknowledged one. (Not a
+	// time: goroutines read the clock before they take the lock.)
+	sends, newestAcked uint64
+	enc                itemEncoder
+	out                []byte
+	mac                *macer
+	macRing            *keyring
 
 	rx rxState
 }
@@ -54,10 +56,11 @@ type batch struct {
 	items     int
 	rto       time.Duration
 	sentAt    time.Time // first transmission
-	lastSent  time.Time
-	retried   bool // retransmitted: no RTT sample (Karn)
-	fast      bool // fast-retransmitted since the last timed send
+	lastSent  uint64    // p.sends at the last transmission
+	retried   bool      // retransmitted: no RTT sample (Karn)
+	fast      bool      // fast-retransmitted since the last timed send
 	due       time.Time
+	raw       bool // body suffixes not Huffman-coded
 	fromSpill bool
 	spillOff  int64 // start of the spill chunk the items came from
 }
@@ -176,12 +179,16 @@ func (p *peer) packFrom(q *queue, flush, fromSpill bool, spillOff int64) bool {
 		p.enc.reset()
 		j := i
 		for ; j < n; j++ {
-			u := q.bytesOf(items[j])
-			l, pre := p.enc.encodedLen(items[j].tag, u)
-			if len(b.body)+l > room {
+			if !p.enc.add(items[j].tag, q.bytesOf(items[j]), room) {
 				break
 			}
-			b.body = p.enc.appendItem(b.body, items[j].tag, u, pre)
+		}
+		if j == i {
+			// Even alone its code does not fit: send it uncoded.
+			b.body, b.raw = rawBody(b.body, items[j].tag, q.bytesOf(items[j])), true
+			j++
+		} else {
+			b.body = p.enc.appendTo(b.body)
 		}
 		if j == n && !flush && j > i {
 			// The last datagram is not full: leave its items queued.
@@ -228,6 +235,9 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 	}
 	if b != nil {
 		h.flags, h.seq = flagData, b.seq
+		if b.raw {
+			h.flags |= flagRaw
+		}
 	}
 	out := p.out[:headerSize]
 	room := p.e.cfg.Payload - macSize - headerSize
@@ -263,7 +273,8 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 		} else {
 			b.sentAt = now
 		}
-		b.lastSent = now
+		p.sends++
+		b.lastSent = p.sends
 		b.due = now.Add(jitter(b.rto))
 	} else {
 		p.e.ctr.ackOnly.Add(1)
@@ -289,9 +300,7 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 			if !b.retried {
 				p.rttSample(now.Sub(b.sentAt))
 			}
-			if b.lastSent.After(p.newestAcked) {
-				p.newestAcked = b.lastSent
-			}
+			p.newestAcked = max(p.newestAcked, b.lastSent)
 			b.used = false
 			p.inflight--
 			p.inItems -= b.items
@@ -327,8 +336,12 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 	if len(rs) > 0 {
 		hi = max(hi, min(rs[len(rs)-1].hi, p.seq))
 	}
-	for s := p.base; s+3 <= hi && s-p.base < uint32(len(p.win)); s++ {
-		if b := &p.win[s%uint32(len(p.win))]; b.used && b.seq == s && b.lastSent.Before(p.newestAcked) {
+	for s := p.base; s <= p.seq && s-p.base < uint32(len(p.win)); s++ {
+		b := &p.win[s%uint32(len(p.win))]
+		// A batch held back while the peer was stalled (retried) goes
+		// as soon as anything sent after it is acknowledged: the probe
+		// got through, the peer is back.
+		if b.used && b.seq == s && b.lastSent < p.newestAcked && (s+3 <= hi || b.retried) {
 			p.transmit(b, now, true)
 		}
 	}
@@ -399,22 +412,23 @@ func (p *peer) tick(now time.Time) {
 	// Timed retransmission. A due batch that a later-sent batch has
 	// overtaken (acknowledged) is taken for lost and sent again. If none
 	// has, the peer is slow, stalled or down rather than losing single
-	// datagrams: only the oldest due batch goes again, as a probe, and the
-	// rest wait another back-off instead of piling onto its queue.
-	probed := false
+	// datagrams: only the oldest batch goes again, as a probe, and the
+	// rest wait another back-off instead of piling onto its queue. Once
+	// the probe is acknowledged, they count as overtaken and follow.
 	for i := uint32(0); p.base+i <= p.seq && i < uint32(len(p.win)); i++ {
 		s := p.base + i
 		b := &p.win[s%uint32(len(p.win))]
 		if !b.used || b.seq != s || now.Before(b.due) {
 			continue
 		}
-		if b.lastSent.Before(p.newestAcked) || !probed {
-			probed = probed || !b.lastSent.Before(p.newestAcked)
+		// p.base is the oldest unacknowledged batch: the probe.
+		if s == p.base || b.lastSent < p.newestAcked {
 			p.transmit(b, now, true)
 			continue
 		}
 		b.rto = min(b.rto*2, p.e.cfg.RetransmitMax)
 		b.due = now.Add(jitter(b.rto))
+		b.retried = true
 	}
 	if p.rx.ackDirty {
 		p.transmit(nil, now, false)
@@ -491,7 +505,7 @@ func (p *peer) shutdown() (lost int, err error) {
 			lost += b.items
 			continue
 		}
-		items, buf, err = decodeItems(b.body, p.e.cfg.MaxURL, items, buf)
+		items, buf, err = decodeItems(b.body, b.raw, p.e.cfg.MaxURL, items, buf)
 		if err != nil {
 			return lost, err
 		}

@@ -111,12 +111,12 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	body := b[headerSize : len(b)-macSize]
 	var err error
 	r.ranges, body, err = parseRanges(body, int(h.nranges), h.ack, r.ranges[:0])
-	if err != nil || h.base == 0 || h.base > maxSeq+1 || h.seq > maxSeq || (h.flags&flagData == 0) != (len(body) == 0) || (h.flags&flagData != 0) != (h.seq != 0) {
+	if err != nil || h.flags&^(flagData|flagRaw) != 0 || h.base == 0 || h.base > maxSeq+1 || h.seq > maxSeq || (h.flags&flagData == 0) != (len(body) == 0) || (h.flags&flagData != 0) != (h.seq != 0) {
 		e.drop(DropMalformed)
 		return
 	}
 	if h.flags&flagData != 0 {
-		if r.items, r.buf, err = decodeItems(body, e.cfg.MaxURL, r.items, r.buf); err != nil {
+		if r.items, r.buf, err = decodeItems(body, h.flags&flagRaw != 0, e.cfg.MaxURL, r.items, r.buf); err != nil {
 			e.drop(DropMalformed)
 			return
 		}

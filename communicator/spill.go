@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Spill file (SpillDir/spill-<self>-<peer>), append-only:
@@ -51,6 +52,7 @@ type spill struct {
 	spilledItems uint64
 	errs         []string
 	rbuf         []byte
+	scratch      []byte
 }
 
 func spillPath(dir string, self, peer NodeID) string {
@@ -158,6 +160,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 	}
 	sc.good, sc.consumed = spillHeader, spillHeader
 	var itemOffs []int64
+	starts := []int64{spillHeader} // record boundaries, for checking marks
 	defer func() {
 		for _, o := range itemOffs {
 			if o >= sc.consumed {
@@ -198,7 +201,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 			sc.items++
 		case recMark:
 			m := int64(binary.BigEndian.Uint64(payload[1:]))
-			if n != 9 || m < sc.consumed || m > off {
+			if _, boundary := slices.BinarySearch(starts, m); n != 9 || m < sc.consumed || m > off || !boundary {
 				return sc, fmt.Errorf("bad mark record at offset %d", off)
 			}
 			sc.consumed = m
@@ -207,6 +210,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 		}
 		off += recHead + n
 		sc.good = off
+		starts = append(starts, off)
 	}
 	return sc, nil
 }
@@ -229,17 +233,10 @@ func (s *spill) appendRecord(payload []byte) {
 // append adds one item to the file (buffered; written at the next tick
 // or when 64 KB have gathered).
 func (s *spill) append(tag uint64, url []byte) error {
-	var p [1 + binary.MaxVarintLen64]byte
-	p[0] = recItem
-	k := binary.PutUvarint(p[1:], tag)
-	start := len(s.buf)
-	s.buf = append(s.buf, make([]byte, recHead)...)
-	s.buf = append(s.buf, p[:1+k]...)
-	s.buf = append(s.buf, url...)
-	pl := s.buf[start+recHead:]
-	binary.BigEndian.PutUint32(s.buf[start:], uint32(len(pl)))
-	binary.BigEndian.PutUint32(s.buf[start+4:], crc32.Checksum(pl, castagnoli))
-	s.end += int64(len(s.buf) - start)
+	s.scratch = append(s.scratch[:0], recItem)
+	s.scratch = binary.AppendUvarint(s.scratch, tag)
+	s.scratch = append(s.scratch, url...)
+	s.appendRecord(s.scratch)
 	s.unreadItems++
 	s.spilledItems++
 	if len(s.buf) >= flushAt {
@@ -279,13 +276,20 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		s.rbuf = make([]byte, want)
 	}
 	b := s.rbuf[:want]
+	start, hungry := s.readOff, q.bytes < limit
 	if _, err := s.f.ReadAt(b, s.readOff); err != nil && err != io.EOF {
 		return fmt.Errorf("spill file %s: reading at offset %d: %w", s.path, s.readOff, err)
 	}
 	for q.bytes < limit && len(b) >= recHead {
 		n := int(binary.BigEndian.Uint32(b))
 		if n > len(b)-recHead {
-			break
+			if int64(len(b)) < s.flushed-s.readOff {
+				break // the rest of the record is beyond this read
+			}
+			err := fmt.Errorf("spill file %s: record at offset %d runs past the end; %d bytes not delivered", s.path, s.readOff, s.end-s.readOff)
+			s.errs = append(s.errs, err.Error())
+			s.readOff, s.unreadItems = s.end, 0
+			return err
 		}
 		pl := b[recHead : recHead+n]
 		if crc32.Checksum(pl, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
@@ -305,6 +309,13 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		}
 		s.readOff += int64(recHead + n)
 		b = b[recHead+n:]
+	}
+	if hungry && s.readOff == start && s.readOff < s.end {
+		// Nothing readable where something should be: never spin on it.
+		err := fmt.Errorf("spill file %s: no whole record at offset %d; %d bytes not delivered", s.path, s.readOff, s.end-s.readOff)
+		s.errs = append(s.errs, err.Error())
+		s.readOff, s.unreadItems = s.end, 0
+		return err
 	}
 	return nil
 }

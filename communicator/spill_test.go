@@ -87,10 +87,12 @@ func TestPeerDownSpill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep2.Close()
+	back := clock.Now()
 	waitUntil(t, 30*time.Second, "spilled URLs delivered", func() bool {
 		clock.Advance(100 * time.Millisecond)
 		return s.count() >= total && ep1.Backlog(2) == 0
 	})
+	t.Logf("node 2 back: everything delivered after %v of test-clock time", clock.Now().Sub(back))
 	s.mu.Lock()
 	for k := range total {
 		if c := s.got[fmt.Sprintf("1 %d %s", k, testURL(1, 2, k))]; c != 1 {

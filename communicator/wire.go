@@ -28,7 +28,13 @@ const (
 	maxDecoded = 64 << 10
 )
 
-const flagData = 1
+// Flags: flagData marks a datagram with items; flagRaw says their
+// suffixes are plain bytes, not Huffman-coded (a batch of one item whose
+// code would not fit a datagram).
+const (
+	flagData = 1
+	flagRaw  = 2
+)
 
 // maxSeq is the last sequence number an epoch uses: a sender stops there
 // (at 10,000 datagrams a second, after about five days) and needs a
@@ -142,14 +148,26 @@ func parseRanges(b []byte, n int, cum uint32, dst []ackRange) ([]ackRange, []byt
 	return dst, b, nil
 }
 
-// itemEncoder front-codes items into a datagram body: each item is
-// uvarint(shared prefix with the previous item), uvarint(suffix length),
-// uvarint(tag), suffix bytes.
+// itemEncoder builds a datagram body: uvarint(item count), then per item
+// uvarint(bytes shared with the previous item), uvarint(suffix length),
+// uvarint(tag), then the suffixes of all items as one Huffman bit stream
+// (huffman.go), zero-padded to a byte.
 type itemEncoder struct {
-	prev []byte
+	h     *huffCode
+	prev  []byte
+	hdr   []byte
+	bits  bitWriter
+	count int
+	nbits int
 }
 
-func (e *itemEncoder) reset() { e.prev = e.prev[:0] }
+func (e *itemEncoder) reset() {
+	if e.h == nil {
+		e.h = huffTable()
+	}
+	e.prev, e.hdr, e.count, e.nbits = e.prev[:0], e.hdr[:0], 0, 0
+	e.bits.reset()
+}
 
 func sharedPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
@@ -172,60 +190,110 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// encodedLen is what appending url with tag would add.
-func (e *itemEncoder) encodedLen(tag uint64, url []byte) (int, int) {
+// add appends an item if the body stays within room bytes.
+func (e *itemEncoder) add(tag uint64, url []byte, room int) bool {
 	p := sharedPrefix(e.prev, url)
-	s := len(url) - p
-	return uvarintLen(uint64(p)) + uvarintLen(uint64(s)) + uvarintLen(tag) + s, p
+	suf := url[p:]
+	bits := 0
+	for _, c := range suf {
+		bits += int(e.h.size[c])
+	}
+	hdr := uvarintLen(uint64(p)) + uvarintLen(uint64(len(suf))) + uvarintLen(tag)
+	if uvarintLen(uint64(e.count+1))+len(e.hdr)+hdr+(e.nbits+bits+7)/8 > room {
+		return false
+	}
+	e.hdr = binary.AppendUvarint(e.hdr, uint64(p))
+	e.hdr = binary.AppendUvarint(e.hdr, uint64(len(suf)))
+	e.hdr = binary.AppendUvarint(e.hdr, tag)
+	for _, c := range suf {
+		e.bits.write(e.h.code[c], e.h.size[c])
+	}
+	e.nbits += bits
+	e.count++
+	e.prev = append(e.prev[:0], url...)
+	return true
 }
 
-// appendItem appends url with the shared prefix p that encodedLen found.
-func (e *itemEncoder) appendItem(b []byte, tag uint64, url []byte, p int) []byte {
-	b = binary.AppendUvarint(b, uint64(p))
-	b = binary.AppendUvarint(b, uint64(len(url)-p))
-	b = binary.AppendUvarint(b, tag)
-	b = append(b, url[p:]...)
-	e.prev = append(e.prev[:0], url...)
-	return b
+// appendTo appends the finished body to dst; reset before the next batch.
+func (e *itemEncoder) appendTo(dst []byte) []byte {
+	e.bits.flush()
+	dst = binary.AppendUvarint(dst, uint64(e.count))
+	dst = append(dst, e.hdr...)
+	return append(dst, e.bits.buf...)
+}
+
+// rawBody appends the body of a one-item batch with a plain suffix.
+func rawBody(dst []byte, tag uint64, url []byte) []byte {
+	dst = binary.AppendUvarint(dst, 1)
+	dst = binary.AppendUvarint(dst, 0)
+	dst = binary.AppendUvarint(dst, uint64(len(url)))
+	dst = binary.AppendUvarint(dst, tag)
+	return append(dst, url...)
 }
 
 // decodeItems expands a datagram body into items whose URL slices point
 // into buf (returned, possibly grown). No item may be empty or longer than
-// maxURL, and the sum stays under maxDecoded. A first pass validates and
-// sizes, so buf is grown once and the slices handed out stay valid.
-func decodeItems(body []byte, maxURL int, dst []Item, buf []byte) ([]Item, []byte, error) {
+// maxURL, the sum stays under maxDecoded, and the bit stream must end in
+// the last byte with zero padding. A first pass validates and sizes, so
+// buf is grown once and the slices handed out stay valid.
+func decodeItems(body []byte, raw bool, maxURL int, dst []Item, buf []byte) ([]Item, []byte, error) {
 	dst, buf = dst[:0], buf[:0]
-	total, prevLen := 0, 0
-	for b := body; len(b) > 0; {
-		p, s, _, n, err := nextItem(b, prevLen, maxURL)
+	count, k := binary.Uvarint(body)
+	if k <= 0 || count == 0 || count > uint64(len(body)/3) {
+		return dst, buf, errItems
+	}
+	hdrs := body[k:]
+	total, suffixes, prevLen, pos := 0, 0, 0, 0
+	for range count {
+		p, s, _, n, err := nextItem(hdrs[pos:], prevLen, maxURL)
 		if err != nil {
 			return dst, buf, err
 		}
-		b = b[n+s:]
+		pos += n
 		prevLen = p + s
+		suffixes += s
 		if total += prevLen; total > maxDecoded {
 			return dst, buf, errTooLarge
 		}
 	}
+	// Every code is at least one bit: a cheap bound before decoding.
+	if suffixes > 8*len(hdrs[pos:]) || raw && suffixes != len(hdrs[pos:]) {
+		return dst, buf, errItems
+	}
 	if cap(buf) < total {
 		buf = make([]byte, 0, total)
 	}
-	prevOff := 0
-	prevLen = 0
-	for b := body; len(b) > 0; {
-		p, s, tag, n, _ := nextItem(b, prevLen, maxURL)
+	h := huffTable()
+	r := bitReader{b: hdrs[pos:]}
+	prevOff, prevLen, pos := 0, 0, 0
+	for range count {
+		p, s, tag, n, _ := nextItem(hdrs[pos:], prevLen, maxURL)
+		pos += n
 		off := len(buf)
 		buf = append(buf, buf[prevOff:prevOff+p]...)
-		buf = append(buf, b[n:n+s]...)
-		b = b[n+s:]
+		if raw {
+			buf = append(buf, r.b[:s]...)
+			r.b = r.b[s:]
+		} else {
+			for range s {
+				c, ok := r.next(h)
+				if !ok {
+					return dst, buf, errItems
+				}
+				buf = append(buf, c)
+			}
+		}
 		prevOff, prevLen = off, p+s
 		dst = append(dst, Item{Tag: tag, URL: buf[off : off+prevLen : off+prevLen]})
+	}
+	if len(r.b) > 0 || r.n >= 8 || r.acc&(1<<r.n-1) != 0 {
+		return dst, buf, errItems // trailing bytes or non-zero padding
 	}
 	return dst, buf, nil
 }
 
-// nextItem reads one item's three uvarints: shared prefix p, suffix
-// length s, tag, and how many bytes they took.
+// nextItem reads one item header: shared prefix p, suffix length s, tag,
+// and how many bytes they took.
 func nextItem(b []byte, prevLen, maxURL int) (p, s int, tag uint64, n int, err error) {
 	pv, k1 := binary.Uvarint(b)
 	if k1 <= 0 {
@@ -239,11 +307,10 @@ func nextItem(b []byte, prevLen, maxURL int) (p, s int, tag uint64, n int, err e
 	if k3 <= 0 {
 		return 0, 0, 0, 0, errItems
 	}
-	n = k1 + k2 + k3
-	if pv > uint64(prevLen) || sv > uint64(len(b)-n) || pv+sv == 0 || pv+sv > uint64(maxURL) {
+	if pv > uint64(prevLen) || sv > uint64(maxURL) || pv+sv == 0 || pv+sv > uint64(maxURL) {
 		return 0, 0, 0, 0, errItems
 	}
-	return int(pv), int(sv), tag, n, nil
+	return int(pv), int(sv), tag, k1 + k2 + k3, nil
 }
 
 // macer computes truncated HMAC-SHA-256 tags with one key; not safe for

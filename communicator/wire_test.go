@@ -2,6 +2,7 @@ package communicator
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -56,12 +57,14 @@ func TestItemsRoundTrip(t *testing.T) {
 			slices.SortFunc(in, func(a, b Item) int { return bytes.Compare(a.URL, b.URL) })
 		}
 		var enc itemEncoder
-		var body []byte
+		enc.reset()
 		for _, it := range in {
-			_, p := enc.encodedLen(it.Tag, it.URL)
-			body = enc.appendItem(body, it.Tag, it.URL, p)
+			if !enc.add(it.Tag, it.URL, 1<<20) {
+				t.Fatal("item does not fit")
+			}
 		}
-		out, _, err := decodeItems(body, 4096, nil, nil)
+		body := enc.appendTo(nil)
+		out, _, err := decodeItems(body, false, 4096, nil, nil)
 		if err != nil || len(out) != len(in) {
 			t.Fatalf("round %d: %d items, %v; want %d", round, len(out), err, len(in))
 		}
@@ -74,28 +77,78 @@ func TestItemsRoundTrip(t *testing.T) {
 }
 
 func TestItemsMalformed(t *testing.T) {
-	for _, b := range [][]byte{
-		{0, 0, 0},      // empty item
-		{1, 1, 0, 'a'}, // prefix longer than the previous item
-		{0, 5, 0, 'a'}, // suffix beyond the body
-		{0, 1},         // truncated
-		{0, 0x80},      // truncated varint
-		{0, 3, 0, 'a', 'b'} /* short */} {
-		if _, _, err := decodeItems(b, 100, nil, nil); err == nil {
-			t.Errorf("%x accepted", b)
+	var enc itemEncoder
+	enc.reset()
+	enc.add(1, []byte("http://a.example/x"), 1000)
+	enc.add(2, []byte("http://a.example/y"), 1000)
+	good := enc.appendTo(nil)
+	if _, _, err := decodeItems(good, false, 100, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"no items":         {0},
+		"count too high":   {9, 0, 1, 0, 'a'},
+		"empty item":       {1, 0, 0, 0},
+		"prefix too long":  {1, 1, 1, 0, 'a'},
+		"truncated":        {1, 0, 1},
+		"truncated varint": {1, 0, 0x80},
+		"bits run out":     good[:len(good)-1],
+		"trailing byte":    append(bytes.Clone(good), 0),
+		"padding not zero": func() []byte { b := bytes.Clone(good); b[len(b)-1] |= 1; return b }(),
+	} {
+		if _, _, err := decodeItems(b, false, 100, nil, nil); err == nil {
+			t.Errorf("%s: %x accepted", name, b)
 		}
 	}
-	// Prefix sharing may not expand past maxDecoded: 1 KB of suffix
-	// shared by hundreds of items.
-	var body []byte
-	body = append(body, 0, 0x80, 8, 0)
-	body = append(body, bytes.Repeat([]byte{'x'}, 1024)...)
-	for range 100 {
-		body = append(body, 0x80, 8, 0, 0) // p=1024, s=0
+	// Raw (uncoded) one-item bodies.
+	raw := rawBody(nil, 7, []byte("http://b.example/"))
+	if out, _, err := decodeItems(raw, true, 100, nil, nil); err != nil || len(out) != 1 || string(out[0].URL) != "http://b.example/" || out[0].Tag != 7 {
+		t.Fatalf("raw: %v %v", out, err)
 	}
-	if _, _, err := decodeItems(body, 4096, nil, nil); err != errTooLarge {
+	if _, _, err := decodeItems(raw[:len(raw)-1], true, 100, nil, nil); err == nil {
+		t.Error("short raw body accepted")
+	}
+	// Prefix sharing may not expand past maxDecoded: 1 KB shared by
+	// hundreds of one-byte items.
+	body := []byte{0x80, 1} // 128 items
+	body = binary.AppendUvarint(body, 0)
+	body = binary.AppendUvarint(body, 1000)
+	body = append(body, 0)
+	for range 127 {
+		body = append(body, 0xe8, 7, 1, 0) // p=1000, s=1
+	}
+	body = append(body, bytes.Repeat([]byte{0}, 2000)...)
+	if _, _, err := decodeItems(body, false, 4096, nil, nil); err != errTooLarge {
 		t.Errorf("expansion: %v, want errTooLarge", err)
 	}
+}
+
+// TestHuffmanCode: the code is complete and prefix-free, and every byte
+// round-trips.
+func TestHuffmanCode(t *testing.T) {
+	h := huffTable()
+	kraft := 0.0
+	for c := range 256 {
+		if h.size[c] == 0 || h.size[c] > huffMax {
+			t.Fatalf("byte %d: code length %d", c, h.size[c])
+		}
+		kraft += 1 / float64(uint(1)<<h.size[c])
+	}
+	if kraft != 1 {
+		t.Errorf("Kraft sum %v, want 1", kraft)
+	}
+	var w bitWriter
+	for c := range 256 {
+		w.write(h.code[c], h.size[c])
+	}
+	w.flush()
+	r := bitReader{b: w.buf}
+	for c := range 256 {
+		if got, ok := r.next(h); !ok || got != byte(c) {
+			t.Fatalf("byte %d decoded as %d, %v", c, got, ok)
+		}
+	}
+	t.Logf("code lengths: 'e' %d, '/' %d, 'a' %d, 0xff %d", h.size['e'], h.size['/'], h.size['a'], h.size[0xff])
 }
 
 func TestMAC(t *testing.T) {

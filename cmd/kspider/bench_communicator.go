@@ -65,6 +65,7 @@ datagrams per 1000 URLs and wire_ratio (UDP payload bytes / raw URL bytes).`)
 	loss := fs.Float64("loss", 0.05, "datagram loss of the second run")
 	payload := fs.Int("payload", communicator.DefaultPayload, "UDP payload bytes per datagram")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	sortWindow := fs.Int("sort-window", 0, "bytes of queued URLs sorted together before front coding (0: the default, 16 datagrams)")
 	maxTime := fs.Duration("timeout", 10*time.Minute, "fail an exchange that takes longer")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the exchanges to `FILE`")
 	if err := parseFlags(e, fs, args); err != nil {
@@ -124,7 +125,7 @@ datagrams per 1000 URLs and wire_ratio (UDP payload bytes / raw URL bytes).`)
 	r.Payload = *payload
 	urls := func(i int) []byte { return slab[offs[i]:offs[i+1]] }
 	for _, l := range []float64{0, *loss} {
-		run, err := commExchange(ctx, &r, urls, l, *payload, *maxTime)
+		run, err := commExchange(ctx, &r, urls, l, *payload, *sortWindow, *maxTime)
 		if err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func processCPU() (user, sys time.Duration) {
 
 // commExchange runs one exchange: node 1 sends the first half of the URLs
 // to node 2, node 2 the second half to node 1.
-func commExchange(ctx context.Context, r *commBench, url func(int) []byte, loss float64, payload int, maxTime time.Duration) (commBenchRun, error) {
+func commExchange(ctx context.Context, r *commBench, url func(int) []byte, loss float64, payload, sortWindow int, maxTime time.Duration) (commBenchRun, error) {
 	run := commBenchRun{Loss: loss, URLs: r.URLs}
 	var conns [2]*net.UDPConn
 	addrs := make(map[communicator.NodeID]netip.AddrPort)
@@ -183,7 +184,7 @@ func commExchange(ctx context.Context, r *commBench, url func(int) []byte, loss 
 	for i := range eps {
 		want := int64(ranges[1-i][1] - ranges[1-i][0])
 		cfg := communicator.Config{
-			Self: communicator.NodeID(i + 1), Peers: addrs, Conn: conns[i], Payload: payload,
+			Self: communicator.NodeID(i + 1), Peers: addrs, Conn: conns[i], Payload: payload, SortWindow: sortWindow,
 			Keys: []communicator.Key{key}, SendKey: key.ID, AckOnReturn: true,
 			Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
 				var s uint64
