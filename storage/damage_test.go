@@ -157,7 +157,7 @@ func TestDamageEveryFileKind(t *testing.T) {
 			return indexHeaderSize, min(size, indexHeaderSize+(n+8)*indexEntrySize)
 		}},
 	}
-	const rounds = 5
+	const rounds = 4
 	var cases uint64
 	for _, k := range kinds {
 		for fname, f := range faults {

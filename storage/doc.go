@@ -33,8 +33,10 @@
 // integers little-endian) followed by the server IP (0, 4 or 16 bytes), the
 // URL, the response header block and the body as compressed by the record's
 // codec. The CRC-32C (Castagnoli) in the header covers every byte of the
-// record after the CRC field itself, so a flipped bit anywhere - in the
-// lengths, the URL or the body - is detected before anything is decoded.
+// record but the magic and the CRC field itself, so a flipped bit anywhere -
+// in the codec, the lengths, the URL or the body - is detected before
+// anything is decoded. (Record version 1 left bytes 4…7, version and codec,
+// out of the CRC; such records are still read.)
 //
 // Codecs: 0 none, 1 LZO1X-1 (the default, as in the thesis; lzo.go is
 // github.com/rasky/go-lzo's compressor made allocation-free, with the same

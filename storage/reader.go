@@ -377,12 +377,15 @@ func (dr *dirReader) locate(id uint64) (l location, ok, bad bool) {
 	return location{seg, off}, st == entrySet, st == entryBad
 }
 
+// ixPath is the directory's index file, for messages.
+func (dr *dirReader) ixPath() string { return filepath.Join(dr.dir, indexName) }
+
 // find is locate that rebuilds dr's view when id's index entry is damaged.
 func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 	l, ok, bad := dr.locate(id)
 	if bad {
 		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d fails its CRC-32C",
-			dr.view.Load().ix.path, ErrCorrupt, id, entryOffset(id)))
+			dr.ixPath(), ErrCorrupt, id, entryOffset(id)))
 		l, ok, _ = dr.locate(id)
 	}
 	return l, ok
@@ -512,10 +515,10 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 		switch {
 		case !ok:
 			why = fmt.Errorf("storage: index %s: %w: no entry for URL id %d (at offset %d), whose record is at %s offset %d",
-				v.ix.path, ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
+				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
 		case !l.before(got) || !dr.holds(got, h.urlID):
 			why = fmt.Errorf("storage: index %s: %w: entry of URL id %d (at offset %d) points at %s offset %d, which holds no later record of it",
-				v.ix.path, ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
+				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
 		}
 		if why != nil {
 			r.rebuild(dr, why)

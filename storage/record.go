@@ -18,7 +18,8 @@ import (
 //	  5   1 codec      Codec
 //	  6   1 ipLen      0 (unknown), 4 or 16
 //	  7   1 reserved   0
-//	  8   4 crc        CRC-32C of bytes 12 … length-1
+//	  8   4 crc        CRC-32C of bytes 4 … 7 and 12 … length-1 (version 1:
+//	                   12 … length-1 only, so its codec byte was unprotected)
 //	 12   4 length     the whole record, this header included
 //	 16   8 urlID
 //	 24   8 fetchTime  Unix nanoseconds, UTC (math.MinInt64: unknown, the zero time)
@@ -31,6 +32,7 @@ import (
 //	 58   6 reserved   0
 //	 64     ip[ipLen] url[urlLen] header[headerLen] body[compLen]
 type recordHeader struct {
+	version   uint8
 	codec     Codec
 	ipLen     uint8
 	crc       uint32
@@ -47,9 +49,9 @@ type recordHeader struct {
 
 const (
 	recordMagic      = "KSPr"
-	recordVersion    = 1
+	recordVersion    = 2
 	recordHeaderSize = 64
-	crcStart         = 12 // the CRC covers the record from here on
+	crcStart         = 12 // the CRC covers the record from here on (and bytes 4…7)
 
 	// maxRecordSize bounds one record, so a corrupt length cannot make a
 	// reader allocate gigabytes. Put refuses larger pages.
@@ -136,7 +138,15 @@ func appendRecordPrefix(dst []byte, p *Page, codec Codec) []byte {
 func finishRecord(rec []byte, compLen int) {
 	binary.LittleEndian.PutUint32(rec[12:], uint32(len(rec)))
 	binary.LittleEndian.PutUint32(rec[52:], uint32(compLen))
-	binary.LittleEndian.PutUint32(rec[8:], crc32.Checksum(rec[crcStart:], castagnoli))
+	binary.LittleEndian.PutUint32(rec[8:], recordCRC(recordVersion, rec))
+}
+
+// recordCRC is the checksum of the whole record rec of the given version.
+func recordCRC(version uint8, rec []byte) uint32 {
+	if version == 1 {
+		return crc32.Checksum(rec[crcStart:], castagnoli)
+	}
+	return crc32.Update(crc32.Checksum(rec[4:8], castagnoli), castagnoli, rec[crcStart:])
 }
 
 // parseRecordHeader decodes and checks the fixed header in b (at least
@@ -147,9 +157,15 @@ func parseRecordHeader(b []byte) (recordHeader, error) {
 	if string(b[0:4]) != recordMagic {
 		return h, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[0:4])
 	}
-	if b[4] != recordVersion {
-		return h, fmt.Errorf("%w: unknown format version %d", ErrCorrupt, b[4])
+	if b[4] != 1 && b[4] != recordVersion {
+		// Not ErrVersion: a record of a newer version comes in a segment
+		// of a newer version, refused before; here it is a flipped bit.
+		return h, fmt.Errorf("%w: unknown record format version %d", ErrCorrupt, b[4])
 	}
+	if b[7] != 0 {
+		return h, fmt.Errorf("%w: reserved byte %#x", ErrCorrupt, b[7])
+	}
+	h.version = b[4]
 	h.codec = Codec(b[5])
 	h.ipLen = b[6]
 	h.crc = binary.LittleEndian.Uint32(b[8:])
@@ -181,7 +197,7 @@ func parseRecordHeader(b []byte) (recordHeader, error) {
 
 // checkRecord verifies the CRC of the whole record rec (h.length bytes).
 func checkRecord(h recordHeader, rec []byte) error {
-	if got := crc32.Checksum(rec[crcStart:h.length], castagnoli); got != h.crc {
+	if got := recordCRC(h.version, rec[:h.length]); got != h.crc {
 		return fmt.Errorf("%w: CRC-32C %08x, header says %08x", ErrCorrupt, got, h.crc)
 	}
 	return nil

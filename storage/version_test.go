@@ -11,7 +11,8 @@ import (
 )
 
 // toVersion1 rewrites the store in dir as format version 1 wrote it:
-// segment headers without CRC, an index of 12-byte entries.
+// records with the version 1 CRC, segment headers without CRC, an index
+// of 12-byte entries.
 func toVersion1(t *testing.T, dir string) {
 	t.Helper()
 	nums, err := listSegments(dir)
@@ -38,6 +39,31 @@ func toVersion1(t *testing.T, dir string) {
 			binary.LittleEndian.PutUint64(e[4:], uint64(off))
 		}
 		old = append(old, e[:]...)
+	}
+	// Records as version 1 wrote them: CRC over bytes 12 on only.
+	for _, sf := range r.dirs[0].order {
+		var patches [][2]int64 // offset, CRC
+		err := r.eachRecord(sf, segmentHeaderSize, nil, func(off int64, h recordHeader, rec []byte) error {
+			patches = append(patches, [2]int64{off, int64(crc32.Checksum(rec[crcStart:], castagnoli))})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(patches) == 0 {
+			t.Fatalf("%s: no record to rewrite", sf.path)
+		}
+		f, err := os.OpenFile(sf.path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range patches {
+			var crc [4]byte
+			binary.LittleEndian.PutUint32(crc[:], uint32(p[1]))
+			f.WriteAt([]byte{1}, p[0]+4)
+			f.WriteAt(crc[:], p[0]+8)
+		}
+		f.Close()
 	}
 	r.Close()
 	if err := os.WriteFile(filepath.Join(dir, indexName), old, 0o644); err != nil {
