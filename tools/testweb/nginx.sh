@@ -150,18 +150,23 @@ stop() {
 	dir=${1:?usage: nginx.sh stop DIR}
 	[ -d "$dir" ] || die "$dir: no such directory"
 	[ -f "$dir/nginx.conf" ] || die "$dir: not a nginx.sh directory"
-	if [ -s "$dir/nginx.pid" ]; then
-		"$NGINX_BIN" -e "$dir/logs/error.log" -p "$dir" -c "$dir/nginx.conf" -s stop 2>/dev/null || kill "$(cat "$dir/nginx.pid")" 2>/dev/null || true
+	# Read the pids once: nginx removes its pid file while it is still
+	# shutting down, so the files cannot say when the processes are gone.
+	nginx_pid=$(cat "$dir/nginx.pid" 2>/dev/null || true)
+	dnsmasq_pid=$(cat "$dir/dnsmasq.pid" 2>/dev/null || true)
+	if [ -n "$nginx_pid" ]; then
+		"$NGINX_BIN" -e "$dir/logs/error.log" -p "$dir" -c "$dir/nginx.conf" -s stop 2>/dev/null || kill "$nginx_pid" 2>/dev/null || true
 	fi
-	if [ -s "$dir/dnsmasq.pid" ]; then
-		kill "$(cat "$dir/dnsmasq.pid")" 2>/dev/null || true
+	if [ -n "$dnsmasq_pid" ]; then
+		kill "$dnsmasq_pid" 2>/dev/null || true
 	fi
-	# Wait for both to exit before removing their files.
+	# Wait for both to exit before removing their files. A zombie has
+	# exited (nothing reaps it in a container without an init).
 	i=0
 	while [ $i -lt 50 ]; do
 		alive=0
-		for f in nginx.pid dnsmasq.pid; do
-			if [ -s "$dir/$f" ] && kill -0 "$(cat "$dir/$f")" 2>/dev/null; then alive=1; fi
+		for pid in $nginx_pid $dnsmasq_pid; do
+			if kill -0 "$pid" 2>/dev/null && [ "$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]; then alive=1; fi
 		done
 		[ $alive = 0 ] && break
 		sleep 0.1
