@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 )
 
@@ -50,4 +52,24 @@ func runBench(ctx context.Context, e env, args []string) error {
 		names = append(names, b.name)
 	}
 	return usagef("unknown benchmark %q (targets: %s)", args[0], strings.Join(names, ", "))
+}
+
+// startCPUProfile writes a CPU profile to path until stop is called; with
+// an empty path it does nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,17 +103,11 @@ all of them alike.`)
 	if *hosts < 1 || *pages < 1 || *conc < 1 || *rounds < 1 {
 		return usagef("--hosts, --pages, --concurrency and --rounds must be positive")
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	rep := benchCollectorReport{Concurrency: *conc, Rounds: *rounds, Repeat: *repeat, Server: "child process"}
 	if *inProcess {
 		rep.Server = "in process"

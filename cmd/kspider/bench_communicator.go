@@ -9,8 +9,6 @@ import (
 	"hash/maphash"
 	"net"
 	"net/netip"
-	"os"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -71,17 +69,11 @@ datagrams per 1000 URLs and wire_ratio (UDP payload bytes / raw URL bytes).`)
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	if *urlsPath == "" {
 		return usagef("--urls is required (the shared data set %s was not found)", dataset.URLsWeb)
 	}
@@ -146,7 +138,7 @@ datagrams per 1000 URLs and wire_ratio (UDP payload bytes / raw URL bytes).`)
 		fmt.Fprintf(w, "  retransmits, drops\t%d, %d\t\n", run.Retransmits, run.Drops)
 	}
 	w.Flush()
-	_, err := e.stdout.Write(b.Bytes())
+	_, err = e.stdout.Write(b.Bytes())
 	return err
 }
 
