@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -140,22 +141,27 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("storage: %s is not a directory", dir)
 	}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
+	// The index first: a live writer only moves its checkpoint forward
+	// over data already written, so the segments listed and measured
+	// afterwards hold everything the checkpoint promises.
+	ix, ixErr := openIndex(filepath.Join(dir, indexName), false)
+	if ixErr == nil {
+		dr.ix = ix
+		seg, off := ix.checkpoint()
+		dr.ck = location{seg, off}
+	}
 	nums, err := listSegments(dir)
 	if err != nil {
+		dr.close()
 		return nil, err
 	}
-	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
 	if err := r.openSegments(dr, nums); err != nil {
 		dr.close()
 		return nil, err
 	}
-	ixPath := filepath.Join(dir, indexName)
-	ix, err := openIndex(ixPath, false)
-	switch {
+	switch err := ixErr; {
 	case err == nil:
-		dr.ix = ix
-		seg, off := ix.checkpoint()
-		dr.ck = location{seg, off}
 	case errors.Is(err, os.ErrNotExist) && len(nums) == 0:
 		dr.close()
 		return nil, fmt.Errorf("storage: %s: %w: no segment files (%s) and no index (%s)", dir, ErrNoStore, "*"+segmentSuffix, indexName)
@@ -191,14 +197,28 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	return dr, nil
 }
 
-// locked reports whether a Store holds dir's lock: is writing it now.
+// locked reports whether a Store holds dir's lock: is writing it now. It
+// looks the LOCK file up in /proc/locks rather than trying the lock, which
+// would, for a moment, make a Store starting then fail to take it.
 func locked(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, "LOCK"), &st); err != nil {
+		return false
+	}
+	locks, err := os.ReadFile("/proc/locks")
 	if err != nil {
 		return false
 	}
-	defer f.Close() // releases the shared lock taken here
-	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+	// Lines like "1: FLOCK  ADVISORY  WRITE 8375 fd:01:1048602 0 EOF":
+	// device major:minor in hex, then the inode.
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	for _, line := range strings.Split(string(locks), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
+			return true
+		}
+	}
+	return false
 }
 
 // openSegments opens the segment files nums of dr and checks their
