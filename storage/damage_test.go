@@ -308,3 +308,22 @@ func checkAndRepair(t *testing.T, dir string, n uint64, intact func(uint64) bool
 		}
 	}
 }
+
+// A Reader tells a store being written (whose torn tail is a record in
+// flight, not damage) from one at rest, without taking the lock itself.
+func TestLockedSeesALiveStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !locked(dir) {
+		t.Error("a store being written is not seen as live")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if locked(dir) {
+		t.Error("a closed store is seen as live")
+	}
+}

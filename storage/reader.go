@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -140,22 +141,27 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("storage: %s is not a directory", dir)
 	}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
+	// The index first: a live writer only moves its checkpoint forward
+	// over data already written, so the segments listed and measured
+	// afterwards hold everything the checkpoint promises.
+	ix, ixErr := openIndex(filepath.Join(dir, indexName), false)
+	if ixErr == nil {
+		dr.ix = ix
+		seg, off := ix.checkpoint()
+		dr.ck = location{seg, off}
+	}
 	nums, err := listSegments(dir)
 	if err != nil {
+		dr.close()
 		return nil, err
 	}
-	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
 	if err := r.openSegments(dr, nums); err != nil {
 		dr.close()
 		return nil, err
 	}
-	ixPath := filepath.Join(dir, indexName)
-	ix, err := openIndex(ixPath, false)
-	switch {
+	switch err := ixErr; {
 	case err == nil:
-		dr.ix = ix
-		seg, off := ix.checkpoint()
-		dr.ck = location{seg, off}
 	case errors.Is(err, os.ErrNotExist) && len(nums) == 0:
 		dr.close()
 		return nil, fmt.Errorf("storage: %s: %w: no segment files (%s) and no index (%s)", dir, ErrNoStore, "*"+segmentSuffix, indexName)
@@ -191,14 +197,28 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	return dr, nil
 }
 
-// locked reports whether a Store holds dir's lock: is writing it now.
+// locked reports whether a Store holds dir's lock: is writing it now. It
+// looks the LOCK file up in /proc/locks rather than trying the lock, which
+// would, for a moment, make a Store starting then fail to take it.
 func locked(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, "LOCK"))
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, "LOCK"), &st); err != nil {
+		return false
+	}
+	locks, err := os.ReadFile("/proc/locks")
 	if err != nil {
 		return false
 	}
-	defer f.Close() // releases the shared lock taken here
-	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+	// Lines like "1: FLOCK  ADVISORY  WRITE 8375 fd:01:1048602 0 EOF":
+	// device major:minor in hex, then the inode.
+	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	for _, line := range strings.Split(string(locks), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[1] == "FLOCK" && f[5] == want {
+			return true
+		}
+	}
+	return false
 }
 
 // openSegments opens the segment files nums of dr and checks their
@@ -247,22 +267,6 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 	return nil
 }
 
-// checkCheckpoint notes damage when the segments end before the index
-// checkpoint: everything before it was durable, so they were truncated or
-// removed.
-func (r *Reader) checkCheckpoint(dr *dirReader) {
-	if dr.ix == nil || dr.ck.seg == 0 {
-		return
-	}
-	sf := dr.segs[dr.ck.seg]
-	switch {
-	case sf == nil:
-		r.noteDamage(fmt.Errorf("storage: %s: %w: segment %s, which the index checkpoint names, is missing", dr.dir, ErrCorrupt, segmentName(dr.ck.seg)))
-	case sf.size < dr.ck.off:
-		r.noteDamage(fmt.Errorf("storage: %s: %w: truncated at offset %d, before the index checkpoint (%d): %d bytes lost", sf.path, ErrCorrupt, sf.size, dr.ck.off, dr.ck.off-sf.size))
-	}
-}
-
 // eachRecord calls fn for every valid record of segment sf from offset start
 // on, and note (if not nil) for every damaged region. rec is valid only
 // during the call.
@@ -294,29 +298,6 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption)
 			return err
 		}
 	}
-}
-
-// rebuild replaces dr's view by one built from all its segments, because
-// of the index damage why, and says so.
-func (r *Reader) rebuild(dr *dirReader, why error) {
-	dr.rebuildMu.Lock()
-	defer dr.rebuildMu.Unlock()
-	if dr.view.Load().rebuilt {
-		return
-	}
-	m := map[uint64]location{}
-	for _, sf := range dr.order {
-		n := sf.num
-		err := r.eachRecord(sf, segmentHeaderSize, nil, func(off int64, h recordHeader, _ []byte) error {
-			m[h.urlID] = location{n, off}
-			return nil
-		})
-		if err != nil {
-			r.noteDamage(err)
-		}
-	}
-	dr.view.Store(&dirView{extra: m, rebuilt: true})
-	r.noteDamage(fmt.Errorf("%w; index rebuilt in memory from the segments (kspider check --repair rewrites it)", why))
 }
 
 func (r *Reader) noteCorruption(c *Corruption) {
@@ -375,20 +356,6 @@ func (dr *dirReader) locate(id uint64) (l location, ok, bad bool) {
 	}
 	seg, off, st := v.ix.lookup(id)
 	return location{seg, off}, st == entrySet, st == entryBad
-}
-
-// ixPath is the directory's index file, for messages.
-func (dr *dirReader) ixPath() string { return filepath.Join(dr.dir, indexName) }
-
-// find is locate that rebuilds dr's view when id's index entry is damaged.
-func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
-	l, ok, bad := dr.locate(id)
-	if bad {
-		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d fails its CRC-32C",
-			dr.ixPath(), ErrCorrupt, id, entryOffset(id)))
-		l, ok, _ = dr.locate(id)
-	}
-	return l, ok
 }
 
 // readRecord reads and checks the record at l: one read for records up to
@@ -499,58 +466,6 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 	dec := r.decoders.Get().(*decoder)
 	defer r.decoders.Put(dec)
 	return decodeRecord(best, bestRec, dec) // copies out of bestRec
-}
-
-// current reports whether the record of h at (dir i, l) is the one Get
-// returns for its URL id: the index must point at it, and no other
-// directory may hold a later fetch. It checks the index as it goes: an
-// entry that fails its checksum, is missing although the record is before
-// the checkpoint, or points at anything but a later record of the same id
-// makes the directory's view be rebuilt from the segments.
-func (r *Reader) current(i int, l location, h recordHeader) bool {
-	dr := r.dirs[i]
-	got, ok := r.find(dr, h.urlID)
-	if v := dr.view.Load(); !v.rebuilt && (!ok || got != l) {
-		var why error
-		switch {
-		case !ok:
-			why = fmt.Errorf("storage: index %s: %w: no entry for URL id %d (at offset %d), whose record is at %s offset %d",
-				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
-		case !l.before(got) || !dr.holds(got, h.urlID):
-			why = fmt.Errorf("storage: index %s: %w: entry of URL id %d (at offset %d) points at %s offset %d, which holds no later record of it",
-				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
-		}
-		if why != nil {
-			r.rebuild(dr, why)
-			got, ok = r.find(dr, h.urlID)
-		}
-	}
-	if !ok || got != l {
-		return false
-	}
-	for j, odr := range r.dirs {
-		if j == i {
-			continue
-		}
-		ol, ok := r.find(odr, h.urlID)
-		if !ok {
-			continue
-		}
-		oh, _, err := odr.readRecord(ol, nil)
-		if err != nil || oh.urlID != h.urlID {
-			continue
-		}
-		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
-			return false
-		}
-	}
-	return true
-}
-
-// holds reports whether dr has an intact record of id at l.
-func (dr *dirReader) holds(l location, id uint64) bool {
-	h, _, err := dr.readRecord(l, nil)
-	return err == nil && h.urlID == id
 }
 
 // Close releases the files.

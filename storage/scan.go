@@ -2,9 +2,7 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"sort"
 	"sync"
 )
 
@@ -101,90 +99,4 @@ func (r *Reader) Progress() (scanned, total int64) {
 		}
 	}
 	return r.scanned.Load(), total
-}
-
-// verifyIndex runs after a Scan of dr: it checks every entry of the index
-// (unless the view was rebuilt, the index being known damaged) and counts
-// the pages the index knew whose records Scan could not read: in a damaged
-// region (counted in its Corruption's Lost), beyond the end of a truncated
-// segment, or in a missing one. Entries failing their checksum are damage.
-func (r *Reader) verifyIndex(dr *dirReader) {
-	v := dr.view.Load()
-	if v.ix == nil || v.rebuilt {
-		return
-	}
-	regions := dr.regions
-	sort.Slice(regions, func(a, b int) bool { return regions[a].Offset < regions[b].Offset })
-	bySeg := map[string][]*Corruption{}
-	for _, c := range regions {
-		bySeg[c.File] = append(bySeg[c.File], c)
-	}
-	var (
-		badEntries int64
-		firstBad   uint64
-		beyond     = map[uint32]int64{} // pages past the end of a segment
-		missing    = map[uint32]int64{} // pages in a missing segment
-		lost       int64
-	)
-	// Entries at or after the end of the last segment as OpenReader saw it
-	// may be a live writer's or a crash's torn tail's: not judged here.
-	var end location
-	segs := map[uint32]*segmentFile{}
-	for _, sf := range dr.order {
-		segs[sf.num] = sf
-		end = location{sf.num, sf.size}
-	}
-	n := v.ix.entries()
-	data := v.ix.data[indexHeaderSize:]
-	for id := uint64(0); id < n; id++ {
-		e := data[id*indexEntrySize : (id+1)*indexEntrySize]
-		if binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
-			continue // most entries of a sparse index: skip them fast
-		}
-		seg, off, st := decodeEntry(id, e)
-		switch st {
-		case entryEmpty:
-			continue
-		case entryBad:
-			if badEntries == 0 {
-				firstBad = id
-			}
-			badEntries++
-			continue
-		}
-		if _, ok := v.extra[id]; ok {
-			continue // a later record, after the checkpoint
-		}
-		if !(location{seg, off}).before(end) {
-			continue // written after OpenReader (a live writer), or in a torn tail
-		}
-		sf := segs[seg]
-		switch {
-		case sf == nil:
-			missing[seg]++
-		case off+recordHeaderSize > sf.size:
-			beyond[seg]++
-		default:
-			rs := bySeg[sf.path]
-			k := sort.Search(len(rs), func(k int) bool { return rs[k].Offset > off }) - 1
-			if k >= 0 && off < rs[k].Offset+rs[k].Skipped {
-				rs[k].Lost++
-			} else {
-				continue
-			}
-		}
-		lost++
-	}
-	r.lost.Add(lost)
-	if badEntries > 0 {
-		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries fail their CRC-32C, the first of URL id %d at offset %d (kspider check --repair rebuilds the index)",
-			v.ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
-	}
-	for seg, k := range missing {
-		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them in segment %s, which is missing", dr.dir, ErrCorrupt, k, segmentName(seg)))
-	}
-	for seg, k := range beyond {
-		sf := segs[seg]
-		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them beyond the end of the file (%d bytes); truncated?", sf.path, ErrCorrupt, k, sf.size))
-	}
 }

@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"sort"
+)
+
+// This file holds how a Reader checks the index against the segments and
+// replaces it when it is damaged: the index is a cache of what the
+// segments hold, so its damage never costs a page.
+
+// ixPath is the directory's index file, for messages.
+func (dr *dirReader) ixPath() string { return filepath.Join(dr.dir, indexName) }
+
+// find is locate that rebuilds dr's view when id's index entry is damaged.
+func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
+	l, ok, bad := dr.locate(id)
+	if bad {
+		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d fails its CRC-32C",
+			dr.ixPath(), ErrCorrupt, id, entryOffset(id)))
+		l, ok, _ = dr.locate(id)
+	}
+	return l, ok
+}
+
+// current reports whether the record of h at (dir i, l) is the one Get
+// returns for its URL id: the index must point at it, and no other
+// directory may hold a later fetch. It checks the index as it goes: an
+// entry that fails its checksum, is missing although the record is before
+// the checkpoint, or points at anything but a later record of the same id
+// makes the directory's view be rebuilt from the segments.
+func (r *Reader) current(i int, l location, h recordHeader) bool {
+	dr := r.dirs[i]
+	got, ok := r.find(dr, h.urlID)
+	if v := dr.view.Load(); !v.rebuilt && (!ok || got != l) {
+		var why error
+		switch {
+		case !ok:
+			why = fmt.Errorf("storage: index %s: %w: no entry for URL id %d (at offset %d), whose record is at %s offset %d",
+				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
+		case !l.before(got) || !dr.holds(got, h.urlID):
+			why = fmt.Errorf("storage: index %s: %w: entry of URL id %d (at offset %d) points at %s offset %d, which holds no later record of it",
+				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
+		}
+		if why != nil {
+			r.rebuild(dr, why)
+			got, ok = r.find(dr, h.urlID)
+		}
+	}
+	if !ok || got != l {
+		return false
+	}
+	for j, odr := range r.dirs {
+		if j == i {
+			continue
+		}
+		ol, ok := r.find(odr, h.urlID)
+		if !ok {
+			continue
+		}
+		oh, _, err := odr.readRecord(ol, nil)
+		if err != nil || oh.urlID != h.urlID {
+			continue
+		}
+		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
+			return false
+		}
+	}
+	return true
+}
+
+// holds reports whether dr has an intact record of id at l.
+func (dr *dirReader) holds(l location, id uint64) bool {
+	h, _, err := dr.readRecord(l, nil)
+	return err == nil && h.urlID == id
+}
+
+// rebuild replaces dr's view by one built from all its segments, because
+// of the index damage why, and says so.
+func (r *Reader) rebuild(dr *dirReader, why error) {
+	dr.rebuildMu.Lock()
+	defer dr.rebuildMu.Unlock()
+	if dr.view.Load().rebuilt {
+		return
+	}
+	m := map[uint64]location{}
+	for _, sf := range dr.order {
+		n := sf.num
+		err := r.eachRecord(sf, segmentHeaderSize, nil, func(off int64, h recordHeader, _ []byte) error {
+			m[h.urlID] = location{n, off}
+			return nil
+		})
+		if err != nil {
+			r.noteDamage(err)
+		}
+	}
+	dr.view.Store(&dirView{extra: m, rebuilt: true})
+	r.noteDamage(fmt.Errorf("%w; index rebuilt in memory from the segments (kspider check --repair rewrites it)", why))
+}
+
+// checkCheckpoint notes damage when the segments end before the index
+// checkpoint: everything before it was durable, so they were truncated or
+// removed.
+func (r *Reader) checkCheckpoint(dr *dirReader) {
+	if dr.ix == nil || dr.ck.seg == 0 {
+		return
+	}
+	sf := dr.segs[dr.ck.seg]
+	switch {
+	case sf == nil:
+		r.noteDamage(fmt.Errorf("storage: %s: %w: segment %s, which the index checkpoint names, is missing", dr.dir, ErrCorrupt, segmentName(dr.ck.seg)))
+	case sf.size < dr.ck.off:
+		r.noteDamage(fmt.Errorf("storage: %s: %w: truncated at offset %d, before the index checkpoint (%d): %d bytes lost", sf.path, ErrCorrupt, sf.size, dr.ck.off, dr.ck.off-sf.size))
+	}
+}
+
+// verifyIndex runs after a Scan of dr: it checks every entry of the index
+// (unless the view was rebuilt, the index being known damaged) and counts
+// the pages the index knew whose records Scan could not read: in a damaged
+// region (counted in its Corruption's Lost), beyond the end of a truncated
+// segment, or in a missing one. Entries failing their checksum are damage.
+func (r *Reader) verifyIndex(dr *dirReader) {
+	v := dr.view.Load()
+	if v.ix == nil || v.rebuilt {
+		return
+	}
+	regions := dr.regions
+	sort.Slice(regions, func(a, b int) bool { return regions[a].Offset < regions[b].Offset })
+	bySeg := map[string][]*Corruption{}
+	for _, c := range regions {
+		bySeg[c.File] = append(bySeg[c.File], c)
+	}
+	var (
+		badEntries int64
+		firstBad   uint64
+		beyond     = map[uint32]int64{} // pages past the end of a segment
+		missing    = map[uint32]int64{} // pages in a missing segment
+		lost       int64
+	)
+	// Entries at or after the end of the last segment as OpenReader saw it
+	// may be a live writer's or a crash's torn tail's: not judged here.
+	var end location
+	segs := map[uint32]*segmentFile{}
+	for _, sf := range dr.order {
+		segs[sf.num] = sf
+		end = location{sf.num, sf.size}
+	}
+	n := v.ix.entries()
+	data := v.ix.data[indexHeaderSize:]
+	for id := uint64(0); id < n; id++ {
+		e := data[id*indexEntrySize : (id+1)*indexEntrySize]
+		if binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
+			continue // most entries of a sparse index: skip them fast
+		}
+		seg, off, st := decodeEntry(id, e)
+		switch st {
+		case entryEmpty:
+			continue
+		case entryBad:
+			if badEntries == 0 {
+				firstBad = id
+			}
+			badEntries++
+			continue
+		}
+		if _, ok := v.extra[id]; ok {
+			continue // a later record, after the checkpoint
+		}
+		if !(location{seg, off}).before(end) {
+			continue // written after OpenReader (a live writer), or in a torn tail
+		}
+		sf := segs[seg]
+		switch {
+		case sf == nil:
+			missing[seg]++
+		case off+recordHeaderSize > sf.size:
+			beyond[seg]++
+		default:
+			rs := bySeg[sf.path]
+			k := sort.Search(len(rs), func(k int) bool { return rs[k].Offset > off }) - 1
+			if k >= 0 && off < rs[k].Offset+rs[k].Skipped {
+				rs[k].Lost++
+			} else {
+				continue
+			}
+		}
+		lost++
+	}
+	r.lost.Add(lost)
+	if badEntries > 0 {
+		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries fail their CRC-32C, the first of URL id %d at offset %d (kspider check --repair rebuilds the index)",
+			v.ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
+	}
+	for seg, k := range missing {
+		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them in segment %s, which is missing", dr.dir, ErrCorrupt, k, segmentName(seg)))
+	}
+	for seg, k := range beyond {
+		sf := segs[seg]
+		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them beyond the end of the file (%d bytes); truncated?", sf.path, ErrCorrupt, k, sf.size))
+	}
+}
