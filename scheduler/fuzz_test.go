@@ -24,7 +24,7 @@ func FuzzStates(f *testing.F) {
 		b := make([]byte, headerSize+len(body)/8*8)
 		copy(b[headerSize:], body)
 		recs := records(b)
-		s, err := decodeStates("fuzz.states", recs, durable, nHosts)
+		s, err := decodeStates("fuzz.states", recs, durable, nHosts, nil)
 		if err != nil {
 			return
 		}
@@ -69,7 +69,7 @@ func FuzzHosts(f *testing.F) {
 	f.Add(h, n, uint64(2), uint64(0))
 	f.Add(h[:100], n[:70], uint64(1), uint64(3))
 	f.Fuzz(func(t *testing.T, hosts, names []byte, durable, durableNames uint64) {
-		s, err := decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames)
+		s, err := decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, nil)
 		if err != nil {
 			return
 		}
