@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kspider/kspider/internal/finding"
 )
 
 // ErrNoSpill is CheckSpill's error for a directory that holds neither
@@ -15,25 +17,11 @@ import (
 var ErrNoSpill = fmt.Errorf("communicator: no spill files (spill-<self>-<peer>) or state file: %w", fs.ErrNotExist)
 
 // SpillFinding is one thing CheckSpill found, in which file and at which
-// offset.
-type SpillFinding struct {
-	File   string
-	Offset int64
-	What   string
-	// Damage is false for what a crash leaves behind and the endpoint
-	// handles without losing anything it had synced: a record cut short
-	// at the end of a spill file, a state file's temporary, the tails an
-	// earlier start kept aside.
-	Damage bool
-}
-
-func (f SpillFinding) String() string {
-	kind := "note"
-	if f.Damage {
-		kind = "damage"
-	}
-	return fmt.Sprintf("%s: %s: offset %d: %s", kind, f.File, f.Offset, f.What)
-}
+// offset. Damage is false for what a crash leaves behind and the endpoint
+// handles without losing anything it had synced: a record cut short at the
+// end of a spill file, a state file's temporary, the tails an earlier
+// start kept aside.
+type SpillFinding = finding.Finding
 
 // SpillFileReport is what CheckSpill found in one spill file.
 type SpillFileReport struct {
@@ -54,14 +42,7 @@ type SpillReport struct {
 }
 
 // Damaged reports whether any finding is damage.
-func (r *SpillReport) Damaged() bool {
-	for _, f := range r.Findings {
-		if f.Damage {
-			return true
-		}
-	}
-	return false
-}
+func (r *SpillReport) Damaged() bool { return finding.Damaged(r.Findings) }
 
 // Deliverable is the number of items still to deliver over all files.
 func (r *SpillReport) Deliverable() int {

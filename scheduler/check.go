@@ -9,29 +9,17 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kspider/kspider/internal/finding"
 )
 
 // ErrNoScheduler is Check's error for a directory that holds none of a
 // scheduler's files; it wraps fs.ErrNotExist.
 var ErrNoScheduler = fmt.Errorf("scheduler: no scheduler files (%s, %s, %s, %s): %w", metaName, statesName, hostsName, namesName, fs.ErrNotExist)
 
-// Finding is one thing Check found, in which file and at which offset.
-type Finding struct {
-	File   string
-	Offset int64
-	What   string
-	// Damage is false for what a crash leaves behind and Open handles
-	// without loss of anything committed: bytes past the commit.
-	Damage bool
-}
-
-func (f Finding) String() string {
-	kind := "note"
-	if f.Damage {
-		kind = "damage"
-	}
-	return fmt.Sprintf("%s: %s: offset %d: %s", kind, f.File, f.Offset, f.What)
-}
+// Finding is one thing Check found, in which file and at which offset;
+// Damage is false for what a crash leaves behind past the commit.
+type Finding = finding.Finding
 
 // CheckReport is what Check found, and what a repair did.
 type CheckReport struct {
@@ -49,14 +37,7 @@ type CheckReport struct {
 }
 
 // Damaged reports whether any finding is damage.
-func (r *CheckReport) Damaged() bool {
-	for _, f := range r.Findings {
-		if f.Damage {
-			return true
-		}
-	}
-	return false
-}
+func (r *CheckReport) Damaged() bool { return finding.Damaged(r.Findings) }
 
 // findings collects what the decoders find when Check runs them. A nil
 // *findings is Open's mode: the first damage is the error.

@@ -16,7 +16,7 @@ import (
 // checkFixture builds a closed scheduler of 300 URLs on 11 hosts in a new
 // directory under base, and returns it with the committed byte ranges of
 // each file (where any change is damage Check must find).
-func checkFixture(t *testing.T, base, name string) (string, map[string][][2]int64) {
+func checkFixture(t testing.TB, base, name string) (string, map[string][][2]int64) {
 	t.Helper()
 	clk := newFakeClock(1, time.Hour, 0)
 	dir := filepath.Join(base, name)
@@ -38,7 +38,7 @@ func checkFixture(t *testing.T, base, name string) (string, map[string][][2]int6
 	}
 }
 
-func snapshot(t *testing.T, dir string) map[string][]byte {
+func snapshot(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, n := range []string{metaName, statesName, hostsName, namesName} {
@@ -191,4 +191,44 @@ func TestCheckRepair(t *testing.T) {
 		t.Errorf("after repair the scheduler holds %d URLs", s.Len())
 	}
 	s.Close()
+}
+
+// FuzzCheck writes data the fuzzer chooses over one of the files of a
+// scheduler: Check must not panic, must change nothing, and must report
+// damage whenever Open refuses the directory.
+func FuzzCheck(f *testing.F) {
+	clean, _ := checkFixture(f, f.TempDir(), "clean")
+	orig := snapshot(f, clean)
+	files := []string{metaName, statesName, hostsName, namesName}
+	f.Add(uint8(1), uint32(64+8*5), []byte{0xff})
+	f.Add(uint8(2), uint32(64+3), []byte{0, 0, 0})
+	f.Add(uint8(0), uint32(1024+8), []byte{7})
+	f.Fuzz(func(t *testing.T, which uint8, off uint32, data []byte) {
+		dir := t.TempDir()
+		file := files[int(which)%len(files)]
+		for n, b := range orig {
+			if n == file {
+				b = bytes.Clone(b)
+				o := int(off) % (len(b) + 1)
+				b = append(b[:o], append(data, b[min(o+len(data), len(b)):]...)...)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := snapshot(t, dir)
+		rep, err := Check(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(snapshot(t, dir)) != fmt.Sprint(before) {
+			t.Fatal("Check changed the files")
+		}
+		s, oerr := Open(dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+		if oerr == nil {
+			s.Close()
+		} else if !rep.Damaged() {
+			t.Fatalf("Open fails (%v) but Check finds no damage: %v", oerr, rep.Findings)
+		}
+	})
 }
