@@ -11,7 +11,7 @@ import (
 
 // spillFixture writes a spill file of 10 items from node 1 to node 2 and a
 // state file into a new directory, and returns it with the items' offsets.
-func spillFixture(t *testing.T) (string, []int64) {
+func spillFixture(t testing.TB) (string, []int64) {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := openSpill(dir, 1, 2, 1000)
@@ -77,4 +77,49 @@ func TestCheckSpill(t *testing.T) {
 	if err != nil || !rep.Damaged() || rep.Findings[0].File != sp {
 		t.Fatalf("flipped state: %v %+v", err, rep)
 	}
+}
+
+// FuzzCheckSpill: for any bytes as a spill file, CheckSpill reports a
+// finding exactly when the endpoint's own open reports a problem, and
+// counts as deliverable exactly the items the endpoint reads back.
+func FuzzCheckSpill(f *testing.F) {
+	dir, _ := spillFixture(f)
+	good, _ := os.ReadFile(filepath.Join(dir, "spill-1-2"))
+	f.Add(good)
+	f.Add(good[:len(good)-3])
+	f.Add(spillHeaderBytes(1, 2))
+	maxURL := MaxItemLen(MaxPayload)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "spill-1-2"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := CheckSpill(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := os.ReadFile(filepath.Join(dir, "spill-1-2")); !bytes.Equal(after, b) {
+			t.Fatal("CheckSpill changed the file")
+		}
+		s, err := openSpill(dir, 1, 2, maxURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.close()
+		if (len(rep.Findings) > 0) != (len(s.errs) > 0) {
+			t.Fatalf("check found %v, open reported %q", rep.Findings, s.errs)
+		}
+		var q queue
+		for i := 0; s.unread(); i++ {
+			if i > len(b) {
+				t.Fatal("reader does not advance")
+			}
+			if err := s.readChunk(&q, 4096); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if q.len() != rep.Deliverable() {
+			t.Fatalf("read %d items back; check says %d are deliverable", q.len(), rep.Deliverable())
+		}
+	})
 }
