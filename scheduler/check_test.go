@@ -232,3 +232,17 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckRepairLocked: a repair never moves the files of a scheduler
+// that is open; a read-only check still runs.
+func TestCheckRepairLocked(t *testing.T) {
+	dir, _ := checkFixture(t, t.TempDir(), "locked")
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	defer s.Close()
+	if _, err := Check(dir, true); !errors.Is(err, ErrLocked) {
+		t.Fatalf("repair of an open scheduler: %v", err)
+	}
+	if rep, err := Check(dir, false); err != nil || rep.Damaged() {
+		t.Fatalf("check of an open scheduler: %v %+v", err, rep)
+	}
+}
