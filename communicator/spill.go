@@ -146,6 +146,7 @@ type spillScan struct {
 	consumed int64 // value of the last mark
 	items    int   // item records before good
 	unread   int   // item records at or after consumed
+	torn     bool  // the bad record is the last one, cut short by the end of the file
 }
 
 // scanSpill checks a spill file of size bytes record by record. The error
@@ -173,14 +174,19 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 	var payload []byte
 	for off < size {
 		if size-off < recHead {
+			sc.torn = true
 			return sc, fmt.Errorf("truncated record header at offset %d", off)
 		}
 		if _, err := r.ReadAt(head[:], off); err != nil {
 			return sc, fmt.Errorf("record at offset %d: %v", off, err)
 		}
 		n := int64(binary.BigEndian.Uint32(head[:]))
-		if n < 2 || n > int64(1+binary.MaxVarintLen64+maxURL) || n > size-off-recHead {
+		if n < 2 || n > int64(1+binary.MaxVarintLen64+maxURL) {
 			return sc, fmt.Errorf("bad record length %d at offset %d", n, off)
+		}
+		if n > size-off-recHead {
+			sc.torn = true
+			return sc, fmt.Errorf("record of %d bytes at offset %d runs past the end of the file", n, off)
 		}
 		if int64(cap(payload)) < n {
 			payload = make([]byte, n)

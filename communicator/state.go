@@ -57,30 +57,32 @@ func openState(dir string) (*stateFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
-	if err := s.parse(b); err != nil {
+	if _, err := s.parse(b); err != nil {
 		return nil, fmt.Errorf("communicator: state file %s: %w (remove it to start afresh; peers may then deliver acknowledged batches again)", s.path, err)
 	}
 	return s, nil
 }
 
-func (s *stateFile) parse(b []byte) error {
+// parse reads a state file's contents; a problem comes with the offset it
+// was found at.
+func (s *stateFile) parse(b []byte) (int64, error) {
 	const fixed = 8 + 4 + 8 + 4
 	if len(b) < fixed+4 {
-		return fmt.Errorf("%d bytes, shorter than a header", len(b))
+		return int64(len(b)), fmt.Errorf("%d bytes, shorter than a header", len(b))
 	}
 	if string(b[:8]) != stateMagic {
-		return errors.New("bad magic at offset 0")
+		return 0, errors.New("bad magic at offset 0")
 	}
 	if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion {
-		return fmt.Errorf("unknown version %d at offset 8", v)
+		return 8, fmt.Errorf("unknown version %d at offset 8", v)
 	}
 	n := int(binary.BigEndian.Uint32(b[20:]))
 	if n > 1<<16 || len(b) != fixed+n*stateEntrySize+4 {
-		return fmt.Errorf("%d entries do not match the file size %d", n, len(b))
+		return 20, fmt.Errorf("%d entries do not match the file size %d", n, len(b))
 	}
 	end := len(b) - 4
 	if crc32.Checksum(b[:end], castagnoli) != binary.BigEndian.Uint32(b[end:]) {
-		return fmt.Errorf("checksum mismatch at offset %d", end)
+		return int64(end), fmt.Errorf("checksum mismatch at offset %d", end)
 	}
 	s.last = binary.BigEndian.Uint64(b[12:])
 	for i := range n {
@@ -88,7 +90,7 @@ func (s *stateFile) parse(b []byte) error {
 		e := stateEntry{NodeID(binary.BigEndian.Uint16(r)), binary.BigEndian.Uint64(r[2:]), binary.BigEndian.Uint32(r[10:])}
 		s.entries[e.id] = e
 	}
-	return nil
+	return 0, nil
 }
 
 func (s *stateFile) enabled() bool { return s.path != "" }

@@ -126,7 +126,10 @@ func decodeCommit(b []byte) (commit, bool) {
 }
 
 // decodeMeta returns the newest valid commit of a meta file's contents.
-func decodeMeta(path string, b []byte) (commit, error) {
+// With a sink (Check) a slot that holds something but fails its checksum
+// is recorded as damage even when the other slot is valid: it is either a
+// damaged sector or a commit cut short, and the two look the same.
+func decodeMeta(path string, b []byte, sink *findings) (commit, error) {
 	if err := checkHeader(path, b, magicMeta); err != nil {
 		return commit{}, err
 	}
@@ -134,14 +137,20 @@ func decodeMeta(path string, b []byte) (commit, error) {
 	found := false
 	for _, off := range metaSlotOffsets {
 		if off+metaSlotSize > int64(len(b)) {
+			sink.damage(path, off, "commit slot cut off: the file has %d bytes", len(b))
 			continue
 		}
-		if c, ok := decodeCommit(b[off : off+metaSlotSize]); ok && (!found || c.seq > last.seq) {
+		slot := b[off : off+metaSlotSize]
+		c, ok := decodeCommit(slot)
+		if ok && (!found || c.seq > last.seq) {
 			last, found = c, true
+		}
+		if binary.LittleEndian.Uint32(slot[60:]) != crc32.Checksum(slot[:60], castagnoli) && !isZero(slot) {
+			sink.damage(path, off, "commit slot fails its checksum")
 		}
 	}
 	if !found {
-		return commit{}, fmt.Errorf("%w: %s: neither commit slot is valid", ErrCorrupt, path)
+		return commit{}, sink.fatal(path, metaSlotOffsets[0], "neither commit slot is valid")
 	}
 	return last, nil
 }
@@ -178,7 +187,7 @@ func openMeta(path string) (*metaFile, error) {
 	}
 	b := make([]byte, metaFileSize)
 	n, _ := f.ReadAt(b, 0)
-	c, err := decodeMeta(path, b[:n])
+	c, err := decodeMeta(path, b[:n], nil)
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -1,12 +1,15 @@
 package scheduler
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kspider/kspider/internal/finding"
 )
 
 // FuzzStates feeds arbitrary bytes to the state-file decoder as the body
@@ -24,7 +27,12 @@ func FuzzStates(f *testing.F) {
 		b := make([]byte, headerSize+len(body)/8*8)
 		copy(b[headerSize:], body)
 		recs := records(b)
-		s, err := decodeStates("fuzz.states", recs, durable, nHosts)
+		var sink findings
+		decodeStates("fuzz.states", records(bytes.Clone(b)), durable, nHosts, &sink)
+		s, err := decodeStates("fuzz.states", recs, durable, nHosts, nil)
+		if (err != nil) != finding.Damaged(sink.list) {
+			t.Fatalf("Open's mode: %v; Check's mode found %v", err, sink.list)
+		}
 		if err != nil {
 			return
 		}
@@ -69,7 +77,13 @@ func FuzzHosts(f *testing.F) {
 	f.Add(h, n, uint64(2), uint64(0))
 	f.Add(h[:100], n[:70], uint64(1), uint64(3))
 	f.Fuzz(func(t *testing.T, hosts, names []byte, durable, durableNames uint64) {
-		s, err := decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames)
+		s, err := decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, nil)
+		// Check's mode: every problem recorded, the scan going on.
+		var sink findings
+		decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, &sink)
+		if (err != nil) != finding.Damaged(sink.list) {
+			t.Fatalf("Open's mode: %v; Check's mode found %v", err, sink.list)
+		}
 		if err != nil {
 			return
 		}

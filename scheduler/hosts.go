@@ -148,35 +148,48 @@ type hostScan struct {
 // follows the previous one in the names file and hashes to its hash, and
 // that no name repeats. The first durable records must all be there; past
 // them the table ends at the first zero or invalid record (a crash may
-// leave the tail of an unsynced page).
-func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, durableNames uint64) (hostScan, error) {
+// leave the tail of an unsynced page). Without a sink the first problem is
+// the error; with one (Check) every problem is recorded there, a damaged
+// committed record keeps its host number as a placeholder, and the next
+// record's name offset is taken as it stands.
+func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, durableNames uint64, sink *findings) (hostScan, error) {
 	var s hostScan
 	if len(hosts) < headerSize || len(names) < headerSize {
-		return s, fmt.Errorf("%w: %s or %s shorter than its header", ErrCorrupt, hostsPath, namesPath)
+		return s, sink.fatal(hostsPath, 0, "it or %s is shorter than its header", namesPath)
 	}
 	body := hosts[headerSize:]
 	nb := names[headerSize:]
 	n := uint64(len(body) / hostRecSize)
 	if durable > n {
-		return s, fmt.Errorf("%w: %s: commit says %d hosts, file holds %d", ErrCorrupt, hostsPath, durable, n)
+		if err := sink.damage(hostsPath, int64(len(hosts)), "commit says %d hosts, file holds %d", durable, n); err != nil {
+			return s, err
+		}
 	}
 	if durable == 0 && durableNames != 0 {
-		return s, fmt.Errorf("%w: %s: commit says %d name bytes and no hosts", ErrCorrupt, namesPath, durableNames)
+		if err := sink.damage(namesPath, headerSize, "commit says %d name bytes and no hosts", durableNames); err != nil {
+			return s, err
+		}
 	}
 	if durableNames > uint64(len(nb)) {
-		return s, fmt.Errorf("%w: %s: commit says %d name bytes, file holds %d", ErrCorrupt, namesPath, durableNames, len(nb))
+		if err := sink.damage(namesPath, int64(len(names)), "commit says %d name bytes, file holds %d", durableNames, len(nb)); err != nil {
+			return s, err
+		}
 	}
 	if n > 1<<32-1 {
 		n = 1<<32 - 1
 	}
-	var end uint64
+	var end, top uint64 // top: the furthest name end (end may move back after a resync)
+	resync := false     // the previous record was damaged: its name's end is unknown
 	s.recs = make([]hostRec, 0, n)
 	for i := range n {
 		b := body[i*hostRecSize : (i+1)*hostRecSize]
-		off := headerSize + i*hostRecSize
+		off := int64(headerSize + i*hostRecSize)
 		h, err := decodeHostRec(uint32(i), b)
 		file := hostsPath
 		if err == nil {
+			if resync {
+				end, resync = h.nameOff, false
+			}
 			if h.nameOff != end {
 				err = fmt.Errorf("name at %d, want %d (after the previous one)", h.nameOff, end)
 			} else if h.nameOff+uint64(h.nameLen) > uint64(len(nb)) {
@@ -187,35 +200,61 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 					err = fmt.Errorf("name %q does not match the hash in %s", name, hostsPath)
 				}
 				if err != nil {
-					file, off = namesPath, headerSize+h.nameOff
+					file, off = namesPath, int64(headerSize+h.nameOff)
 				}
 			}
 		}
 		if err != nil {
-			if i < durable {
-				return s, fmt.Errorf("%w: %s: host %d (offset %d): %v", ErrCorrupt, file, i, off, err)
+			if i >= durable {
+				if !isZero(b) {
+					sink.leftover(file, off, "host %d past the commit: %v; a write the crash cut short, the table ends here", i, err)
+				}
+				break
 			}
-			break
+			if err := sink.damage(file, off, "host %d: %v", i, err); err != nil {
+				return s, err
+			}
+			s.recs = append(s.recs, hostRec{})
+			resync = true
+			continue
 		}
 		s.recs = append(s.recs, h)
 		end += uint64(h.nameLen)
+		top = max(top, end)
 		if i+1 == durable && end != durableNames {
-			return s, fmt.Errorf("%w: %s: the %d committed hosts' names end at %d, the commit says %d", ErrCorrupt, namesPath, durable, end, durableNames)
+			if err := sink.damage(namesPath, int64(headerSize+end), "the %d committed hosts' names end at %d, the commit says %d", durable, end, durableNames); err != nil {
+				return s, err
+			}
 		}
 	}
-	all := string(nb[:end])
+	all := string(nb[:top])
 	s.names = make([]string, len(s.recs))
 	s.index.grow(max(1024, 1<<bits.Len(uint(2*len(s.recs)))), s.recs)
 	for i, h := range s.recs {
+		if h.nameLen == 0 {
+			continue // a damaged record's placeholder (Check only)
+		}
 		name := all[h.nameOff : h.nameOff+uint64(h.nameLen)]
 		s.names[i] = name
 		if _, dup := s.index.find(h.hash, name, s.recs, s.names); dup {
-			return s, fmt.Errorf("%w: %s: host %d repeats the name %q", ErrCorrupt, hostsPath, i, name)
+			if err := sink.damage(hostsPath, int64(headerSize+i*hostRecSize), "host %d repeats the name %q", i, name); err != nil {
+				return s, err
+			}
+			continue
 		}
 		s.index.insert(uint32(i), s.recs)
 	}
 	s.namesLen = end
 	return s, nil
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // delay is the politeness wait after a list of h ends at now: the minimum,

@@ -135,13 +135,13 @@ func (s *Scheduler) open() error {
 // load decodes the mapped files into the in-memory tables.
 func (s *Scheduler) load() error {
 	c := s.meta.last
-	hs, err := decodeHosts(s.hostsF.path, s.namesF.path, s.hostsF.data, s.namesF.data, c.hosts, c.names)
+	hs, err := decodeHosts(s.hostsF.path, s.namesF.path, s.hostsF.data, s.namesF.data, c.hosts, c.names, nil)
 	if err != nil {
 		return err
 	}
 	s.hosts, s.names, s.index, s.namesLen = hs.recs, hs.names, hs.index, hs.namesLen
 	s.recs = records(s.statesF.data)
-	ss, err := decodeStates(s.statesF.path, s.recs, c.urls, uint32(len(s.hosts)))
+	ss, err := decodeStates(s.statesF.path, s.recs, c.urls, uint32(len(s.hosts)), nil)
 	if err != nil {
 		return err
 	}

@@ -121,26 +121,36 @@ type stateScan struct {
 // known hosts, and repairs what a crash may leave: InProgress goes back to
 // InList, and a record past the durable prefix naming a host that did not
 // survive is cleared (counted in dropped). Anything else wrong is an error
-// naming the id and its offset.
-func decodeStates(path string, recs []record, durable uint64, nHosts uint32) (stateScan, error) {
+// naming the id and its offset; with a sink (Check) it is recorded there
+// and the scan goes on.
+func decodeStates(path string, recs []record, durable uint64, nHosts uint32, sink *findings) (stateScan, error) {
 	var s stateScan
 	if durable > uint64(len(recs)) {
-		return s, fmt.Errorf("%w: %s: commit says %d records, file holds %d", ErrCorrupt, path, durable, len(recs))
+		if err := sink.damage(path, headerSize+int64(len(recs))*recordSize, "commit says %d records, file holds %d", durable, len(recs)); err != nil {
+			return s, err
+		}
 	}
 	for i, r := range recs {
 		if r == 0 {
 			continue
 		}
 		id := uint32(i)
+		off := headerSize + int64(i)*recordSize
 		if uint64(i) > uint64(^uint32(0)) {
-			return s, fmt.Errorf("%w: %s: record at offset %d is beyond id 2^32-1", ErrCorrupt, path, headerSize+i*recordSize)
+			return s, sink.fatal(path, off, "record is beyond id 2^32-1")
 		}
 		if err := checkRecord(id, r); err != nil {
-			return s, fmt.Errorf("%w: %s: id %d (offset %d): %v", ErrCorrupt, path, id, headerSize+i*recordSize, err)
+			if err := sink.damage(path, off, "id %d: %v", id, err); err != nil {
+				return s, err
+			}
+			continue
 		}
 		if r.host() >= nHosts {
 			if uint64(i) < durable {
-				return s, fmt.Errorf("%w: %s: id %d (offset %d) names host %d; the host table has %d", ErrCorrupt, path, id, headerSize+i*recordSize, r.host(), nHosts)
+				if err := sink.damage(path, off, "id %d names host %d; the host table has %d", id, r.host(), nHosts); err != nil {
+					return s, err
+				}
+				continue
 			}
 			recs[i] = 0
 			s.dropped++

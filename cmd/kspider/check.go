@@ -26,6 +26,8 @@ func checkers() []checker {
 	return []checker{
 		{"urls", orSubdir("urls", checkTree)},
 		{"pages", orSubdir("pages", storage.Check)},
+		{"sched", orSubdir("sched", checkSched)},
+		{"spill", orSubdir("spill", checkSpill)},
 	}
 }
 
@@ -36,12 +38,17 @@ func runCheck(ctx context.Context, e env, args []string) error {
 offset. The exit status is 1 when anything is damaged.
 
 DIR is a node's data directory (the URL tree in DIR/urls, the pages in
-DIR/pages) or the directory of one part.
+DIR/pages, the scheduler in DIR/sched, the communicator's spill files and
+receive state in DIR/spill) or the directory of one part.
 
 With --repair, what can be rebuilt is rewritten (the page index from the
 segments; a segment with damaged records is rewritten with its intact ones;
 the URL tree from its blocks that verify, every id keeping its number)
 and everything damaged is moved into DIR/damaged/: nothing is ever deleted.
+A damaged scheduler cannot be rebuilt: its files are moved into
+damaged/ and the node must add its URLs again from the URL tree. Spill
+files are not repaired here (the endpoint keeps a damaged tail aside when
+it starts); they are left in place and reported.
 No crawl may be running on the directory (its lock is taken).`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a data `DIR`ectory of the node (repeat for each disk)")

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/kspider/kspider/scheduler"
+)
+
+// checkSched is the scheduler's checker for kspider check:
+// scheduler.Check, printed one finding per line with its file and offset.
+func checkSched(dir string, repair bool, w io.Writer) (problems int, err error) {
+	rep, err := scheduler.Check(dir, repair)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	if rep == nil {
+		return 0, err
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintf(w, "sched: %s\n", f)
+		if f.Damage {
+			problems++
+		}
+	}
+	switch {
+	case problems == 0:
+		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts\n", dir, rep.URLs, rep.Hosts)
+	case rep.Repaired:
+		fmt.Fprintf(w, "sched: %s: repaired: the damaged files are in %s; the next start creates an empty scheduler, and the node must add its URLs again from the URL tree (which were fetched and the hosts' politeness and robots state are lost)\n",
+			dir, rep.Quarantine)
+	default:
+		fmt.Fprintf(w, "sched: %s: %d problems; kspider check --repair moves its files into %s/damaged/ (URL states cannot be rebuilt)\n", dir, problems, dir)
+	}
+	return problems, err
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/scheduler"
+)
+
+// buildSchedSpill makes a node directory with a scheduler of 50 URLs in
+// sched/ and, in spill/, a spill file of 5 items from node 1 to node 2
+// written by the format communicator/spill.go documents.
+func buildSchedSpill(t *testing.T) string {
+	t.Helper()
+	node := t.TempDir()
+	s, err := scheduler.Open(filepath.Join(node, "sched"), scheduler.Config{Clock: &benchClock{}, Phases: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint32(50) {
+		if _, err := s.Add(id, fmt.Sprintf("host%d.example", id%5), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	b := []byte("kspl")
+	for _, v := range []uint16{1, 1, 2, 0} { // version, self, peer, reserved
+		b = binary.BigEndian.AppendUint16(b, v)
+	}
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	for k := range 5 {
+		p := binary.AppendUvarint([]byte{1}, uint64(k))
+		p = fmt.Appendf(p, "http://host%d.example/page", k)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
+		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(p, castagnoli))
+		b = append(b, p...)
+	}
+	os.MkdirAll(filepath.Join(node, "spill"), 0o755)
+	if err := os.WriteFile(filepath.Join(node, "spill", "spill-1-2"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+func TestCheckSchedAndSpill(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		off  int64
+	}{
+		{"", 0},
+		{"sched/sched.meta", 4},
+		{"sched/sched.states", 64 + 8*20 + 1},
+		{"sched/sched.hosts", 64 + 64*2 + 5},
+		{"sched/sched.names", 64 + 3},
+		{"spill/spill-1-2", 16 + 8 + 4},
+	} {
+		node := buildSchedSpill(t)
+		if c.file != "" {
+			path := filepath.Join(node, c.file)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[c.off] ^= 0x20
+			os.WriteFile(path, b, 0o644)
+		}
+		code, out, errOut := runCmd(t, "", "check", "--data", node)
+		if c.file == "" {
+			if code != 0 || !strings.Contains(out, "sched: "+filepath.Join(node, "sched")+": ok: 50 URL records, 5 hosts") ||
+				!strings.Contains(out, "spill: "+filepath.Join(node, "spill")+": ok: 1 spill files, 5 items to deliver") {
+				t.Errorf("clean: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			continue
+		}
+		if code != 1 || !strings.Contains(out, ": damage: "+filepath.Join(node, c.file)+": offset ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", c.file, code, out, errOut)
+		}
+	}
+}
+
+// TestCheckSchedRepair: --repair moves a damaged scheduler into damaged/
+// and leaves damaged spill files in place, exiting 1 either way.
+func TestCheckSchedRepair(t *testing.T) {
+	node := buildSchedSpill(t)
+	for _, f := range []string{"sched/sched.states", "spill/spill-1-2"} {
+		path := filepath.Join(node, f)
+		b, _ := os.ReadFile(path)
+		b[64+8*3+2] ^= 1
+		os.WriteFile(path, b, 0o644)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--repair", "--data", node)
+	if code != 1 || !strings.Contains(out, "sched: "+filepath.Join(node, "sched")+": repaired") ||
+		!strings.Contains(out, "spill: "+filepath.Join(node, "spill")+": cannot repair, files left in place") {
+		t.Fatalf("repair: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	moved, _ := filepath.Glob(filepath.Join(node, "sched", "damaged", "*", "sched.states"))
+	if len(moved) != 1 {
+		t.Fatalf("sched.states not in damaged/: %v", moved)
+	}
+	if _, err := os.Stat(filepath.Join(node, "spill", "spill-1-2")); err != nil {
+		t.Fatalf("spill file not left in place: %v", err)
+	}
+}

@@ -1,0 +1,151 @@
+package communicator
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kspider/kspider/internal/finding"
+)
+
+// ErrNoSpill is CheckSpill's error for a directory that holds neither
+// spill files nor a state file; it wraps fs.ErrNotExist.
+var ErrNoSpill = fmt.Errorf("communicator: no spill files (spill-<self>-<peer>) or state file: %w", fs.ErrNotExist)
+
+// SpillFinding is one thing CheckSpill found, in which file and at which
+// offset. Damage is false for what a crash leaves behind and the endpoint
+// handles without losing anything it had synced: a record cut short at the
+// end of a spill file, a state file's temporary, the tails an earlier
+// start kept aside.
+type SpillFinding = finding.Finding
+
+// SpillFileReport is what CheckSpill found in one spill file.
+type SpillFileReport struct {
+	Path        string
+	Self, Peer  NodeID
+	Size        int64
+	Good        int64 // end of the last intact record
+	Items       int   // item records before Good
+	Deliverable int   // of those, items not yet acknowledged (after the last mark)
+}
+
+// SpillReport is what CheckSpill found in a spill directory.
+type SpillReport struct {
+	Dir      string
+	Files    []SpillFileReport
+	State    bool // a state file is there
+	Findings []SpillFinding
+}
+
+// Damaged reports whether any finding is damage.
+func (r *SpillReport) Damaged() bool { return finding.Damaged(r.Findings) }
+
+// Deliverable is the number of items still to deliver over all files.
+func (r *SpillReport) Deliverable() int {
+	n := 0
+	for _, f := range r.Files {
+		n += f.Deliverable
+	}
+	return n
+}
+
+// CheckSpill verifies the spill files and the receive-state file of an
+// endpoint's SpillDir without changing anything, with the same readers the
+// endpoint uses when it starts. A spill file has no commit record, so a
+// record cut short at the very end is taken for a write a crash
+// interrupted (a note); any other bad record is damage, and the records
+// after it are not delivered (the endpoint moves them to <file>.bad-<offset>
+// when it starts). A directory with none of the files is ErrNoSpill.
+func CheckSpill(dir string) (*SpillReport, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s", ErrNoSpill, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
+	rep := &SpillReport{Dir: dir}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	found := false
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		var self, peer NodeID
+		switch {
+		case name == "state":
+			found, rep.State = true, true
+			if err := checkStateFile(path, rep); err != nil {
+				return nil, err
+			}
+		case name == "state.tmp":
+			found = true
+			rep.note(path, 0, "a state file a crash left unfinished; the endpoint keeps using state")
+		case strings.HasPrefix(name, "spill-") && strings.Contains(name, ".bad-"):
+			found = true
+			rep.note(path, 0, "the damaged tail an earlier start kept aside; not delivered")
+		case parseSpillName(name, &self, &peer):
+			found = true
+			if err := checkSpillFile(path, self, peer, rep); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w in %s", ErrNoSpill, dir)
+	}
+	return rep, nil
+}
+
+func (r *SpillReport) note(file string, off int64, what string) {
+	r.Findings = append(r.Findings, SpillFinding{File: file, Offset: off, What: what})
+}
+
+func parseSpillName(name string, self, peer *NodeID) bool {
+	if _, err := fmt.Sscanf(name, "spill-%d-%d", self, peer); err != nil {
+		return false
+	}
+	return name == filepath.Base(spillPath("", *self, *peer))
+}
+
+func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("communicator: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("communicator: %w", err)
+	}
+	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(MaxPayload))
+	rep.Files = append(rep.Files, SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread})
+	switch {
+	case scanErr == nil:
+	case sc.torn:
+		rep.note(path, sc.good, fmt.Sprintf("%v: a write a crash cut short; %d items before it are delivered", scanErr, sc.unread))
+	default:
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: sc.good, Damage: true,
+			What: fmt.Sprintf("%v; %d items before it are deliverable, the %d bytes from there on are not", scanErr, sc.unread, fi.Size()-sc.good)})
+	}
+	return nil
+}
+
+func checkStateFile(path string, rep *SpillReport) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("communicator: %w", err)
+	}
+	s := &stateFile{entries: make(map[NodeID]stateEntry)}
+	if off, err := s.parse(b); err != nil {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: off, Damage: true,
+			What: fmt.Sprintf("%v; the endpoint refuses to start until it is removed, and peers may then deliver acknowledged batches again", err)})
+	}
+	return nil
+}

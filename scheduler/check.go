@@ -1,0 +1,224 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kspider/kspider/internal/finding"
+)
+
+// ErrNoScheduler is Check's error for a directory that holds none of a
+// scheduler's files; it wraps fs.ErrNotExist.
+var ErrNoScheduler = fmt.Errorf("scheduler: no scheduler files (%s, %s, %s, %s): %w", metaName, statesName, hostsName, namesName, fs.ErrNotExist)
+
+// Finding is one thing Check found, in which file and at which offset;
+// Damage is false for what a crash leaves behind past the commit.
+type Finding = finding.Finding
+
+// CheckReport is what Check found, and what a repair did.
+type CheckReport struct {
+	Dir        string
+	Findings   []Finding
+	URLs       uint64 // highest URL id with a record + 1
+	Hosts      int    // host records read (damaged ones included)
+	InProgress int    // records Open would turn back to in-list
+	Dropped    int    // records past the commit whose host did not survive
+	Clean      bool   // the commit says the scheduler was closed cleanly
+	// Repaired is set when a repair moved the files into Quarantine; the
+	// next Open starts an empty scheduler.
+	Repaired   bool
+	Quarantine string
+}
+
+// Damaged reports whether any finding is damage.
+func (r *CheckReport) Damaged() bool { return finding.Damaged(r.Findings) }
+
+// findings collects what the decoders find when Check runs them. A nil
+// *findings is Open's mode: the first damage is the error.
+type findings struct{ list []Finding }
+
+// damage records a problem, or returns it as an ErrCorrupt error when f is
+// nil (Open) so the caller stops.
+func (f *findings) damage(file string, off int64, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if f == nil {
+		return fmt.Errorf("%w: %s: offset %d: %s", ErrCorrupt, file, off, what)
+	}
+	f.list = append(f.list, Finding{File: file, Offset: off, What: what, Damage: true})
+	return nil
+}
+
+// fatal records a problem after which the decoder cannot go on, and
+// returns it as an error either way.
+func (f *findings) fatal(file string, off int64, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if f != nil {
+		f.list = append(f.list, Finding{File: file, Offset: off, What: what, Damage: true})
+	}
+	return fmt.Errorf("%w: %s: offset %d: %s", ErrCorrupt, file, off, what)
+}
+
+// leftover records a harmless crash leftover (Check only).
+func (f *findings) leftover(file string, off int64, format string, args ...any) {
+	if f != nil {
+		f.list = append(f.list, Finding{File: file, Offset: off, What: fmt.Sprintf(format, args...)})
+	}
+}
+
+// Check verifies every file of the scheduler in dir without changing
+// anything, with the same decoders Open uses, and reports every problem it
+// can reach with its file and offset. Without a valid commit record only
+// the records' own checks are verified. A directory with none of the files
+// is ErrNoScheduler.
+//
+// With repair, a damaged scheduler's files are moved into
+// dir/damaged/<UTC time>/ (never deleted) under the scheduler's lock: the
+// states cannot be rebuilt from anything else, so the next Open starts an
+// empty scheduler and the node must add its URLs again from the URL tree,
+// losing which were fetched and the hosts' politeness and robots state.
+func Check(dir string, repair bool) (*CheckReport, error) {
+	p := func(name string) string { return filepath.Join(dir, name) }
+	names := []string{metaName, statesName, hostsName, namesName}
+	present := 0
+	for _, n := range names {
+		if _, err := os.Stat(p(n)); err == nil {
+			present++
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("scheduler: %w", err)
+		}
+	}
+	if present == 0 {
+		return nil, fmt.Errorf("%w in %s", ErrNoScheduler, dir)
+	}
+	rep := &CheckReport{Dir: dir}
+	if repair {
+		if _, err := os.Stat(p(metaName)); err == nil {
+			lock, err := openLocked(p(metaName), os.O_RDONLY)
+			if err != nil {
+				return nil, err
+			}
+			defer lock.Close()
+		}
+	}
+	sink := &findings{}
+	newer := false
+	header := func(path string, b []byte, magic [8]byte) bool {
+		err := checkHeader(path, b, magic)
+		if errors.Is(err, ErrNewerFormat) {
+			newer = true
+		}
+		if err != nil {
+			sink.list = append(sink.list, Finding{File: path, What: err.Error(), Damage: true})
+		}
+		return err == nil
+	}
+
+	var c commit
+	metaOK := false
+	if b, err := os.ReadFile(p(metaName)); errors.Is(err, fs.ErrNotExist) {
+		sink.damage(p(metaName), 0, "missing: nothing says how much of the other files is committed")
+	} else if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	} else if header(p(metaName), b, magicMeta) {
+		var derr error
+		c, derr = decodeMeta(p(metaName), b, sink)
+		metaOK = derr == nil
+	}
+	rep.Clean = c.flags&flagClean != 0
+
+	var maps [3][]byte
+	for i, n := range names[1:] {
+		data, err := mapPrivate(p(n))
+		if errors.Is(err, fs.ErrNotExist) {
+			sink.damage(p(n), 0, "missing")
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > 0 {
+			defer unix.Munmap(data)
+		}
+		if header(p(n), data, [3][8]byte{magicStates, magicHosts, magicNames}[i]) {
+			maps[i] = data
+		}
+	}
+	nHosts := ^uint32(0) // host numbers are unchecked without a host table
+	if maps[1] != nil && maps[2] != nil {
+		hs, err := decodeHosts(p(hostsName), p(namesName), maps[1], maps[2], c.hosts, c.names, sink)
+		if err == nil {
+			nHosts = uint32(len(hs.recs))
+			rep.Hosts = len(hs.recs)
+		}
+	}
+	if maps[0] != nil {
+		// The private mapping takes decodeStates' in-memory fixes
+		// (in-progress back to in-list) without writing to the file.
+		ss, _ := decodeStates(p(statesName), records(maps[0]), c.urls, nHosts, sink)
+		rep.URLs, rep.InProgress, rep.Dropped = ss.count, ss.inProgress, ss.dropped
+		if ss.dropped > 0 {
+			sink.leftover(p(statesName), headerSize+int64(c.urls)*recordSize,
+				"%d records past the commit name hosts that did not survive a crash; Open drops them and the node adds those URLs again", ss.dropped)
+		}
+	}
+	if !metaOK {
+		sink.leftover(p(metaName), 0, "without a valid commit only the records' own checks were verified")
+	}
+	rep.Findings = sink.list
+	if !repair || !rep.Damaged() {
+		return rep, nil
+	}
+	if newer {
+		return rep, fmt.Errorf("%w: %s: not repaired: files of a newer format version (%d is this build's)", ErrNewerFormat, dir, FormatVersion)
+	}
+	q := filepath.Join(dir, "damaged", time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.MkdirAll(q, 0o755); err != nil {
+		return rep, fmt.Errorf("scheduler: repair: %w", err)
+	}
+	// The meta file goes last: until it moves, Open refuses the
+	// directory rather than creating a scheduler beside stray files.
+	for _, n := range []string{statesName, hostsName, namesName, metaName} {
+		if err := os.Rename(p(n), filepath.Join(q, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return rep, fmt.Errorf("scheduler: repair: %w (files left in %s and %s)", err, dir, q)
+		}
+	}
+	if err := syncDir(q); err != nil {
+		return rep, err
+	}
+	if err := syncDir(dir); err != nil {
+		return rep, err
+	}
+	rep.Repaired, rep.Quarantine = true, q
+	return rep, nil
+}
+
+// mapPrivate maps the file at path copy-on-write from a read-only
+// descriptor: the decoders may change the mapping, the file never changes.
+func mapPrivate(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if fi.Size() == 0 {
+		return []byte{}, nil
+	}
+	if fi.Size() != int64(int(fi.Size())) {
+		return nil, fmt.Errorf("scheduler: %s: file of %d bytes is too large to map", path, fi.Size())
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: mmap %s: %w", path, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,248 @@
+package scheduler
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkFixture builds a closed scheduler of 300 URLs on 11 hosts in a new
+// directory under base, and returns it with the committed byte ranges of
+// each file (where any change is damage Check must find).
+func checkFixture(t testing.TB, base, name string) (string, map[string][][2]int64) {
+	t.Helper()
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := filepath.Join(base, name)
+	s := mustOpen(t, dir, basicConfig(clk))
+	for id := range uint32(300) {
+		if _, err := s.Add(id, fmt.Sprintf("host%d.example", id%11), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nHosts, namesLen := int64(len(s.hosts)), int64(s.namesLen)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, map[string][][2]int64{
+		metaName:   {{0, headerSize}, {512, 512 + metaSlotSize}, {1024, 1024 + metaSlotSize}},
+		statesName: {{0, headerSize + 300*recordSize}},
+		hostsName:  {{0, headerSize + nHosts*hostRecSize}},
+		namesName:  {{0, headerSize + namesLen}},
+	}
+}
+
+func snapshot(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, n := range []string{metaName, statesName, hostsName, namesName} {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		out[n] = b
+	}
+	return out
+}
+
+func TestCheckClean(t *testing.T) {
+	dir, _ := checkFixture(t, t.TempDir(), "clean")
+	for _, repair := range []bool{false, true} {
+		rep, err := Check(dir, repair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Findings) != 0 || rep.URLs != 300 || rep.Hosts != 11 || !rep.Clean || rep.Repaired {
+			t.Fatalf("clean scheduler: %+v", rep)
+		}
+	}
+	if _, err := Check(t.TempDir(), false); !errors.Is(err, ErrNoScheduler) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("empty directory: %v", err)
+	}
+}
+
+// TestCheckFaults injects bit flips, zeroed ranges and truncations into the
+// committed part of every file, and junk appended at the end: Check must
+// change nothing, report damage naming the file for every fault in
+// committed data, and report damage whenever Open refuses the directory.
+func TestCheckFaults(t *testing.T) {
+	base := t.TempDir()
+	clean, ranges := checkFixture(t, base, "clean")
+	orig := snapshot(t, clean)
+	rng := rand.New(rand.NewPCG(12, 34))
+	type fault struct {
+		kind, file string
+		committed  bool
+		apply      func(b []byte) []byte
+	}
+	var faults []fault
+	for file, rs := range ranges {
+		pick := func() int64 {
+			r := rs[rng.IntN(len(rs))]
+			return r[0] + rng.Int64N(r[1]-r[0])
+		}
+		for range 12 {
+			off, bit := pick(), byte(1)<<rng.IntN(8)
+			faults = append(faults, fault{"bit flip", file, true, func(b []byte) []byte { b[off] ^= bit; return b }})
+			off, n := pick(), int64(1+rng.IntN(4))
+			faults = append(faults, fault{"zeroed range", file, true, func(b []byte) []byte {
+				clear(b[off:min(off+n, int64(len(b)))])
+				return b
+			}})
+			end := rs[len(rs)-1][1]
+			cut := rng.Int64N(end)
+			faults = append(faults, fault{"truncation", file, true, func(b []byte) []byte { return b[:cut] }})
+			junk := make([]byte, 1+rng.IntN(200))
+			for i := range junk {
+				junk[i] = byte(rng.Uint32())
+			}
+			faults = append(faults, fault{"appended junk", file, false, func(b []byte) []byte { return append(b, junk...) }})
+		}
+	}
+	for i, f := range faults {
+		dir := filepath.Join(base, fmt.Sprint(i))
+		os.MkdirAll(dir, 0o755)
+		for n, b := range orig {
+			if n == f.file {
+				b = f.apply(bytes.Clone(b))
+				if bytes.Equal(b, orig[n]) {
+					continue // zeroed bytes that were zero: no fault
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, f.file)); err != nil {
+			continue
+		}
+		before := snapshot(t, dir)
+		rep, err := Check(dir, false)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s in %s: Check: %v", f.kind, f.file, err)
+		}
+		if after := snapshot(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("%s in %s: Check changed the files", f.kind, f.file)
+		}
+		named := false
+		for _, x := range rep.Findings {
+			named = named || (x.Damage && strings.Contains(x.File, f.file))
+		}
+		if f.committed && (!rep.Damaged() || !named) {
+			t.Errorf("%s in committed %s: not reported as damage to it: %v", f.kind, f.file, rep.Findings)
+		}
+		s, oerr := Open(dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+		if oerr == nil {
+			s.Close()
+		} else if !rep.Damaged() {
+			t.Errorf("%s in %s: Open fails (%v) but Check finds no damage: %v", f.kind, f.file, oerr, rep.Findings)
+		}
+	}
+}
+
+// TestCheckLeftover: a host record past the commit that a crash cut short
+// is a note, not damage, and Open still opens the directory.
+func TestCheckLeftover(t *testing.T) {
+	dir, ranges := checkFixture(t, t.TempDir(), "leftover")
+	path := filepath.Join(dir, hostsName)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(bytes.Repeat([]byte("half a host record "), 4)[:hostRecSize], ranges[hostsName][0][1])
+	f.Close()
+	rep, err := Check(dir, false)
+	if err != nil || rep.Damaged() || len(rep.Findings) != 1 || rep.Findings[0].File != path {
+		t.Fatalf("leftover: %v %+v", err, rep)
+	}
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	s.Close()
+}
+
+// TestCheckRepair: a damaged scheduler's files move into damaged/<time>/
+// intact, and the next Open starts an empty scheduler.
+func TestCheckRepair(t *testing.T) {
+	dir, _ := checkFixture(t, t.TempDir(), "repair")
+	orig := snapshot(t, dir)
+	b := orig[statesName]
+	b[headerSize+8*17+3] ^= 0x10
+	os.WriteFile(filepath.Join(dir, statesName), b, 0o644)
+	rep, err := Check(dir, true)
+	if err != nil || !rep.Damaged() || !rep.Repaired {
+		t.Fatalf("repair: %v %+v", err, rep)
+	}
+	for n, want := range orig {
+		got, err := os.ReadFile(filepath.Join(rep.Quarantine, n))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s not moved intact into %s: %v", n, rep.Quarantine, err)
+		}
+	}
+	if _, err := Check(dir, false); !errors.Is(err, ErrNoScheduler) {
+		t.Errorf("after repair: %v", err)
+	}
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	if s.Len() != 0 {
+		t.Errorf("after repair the scheduler holds %d URLs", s.Len())
+	}
+	s.Close()
+}
+
+// FuzzCheck writes data the fuzzer chooses over one of the files of a
+// scheduler: Check must not panic, must change nothing, and must report
+// damage whenever Open refuses the directory.
+func FuzzCheck(f *testing.F) {
+	clean, _ := checkFixture(f, f.TempDir(), "clean")
+	orig := snapshot(f, clean)
+	files := []string{metaName, statesName, hostsName, namesName}
+	f.Add(uint8(1), uint32(64+8*5), []byte{0xff})
+	f.Add(uint8(2), uint32(64+3), []byte{0, 0, 0})
+	f.Add(uint8(0), uint32(1024+8), []byte{7})
+	f.Fuzz(func(t *testing.T, which uint8, off uint32, data []byte) {
+		dir := t.TempDir()
+		file := files[int(which)%len(files)]
+		for n, b := range orig {
+			if n == file {
+				b = bytes.Clone(b)
+				o := int(off) % (len(b) + 1)
+				b = append(b[:o], append(data, b[min(o+len(data), len(b)):]...)...)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := snapshot(t, dir)
+		rep, err := Check(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(snapshot(t, dir)) != fmt.Sprint(before) {
+			t.Fatal("Check changed the files")
+		}
+		s, oerr := Open(dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+		if oerr == nil {
+			s.Close()
+		} else if !rep.Damaged() {
+			t.Fatalf("Open fails (%v) but Check finds no damage: %v", oerr, rep.Findings)
+		}
+	})
+}
+
+// TestCheckRepairLocked: a repair never moves the files of a scheduler
+// that is open; a read-only check still runs.
+func TestCheckRepairLocked(t *testing.T) {
+	dir, _ := checkFixture(t, t.TempDir(), "locked")
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	defer s.Close()
+	if _, err := Check(dir, true); !errors.Is(err, ErrLocked) {
+		t.Fatalf("repair of an open scheduler: %v", err)
+	}
+	if rep, err := Check(dir, false); err != nil || rep.Damaged() {
+		t.Fatalf("check of an open scheduler: %v %+v", err, rep)
+	}
+}
