@@ -8,20 +8,40 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/kspider/kspider/internal/finding"
 )
 
 // ErrNoSpill is CheckSpill's error for a directory that holds neither
 // spill files nor a state file; it wraps fs.ErrNotExist.
 var ErrNoSpill = fmt.Errorf("communicator: no spill files (spill-<self>-<peer>) or state file: %w", fs.ErrNotExist)
 
-// SpillFinding is one thing CheckSpill found, in which file and at which
-// offset. Damage is false for what a crash leaves behind and the endpoint
-// handles without losing anything it had synced: a record cut short at the
-// end of a spill file, a state file's temporary, the tails an earlier
-// start kept aside.
-type SpillFinding = finding.Finding
+// SpillFinding is one thing CheckSpill found, in which file and at which offset.
+// (urltree.Finding and scheduler.Finding have the same shape: each part reports in
+// the words kspider check prints, without a package of its own for it.)
+type SpillFinding struct {
+	File   string
+	Offset int64
+	What   string
+	// Damage is false for what a crash leaves behind and the part's own
+	// open handles without losing anything committed.
+	Damage bool
+}
+
+func (f SpillFinding) String() string {
+	kind := "note"
+	if f.Damage {
+		kind = "damage"
+	}
+	return fmt.Sprintf("%s: %s: offset %d: %s", kind, f.File, f.Offset, f.What)
+}
+
+func anyDamage(fs []SpillFinding) bool {
+	for _, f := range fs {
+		if f.Damage {
+			return true
+		}
+	}
+	return false
+}
 
 // SpillFileReport is what CheckSpill found in one spill file.
 type SpillFileReport struct {
@@ -42,7 +62,7 @@ type SpillReport struct {
 }
 
 // Damaged reports whether any finding is damage.
-func (r *SpillReport) Damaged() bool { return finding.Damaged(r.Findings) }
+func (r *SpillReport) Damaged() bool { return anyDamage(r.Findings) }
 
 // Deliverable is the number of items still to deliver over all files.
 func (r *SpillReport) Deliverable() int {

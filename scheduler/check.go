@@ -9,17 +9,40 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/kspider/kspider/internal/finding"
 )
 
 // ErrNoScheduler is Check's error for a directory that holds none of a
 // scheduler's files; it wraps fs.ErrNotExist.
 var ErrNoScheduler = fmt.Errorf("scheduler: no scheduler files (%s, %s, %s, %s): %w", metaName, statesName, hostsName, namesName, fs.ErrNotExist)
 
-// Finding is one thing Check found, in which file and at which offset;
-// Damage is false for what a crash leaves behind past the commit.
-type Finding = finding.Finding
+// Finding is one thing Check found, in which file and at which offset.
+// (urltree.Finding and communicator.SpillFinding have the same shape: each part reports in
+// the words kspider check prints, without a package of its own for it.)
+type Finding struct {
+	File   string
+	Offset int64
+	What   string
+	// Damage is false for what a crash leaves behind and the part's own
+	// open handles without losing anything committed.
+	Damage bool
+}
+
+func (f Finding) String() string {
+	kind := "note"
+	if f.Damage {
+		kind = "damage"
+	}
+	return fmt.Sprintf("%s: %s: offset %d: %s", kind, f.File, f.Offset, f.What)
+}
+
+func anyDamage(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Damage {
+			return true
+		}
+	}
+	return false
+}
 
 // CheckReport is what Check found, and what a repair did.
 type CheckReport struct {
@@ -37,7 +60,7 @@ type CheckReport struct {
 }
 
 // Damaged reports whether any finding is damage.
-func (r *CheckReport) Damaged() bool { return finding.Damaged(r.Findings) }
+func (r *CheckReport) Damaged() bool { return anyDamage(r.Findings) }
 
 // findings collects what the decoders find when Check runs them. A nil
 // *findings is Open's mode: the first damage is the error.
@@ -151,7 +174,7 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	}
 	nHosts := ^uint32(0) // host numbers are unchecked without a host table
 	if maps[1] != nil && maps[2] != nil {
-		hs, err := decodeHosts(p(hostsName), p(namesName), maps[1], maps[2], c.hosts, c.names, sink)
+		hs, err := decodeHosts(p(hostsName), p(namesName), maps[1], maps[2], c.hosts, c.names, c.flags&flagClean != 0, sink)
 		if err == nil {
 			nHosts = uint32(len(hs.recs))
 			rep.Hosts = len(hs.recs)

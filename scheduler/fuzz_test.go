@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/kspider/kspider/internal/finding"
 )
 
 // FuzzStates feeds arbitrary bytes to the state-file decoder as the body
@@ -30,7 +28,7 @@ func FuzzStates(f *testing.F) {
 		var sink findings
 		decodeStates("fuzz.states", records(bytes.Clone(b)), durable, nHosts, &sink)
 		s, err := decodeStates("fuzz.states", recs, durable, nHosts, nil)
-		if (err != nil) != finding.Damaged(sink.list) {
+		if (err != nil) != anyDamage(sink.list) {
 			t.Fatalf("Open's mode: %v; Check's mode found %v", err, sink.list)
 		}
 		if err != nil {
@@ -73,15 +71,18 @@ func validHostFiles(n int) (hosts, names []byte) {
 // hashes, never a panic.
 func FuzzHosts(f *testing.F) {
 	h, n := validHostFiles(5)
-	f.Add(h, n, uint64(5), uint64(len(n)-headerSize))
-	f.Add(h, n, uint64(2), uint64(0))
-	f.Add(h[:100], n[:70], uint64(1), uint64(3))
-	f.Fuzz(func(t *testing.T, hosts, names []byte, durable, durableNames uint64) {
-		s, err := decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, nil)
+	f.Add(h, n, uint64(5), uint64(len(n)-headerSize), true)
+	f.Add(h, n, uint64(2), uint64(0), false)
+	f.Add(h[:100], n[:70], uint64(1), uint64(3), true)
+	torn := bytes.Clone(h)
+	torn[headerSize+hostRecSize+8] ^= 0x10 // host 1's next start, its checksum left as it was
+	f.Add(torn, n, uint64(5), uint64(len(n)-headerSize), false)
+	f.Fuzz(func(t *testing.T, hosts, names []byte, durable, durableNames uint64, clean bool) {
+		s, err := decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, clean, nil)
 		// Check's mode: every problem recorded, the scan going on.
 		var sink findings
-		decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, &sink)
-		if (err != nil) != finding.Damaged(sink.list) {
+		decodeHosts("fuzz.hosts", "fuzz.names", hosts, names, durable, durableNames, clean, &sink)
+		if (err != nil) != anyDamage(sink.list) {
 			t.Fatalf("Open's mode: %v; Check's mode found %v", err, sink.list)
 		}
 		if err != nil {

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/bits"
@@ -107,9 +109,6 @@ func hostCheck(num uint32, b []byte) uint32 {
 }
 
 func decodeHostRec(num uint32, b []byte) (hostRec, error) {
-	if c := binary.LittleEndian.Uint32(b[60:]); c != hostCheck(num, b) {
-		return hostRec{}, fmt.Errorf("checksum %#08x, want %#08x", c, hostCheck(num, b))
-	}
 	h := hostRec{
 		hash:       binary.LittleEndian.Uint64(b[0:]),
 		nextStart:  int64(binary.LittleEndian.Uint64(b[8:])),
@@ -121,23 +120,54 @@ func decodeHostRec(num uint32, b []byte) (hostRec, error) {
 		robots:     RobotsStatus(b[42]),
 		errStreak:  b[43],
 	}
+	var sumErr error
+	if sum, want := binary.LittleEndian.Uint32(b[60:]), hostCheck(num, b); sum != want {
+		sumErr = fmt.Errorf("checksum %#08x, want %#08x", sum, want)
+	}
 	switch {
 	case h.nameLen == 0 || h.nameLen > MaxHostLen:
-		return h, fmt.Errorf("name length %d", h.nameLen)
+		return h, cmp.Or(sumErr, fmt.Errorf("name length %d", h.nameLen))
+	case !isZero(b[44:60]):
+		return h, cmp.Or(sumErr, errors.New("reserved bytes are not zero"))
+	case sumErr != nil:
+		return h, fmt.Errorf("%w: %w", errHostChecksum, sumErr)
 	case h.robots >= numRobots:
 		return h, fmt.Errorf("robots status %d", h.robots)
-	}
-	for _, c := range b[44:60] {
-		if c != 0 {
-			return h, fmt.Errorf("reserved bytes are not zero")
-		}
 	}
 	return h, nil
 }
 
+// errHostChecksum is a host record whose fields are sane but whose
+// checksum does not match them. A committed record is rewritten in place
+// (putHost) whenever its politeness state changes, one aligned field store
+// after another and the checksum last, so a kill -9 between two stores
+// leaves exactly this: every field holds its old or its new value, and the
+// checksum is the old one. decodeHosts keeps such a record when its name
+// still verifies against its hash (see tornHost).
+var errHostChecksum = errors.New("torn or damaged record")
+
+// tornHost makes the soft state of a record whose checksum failed but whose
+// name verified safe to use: each field is its old or its new value, or, on
+// a damaged disk, anything; the bounds keep a flipped bit from holding a
+// host back for years or admitting pages past its budget.
+func tornHost(h hostRec, now time.Time) hostRec {
+	limit := now.Add(maxTornWait).UnixNano()
+	h.nextStart = min(h.nextStart, limit)
+	h.retryUntil = min(h.retryUntil, limit)
+	h.crawlDelay = min(h.crawlDelay, uint32(maxTornWait/time.Millisecond))
+	if h.robots >= numRobots {
+		h.robots = RobotsUnknown // fetch it again
+	}
+	return h
+}
+
+// maxTornWait bounds the waits a torn host record may impose.
+const maxTornWait = time.Hour
+
 // hostScan is what decodeHosts found.
 type hostScan struct {
 	recs     []hostRec
+	torn     []uint32 // committed records kept with a failed checksum (tornHost); Open rewrites them
 	names    []string // shares one backing string
 	index    hostIndex
 	namesLen uint64
@@ -151,8 +181,9 @@ type hostScan struct {
 // leave the tail of an unsynced page). Without a sink the first problem is
 // the error; with one (Check) every problem is recorded there, a damaged
 // committed record keeps its host number as a placeholder, and the next
-// record's name offset is taken as it stands.
-func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, durableNames uint64, sink *findings) (hostScan, error) {
+// record's name offset is taken as it stands. clean is the commit's
+// clean-close flag.
+func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, durableNames uint64, clean bool, sink *findings) (hostScan, error) {
 	var s hostScan
 	if len(hosts) < headerSize || len(names) < headerSize {
 		return s, sink.fatal(hostsPath, 0, "it or %s is shorter than its header", namesPath)
@@ -185,6 +216,13 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 		b := body[i*hostRecSize : (i+1)*hostRecSize]
 		off := int64(headerSize + i*hostRecSize)
 		h, err := decodeHostRec(uint32(i), b)
+		// After a clean close no record can be torn: a bad checksum is
+		// damage. After a crash it may be a torn rewrite (tornHost).
+		sumErr := err
+		torn := errors.Is(err, errHostChecksum) && i < durable && !clean
+		if torn {
+			err = nil // kept if its name verifies, below
+		}
 		file := hostsPath
 		if err == nil {
 			if resync {
@@ -203,6 +241,10 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 					file, off = namesPath, int64(headerSize+h.nameOff)
 				}
 			}
+			if err != nil && torn {
+				// The record itself failed first: that is where the damage is.
+				err, file, off = fmt.Errorf("%w (%w)", sumErr, err), hostsPath, int64(headerSize+i*hostRecSize)
+			}
 		}
 		if err != nil {
 			if i >= durable {
@@ -217,6 +259,11 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 			s.recs = append(s.recs, hostRec{})
 			resync = true
 			continue
+		}
+		if torn {
+			sink.leftover(hostsPath, off, "host %d: checksum does not match a record whose name verifies: a rewrite in place cut short by a crash (or damage to its politeness fields); kept, its waits bounded to %v", i, maxTornWait)
+			h = tornHost(h, time.Now())
+			s.torn = append(s.torn, uint32(i))
 		}
 		s.recs = append(s.recs, h)
 		end += uint64(h.nameLen)

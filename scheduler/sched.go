@@ -50,6 +50,7 @@ type OpenStats struct {
 	Hosts      int           // host table entries
 	InProgress int           // URLs turned back from in-progress to in-list
 	Dropped    int           // unsynced URLs whose host did not survive a crash; the node must add them again
+	TornHosts  int           // host records a crash left half rewritten, kept with their waits bounded (tornHost)
 	Took       time.Duration // time Open took
 }
 
@@ -135,11 +136,15 @@ func (s *Scheduler) open() error {
 // load decodes the mapped files into the in-memory tables.
 func (s *Scheduler) load() error {
 	c := s.meta.last
-	hs, err := decodeHosts(s.hostsF.path, s.namesF.path, s.hostsF.data, s.namesF.data, c.hosts, c.names, nil)
+	hs, err := decodeHosts(s.hostsF.path, s.namesF.path, s.hostsF.data, s.namesF.data, c.hosts, c.names, c.flags&flagClean != 0, nil)
 	if err != nil {
 		return err
 	}
 	s.hosts, s.names, s.index, s.namesLen = hs.recs, hs.names, hs.index, hs.namesLen
+	for _, h := range hs.torn {
+		s.putHost(h) // a valid checksum again; durable at the next Sync
+	}
+	s.opened.TornHosts = len(hs.torn)
 	s.recs = records(s.statesF.data)
 	ss, err := decodeStates(s.statesF.path, s.recs, c.urls, uint32(len(s.hosts)), nil)
 	if err != nil {

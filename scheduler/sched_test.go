@@ -390,3 +390,69 @@ func TestRetries(t *testing.T) {
 		t.Fatalf("error streak %d, want 3", hi.ErrStreak)
 	}
 }
+
+// TestTornHostRecord: a kill -9 in the middle of putHost leaves a committed
+// host record whose politeness fields do not match its checksum. After an
+// unclean stop Open keeps it (its name verifies) and rewrites it, and
+// Check calls it a note; after a clean close the same bytes are damage.
+func TestTornHostRecord(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := t.TempDir()
+	s, err := Open(dir, basicConfig(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint32(0); id < 50; id++ {
+		s.Add(id, fmt.Sprintf("h%d.example", id%7), 1)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the synced files is what a kill -9 now would leave.
+	crashed := t.TempDir()
+	for _, n := range []string{metaName, statesName, hostsName, namesName} {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == hostsName {
+			b[headerSize+3*hostRecSize+8] ^= 0x10 // host 3's next start; the checksum is the old one
+		}
+		if err := os.WriteFile(filepath.Join(crashed, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(crashed, false)
+	if err != nil || rep.Damaged() || len(rep.Findings) == 0 || !strings.Contains(rep.Findings[0].What, "host 3") {
+		t.Fatalf("Check of the crashed copy: %v, %v", err, rep.Findings)
+	}
+	s2, err := Open(crashed, basicConfig(clk))
+	if err != nil {
+		t.Fatalf("Open after a torn host record: %v", err)
+	}
+	if n := s2.Opened().TornHosts; n != 1 {
+		t.Errorf("TornHosts = %d, want 1", n)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := Check(crashed, false); err != nil || len(rep.Findings) != 0 {
+		t.Errorf("Check after the reopen and a clean close: %v, %v", err, rep.Findings)
+	}
+
+	// The same flip after a clean close is damage: no write was in flight.
+	b, err := os.ReadFile(filepath.Join(dir, hostsName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[headerSize+3*hostRecSize+8] ^= 0x10
+	if err := os.WriteFile(filepath.Join(dir, hostsName), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, basicConfig(clk)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Open of a cleanly closed scheduler with a bad host checksum: %v, want ErrCorrupt", err)
+	}
+}
