@@ -1,0 +1,267 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/links"
+	"github.com/kspider/kspider/spider/robots"
+	"github.com/kspider/kspider/storage"
+)
+
+// processList fetches one list from the scheduler and reports every id of
+// it back: robots.txt first when the node has no rules for the host, then
+// the allowed URLs over one connection, each page stored and its links sent
+// to the writer.
+func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- found) {
+	reported := 0
+	report := func(id uint32, o scheduler.Outcome) {
+		reported++
+		if err := n.sched.Report(id, o); err != nil {
+			n.fail(fmt.Errorf("spider: scheduler report %d: %w", id, err))
+			return
+		}
+		if !n.sched.URL(id).State.Unfinished() {
+			n.unfinished.Add(-1)
+		}
+	}
+	defer func() { // whatever happened, every id goes back
+		for _, id := range l.IDs[min(reported, len(l.IDs)):] {
+			report(id, scheduler.Outcome{Kind: scheduler.NotTried})
+		}
+	}()
+	urls := make([]string, len(l.IDs))
+	var buf []byte
+	for i, id := range l.IDs {
+		var err error
+		if buf, err = n.tree.Get(id, buf[:0]); err != nil {
+			n.fail(fmt.Errorf("spider: URL %d of the tree: %w", id, err))
+			return
+		}
+		urls[i] = string(buf)
+	}
+	if ctx.Err() != nil || len(urls) == 0 {
+		return
+	}
+	rules, fetched, ok := n.rulesFor(ctx, l.Host, urls[0])
+	if !ok { // robots.txt unreachable (or the crawl stopped): everything waits
+		if ctx.Err() != nil {
+			return
+		}
+		for _, id := range l.IDs {
+			report(id, scheduler.Outcome{Kind: scheduler.FailedTemp})
+		}
+		return
+	}
+	// Report in list order: reported counts the ids done so far, so the
+	// deferred NotTried covers exactly the rest.
+	var reqs []collector.Request
+	var ids []int // index into l.IDs of each request
+	denied := map[int]bool{}
+	for i, u := range urls {
+		if !rules.AllowedURL(u) {
+			denied[i] = true
+			continue
+		}
+		reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
+		ids = append(ids, i)
+	}
+	var b *collector.Batch
+	if fetched && len(reqs) > 0 {
+		// The robots.txt connection is closed; the server may not have
+		// seen it yet. Wait the gap the collector keeps between a list's
+		// connections, so that the host never sees two at once.
+		gap := max(n.cfg.Collector.ReconnectGap, 50*time.Millisecond)
+		t := time.NewTimer(gap)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if len(reqs) > 0 && ctx.Err() == nil {
+		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs})
+		defer n.coll.Release(b)
+	}
+	ri := 0
+	for i, id := range l.IDs {
+		if denied[i] {
+			n.st.denied.Add(1)
+			report(id, scheduler.Outcome{Kind: scheduler.Denied})
+			continue
+		}
+		if b == nil || ri >= len(b.Results) || ids[ri] != i {
+			return // cut: the deferred loop reports the rest NotTried
+		}
+		r := &b.Results[ri]
+		ri++
+		o, err := n.processResult(ctx, id, r, msgs)
+		if err != nil {
+			n.fail(err)
+			return
+		}
+		report(id, o)
+	}
+}
+
+// processResult stores one result and sends its links to the writer, and
+// says what to report for it.
+func (n *Node) processResult(ctx context.Context, id uint32, r *collector.Result, msgs chan<- found) (scheduler.Outcome, error) {
+	if r.Status == 0 || r.Kind == collector.Canceled {
+		switch r.Kind {
+		case collector.NotTried, collector.Canceled:
+			return scheduler.Outcome{Kind: scheduler.NotTried}, nil
+		case collector.BadURL:
+			n.st.errors.Add(1)
+			return scheduler.Outcome{Kind: scheduler.FailedPerm}, nil
+		}
+		n.st.errors.Add(1)
+		n.cfg.Logf("fetch %s: %v: %v", r.URL, r.Kind, r.Err)
+		return scheduler.Outcome{Kind: scheduler.FailedTemp}, nil
+	}
+	n.st.fetched.Add(1)
+	if r.Status == 429 || r.Status/100 == 5 {
+		// Fetched again after the back-off; not stored, so that a page is
+		// stored once.
+		n.st.errors.Add(1)
+		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter)}, nil
+	}
+	if err := n.storeResult(ctx, id, r); err != nil {
+		return scheduler.Outcome{}, err
+	}
+	redirect := r.Status/100 == 3
+	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
+	if html || redirect {
+		body := r.Body
+		if redirect {
+			body = nil // only the Location, Link and Refresh headers count
+		}
+		res, err := links.Extract(body, r.URL, r.Header, links.Options{Agent: n.agent, MaxLinks: n.cfg.MaxLinks})
+		if err != nil {
+			n.cfg.Logf("links of %s: %v", r.URL, err)
+		}
+		d, _ := n.sched.Depth(id)
+		m := found{parent: id, depth: int(d)}
+		if !res.NoFollow {
+			for _, l := range res.Links {
+				// <base href> says how links resolve; it is not a link.
+				if l.NoFollow || l.Element == "base" {
+					continue
+				}
+				if redirect && l.Element == links.ElementHeader && strings.EqualFold(l.Attr, "location") {
+					m.same = append(m.same, l.URL)
+				} else {
+					m.links = append(m.links, l.URL)
+				}
+			}
+		}
+		n.st.links.Add(uint64(len(m.links) + len(m.same)))
+		if len(m.links)+len(m.same) > 0 {
+			// Counted before the id is reported, so the crawl cannot look
+			// finished while the links wait for the writer.
+			n.pending.Add(1)
+			msgs <- m
+		}
+	}
+	if redirect {
+		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, nil
+	}
+	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, nil
+}
+
+// storeResult stores the collector's faithful record of one response: the
+// header block as received (without the status line) and the body with
+// its content coding, once the id is durable (see the durability order).
+// The store's context is not the crawl's: a page fetched before an
+// interruption is stored all the same.
+func (n *Node) storeResult(ctx context.Context, id uint32, r *collector.Result) error {
+	if err := n.waitSynced(id); err != nil {
+		return err
+	}
+	p := &storage.Page{URLID: uint64(id), URL: r.URL, FetchTime: time.Now().Add(-r.Timings.Total).UTC(),
+		Duration: r.Timings.Total, Status: r.Status,
+		// Copies: the store reads the page after Put returns, and the
+		// collector's buffers go back to its pool with the batch.
+		Header: bytes.Clone(headerLines(r.Head)), Body: bytes.Clone(r.WireBody)}
+	if r.Addr.IsValid() {
+		p.ServerIP = r.Addr.Addr()
+	}
+	if err := n.store.Put(context.WithoutCancel(ctx), p); err != nil {
+		return fmt.Errorf("spider: storing %s (id %d): %w", r.URL, id, err)
+	}
+	n.st.pages.Add(1)
+	n.st.bytes.Add(uint64(len(r.WireBody)))
+	return nil
+}
+
+// headerLines cuts the status line and the closing blank line off a header
+// block as received.
+func headerLines(head []byte) []byte {
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[i+1:]
+	} else {
+		return nil
+	}
+	if bytes.HasSuffix(head, []byte("\r\n")) {
+		return head[:len(head)-2]
+	}
+	return bytes.TrimSuffix(head, []byte("\n"))
+}
+
+// retryAfter reads a Retry-After in seconds (an HTTP date counts as none).
+func retryAfter(v string) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || s < 0 {
+		return 0
+	}
+	return time.Duration(min(s, 1<<20)) * time.Second
+}
+
+// rulesFor returns host h's robots.txt rules, fetching robots.txt of u's
+// origin when the node has none in memory (a new host, or any host after a
+// restart), and records the status and Crawl-delay in the scheduler.
+// fetched: it opened a connection for robots.txt; !ok: robots.txt was
+// unreachable, nothing may be fetched for now.
+func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
+	n.robotsMu.Lock()
+	r = n.robots[h]
+	n.robotsMu.Unlock()
+	if r != nil {
+		return r, false, true
+	}
+	url := robots.OriginOf(u) + "/robots.txt"
+	b := n.coll.Fetch(ctx, &collector.List{Requests: []collector.Request{{URL: url}}})
+	defer n.coll.Release(b)
+	res := &b.Results[0]
+	var st scheduler.RobotsStatus
+	switch {
+	case res.Status/100 == 2:
+		r, st = robots.Parse(res.Body).Rules(n.agent), scheduler.RobotsOK
+	case res.Status/100 == 3 || res.Status/100 == 4 && res.Status != 429:
+		// 4xx: no rules (RFC 9309 §2.3.1.3). Redirects are not followed yet
+		// and count as no robots.txt.
+		r, st = robots.AllowAll(), scheduler.RobotsNone
+	case ctx.Err() != nil:
+		return nil, true, false
+	default:
+		n.st.errors.Add(1)
+		n.cfg.Logf("robots.txt %s unreachable: status %d, %v: %v", url, res.Status, res.Kind, res.Err)
+		if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
+			n.fail(err)
+		}
+		return nil, true, false
+	}
+	if err := n.sched.SetRobots(h, st, r.CrawlDelay); err != nil {
+		n.fail(err)
+	}
+	n.robotsMu.Lock()
+	n.robots[h] = r
+	n.robotsMu.Unlock()
+	return r, true, true
+}

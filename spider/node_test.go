@@ -1,0 +1,185 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/robots"
+	"github.com/kspider/kspider/spider/urlnorm"
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// nodeConfig is a node on a test web: no politeness delay beyond one list
+// at a time per host, short partial-list wait, no trap filters.
+func nodeConfig(t *testing.T, dir string, srv *testweb.Server, lookup LookupFunc, depth int) NodeConfig {
+	noTraps := scopeNone()
+	return NodeConfig{
+		Dir: dir, Seeds: srv.SeedURLs(), MaxDepth: depth, Scope: &noTraps,
+		Lookup: lookup, RootCAs: srv.CertPool(),
+		// The gap between a host's connections (within a list, after
+		// robots.txt, between lists) lets the server see the last one
+		// closed before the next opens, for the audit.
+		Collector: collector.Config{Fetchers: 16, ConnectTimeout: 5 * time.Second, FirstByte: 5 * time.Second,
+			ResponseTimeout: 10 * time.Second, ReconnectGap: 100 * time.Millisecond},
+		Scheduler: scheduler.Config{PartialWait: 20 * time.Millisecond, MinDelay: 100 * time.Millisecond,
+			ErrorDelay: 500 * time.Millisecond, MaxRetries: 5, Window: 1 << 16, Columns: 101},
+		SyncInterval: 20 * time.Millisecond,
+		Logf:         t.Logf,
+	}
+}
+
+// truthURLs is the set of canonical URLs a polite crawler reaches within
+// depth on srv's web.
+func truthURLs(t *testing.T, srv *testweb.Server, depth int) map[string]bool {
+	t.Helper()
+	want := map[string]bool{}
+	for _, d := range srv.Truth().Crawlable(robots.ProductToken(DefaultUserAgent), depth, 0) {
+		c, err := urlnorm.Canonical(nil, d.URL, nil)
+		if err != nil {
+			t.Fatalf("truth URL %q has no canonical form: %v", d.URL, err)
+		}
+		want[c] = true
+	}
+	return want
+}
+
+// storedURLs scans the store and fails on any URL stored twice.
+func storedURLs(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	r, err := storage.OpenReader([]string{dir + "/pages"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := map[string]bool{}
+	if err := r.Scan(context.Background(), func(p *storage.Page) error {
+		if got[p.URL] {
+			t.Errorf("stored twice: %s", p.URL)
+		}
+		got[p.URL] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func compareSets(t *testing.T, got, want map[string]bool) {
+	t.Helper()
+	var missing, extra []string
+	for u := range want {
+		if !got[u] {
+			missing = append(missing, u)
+		}
+	}
+	for u := range got {
+		if !want[u] {
+			extra = append(extra, u)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Errorf("stored pages differ from the truth: %d stored, %d expected; missing %d %v; extra %d %v",
+			len(got), len(want), len(missing), head(missing, 10), len(extra), head(extra, 10))
+	}
+}
+
+func runNode(t *testing.T, ctx context.Context, cfg NodeConfig) (*NodeSummary, error) {
+	t.Helper()
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, runErr := n.Run(ctx)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return sum, runErr
+}
+
+// TestNodeMatchesTruth crawls a plain test web to the end with the node and
+// checks that every crawlable URL within the depth is stored exactly once,
+// nothing else is, and the web's audit finds no duplicate fetch, nothing
+// robots.txt forbids and never two connections at once on a host.
+func TestNodeMatchesTruth(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 7, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	const depth = 3
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := runNode(t, ctx, nodeConfig(t, dir, srv, lookup, depth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", *sum)
+	if !sum.Finished {
+		t.Error("the crawl did not finish by itself")
+	}
+	got := storedURLs(t, dir)
+	compareSets(t, got, truthURLs(t, srv, depth))
+	if sum.Stored != uint64(len(got)) {
+		t.Errorf("node says %d stored, the store holds %d", sum.Stored, len(got))
+	}
+	checkPolite(t, srv, &log)
+}
+
+// TestNodeStopResume cancels a crawl part way, reopens the directory and
+// finishes it: the pages of both runs are the truth, none stored twice.
+func TestNodeStopResume(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	const depth = 3
+	dir := t.TempDir()
+	cfg := nodeConfig(t, dir, srv, lookup, depth)
+
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopAt := uint64(150)
+	go func() { // cancel once some pages are stored: a condition, not a sleep
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if n.Counters().Pages >= stopAt || ctx.Err() != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	sum1, err := n.Run(ctx)
+	cancel()
+	if cerr := n.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first run: got %v, want ErrInterrupted", err)
+	}
+	t.Logf("first run: %+v", *sum1)
+
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel2()
+	sum2, err := runNode(t, ctx2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("second run: %+v", *sum2)
+	if !sum2.Finished {
+		t.Error("the resumed crawl did not finish by itself")
+	}
+	got := storedURLs(t, dir)
+	compareSets(t, got, truthURLs(t, srv, depth))
+	if sum1.Stored+sum2.Stored != uint64(len(got)) {
+		t.Errorf("runs say %d+%d stored, the store holds %d", sum1.Stored, sum2.Stored, len(got))
+	}
+}
