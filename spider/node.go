@@ -17,7 +17,14 @@ package spider
 // demand, and then publishes the tree length it synced. A page is handed to
 // store.Put only once that length is above its id (Node.waitSynced), so the
 // store, which syncs pages some time after Put, can never make a page durable
-// before its id. A failed store write, or a failed tree or scheduler sync,
+// before its id.
+//
+// A list's links go the same way, one step earlier: they are sent to the
+// writer with a channel it closes after the next sync, and the list's pages
+// are stored only then. So a page that survives a crash has its links durable
+// too, and OpenNode, after a crash, reports the stored pages whose URLs the
+// scheduler still has unfinished as fetched instead of fetching them again
+// (Node.stored). A failed store write, or a failed tree or scheduler sync,
 // stops the crawl with an error.
 //
 // # Stop and resume
@@ -96,11 +103,17 @@ type Node struct {
 	inflight   atomic.Int64
 	idle       chan struct{} // poked when one of the three may have reached 0
 
-	syncMu    sync.Mutex
-	syncCond  *sync.Cond
-	syncedLen int   // tree ids below this are durable in tree and scheduler
-	syncErr   error // the writer's fatal error
-	syncReq   chan struct{}
+	syncMu     sync.Mutex
+	syncCond   *sync.Cond
+	syncedLen  int   // tree ids below this are durable in tree and scheduler
+	syncErr    error // the writer's fatal error
+	syncReq    chan struct{}
+	syncFailed chan struct{} // closed when syncErr is set
+
+	// stored holds the ids a crash left stored but unfinished in the
+	// scheduler (found at OpenNode): they are reported fetched when handed
+	// out, not fetched again. Read-only after OpenNode.
+	stored map[uint32]bool
 
 	errMu sync.Mutex
 	err   error // first fatal error
@@ -192,7 +205,8 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
 		depth:  scope.Depth{Max: cfg.MaxDepth, Store: scope.NewMemDepth()},
-		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1)}
+		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
+		syncFailed: make(chan struct{}), stored: map[uint32]bool{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()
@@ -235,9 +249,31 @@ func (n *Node) recover() error {
 			return fmt.Errorf("spider: re-adding URL %d (%s) to the scheduler: %w", id, buf, err)
 		}
 	}
+	// After a crash, a page may be stored while its URL is still
+	// unfinished in the scheduler (the kill came between the store's sync
+	// and the scheduler's). Its links are durable already (they are synced
+	// before the page is stored), so it only needs reporting.
+	var rd *storage.Reader
+	if !n.sched.Opened().Clean && !n.sched.Opened().Created {
+		var err error
+		if rd, err = storage.OpenReader(n.cfg.StorageDirs); err != nil {
+			return fmt.Errorf("spider: reading the page store after a crash: %w", err)
+		}
+		defer rd.Close()
+	}
 	for id := uint32(0); uint64(id) < n.sched.Len(); id++ {
-		if n.sched.URL(id).State.Unfinished() {
-			n.unfinished.Add(1)
+		if !n.sched.URL(id).State.Unfinished() {
+			continue
+		}
+		n.unfinished.Add(1)
+		if rd != nil {
+			_, err := rd.Get(uint64(id))
+			switch {
+			case err == nil:
+				n.stored[id] = true
+			case !errors.Is(err, storage.ErrNotFound):
+				return fmt.Errorf("spider: page of URL %d: %w", id, err)
+			}
 		}
 	}
 	n.syncedLen = n.tree.Len()
@@ -310,7 +346,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	}()
 	if len(n.cfg.Seeds) > 0 {
 		n.pending.Add(1)
-		msgs <- found{seeds: true, links: n.cfg.Seeds}
+		msgs <- found{seeds: n.cfg.Seeds}
 	}
 
 	// nextCtx ends when the crawl is done or stopped.

@@ -65,14 +65,15 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	var ids []int // index into l.IDs of each request
 	denied := map[int]bool{}
 	for i, u := range urls {
-		if !rules.AllowedURL(u) {
+		switch {
+		case n.stored[l.IDs[i]]:
+		case !rules.AllowedURL(u):
 			denied[i] = true
-			continue
+		default:
+			reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
+			ids = append(ids, i)
 		}
-		reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
-		ids = append(ids, i)
 	}
-	var b *collector.Batch
 	if fetched && len(reqs) > 0 {
 		// The robots.txt connection is closed; the server may not have
 		// seen it yet. Wait the gap the collector keeps between a list's
@@ -85,58 +86,90 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		t.Stop()
 	}
+	var b *collector.Batch
 	if len(reqs) > 0 && ctx.Err() == nil {
 		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs})
 		defer n.coll.Release(b)
 	}
+	type item struct {
+		id    uint32
+		r     *collector.Result
+		o     scheduler.Outcome
+		store bool
+	}
+	var items []item
+	var msg found
 	ri := 0
 	for i, id := range l.IDs {
+		if n.stored[id] { // stored before a crash: not fetched again
+			items = append(items, item{id: id, o: scheduler.Outcome{Kind: scheduler.Fetched}})
+			continue
+		}
 		if denied[i] {
 			n.st.denied.Add(1)
-			report(id, scheduler.Outcome{Kind: scheduler.Denied})
+			items = append(items, item{id: id, o: scheduler.Outcome{Kind: scheduler.Denied}})
 			continue
 		}
 		if b == nil || ri >= len(b.Results) || ids[ri] != i {
-			return // cut: the deferred loop reports the rest NotTried
+			break // cut: the deferred loop reports the rest NotTried
 		}
 		r := &b.Results[ri]
 		ri++
-		o, err := n.processResult(ctx, id, r, msgs)
-		if err != nil {
-			n.fail(err)
+		o, store, pl := n.processResult(id, r)
+		items = append(items, item{id: id, r: r, o: o, store: store})
+		if pl != nil {
+			msg.pages = append(msg.pages, *pl)
+		}
+	}
+	// The links go to the writer first and the pages are stored once the
+	// links are durable: a page that survives a crash has its links in the
+	// tree and the scheduler, so after a restart it needs no fetch again.
+	if len(msg.pages) > 0 {
+		msg.done = make(chan struct{})
+		n.pending.Add(1) // before any report, so the crawl cannot look finished
+		msgs <- msg
+		select {
+		case <-msg.done:
+		case <-n.syncFailed:
 			return
 		}
-		report(id, o)
+	}
+	for _, it := range items {
+		if it.store {
+			if err := n.storeResult(ctx, it.id, it.r); err != nil {
+				n.fail(err)
+				return
+			}
+		}
+		report(it.id, it.o)
 	}
 }
 
-// processResult stores one result and sends its links to the writer, and
-// says what to report for it.
-func (n *Node) processResult(ctx context.Context, id uint32, r *collector.Result, msgs chan<- found) (scheduler.Outcome, error) {
+// processResult classifies one result: what to report, whether to store
+// it, and its links.
+func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome, bool, *pageLinks) {
 	if r.Status == 0 || r.Kind == collector.Canceled {
 		switch r.Kind {
 		case collector.NotTried, collector.Canceled:
-			return scheduler.Outcome{Kind: scheduler.NotTried}, nil
+			return scheduler.Outcome{Kind: scheduler.NotTried}, false, nil
 		case collector.BadURL:
 			n.st.errors.Add(1)
-			return scheduler.Outcome{Kind: scheduler.FailedPerm}, nil
+			return scheduler.Outcome{Kind: scheduler.FailedPerm}, false, nil
 		}
 		n.st.errors.Add(1)
 		n.cfg.Logf("fetch %s: %v: %v", r.URL, r.Kind, r.Err)
-		return scheduler.Outcome{Kind: scheduler.FailedTemp}, nil
+		return scheduler.Outcome{Kind: scheduler.FailedTemp}, false, nil
 	}
 	n.st.fetched.Add(1)
 	if r.Status == 429 || r.Status/100 == 5 {
 		// Fetched again after the back-off; not stored, so that a page is
 		// stored once.
 		n.st.errors.Add(1)
-		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter)}, nil
-	}
-	if err := n.storeResult(ctx, id, r); err != nil {
-		return scheduler.Outcome{}, err
+		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter)}, false, nil
 	}
 	redirect := r.Status/100 == 3
 	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
+	var pl *pageLinks
 	if html || redirect {
 		body := r.Body
 		if redirect {
@@ -147,7 +180,7 @@ func (n *Node) processResult(ctx context.Context, id uint32, r *collector.Result
 			n.cfg.Logf("links of %s: %v", r.URL, err)
 		}
 		d, _ := n.sched.Depth(id)
-		m := found{parent: id, depth: int(d)}
+		p := pageLinks{parent: id, depth: int(d)}
 		if !res.NoFollow {
 			for _, l := range res.Links {
 				// <base href> says how links resolve; it is not a link.
@@ -155,24 +188,21 @@ func (n *Node) processResult(ctx context.Context, id uint32, r *collector.Result
 					continue
 				}
 				if redirect && l.Element == links.ElementHeader && strings.EqualFold(l.Attr, "location") {
-					m.same = append(m.same, l.URL)
+					p.same = append(p.same, l.URL)
 				} else {
-					m.links = append(m.links, l.URL)
+					p.links = append(p.links, l.URL)
 				}
 			}
 		}
-		n.st.links.Add(uint64(len(m.links) + len(m.same)))
-		if len(m.links)+len(m.same) > 0 {
-			// Counted before the id is reported, so the crawl cannot look
-			// finished while the links wait for the writer.
-			n.pending.Add(1)
-			msgs <- m
+		n.st.links.Add(uint64(len(p.links) + len(p.same)))
+		if len(p.links)+len(p.same) > 0 {
+			pl = &p
 		}
 	}
 	if redirect {
-		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, nil
+		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, true, pl
 	}
-	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, nil
+	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, pl
 }
 
 // storeResult stores the collector's faithful record of one response: the

@@ -9,12 +9,20 @@ import (
 	"github.com/kspider/kspider/spider/scope"
 )
 
-// found is one message to the writer: the links of a page (or the seeds).
+// found is one message to the writer: the seeds, or the links of a
+// list's pages. done, when set, is closed once the links are durable in the
+// tree and the scheduler (the pages are stored only then).
 type found struct {
-	seeds  bool
+	seeds []string
+	pages []pageLinks
+	done  chan struct{}
+}
+
+// pageLinks are the links of one page.
+type pageLinks struct {
 	parent uint32   // the page the links are on
 	depth  int      // the page's depth; its links are at depth+1
-	links  []string // canonical URLs at depth+1 (the seeds: at 0)
+	links  []string // canonical URLs at depth+1
 	same   []string // redirect targets: at depth
 }
 
@@ -28,28 +36,45 @@ func (n *Node) writer(msgs <-chan found) {
 	// shorter path to the page turns up and its links must be followed
 	// again from the new depth (scope.Decision.Reexpand). Memory only: after
 	// a restart a lowered page is not re-expanded.
-	outlinks := map[uint32]found{}
+	outlinks := map[uint32]pageLinks{}
+	var waiting []chan struct{} // done channels of messages processed since the last sync
+	sync := func() {
+		if n.syncAll() {
+			for _, c := range waiting {
+				close(c)
+			}
+			waiting = waiting[:0]
+		}
+	}
 	dirty := false
 	for {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
-				n.syncAll()
+				sync()
 				return
 			}
-			if !m.seeds && m.depth > 0 {
-				outlinks[m.parent] = m
+			for _, u := range m.seeds {
+				n.seeOne(u, 0, outlinks)
 			}
-			n.see(m, outlinks)
+			for _, p := range m.pages {
+				if p.depth > 0 {
+					outlinks[p.parent] = p
+				}
+				n.see(p, outlinks)
+			}
+			if m.done != nil {
+				waiting = append(waiting, m.done)
+			}
 			dirty = true
 			n.pending.Add(-1)
 			n.poke()
 		case <-n.syncReq:
-			n.syncAll()
+			sync()
 			dirty = false
 		case <-tick.C:
-			if dirty {
-				n.syncAll()
+			if dirty || len(waiting) > 0 {
+				sync()
 				dirty = false
 			}
 		}
@@ -57,7 +82,8 @@ func (n *Node) writer(msgs <-chan found) {
 }
 
 // syncAll syncs the tree, then the scheduler, and publishes the length.
-func (n *Node) syncAll() {
+// On failure it stops the crawl and closes n.syncFailed.
+func (n *Node) syncAll() bool {
 	l := n.tree.Len()
 	err := n.tree.Sync()
 	if err == nil {
@@ -67,6 +93,7 @@ func (n *Node) syncAll() {
 	if err != nil {
 		if n.syncErr == nil {
 			n.syncErr = fmt.Errorf("spider: syncing the URL tree and scheduler: %w", err)
+			close(n.syncFailed)
 		}
 	} else {
 		n.syncedLen = l
@@ -75,16 +102,12 @@ func (n *Node) syncAll() {
 	n.syncMu.Unlock()
 	if err != nil {
 		n.fail(err)
+		return false
 	}
+	return true
 }
 
-func (n *Node) see(m found, outlinks map[uint32]found) {
-	if m.seeds {
-		for _, u := range m.links {
-			n.seeOne(u, 0, outlinks)
-		}
-		return
-	}
+func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
 	for _, u := range m.same {
 		n.seeOne(u, m.depth, outlinks)
 	}
@@ -97,7 +120,7 @@ func (n *Node) see(m found, outlinks map[uint32]found) {
 // filters, then the tree and the scheduler. A URL found shallower than
 // before is lowered in the scheduler and, if already fetched, its links are
 // seen again from the new depth.
-func (n *Node) seeOne(u string, d int, outlinks map[uint32]found) {
+func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	dec := n.depth.Seen(u, d)
 	if dec.Reason == scope.TooDeep {
 		n.st.tooDeep.Add(1)
