@@ -24,7 +24,9 @@ package spider
 // are stored only then. So a page that survives a crash has its links durable
 // too, and OpenNode, after a crash, reports the stored pages whose URLs the
 // scheduler still has unfinished as fetched instead of fetching them again
-// (Node.stored). A failed store write, or a failed tree or scheduler sync,
+// (Node.stored). The other way round, a URL is reported fetched to the
+// scheduler only once its page is durable (the store's OnDurable), so a
+// crash never leaves a URL completed without its page. A failed store write, or a failed tree or scheduler sync,
 // stops the crawl with an error.
 //
 // # Stop and resume
@@ -114,6 +116,9 @@ type Node struct {
 	// scheduler (found at OpenNode): they are reported fetched when handed
 	// out, not fetched again. Read-only after OpenNode.
 	stored map[uint32]bool
+
+	awaitMu  sync.Mutex
+	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
 
 	errMu sync.Mutex
 	err   error // first fatal error
@@ -206,7 +211,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
 		depth:  scope.Depth{Max: cfg.MaxDepth, Store: scope.NewMemDepth()},
 		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
-		syncFailed: make(chan struct{}), stored: map[uint32]bool{}}
+		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()
@@ -217,7 +222,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
-	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, Logf: cfg.Logf}); err != nil {
+	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
 		n.sched.Close()
 		n.tree.Close()
 		lock.Release()

@@ -23,13 +23,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	reported := 0
 	report := func(id uint32, o scheduler.Outcome) {
 		reported++
-		if err := n.sched.Report(id, o); err != nil {
-			n.fail(fmt.Errorf("spider: scheduler report %d: %w", id, err))
-			return
-		}
-		if !n.sched.URL(id).State.Unfinished() {
-			n.unfinished.Add(-1)
-		}
+		n.report(id, o)
 	}
 	defer func() { // whatever happened, every id goes back
 		for _, id := range l.IDs[min(reported, len(l.IDs)):] {
@@ -136,10 +130,13 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	}
 	for _, it := range items {
 		if it.store {
-			if err := n.storeResult(ctx, it.id, it.r); err != nil {
+			// Reported by the store's OnDurable (Node.durable).
+			if err := n.storeResult(ctx, it.id, it.r, it.o); err != nil {
 				n.fail(err)
 				return
 			}
+			reported++
+			continue
 		}
 		report(it.id, it.o)
 	}
@@ -210,10 +207,13 @@ func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome,
 // its content coding, once the id is durable (see the durability order).
 // The store's context is not the crawl's: a page fetched before an
 // interruption is stored all the same.
-func (n *Node) storeResult(ctx context.Context, id uint32, r *collector.Result) error {
+func (n *Node) storeResult(ctx context.Context, id uint32, r *collector.Result, o scheduler.Outcome) error {
 	if err := n.waitSynced(id); err != nil {
 		return err
 	}
+	n.awaitMu.Lock()
+	n.awaiting[id] = o
+	n.awaitMu.Unlock()
 	p := &storage.Page{URLID: uint64(id), URL: r.URL, FetchTime: time.Now().Add(-r.Timings.Total).UTC(),
 		Duration: r.Timings.Total, Status: r.Status,
 		// Copies: the store reads the page after Put returns, and the
@@ -223,11 +223,42 @@ func (n *Node) storeResult(ctx context.Context, id uint32, r *collector.Result) 
 		p.ServerIP = r.Addr.Addr()
 	}
 	if err := n.store.Put(context.WithoutCancel(ctx), p); err != nil {
+		n.awaitMu.Lock()
+		delete(n.awaiting, id)
+		n.awaitMu.Unlock()
 		return fmt.Errorf("spider: storing %s (id %d): %w", r.URL, id, err)
 	}
 	n.st.pages.Add(1)
 	n.st.bytes.Add(uint64(len(r.WireBody)))
 	return nil
+}
+
+// report reports id's outcome to the scheduler and counts it finished if
+// it is.
+func (n *Node) report(id uint32, o scheduler.Outcome) {
+	if err := n.sched.Report(id, o); err != nil {
+		n.fail(fmt.Errorf("spider: scheduler report %d: %w", id, err))
+		return
+	}
+	if !n.sched.URL(id).State.Unfinished() {
+		n.unfinished.Add(-1)
+	}
+}
+
+// durable is the store's OnDurable: a stored page's URL is reported to the
+// scheduler only once the page is durable, so that a crash never leaves a
+// URL completed without its page.
+func (n *Node) durable(ids []uint64) {
+	for _, id := range ids {
+		n.awaitMu.Lock()
+		o, ok := n.awaiting[uint32(id)]
+		delete(n.awaiting, uint32(id))
+		n.awaitMu.Unlock()
+		if ok {
+			n.report(uint32(id), o)
+		}
+	}
+	n.poke()
 }
 
 // headerLines cuts the status line and the closing blank line off a header
