@@ -217,6 +217,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
+	// Scheduler records past its commit for ids the tree lost in a crash
+	// are dropped: the tree will give those ids to other URLs.
+	cfg.Scheduler.URLLimit = uint64(n.tree.Len())
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
 		lock.Release()
@@ -235,24 +238,16 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-// recover brings the scheduler up to the tree after a crash: an id the
-// tree kept but the scheduler lost (its record was past the scheduler's
-// commit) is added again at the depth limit, so it is fetched but its
-// links are followed only if a shorter path to it turns up. It then counts
-// the unfinished URLs.
+// recover checks the scheduler against the tree and counts the unfinished
+// URLs. An id the tree kept but the scheduler lost in a crash (its record
+// was past the scheduler's commit, under a host that was too) is left out:
+// the page that linked to it was not stored (a list's pages are stored only
+// once its links are committed in both), so that page is fetched again and
+// the writer adds the id again at its true depth (seeOne).
 func (n *Node) recover() error {
-	var buf []byte
-	for id := uint32(0); int(id) < n.tree.Len(); id++ {
-		if n.sched.URL(id).State != scheduler.Absent {
-			continue
-		}
-		var err error
-		if buf, err = n.tree.Get(id, buf[:0]); err != nil {
-			return fmt.Errorf("spider: URL %d of the tree: %w", id, err)
-		}
-		if _, err := n.sched.Add(id, hostKey(string(buf)), uint8(n.cfg.MaxDepth)); err != nil {
-			return fmt.Errorf("spider: re-adding URL %d (%s) to the scheduler: %w", id, buf, err)
-		}
+	if n.sched.Len() > uint64(n.tree.Len()) {
+		// The tree is synced before the scheduler, so this is damage.
+		return fmt.Errorf("spider: the scheduler knows %d URL ids, the URL tree only %d", n.sched.Len(), n.tree.Len())
 	}
 	// After a crash, a page may be stored while its URL is still
 	// unfinished in the scheduler (the kill came between the store's sync

@@ -3,6 +3,7 @@ package spider
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"sort"
 	"testing"
@@ -19,10 +20,14 @@ import (
 // nodeConfig is a node on a test web: no politeness delay beyond one list
 // at a time per host, short partial-list wait, no trap filters.
 func nodeConfig(t *testing.T, dir string, srv *testweb.Server, lookup LookupFunc, depth int) NodeConfig {
+	return nodeConfigFor(t, dir, srv.SeedURLs(), lookup, srv.CertPool(), depth)
+}
+
+func nodeConfigFor(t *testing.T, dir string, seeds []string, lookup LookupFunc, roots *x509.CertPool, depth int) NodeConfig {
 	noTraps := scopeNone()
 	return NodeConfig{
-		Dir: dir, Seeds: srv.SeedURLs(), MaxDepth: depth, Scope: &noTraps,
-		Lookup: lookup, RootCAs: srv.CertPool(),
+		Dir: dir, Seeds: seeds, MaxDepth: depth, Scope: &noTraps,
+		Lookup: lookup, RootCAs: roots,
 		// The gap between a host's connections (within a list, after
 		// robots.txt, between lists) lets the server see the last one
 		// closed before the next opens, for the audit.

@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -155,6 +156,15 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	}
 	// Known already (found shallower now, or known from an earlier run).
 	_, lowered, err := n.sched.Lower(id, dec.Depth)
+	if errors.Is(err, scheduler.ErrUnknownURL) {
+		// In the tree but lost by the scheduler in a crash (see recover).
+		if isNew, err := n.sched.Add(id, hostKey(u), dec.Depth); err != nil {
+			n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
+		} else if isNew {
+			n.unfinished.Add(1)
+		}
+		return
+	}
 	if err != nil || !lowered {
 		return
 	}
