@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"net/netip"
 	"sort"
 	"testing"
 	"time"
@@ -186,5 +187,58 @@ func TestNodeStopResume(t *testing.T) {
 	compareSets(t, got, truthURLs(t, srv, depth))
 	if sum1.Stored+sum2.Stored != uint64(len(got)) {
 		t.Errorf("runs say %d+%d stored, the store holds %d", sum1.Stored, sum2.Stored, len(got))
+	}
+}
+
+// TestNodeDirLocked: a second node on one directory is refused, naming the
+// holder; once the first closes, the directory opens again.
+func TestNodeDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	cfg := NodeConfig{Dir: dir, Collector: collector.Config{Lookup: func(context.Context, string) ([]netip.Addr, error) { return nil, nil }}}
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenNode(cfg); !errors.Is(err, ErrDirLocked) {
+		t.Fatalf("second node: %v, want ErrDirLocked", err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, err = OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing to crawl: Run ends at once, finished.
+	sum, err := n.Run(context.Background())
+	if err != nil || !sum.Finished {
+		t.Fatalf("empty run: %+v, %v", sum, err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHostKeyAndHeaderLines(t *testing.T) {
+	for u, want := range map[string]string{
+		"http://a.example/x":      "a.example",
+		"http://a.example:8080?q": "a.example:8080",
+		"https://a.example/":      "https:a.example",
+		"https://[::1]:8443/p#f":  "https:[::1]:8443",
+		"http://b.example":        "b.example",
+	} {
+		if got := hostKey(u); got != want {
+			t.Errorf("hostKey(%q) = %q, want %q", u, got, want)
+		}
+	}
+	for head, want := range map[string]string{
+		"HTTP/1.1 200 OK\r\nA: b\r\nC: d\r\n\r\n": "A: b\r\nC: d\r\n",
+		"HTTP/1.0 200 OK\nA: b\n\n":               "A: b\n",
+		"HTTP/1.1 204 No Content\r\n\r\n":         "",
+		"garbage":                                 "",
+	} {
+		if got := string(headerLines([]byte(head))); got != want {
+			t.Errorf("headerLines(%q) = %q, want %q", head, got, want)
+		}
 	}
 }
