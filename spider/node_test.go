@@ -93,7 +93,7 @@ func compareSets(t *testing.T, got, want map[string]bool) {
 	sort.Strings(missing)
 	sort.Strings(extra)
 	if len(missing) > 0 || len(extra) > 0 {
-		t.Errorf("stored pages differ from the truth: %d stored, %d expected; missing %d %v; extra %d %v",
+		t.Errorf("crawl differs from the truth: %d got, %d expected; missing %d %v; extra %d %v",
 			len(got), len(want), len(missing), head(missing, 10), len(extra), head(extra, 10))
 	}
 }
