@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/testweb"
 )
@@ -74,5 +76,20 @@ func TestRunCommand(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "", "run"); code != 2 {
 		t.Errorf("run without --config: exit %d, want 2", code)
+	}
+	bad := filepath.Join(tmp, "bad.toml")
+	if err := os.WriteFile(bad, []byte("seeds = [\"http://a.example/\"]\nfetcherz = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "run", "--config", bad); code != 1 || !strings.Contains(errOut, "fetcherz") {
+		t.Errorf("run with an unknown key: exit %d, want 1 naming it:\n%s", code, errOut)
+	}
+	lock, err := spider.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if code, _, errOut := runCmd(t, "", args...); code != 1 || !strings.Contains(errOut, strconv.Itoa(os.Getpid())) {
+		t.Errorf("run on a locked directory: exit %d, want 1 naming pid %d:\n%s", code, os.Getpid(), errOut)
 	}
 }
