@@ -117,6 +117,8 @@ type Node struct {
 	// out, not fetched again. Read-only after OpenNode.
 	stored map[uint32]bool
 
+	reader *storage.Reader // the writer's, for storedLinks; opened on first use
+
 	awaitMu  sync.Mutex
 	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
 
@@ -283,6 +285,9 @@ func (n *Node) recover() error {
 // Close syncs and closes the store, the scheduler and the tree (in the
 // durability order), and unlocks the directory.
 func (n *Node) Close() error {
+	if n.reader != nil {
+		n.reader.Close()
+	}
 	errT := n.tree.Sync()
 	errS := n.sched.Sync()
 	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())

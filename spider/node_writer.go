@@ -170,10 +170,16 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	}
 	st := n.sched.URL(id).State
 	if st == scheduler.Completed || st == scheduler.Redirected {
-		if m, ok := outlinks[id]; ok {
-			m.depth = int(dec.Depth)
-			n.see(m, outlinks)
+		m, ok := outlinks[id]
+		if !ok { // fetched in an earlier run: read its links back
+			if m, err = n.storedLinks(id); err != nil {
+				n.cfg.Logf("re-expanding %s: %v", u, err)
+				return
+			}
+			outlinks[id] = m
 		}
+		m.depth = int(dec.Depth)
+		n.see(m, outlinks)
 	}
 }
 
