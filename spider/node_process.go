@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -172,25 +173,8 @@ func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome,
 		if redirect {
 			body = nil // only the Location, Link and Refresh headers count
 		}
-		res, err := links.Extract(body, r.URL, r.Header, links.Options{Agent: n.agent, MaxLinks: n.cfg.MaxLinks})
-		if err != nil {
-			n.cfg.Logf("links of %s: %v", r.URL, err)
-		}
 		d, _ := n.sched.Depth(id)
-		p := pageLinks{parent: id, depth: int(d)}
-		if !res.NoFollow {
-			for _, l := range res.Links {
-				// <base href> says how links resolve; it is not a link.
-				if l.NoFollow || l.Element == "base" {
-					continue
-				}
-				if redirect && l.Element == links.ElementHeader && strings.EqualFold(l.Attr, "location") {
-					p.same = append(p.same, l.URL)
-				} else {
-					p.links = append(p.links, l.URL)
-				}
-			}
-		}
+		p := n.extractLinks(id, int(d), r.URL, body, r.Header, redirect)
 		n.st.links.Add(uint64(len(p.links) + len(p.same)))
 		if len(p.links)+len(p.same) > 0 {
 			pl = &p
@@ -200,6 +184,32 @@ func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome,
 		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, true, pl
 	}
 	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, pl
+}
+
+// extractLinks extracts the links to follow from a page (of depth d):
+// none under a nofollow; redirect targets (Location of a 3xx) keep the
+// page's depth.
+func (n *Node) extractLinks(id uint32, d int, u string, body []byte, h http.Header, redirect bool) pageLinks {
+	res, err := links.Extract(body, u, h, links.Options{Agent: n.agent, MaxLinks: n.cfg.MaxLinks})
+	if err != nil {
+		n.cfg.Logf("links of %s: %v", u, err)
+	}
+	p := pageLinks{parent: id, depth: d}
+	if res.NoFollow {
+		return p
+	}
+	for _, l := range res.Links {
+		// <base href> says how links resolve; it is not a link.
+		if l.NoFollow || l.Element == "base" {
+			continue
+		}
+		if redirect && l.Element == links.ElementHeader && strings.EqualFold(l.Attr, "location") {
+			p.same = append(p.same, l.URL)
+		} else {
+			p.links = append(p.links, l.URL)
+		}
+	}
+	return p
 }
 
 // storeResult stores the collector's faithful record of one response: the

@@ -11,7 +11,6 @@ import (
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/kspider/kspider/spider/links"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -51,21 +50,7 @@ func (n *Node) storedLinks(id uint32) (pageLinks, error) {
 			return pl, fmt.Errorf("page %d (%s): %w", id, p.URL, err)
 		}
 	}
-	res, _ := links.Extract(body, p.URL, h, links.Options{Agent: n.agent, MaxLinks: n.cfg.MaxLinks})
-	if res.NoFollow {
-		return pl, nil
-	}
-	for _, l := range res.Links {
-		if l.NoFollow || l.Element == "base" {
-			continue
-		}
-		if redirect && l.Element == links.ElementHeader && strings.EqualFold(l.Attr, "location") {
-			pl.same = append(pl.same, l.URL)
-		} else {
-			pl.links = append(pl.links, l.URL)
-		}
-	}
-	return pl, nil
+	return n.extractLinks(id, 0, p.URL, body, h, redirect), nil
 }
 
 // decodeBody undoes a stored body's content coding, at most
