@@ -41,6 +41,12 @@ type Config struct {
 	MaxRetryAfter time.Duration // cap on Retry-After; default 1 h
 	MaxRetries    int           // temporary failures before a URL fails for good; default 3 (at most 15)
 	MaxHostsPerIP int           // hosts of one IP address fetching at once; 0: no limit
+
+	// URLLimit, when set, is how many URL ids the node's URL tree holds at
+	// Open: records past the last commit with an id at or above it are
+	// dropped (counted in OpenStats.Dropped), because a crash lost those ids
+	// from the tree, which will give them to other URLs. 0: no limit.
+	URLLimit uint64
 }
 
 func (c *Config) setDefaults() error {

@@ -150,6 +150,16 @@ func (s *Scheduler) load() error {
 	if err != nil {
 		return err
 	}
+	if lim := s.cfg.URLLimit; lim > 0 && ss.count > lim {
+		keep := max(lim, c.urls) // committed records are never dropped
+		for i := keep; i < ss.count; i++ {
+			if s.recs[i] != 0 {
+				s.recs[i] = 0
+				ss.dropped++
+			}
+		}
+		ss.count = min(ss.count, keep)
+	}
 	s.count = ss.count
 	s.opened.Clean = c.flags&flagClean != 0
 	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped

@@ -456,3 +456,48 @@ func TestTornHostRecord(t *testing.T) {
 		t.Errorf("Open of a cleanly closed scheduler with a bad host checksum: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestURLLimit: records past the commit with ids the node's URL tree lost
+// in a crash are dropped at Open; committed ones are kept whatever the limit.
+func TestURLLimit(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, basicConfig(clk))
+	for id := range uint32(10) {
+		s.Add(id, "old.example", 0)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for id := uint32(10); id < 15; id++ {
+		s.Add(id, "old.example", 0)
+	}
+	s.mu.Lock() // a crash: no sync, no clean mark
+	s.closeFiles()
+	s.closed = true
+	s.mu.Unlock()
+	cfg := basicConfig(clk)
+	cfg.URLLimit = 12 // the tree kept ids 0..11
+	s = mustOpen(t, dir, cfg)
+	if o := s.Opened(); o.Dropped != 3 || s.Len() != 12 {
+		t.Fatalf("reopen: %+v, Len %d", o, s.Len())
+	}
+	if u := s.URL(11); u.State != InList {
+		t.Fatalf("URL 11: %+v", u)
+	}
+	if u := s.URL(12); u.State != Absent {
+		t.Fatalf("URL 12: %+v", u)
+	}
+	if added, err := s.Add(12, "other.example", 1); err != nil || !added {
+		t.Fatalf("re-add 12: %v, %v", added, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.URLLimit = 5 // below the commit: nothing committed is dropped
+	s = mustOpen(t, dir, cfg)
+	defer s.Close()
+	if o := s.Opened(); o.Dropped != 0 || s.Len() != 13 {
+		t.Fatalf("reopen below the commit: %+v, Len %d", o, s.Len())
+	}
+}

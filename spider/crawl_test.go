@@ -60,14 +60,6 @@ func TestCrawlMatchesTruth(t *testing.T) {
 	}
 	t.Logf("fetched %d, statuses %v, errors %v, robots denied %d, too deep %d, levels %d", sum.Fetched, sum.Statuses, sum.Errors, sum.RobotsDenied, sum.TooDeep, sum.Levels)
 
-	want := map[string]bool{}
-	for _, d := range srv.Truth().Crawlable(robots.ProductToken(DefaultUserAgent), depth, 0) {
-		c, err := urlnorm.Canonical(nil, d.URL, nil)
-		if err != nil {
-			t.Fatalf("truth URL %q has no canonical form: %v", d.URL, err)
-		}
-		want[c] = true
-	}
 	got := map[string]bool{}
 	for _, u := range sum.Fetches {
 		if got[u] {
@@ -75,23 +67,7 @@ func TestCrawlMatchesTruth(t *testing.T) {
 		}
 		got[u] = true
 	}
-	var missing, extra []string
-	for u := range want {
-		if !got[u] {
-			missing = append(missing, u)
-		}
-	}
-	for u := range got {
-		if !want[u] {
-			extra = append(extra, u)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(extra)
-	if len(missing) > 0 || len(extra) > 0 {
-		t.Errorf("crawl differs from the truth: %d fetched, %d expected; missing %d %v; extra %d %v",
-			len(got), len(want), len(missing), head(missing, 10), len(extra), head(extra, 10))
-	}
+	compareSets(t, got, truthURLs(t, srv, depth))
 
 	checkPolite(t, srv, &log)
 

@@ -110,26 +110,9 @@ than none; an HTTP error status is a result, not a failure).`)
 	}
 	var extra []*x509.Certificate
 	if *caFile != "" {
-		data, err := os.ReadFile(*caFile)
-		if err != nil {
+		var err error
+		if extra, err = readCAFile(*caFile); err != nil {
 			return err
-		}
-		for len(data) > 0 {
-			var b *pem.Block
-			if b, data = pem.Decode(data); b == nil {
-				break
-			}
-			if b.Type != "CERTIFICATE" {
-				continue
-			}
-			c, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				return fmt.Errorf("%s: %v", *caFile, err)
-			}
-			extra = append(extra, c)
-		}
-		if len(extra) == 0 {
-			return fmt.Errorf("%s: no PEM certificate", *caFile)
 		}
 	}
 	if *bodyDir != "" {
@@ -228,3 +211,30 @@ than none; an HTTP error status is a result, not a failure).`)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// readCAFile reads the PEM certificates of path (--ca).
+func readCAFile(path string) ([]*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var certs []*x509.Certificate
+	for len(data) > 0 {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, fmt.Errorf("%s: no PEM certificate", path)
+	}
+	return certs, nil
+}

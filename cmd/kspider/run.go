@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/resolver"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/tools/stats"
+)
+
+// runRun crawls as one node from a config file.
+func runRun(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--quiet]",
+		`Crawls as one node, as the config file says (write one with 'kspider init'),
+until nothing within the limits is left to fetch (exit 0). Ctrl-C or SIGTERM
+stops handing out work, stores every page fetched, syncs the data directory
+and exits 1 saying the crawl was interrupted; running the same command again
+continues where it stopped. Two runs on one data directory are refused.
+
+A progress line goes to stderr every second (--quiet: none), then a summary.
+This step runs a one-node cluster with one phase; max_pages and
+max_pages_per_host are not enforced yet.`)
+	config := fs.String("config", "", "config `FILE` (TOML)")
+	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
+	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	if *config == "" {
+		return usagef("--config FILE is required (write one with 'kspider init > crawl.toml')")
+	}
+	cfg, err := spider.LoadRunConfig(*config)
+	if err != nil {
+		printErrors(e, err)
+		return fmt.Errorf("%s is not a valid config", *config)
+	}
+	if *seeds != "" {
+		cfg.Seeds, cfg.SeedsFile = strings.Split(*seeds, ","), ""
+	}
+	if *dir != "" {
+		cfg.DataDir = *dir
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+	}
+	seedList, err := cfg.LoadSeeds()
+	if err != nil {
+		return err
+	}
+	if len(cfg.Cluster.Nodes) > 1 || cfg.Cluster.Phases > 1 {
+		return errors.New("a cluster of more than one node or phase is not supported by 'kspider run' yet")
+	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	for _, w := range spider.CheckLimits(cfg.Fetchers) {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	if def := spider.Defaults().Limits; cfg.Limits.MaxPages != def.MaxPages || cfg.Limits.MaxPagesPerHost != def.MaxPagesPerHost {
+		fmt.Fprintln(e.stderr, "warning: limits.max_pages and limits.max_pages_per_host are not enforced yet")
+	}
+	// One node, one phase: the active phase is always 0 and no slot
+	// boundary needs agreeing on, so the node needs no NTP.
+	fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+
+	res, err := resolver.New(resolver.Config{Servers: cfg.DNSServers})
+	if err != nil {
+		return fmt.Errorf("DNS resolver: %w", err)
+	}
+	defer res.Close()
+	var extra []*x509.Certificate
+	if *caFile != "" {
+		if extra, err = readCAFile(*caFile); err != nil {
+			return err
+		}
+	}
+	sc := cfg.ScopeConfig()
+	node, err := spider.OpenNode(spider.NodeConfig{
+		Dir: cfg.DataDir, StorageDirs: cfg.StorageDirs(), Codec: cfg.Storage.Codec, Seeds: seedList,
+		UserAgent: cfg.UserAgentHeader(), MaxDepth: cfg.Limits.MaxDepth, MaxLinks: cfg.Limits.MaxLinksPerPage, Scope: &sc,
+		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
+		Collector: collector.Config{From: cfg.From, ExtraCAs: extra, Fetchers: cfg.Fetchers, Pipeline: cfg.Pipelining,
+			ConnectTimeout: cfg.Limits.ConnectTimeout.Duration, TLSTimeout: cfg.Limits.TLSTimeout.Duration,
+			FirstByte: cfg.Limits.FirstByteTimeout.Duration, ResponseTimeout: cfg.Limits.ResponseTimeout.Duration,
+			IdleRead: cfg.Limits.IdleTimeout.Duration, MaxBody: cfg.Limits.MaxBody},
+		Scheduler: scheduler.Config{Phases: 1, MinDelay: cfg.Politeness.Delay.Duration,
+			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
+	})
+	if err != nil {
+		return err
+	}
+	prog := &spider.Progress{W: e.stderr, Snapshot: node.Counters, Terminal: stats.IsTerminal(e.stderr)}
+	progCtx, stopProg := context.WithCancel(ctx)
+	progDone := make(chan struct{})
+	if !*quiet {
+		go func() {
+			defer close(progDone)
+			prog.Run(progCtx)
+		}()
+	} else {
+		close(progDone)
+	}
+	start := time.Now()
+	sum, runErr := node.Run(ctx)
+	stopProg()
+	<-progDone
+	counters := node.Counters()
+	closeErr := node.Close()
+	interrupted := errors.Is(runErr, spider.ErrInterrupted)
+	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), interrupted || runErr != nil))
+	if sum != nil {
+		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
+			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)
+	}
+	if err := errors.Join(runErr, closeErr); err != nil {
+		if interrupted && closeErr == nil {
+			return errors.New("interrupted: every page fetched is stored; run the same command again to continue")
+		}
+		return err
+	}
+	return nil
+}

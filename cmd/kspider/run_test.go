@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// TestRunCommand runs `kspider run` on a plain test web: interrupted before
+// it starts (exit 1, "interrupted"), then again on the same directory to
+// the end (exit 0), with every page stored once; a third run finds nothing
+// left and a usage error is exit 2.
+func TestRunCommand(t *testing.T) {
+	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: 20, Seed: 5, MaxPages: 20, Seeds: 2, Plain: true}),
+		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	tmp := t.TempDir()
+	ca := filepath.Join(tmp, "ca.pem")
+	if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "data")
+	conf := filepath.Join(tmp, "crawl.toml")
+	toml := fmt.Sprintf("seeds = [%q]\ndata_dir = %q\nfetchers = 8\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\n"+
+		"[politeness]\ndelay = \"100ms\"\n[limits]\nmax_depth = 2\n", srv.SeedURLs()[0], dir, srv.DNSAddr())
+	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--config", conf, "--ca", ca, "--quiet", "--seeds", strings.Join(srv.SeedURLs(), ",")}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // SIGINT before anything was fetched
+	var out, errb bytes.Buffer
+	if code := run(ctx, env{stdout: &out, stderr: &errb}, args); code != 1 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("interrupted run: exit %d, want 1 saying interrupted:\n%s", code, errb.String())
+	}
+
+	code, _, errOut := runCmd(t, "", args...)
+	if code != 0 {
+		t.Fatalf("resumed run: exit %d:\n%s", code, errOut)
+	}
+	t.Log(errOut)
+	r, err := storage.OpenReader([]string{filepath.Join(dir, "pages")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	if err := r.Scan(context.Background(), func(p *storage.Page) error {
+		if seen[p.URL] {
+			t.Errorf("stored twice: %s", p.URL)
+		}
+		seen[p.URL] = true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if len(seen) == 0 {
+		t.Fatal("nothing stored")
+	}
+
+	if code, _, errOut := runCmd(t, "", args...); code != 0 || !strings.Contains(errOut, "stored 0") {
+		t.Errorf("run on a finished crawl: exit %d:\n%s", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "", "run"); code != 2 {
+		t.Errorf("run without --config: exit %d, want 2", code)
+	}
+	bad := filepath.Join(tmp, "bad.toml")
+	if err := os.WriteFile(bad, []byte("seeds = [\"http://a.example/\"]\nfetcherz = 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "run", "--config", bad); code != 1 || !strings.Contains(errOut, "fetcherz") {
+		t.Errorf("run with an unknown key: exit %d, want 1 naming it:\n%s", code, errOut)
+	}
+	lock, err := spider.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	if code, _, errOut := runCmd(t, "", args...); code != 1 || !strings.Contains(errOut, strconv.Itoa(os.Getpid())) {
+		t.Errorf("run on a locked directory: exit %d, want 1 naming pid %d:\n%s", code, os.Getpid(), errOut)
+	}
+}

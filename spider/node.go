@@ -1,0 +1,429 @@
+package spider
+
+// The node: the crawl path built on the scheduler, the collector, the
+// checksummed store and the URL tree (issue 14). Data flows one way:
+//
+//	scheduler.Next → collector.Fetch → page processing (links, depth, scope,
+//	robots) → store.Put, and new URLs → the writer → URL tree + scheduler.Add
+//
+// # Durability order
+//
+// A URL id must be durable in the URL tree, and its record in the
+// scheduler, before any page stored under that id can become durable;
+// otherwise a crash could leave pages whose ids a later run hands to other
+// URLs. The node enforces this with one writer goroutine, the only one that
+// adds to the tree and the scheduler: it syncs the tree, then the scheduler,
+// every NodeConfig.SyncInterval while it has unsynced additions, and on
+// demand, and then publishes the tree length it synced. A page is handed to
+// store.Put only once that length is above its id (Node.waitSynced), so the
+// store, which syncs pages some time after Put, can never make a page durable
+// before its id.
+//
+// A list's links go the same way, one step earlier: they are sent to the
+// writer with a channel it closes after the next sync, and the list's pages
+// are stored only then. So a page that survives a crash has its links durable
+// too, and OpenNode, after a crash, reports the stored pages whose URLs the
+// scheduler still has unfinished as fetched instead of fetching them again
+// (Node.stored). The other way round, a URL is reported fetched to the
+// scheduler only once its page is durable (the store's OnDurable), so a
+// crash never leaves a URL completed without its page. A failed store write, or a failed tree or scheduler sync,
+// stops the crawl with an error.
+//
+// # Stop and resume
+//
+// Cancelling Run's context stops handing out lists; lists out are cut (the
+// collector returns the URLs it did not send as NotTried, reported back as
+// such), every page fetched is stored, and the tree, scheduler and store are
+// synced and closed. Opening the same directory again continues: the
+// scheduler turns in-progress URLs back to in-list. The data directory is
+// locked with LockDir for the node's lifetime.
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/robots"
+	"github.com/kspider/kspider/spider/scope"
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
+)
+
+// NodeConfig configures a Node. Dir is required.
+type NodeConfig struct {
+	Dir         string   // DIR/urls (URL tree), DIR/sched (scheduler), DIR/LOCK
+	StorageDirs []string // page store directories (default DIR/pages)
+	Codec       string   // page codec (storage default when empty)
+	Seeds       []string // canonical-able absolute http(s) URLs, depth 0
+
+	UserAgent string // default DefaultUserAgent
+	MaxDepth  int    // link depth limit, 0..254 (seeds only at 0)
+	MaxLinks  int    // distinct links kept per page (links.Options.MaxLinks)
+	Scope     *scope.Config
+
+	// Collector configures the fetchers; the node fills in UserAgent,
+	// Lookup and RootCAs from the fields above when they are unset.
+	Collector collector.Config
+	// Scheduler configures the scheduler; a nil Clock is SoloClock().
+	Scheduler scheduler.Config
+
+	Lookup  LookupFunc
+	RootCAs *x509.CertPool
+
+	// SyncInterval is how often the writer syncs tree and scheduler while
+	// it has unsynced additions (default 100 ms).
+	SyncInterval time.Duration
+	Logf         func(string, ...any)
+}
+
+// Node is one crawling node on a data directory.
+type Node struct {
+	cfg    NodeConfig
+	lock   *DirLock
+	tree   *urltree.Tree
+	sched  *scheduler.Scheduler
+	store  *storage.Store
+	coll   *collector.Collector
+	filter *scope.Filter
+	depth  scope.Depth
+	agent  string
+
+	robotsMu sync.Mutex
+	robots   map[uint32]*robots.Rules // by scheduler host; memory only
+
+	// Done detection: the crawl ends when no URL is unfinished, no message
+	// waits for the writer and no list is out.
+	unfinished atomic.Int64
+	pending    atomic.Int64
+	inflight   atomic.Int64
+	idle       chan struct{} // poked when one of the three may have reached 0
+
+	syncMu     sync.Mutex
+	syncCond   *sync.Cond
+	syncedLen  int   // tree ids below this are durable in tree and scheduler
+	syncErr    error // the writer's fatal error
+	syncReq    chan struct{}
+	syncFailed chan struct{} // closed when syncErr is set
+
+	// stored holds the ids a crash left stored but unfinished in the
+	// scheduler (found at OpenNode): they are reported fetched when handed
+	// out, not fetched again. Read-only after OpenNode.
+	stored map[uint32]bool
+
+	reader *storage.Reader // the writer's, for storedLinks; opened on first use
+
+	awaitMu  sync.Mutex
+	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
+
+	errMu sync.Mutex
+	err   error // first fatal error
+	stop  context.CancelFunc
+
+	st nodeStats
+}
+
+type nodeStats struct {
+	pages, bytes, errors, fetched, denied, tooDeep, admitted, links atomic.Uint64
+	rejected                                                        atomic.Uint64
+}
+
+// NodeSummary is what a node's Run did.
+type NodeSummary struct {
+	Fetched  uint64 // responses received
+	Stored   uint64 // pages handed to the store
+	Bytes    uint64 // body bytes stored
+	Errors   uint64 // failed fetches
+	Denied   uint64 // URLs robots.txt forbade
+	TooDeep  uint64 // link sightings beyond the depth limit
+	Rejected uint64 // link sightings the scope filters refused
+	Admitted uint64 // new URLs added (seeds included)
+	URLs     int    // URLs in the tree
+	Finished bool   // nothing left to fetch
+	Elapsed  time.Duration
+}
+
+// SoloClock is the phase source of a one-node cluster with one phase and no
+// NTP: the active phase is always 0, the clock is taken as safe, and the
+// slots are a day long (their ends only make the scheduler rescan).
+func SoloClock() scheduler.PhaseSource { return soloClock{} }
+
+type soloClock struct{}
+
+func (soloClock) Phase() scheduler.Phase {
+	cl := scheduler.Cluster{Epoch: time.Unix(0, 0).UTC(), PhaseLength: 24 * time.Hour, Phases: 1, Nodes: 1}
+	return cl.At(time.Now(), 0, 0)
+}
+
+// OpenNode locks cfg.Dir and opens its URL tree, scheduler and page store.
+func OpenNode(cfg NodeConfig) (*Node, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("spider: NodeConfig.Dir is required")
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.MaxDepth < 0 || cfg.MaxDepth > int(scope.NoDepth)-1 {
+		return nil, fmt.Errorf("spider: MaxDepth %d is out of range 0..%d", cfg.MaxDepth, scope.NoDepth-1)
+	}
+	if cfg.Scope == nil {
+		d := scope.Default()
+		cfg.Scope = &d
+	}
+	if cfg.SyncInterval <= 0 {
+		cfg.SyncInterval = 100 * time.Millisecond
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if len(cfg.StorageDirs) == 0 {
+		cfg.StorageDirs = []string{filepath.Join(cfg.Dir, "pages")}
+	}
+	if cfg.Scheduler.Clock == nil {
+		cfg.Scheduler.Clock = SoloClock()
+	}
+	cc := cfg.Collector
+	if cc.UserAgent == "" {
+		cc.UserAgent = cfg.UserAgent
+	}
+	if cc.Lookup == nil && cfg.Lookup != nil {
+		cc.Lookup = collector.LookupFunc(cfg.Lookup)
+	}
+	if cc.RootCAs == nil {
+		cc.RootCAs = cfg.RootCAs
+	}
+	filter, err := scope.New(*cfg.Scope)
+	if err != nil {
+		return nil, err
+	}
+	coll, err := collector.New(cc)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := LockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
+		depth:  scope.Depth{Max: cfg.MaxDepth, Store: scope.NewMemDepth()},
+		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
+		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
+	n.syncCond = sync.NewCond(&n.syncMu)
+	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
+		lock.Release()
+		return nil, err
+	}
+	// Scheduler records past its commit for ids the tree lost in a crash
+	// are dropped: the tree will give those ids to other URLs.
+	cfg.Scheduler.URLLimit = uint64(n.tree.Len())
+	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
+		n.tree.Close()
+		lock.Release()
+		return nil, err
+	}
+	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
+		n.sched.Close()
+		n.tree.Close()
+		lock.Release()
+		return nil, err
+	}
+	if err := n.recover(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// recover checks the scheduler against the tree and counts the unfinished
+// URLs. An id the tree kept but the scheduler lost in a crash (its record
+// was past the scheduler's commit, under a host that was too) is left out:
+// the page that linked to it was not stored (a list's pages are stored only
+// once its links are committed in both), so that page is fetched again and
+// the writer adds the id again at its true depth (seeOne).
+func (n *Node) recover() error {
+	if n.sched.Len() > uint64(n.tree.Len()) {
+		// The tree is synced before the scheduler, so this is damage.
+		return fmt.Errorf("spider: the scheduler knows %d URL ids, the URL tree only %d", n.sched.Len(), n.tree.Len())
+	}
+	// After a crash, a page may be stored while its URL is still
+	// unfinished in the scheduler (the kill came between the store's sync
+	// and the scheduler's). Its links are durable already (they are synced
+	// before the page is stored), so it only needs reporting.
+	var rd *storage.Reader
+	if !n.sched.Opened().Clean && !n.sched.Opened().Created {
+		var err error
+		if rd, err = storage.OpenReader(n.cfg.StorageDirs); err != nil {
+			return fmt.Errorf("spider: reading the page store after a crash: %w", err)
+		}
+		defer rd.Close()
+	}
+	for id := uint32(0); uint64(id) < n.sched.Len(); id++ {
+		if !n.sched.URL(id).State.Unfinished() {
+			continue
+		}
+		n.unfinished.Add(1)
+		if rd != nil {
+			_, err := rd.Get(uint64(id))
+			switch {
+			case err == nil:
+				n.stored[id] = true
+			case !errors.Is(err, storage.ErrNotFound):
+				return fmt.Errorf("spider: page of URL %d: %w", id, err)
+			}
+		}
+	}
+	n.syncedLen = n.tree.Len()
+	return nil
+}
+
+// Close syncs and closes the store, the scheduler and the tree (in the
+// durability order), and unlocks the directory.
+func (n *Node) Close() error {
+	if n.reader != nil {
+		n.reader.Close()
+	}
+	errT := n.tree.Sync()
+	errS := n.sched.Sync()
+	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
+}
+
+// Counters is a snapshot for the progress line.
+func (n *Node) Counters() Counters {
+	return Counters{Pages: n.st.pages.Load(), Bytes: n.st.bytes.Load(), URLs: uint64(n.tree.Len()),
+		Queue: uint64(max(n.unfinished.Load(), 0)), Errors: n.st.errors.Load(), Phase: 0, Phases: 1}
+}
+
+// fail records the first fatal error and stops the crawl.
+func (n *Node) fail(err error) {
+	n.errMu.Lock()
+	if n.err == nil {
+		n.err = err
+		if n.stop != nil {
+			n.stop()
+		}
+	}
+	n.errMu.Unlock()
+}
+
+func (n *Node) firstErr() error {
+	n.errMu.Lock()
+	defer n.errMu.Unlock()
+	return n.err
+}
+
+func (n *Node) poke() {
+	select {
+	case n.idle <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) done() bool {
+	return n.unfinished.Load() <= 0 && n.pending.Load() == 0 && n.inflight.Load() == 0
+}
+
+// ErrInterrupted is what Run returns when its context ended before the
+// crawl did; everything fetched is stored all the same.
+var ErrInterrupted = errors.New("spider: crawl interrupted")
+
+// Run crawls until nothing is left to fetch, ctx ends (ErrInterrupted) or a
+// fatal error. Either way everything fetched is stored and synced before it
+// returns. Call it once.
+func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
+	start := time.Now()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	n.errMu.Lock()
+	n.stop = stop
+	n.errMu.Unlock()
+
+	msgs := make(chan found, 256)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		n.writer(msgs)
+	}()
+	if len(n.cfg.Seeds) > 0 {
+		n.pending.Add(1)
+		msgs <- found{seeds: n.cfg.Seeds}
+	}
+
+	// nextCtx ends when the crawl is done or stopped.
+	nextCtx, endNext := context.WithCancel(runCtx)
+	go func() {
+		for {
+			if n.done() {
+				endNext()
+				return
+			}
+			select {
+			case <-n.idle:
+			case <-nextCtx.Done():
+				return
+			}
+		}
+	}()
+	fetchers := n.cfg.Collector.Fetchers
+	if fetchers <= 0 {
+		fetchers = collector.DefaultFetchers
+	}
+	sem := make(chan struct{}, fetchers)
+	var lists sync.WaitGroup
+	for {
+		l, err := n.sched.Next(nextCtx)
+		if err != nil {
+			if nextCtx.Err() == nil {
+				n.fail(fmt.Errorf("spider: scheduler: %w", err))
+			}
+			break
+		}
+		n.inflight.Add(1)
+		sem <- struct{}{}
+		lists.Add(1)
+		go func() {
+			defer func() {
+				<-sem
+				lists.Done()
+				n.inflight.Add(-1)
+				n.poke()
+			}()
+			n.processList(runCtx, l, msgs)
+		}()
+	}
+	endNext()
+	lists.Wait()
+	close(msgs)
+	<-writerDone
+	sum := &NodeSummary{Fetched: n.st.fetched.Load(), Stored: n.st.pages.Load(), Bytes: n.st.bytes.Load(),
+		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), TooDeep: n.st.tooDeep.Load(),
+		Rejected: n.st.rejected.Load(), Admitted: n.st.admitted.Load(), URLs: n.tree.Len(), Elapsed: time.Since(start)}
+	if err := n.firstErr(); err != nil {
+		return sum, err
+	}
+	if ctx.Err() != nil && !n.done() {
+		return sum, ErrInterrupted
+	}
+	sum.Finished = true
+	return sum, nil
+}
+
+// waitSynced blocks until URL id is durable in the tree and the scheduler
+// (see the durability order in the package doc).
+func (n *Node) waitSynced(id uint32) error {
+	n.syncMu.Lock()
+	defer n.syncMu.Unlock()
+	for int(id) >= n.syncedLen && n.syncErr == nil {
+		select {
+		case n.syncReq <- struct{}{}:
+		default:
+		}
+		n.syncCond.Wait()
+	}
+	return n.syncErr
+}

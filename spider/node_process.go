@@ -1,0 +1,338 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/links"
+	"github.com/kspider/kspider/spider/robots"
+	"github.com/kspider/kspider/storage"
+)
+
+// processList fetches one list from the scheduler and reports every id of
+// it back: robots.txt first when the node has no rules for the host, then
+// the allowed URLs over one connection, each page stored and its links sent
+// to the writer.
+func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- found) {
+	reported := 0
+	report := func(id uint32, o scheduler.Outcome) {
+		reported++
+		n.report(id, o)
+	}
+	defer func() { // whatever happened, every id goes back
+		for _, id := range l.IDs[min(reported, len(l.IDs)):] {
+			report(id, scheduler.Outcome{Kind: scheduler.NotTried})
+		}
+	}()
+	urls := make([]string, len(l.IDs))
+	var buf []byte
+	for i, id := range l.IDs {
+		var err error
+		if buf, err = n.tree.Get(id, buf[:0]); err != nil {
+			n.fail(fmt.Errorf("spider: URL %d of the tree: %w", id, err))
+			return
+		}
+		urls[i] = string(buf)
+	}
+	if ctx.Err() != nil || len(urls) == 0 {
+		return
+	}
+	rules, fetched, ok := n.rulesFor(ctx, l.Host, urls[0])
+	if !ok { // robots.txt unreachable (or the crawl stopped): everything waits
+		if ctx.Err() != nil {
+			return
+		}
+		for _, id := range l.IDs {
+			report(id, scheduler.Outcome{Kind: scheduler.FailedTemp})
+		}
+		return
+	}
+	// Report in list order: reported counts the ids done so far, so the
+	// deferred NotTried covers exactly the rest.
+	var reqs []collector.Request
+	var ids []int // index into l.IDs of each request
+	denied := map[int]bool{}
+	for i, u := range urls {
+		switch {
+		case n.stored[l.IDs[i]]:
+		case !rules.AllowedURL(u):
+			denied[i] = true
+		default:
+			reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
+			ids = append(ids, i)
+		}
+	}
+	if fetched && len(reqs) > 0 {
+		// The robots.txt connection is closed; the server may not have
+		// seen it yet. Wait the gap the collector keeps between a list's
+		// connections, so that the host never sees two at once.
+		gap := max(n.cfg.Collector.ReconnectGap, 50*time.Millisecond)
+		t := time.NewTimer(gap)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	var b *collector.Batch
+	if len(reqs) > 0 && ctx.Err() == nil {
+		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs})
+		defer n.coll.Release(b)
+	}
+	type item struct {
+		id    uint32
+		r     *collector.Result
+		o     scheduler.Outcome
+		store bool
+	}
+	var items []item
+	var msg found
+	ri := 0
+	for i, id := range l.IDs {
+		if n.stored[id] { // stored before a crash: not fetched again
+			items = append(items, item{id: id, o: scheduler.Outcome{Kind: scheduler.Fetched}})
+			continue
+		}
+		if denied[i] {
+			n.st.denied.Add(1)
+			items = append(items, item{id: id, o: scheduler.Outcome{Kind: scheduler.Denied}})
+			continue
+		}
+		if b == nil || ri >= len(b.Results) || ids[ri] != i {
+			break // cut: the deferred loop reports the rest NotTried
+		}
+		r := &b.Results[ri]
+		ri++
+		o, store, pl := n.processResult(id, r)
+		items = append(items, item{id: id, r: r, o: o, store: store})
+		if pl != nil {
+			msg.pages = append(msg.pages, *pl)
+		}
+	}
+	// The links go to the writer first and the pages are stored once the
+	// links are durable: a page that survives a crash has its links in the
+	// tree and the scheduler, so after a restart it needs no fetch again.
+	if len(msg.pages) > 0 {
+		msg.done = make(chan struct{})
+		n.pending.Add(1) // before any report, so the crawl cannot look finished
+		msgs <- msg
+		select {
+		case <-msg.done:
+		case <-n.syncFailed:
+			return
+		}
+	}
+	for _, it := range items {
+		if it.store {
+			// Reported by the store's OnDurable (Node.durable).
+			if err := n.storeResult(ctx, it.id, it.r, it.o); err != nil {
+				n.fail(err)
+				return
+			}
+			reported++
+			continue
+		}
+		report(it.id, it.o)
+	}
+}
+
+// processResult classifies one result: what to report, whether to store
+// it, and its links.
+func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome, bool, *pageLinks) {
+	if r.Status == 0 || r.Kind == collector.Canceled {
+		switch r.Kind {
+		case collector.NotTried, collector.Canceled:
+			return scheduler.Outcome{Kind: scheduler.NotTried}, false, nil
+		case collector.BadURL:
+			n.st.errors.Add(1)
+			return scheduler.Outcome{Kind: scheduler.FailedPerm}, false, nil
+		}
+		n.st.errors.Add(1)
+		n.cfg.Logf("fetch %s: %v: %v", r.URL, r.Kind, r.Err)
+		return scheduler.Outcome{Kind: scheduler.FailedTemp}, false, nil
+	}
+	n.st.fetched.Add(1)
+	if r.Status == 429 || r.Status/100 == 5 {
+		// Fetched again after the back-off; not stored, so that a page is
+		// stored once.
+		n.st.errors.Add(1)
+		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter)}, false, nil
+	}
+	redirect := r.Status/100 == 3
+	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
+	var pl *pageLinks
+	if html || redirect {
+		body := r.Body
+		if redirect {
+			body = nil // only the Location, Link and Refresh headers count
+		}
+		d, _ := n.sched.Depth(id)
+		p := n.extractLinks(id, int(d), r.URL, body, r.Header, redirect)
+		n.st.links.Add(uint64(len(p.links) + len(p.same)))
+		if len(p.links)+len(p.same) > 0 {
+			pl = &p
+		}
+	}
+	if redirect {
+		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, true, pl
+	}
+	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, pl
+}
+
+// extractLinks extracts the links to follow from a page (of depth d):
+// none under a nofollow; redirect targets (Location of a 3xx) keep the
+// page's depth.
+func (n *Node) extractLinks(id uint32, d int, u string, body []byte, h http.Header, redirect bool) pageLinks {
+	res, err := links.Extract(body, u, h, links.Options{Agent: n.agent, MaxLinks: n.cfg.MaxLinks})
+	if err != nil {
+		n.cfg.Logf("links of %s: %v", u, err)
+	}
+	p := pageLinks{parent: id, depth: d}
+	if res.NoFollow {
+		return p
+	}
+	for _, l := range res.Links {
+		// <base href> says how links resolve; it is not a link.
+		if l.NoFollow || l.Element == "base" {
+			continue
+		}
+		if redirect && l.Element == links.ElementHeader && strings.EqualFold(l.Attr, "location") {
+			p.same = append(p.same, l.URL)
+		} else {
+			p.links = append(p.links, l.URL)
+		}
+	}
+	return p
+}
+
+// storeResult stores the collector's faithful record of one response: the
+// header block as received (without the status line) and the body with
+// its content coding, once the id is durable (see the durability order).
+// The store's context is not the crawl's: a page fetched before an
+// interruption is stored all the same.
+func (n *Node) storeResult(ctx context.Context, id uint32, r *collector.Result, o scheduler.Outcome) error {
+	if err := n.waitSynced(id); err != nil {
+		return err
+	}
+	n.awaitMu.Lock()
+	n.awaiting[id] = o
+	n.awaitMu.Unlock()
+	p := &storage.Page{URLID: uint64(id), URL: r.URL, FetchTime: time.Now().Add(-r.Timings.Total).UTC(),
+		Duration: r.Timings.Total, Status: r.Status,
+		// Copies: the store reads the page after Put returns, and the
+		// collector's buffers go back to its pool with the batch.
+		Header: bytes.Clone(headerLines(r.Head)), Body: bytes.Clone(r.WireBody)}
+	if r.Addr.IsValid() {
+		p.ServerIP = r.Addr.Addr()
+	}
+	if err := n.store.Put(context.WithoutCancel(ctx), p); err != nil {
+		n.awaitMu.Lock()
+		delete(n.awaiting, id)
+		n.awaitMu.Unlock()
+		return fmt.Errorf("spider: storing %s (id %d): %w", r.URL, id, err)
+	}
+	n.st.pages.Add(1)
+	n.st.bytes.Add(uint64(len(r.WireBody)))
+	return nil
+}
+
+// report reports id's outcome to the scheduler and counts it finished if
+// it is.
+func (n *Node) report(id uint32, o scheduler.Outcome) {
+	if err := n.sched.Report(id, o); err != nil {
+		n.fail(fmt.Errorf("spider: scheduler report %d: %w", id, err))
+		return
+	}
+	if !n.sched.URL(id).State.Unfinished() {
+		n.unfinished.Add(-1)
+	}
+}
+
+// durable is the store's OnDurable: a stored page's URL is reported to the
+// scheduler only once the page is durable, so that a crash never leaves a
+// URL completed without its page.
+func (n *Node) durable(ids []uint64) {
+	for _, id := range ids {
+		n.awaitMu.Lock()
+		o, ok := n.awaiting[uint32(id)]
+		delete(n.awaiting, uint32(id))
+		n.awaitMu.Unlock()
+		if ok {
+			n.report(uint32(id), o)
+		}
+	}
+	n.poke()
+}
+
+// headerLines cuts the status line and the closing blank line off a header
+// block as received.
+func headerLines(head []byte) []byte {
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[i+1:]
+	} else {
+		return nil
+	}
+	if bytes.HasSuffix(head, []byte("\r\n")) {
+		return head[:len(head)-2]
+	}
+	return bytes.TrimSuffix(head, []byte("\n"))
+}
+
+// retryAfter reads a Retry-After in seconds (an HTTP date counts as none).
+func retryAfter(v string) time.Duration {
+	s, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || s < 0 {
+		return 0
+	}
+	return time.Duration(min(s, 1<<20)) * time.Second
+}
+
+// rulesFor returns host h's robots.txt rules, fetching robots.txt of u's
+// origin when the node has none in memory (a new host, or any host after a
+// restart), and records the status and Crawl-delay in the scheduler.
+// fetched: it opened a connection for robots.txt; !ok: robots.txt was
+// unreachable, nothing may be fetched for now.
+func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
+	n.robotsMu.Lock()
+	r = n.robots[h]
+	n.robotsMu.Unlock()
+	if r != nil {
+		return r, false, true
+	}
+	url := robots.OriginOf(u) + "/robots.txt"
+	b := n.coll.Fetch(ctx, &collector.List{Requests: []collector.Request{{URL: url}}})
+	defer n.coll.Release(b)
+	res := &b.Results[0]
+	var st scheduler.RobotsStatus
+	switch {
+	case res.Status/100 == 2:
+		r, st = robots.Parse(res.Body).Rules(n.agent), scheduler.RobotsOK
+	case res.Status/100 == 3 || res.Status/100 == 4 && res.Status != 429:
+		// 4xx: no rules (RFC 9309 §2.3.1.3). Redirects are not followed yet
+		// and count as no robots.txt.
+		r, st = robots.AllowAll(), scheduler.RobotsNone
+	case ctx.Err() != nil:
+		return nil, true, false
+	default:
+		n.st.errors.Add(1)
+		n.cfg.Logf("robots.txt %s unreachable: status %d, %v: %v", url, res.Status, res.Kind, res.Err)
+		if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
+			n.fail(err)
+		}
+		return nil, true, false
+	}
+	if err := n.sched.SetRobots(h, st, r.CrawlDelay); err != nil {
+		n.fail(err)
+	}
+	n.robotsMu.Lock()
+	n.robots[h] = r
+	n.robotsMu.Unlock()
+	return r, true, true
+}

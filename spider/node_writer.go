@@ -1,0 +1,201 @@
+package spider
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/scope"
+)
+
+// found is one message to the writer: the seeds, or the links of a
+// list's pages. done, when set, is closed once the links are durable in the
+// tree and the scheduler (the pages are stored only then).
+type found struct {
+	seeds []string
+	pages []pageLinks
+	done  chan struct{}
+}
+
+// pageLinks are the links of one page.
+type pageLinks struct {
+	parent uint32   // the page the links are on
+	depth  int      // the page's depth; its links are at depth+1
+	links  []string // canonical URLs at depth+1
+	same   []string // redirect targets: at depth
+}
+
+// writer is the only goroutine that adds to the URL tree and the
+// scheduler. It syncs both (tree first) every SyncInterval while there are
+// unsynced additions and whenever a page waits for its id (waitSynced).
+func (n *Node) writer(msgs <-chan found) {
+	tick := time.NewTicker(n.cfg.SyncInterval)
+	defer tick.Stop()
+	// outlinks keeps the links of fetched pages at depth > 0, in case a
+	// shorter path to the page turns up and its links must be followed
+	// again from the new depth (scope.Decision.Reexpand). Memory only: after
+	// a restart a lowered page is not re-expanded.
+	outlinks := map[uint32]pageLinks{}
+	var waiting []chan struct{} // done channels of messages processed since the last sync
+	sync := func() {
+		if n.syncAll() {
+			for _, c := range waiting {
+				close(c)
+			}
+			waiting = waiting[:0]
+		}
+	}
+	dirty := false
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				sync()
+				return
+			}
+			for _, u := range m.seeds {
+				n.seeOne(u, 0, outlinks)
+			}
+			for _, p := range m.pages {
+				if p.depth > 0 {
+					outlinks[p.parent] = p
+				}
+				n.see(p, outlinks)
+			}
+			if m.done != nil {
+				waiting = append(waiting, m.done)
+			}
+			dirty = true
+			n.pending.Add(-1)
+			n.poke()
+		case <-n.syncReq:
+			sync()
+			dirty = false
+		case <-tick.C:
+			if dirty || len(waiting) > 0 {
+				sync()
+				dirty = false
+			}
+		}
+	}
+}
+
+// syncAll syncs the tree, then the scheduler, and publishes the length.
+// On failure it stops the crawl and closes n.syncFailed.
+func (n *Node) syncAll() bool {
+	l := n.tree.Len()
+	err := n.tree.Sync()
+	if err == nil {
+		err = n.sched.Sync()
+	}
+	n.syncMu.Lock()
+	if err != nil {
+		if n.syncErr == nil {
+			n.syncErr = fmt.Errorf("spider: syncing the URL tree and scheduler: %w", err)
+			close(n.syncFailed)
+		}
+	} else {
+		n.syncedLen = l
+	}
+	n.syncCond.Broadcast()
+	n.syncMu.Unlock()
+	if err != nil {
+		n.fail(err)
+		return false
+	}
+	return true
+}
+
+func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
+	for _, u := range m.same {
+		n.seeOne(u, m.depth, outlinks)
+	}
+	for _, u := range m.links {
+		n.seeOne(u, m.depth+1, outlinks)
+	}
+}
+
+// seeOne is one sighting of u at depth d: the depth limit, the scope
+// filters, then the tree and the scheduler. A URL found shallower than
+// before is lowered in the scheduler and, if already fetched, its links are
+// seen again from the new depth.
+func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
+	dec := n.depth.Seen(u, d)
+	if dec.Reason == scope.TooDeep {
+		n.st.tooDeep.Add(1)
+		return
+	}
+	if !dec.Crawl && !dec.Reexpand {
+		return
+	}
+	if dec.Crawl {
+		if r := n.filter.Admit(u); r != scope.OK {
+			n.st.rejected.Add(1)
+			return
+		}
+	}
+	id, added, err := n.tree.AddString(u)
+	if err != nil {
+		n.cfg.Logf("url %q: %v", u, err)
+		n.st.rejected.Add(1)
+		return
+	}
+	if added {
+		isNew, err := n.sched.Add(id, hostKey(u), dec.Depth)
+		if err != nil {
+			n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
+			return
+		}
+		if isNew {
+			n.unfinished.Add(1)
+		}
+		n.st.admitted.Add(1)
+		return
+	}
+	// Known already (found shallower now, or known from an earlier run).
+	_, lowered, err := n.sched.Lower(id, dec.Depth)
+	if errors.Is(err, scheduler.ErrUnknownURL) {
+		// In the tree but lost by the scheduler in a crash (see recover).
+		if isNew, err := n.sched.Add(id, hostKey(u), dec.Depth); err != nil {
+			n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
+		} else if isNew {
+			n.unfinished.Add(1)
+		}
+		return
+	}
+	if err != nil || !lowered {
+		return
+	}
+	st := n.sched.URL(id).State
+	if st == scheduler.Completed || st == scheduler.Redirected {
+		m, ok := outlinks[id]
+		if !ok { // fetched in an earlier run: read its links back
+			if m, err = n.storedLinks(id); err != nil {
+				n.cfg.Logf("re-expanding %s: %v", u, err)
+				return
+			}
+			outlinks[id] = m
+		}
+		m.depth = int(dec.Depth)
+		n.see(m, outlinks)
+	}
+}
+
+// hostKey is the scheduler's host name for canonical URL u: its authority
+// (host[:port]) for http, "https:" and the authority for https, so that the
+// URLs of one scheduler host share one origin, as a collector list must.
+func hostKey(u string) string {
+	rest, https := strings.CutPrefix(u, "https://")
+	if !https {
+		rest = strings.TrimPrefix(u, "http://")
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if https {
+		return "https:" + rest
+	}
+	return rest
+}
