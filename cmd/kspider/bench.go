@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -47,7 +49,10 @@ func runBench(ctx context.Context, e env, args []string) error {
 	var names []string
 	for _, b := range benchmarks() {
 		if b.name == args[0] {
-			return b.run(ctx, e, args[1:])
+			if err := b.run(ctx, e, args[1:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+				return subcommandError{name: "bench " + b.name, err: err}
+			}
+			return nil
 		}
 		names = append(names, b.name)
 	}
