@@ -67,7 +67,8 @@ func TestCheckClean(t *testing.T) {
 	}
 }
 
-// TestCheckFaults injects bit flips, zeroed ranges and truncations into the
+// TestCheckFaults injects bit flips, zeroed ranges (a few bytes, and whole
+// records) and truncations into the
 // committed part of every file, and junk appended at the end: Check must
 // change nothing, report damage naming the file for every fault in
 // committed data, and report damage whenever Open refuses the directory.
@@ -82,6 +83,9 @@ func TestCheckFaults(t *testing.T) {
 		apply      func(b []byte) []byte
 	}
 	var faults []fault
+	// Whole records zeroed: a record size per file, so the zeros cover
+	// one to four records exactly (a valid record is never all zero).
+	recSize := map[string]int64{metaName: metaSlotSize, statesName: recordSize, hostsName: hostRecSize, namesName: 1}
 	for file, rs := range ranges {
 		pick := func() int64 {
 			r := rs[rng.IntN(len(rs))]
@@ -92,6 +96,12 @@ func TestCheckFaults(t *testing.T) {
 			faults = append(faults, fault{"bit flip", file, true, func(b []byte) []byte { b[off] ^= bit; return b }})
 			off, n := pick(), int64(1+rng.IntN(4))
 			faults = append(faults, fault{"zeroed range", file, true, func(b []byte) []byte {
+				clear(b[off:min(off+n, int64(len(b)))])
+				return b
+			}})
+			size := recSize[file]
+			off, n = pick()/size*size, size*int64(1+rng.IntN(4))
+			faults = append(faults, fault{"zeroed records", file, true, func(b []byte) []byte {
 				clear(b[off:min(off+n, int64(len(b)))])
 				return b
 			}})
