@@ -68,7 +68,7 @@ func TestCheckClean(t *testing.T) {
 }
 
 // TestCheckFaults injects bit flips, zeroed ranges (a few bytes, and whole
-// records) and truncations into the
+// records), swapped blocks of records and truncations into the
 // committed part of every file, and junk appended at the end: Check must
 // change nothing, report damage naming the file for every fault in
 // committed data, and report damage whenever Open refuses the directory.
@@ -108,6 +108,17 @@ func TestCheckFaults(t *testing.T) {
 			end := rs[len(rs)-1][1]
 			cut := rng.Int64N(end)
 			faults = append(faults, fault{"truncation", file, true, func(b []byte) []byte { return b[:cut] }})
+			// Two blocks of whole records swapped, one inside the
+			// committed part, the other anywhere in the file.
+			off, n = pick()/size*size, size*int64(1+rng.IntN(2))
+			other := rng.Int64N(rs[len(rs)-1][1]) / size * size
+			faults = append(faults, fault{"swapped blocks", file, true, func(b []byte) []byte {
+				m := min(n, int64(len(b))-off, int64(len(b))-other, max(off, other)-min(off, other))
+				x := bytes.Clone(b[off : off+m])
+				copy(b[off:], b[other:other+m])
+				copy(b[other:], x)
+				return b
+			}})
 			junk := make([]byte, 1+rng.IntN(200))
 			for i := range junk {
 				junk[i] = byte(rng.Uint32())

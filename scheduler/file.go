@@ -151,13 +151,19 @@ func decodeMeta(path string, b []byte, sink *findings) (commit, error) {
 	}
 	var last commit
 	found := false
-	for _, off := range metaSlotOffsets {
+	for i, off := range metaSlotOffsets {
 		if off+metaSlotSize > int64(len(b)) {
 			sink.damage(path, off, "commit slot cut off: the file has %d bytes", len(b))
 			continue
 		}
 		slot := b[off : off+metaSlotSize]
 		c, ok := decodeCommit(slot)
+		if ok && c.seq%2 != uint64(i) {
+			// Commit n is written to slot n mod 2: this one was moved
+			// (a misdirected write). Its contents verify, so Open still
+			// trusts them; Check reports it.
+			sink.damage(path, off, "commit %d in the slot of commits %s numbered", c.seq, [2]string{"even", "odd"}[i])
+		}
 		if ok && (!found || c.seq > last.seq) {
 			last, found = c, true
 		}

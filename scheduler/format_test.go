@@ -117,3 +117,24 @@ func TestDroppedBecomesGap(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSwappedCommitSlots: commit n lives in slot n mod 2, so slots swapped
+// (a misdirected write) are damage Check names, though each verifies.
+func TestSwappedCommitSlots(t *testing.T) {
+	dir, _ := gapFixture(t)
+	path := filepath.Join(dir, metaName)
+	b, _ := os.ReadFile(path)
+	x := append([]byte(nil), b[512:512+metaSlotSize]...)
+	copy(b[512:], b[1024:1024+metaSlotSize])
+	copy(b[1024:], x)
+	os.WriteFile(path, b, 0o644)
+	rep, err := Check(dir, false)
+	if err != nil || !rep.Damaged() || rep.Findings[0].File != path || !strings.Contains(rep.Findings[0].What, "in the slot of commits") {
+		t.Fatalf("swapped slots: %v %v", err, rep.Findings)
+	}
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0))) // the commits themselves verify
+	if s.Len() != 30 {
+		t.Errorf("after swapped slots: %d URLs", s.Len())
+	}
+	s.Close()
+}
