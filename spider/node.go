@@ -93,6 +93,7 @@ type Node struct {
 	coll   *collector.Collector
 	filter *scope.Filter
 	depth  scope.Depth
+	dstore treeDepth // depth.Store
 	agent  string
 
 	robotsMu sync.Mutex
@@ -211,10 +212,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
-		depth:  scope.Depth{Max: cfg.MaxDepth, Store: scope.NewMemDepth()},
+		depth:  scope.Depth{Max: cfg.MaxDepth},
 		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
+	n.dstore.n = n
+	n.depth.Store = &n.dstore
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()
 		return nil, err
