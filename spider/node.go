@@ -66,6 +66,7 @@ type NodeConfig struct {
 	UserAgent string // default DefaultUserAgent
 	MaxDepth  int    // link depth limit, 0..254 (seeds only at 0)
 	MaxLinks  int    // distinct links kept per page (links.Options.MaxLinks)
+	MaxPages  int64  // pages fetched over all runs before the crawl ends (limits.max_pages); 0: none
 	Scope     *scope.Config
 
 	// Collector configures the fetchers; the node fills in UserAgent,
@@ -95,6 +96,7 @@ type Node struct {
 	depth  scope.Depth
 	dstore treeDepth // depth.Store
 	agent  string
+	budget budgets // node_budget.go
 
 	robotsMu sync.Mutex
 	robots   map[uint32]*robots.Rules // by scheduler host; memory only
@@ -146,8 +148,11 @@ type NodeSummary struct {
 	Rejected uint64 // link sightings the scope filters refused
 	Admitted uint64 // new URLs added (seeds included)
 	URLs     int    // URLs in the tree
-	Finished bool   // nothing left to fetch
-	Elapsed  time.Duration
+	Finished bool   // nothing left to fetch (within MaxPages)
+	// LimitReached: MaxPages pages are fetched; the URLs left wait for a
+	// larger limit.
+	LimitReached bool
+	Elapsed      time.Duration
 }
 
 // SoloClock is the phase source of a one-node cluster with one phase and no
@@ -240,6 +245,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	if err := n.openBudgets(); err != nil {
+		n.Close()
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -328,7 +337,7 @@ func (n *Node) poke() {
 }
 
 func (n *Node) done() bool {
-	return n.unfinished.Load() <= 0 && n.pending.Load() == 0 && n.inflight.Load() == 0
+	return (n.unfinished.Load() <= 0 || n.pagesExhausted()) && n.pending.Load() == 0 && n.inflight.Load() == 0
 }
 
 // ErrInterrupted is what Run returns when its context ended before the
@@ -413,6 +422,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		return sum, ErrInterrupted
 	}
 	sum.Finished = true
+	sum.LimitReached = n.pagesExhausted() && n.unfinished.Load() > 0
 	return sum, nil
 }
 

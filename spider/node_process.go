@@ -41,8 +41,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		urls[i] = string(buf)
 	}
-	if ctx.Err() != nil || len(urls) == 0 {
-		return
+	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() {
+		return // (max_pages reached: the list waits, NotTried)
 	}
 	rules, fetched, ok := n.rulesFor(ctx, l.Host, urls[0])
 	if !ok { // robots.txt unreachable (or the crawl stopped): everything waits
@@ -69,6 +69,11 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			ids = append(ids, i)
 		}
 	}
+	// max_pages: fetch only what is left of it; the rest is cut (NotTried).
+	k := n.reserve(len(reqs))
+	reqs, ids = reqs[:k], ids[:k]
+	storedN := 0
+	defer func() { n.unreserve(k - storedN) }()
 	if fetched && len(reqs) > 0 {
 		// The robots.txt connection is closed; the server may not have
 		// seen it yet. Wait the gap the collector keeps between a list's
@@ -136,6 +141,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 				n.fail(err)
 				return
 			}
+			storedN++
 			reported++
 			continue
 		}

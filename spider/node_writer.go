@@ -148,6 +148,11 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		n.st.rejected.Add(1)
 		return
 	}
+	if r := n.spend(u); r != scope.OK { // the budgets (node_budget.go)
+		n.filter.Count(r)
+		n.st.rejected.Add(1)
+		return
+	}
 	id, added, err := n.tree.AddString(u)
 	if err != nil {
 		n.cfg.Logf("url %q: %v", u, err)
