@@ -66,6 +66,7 @@ type NodeConfig struct {
 	UserAgent string // default DefaultUserAgent
 	MaxDepth  int    // link depth limit, 0..254 (seeds only at 0)
 	MaxLinks  int    // distinct links kept per page (links.Options.MaxLinks)
+	MaxPages  int64  // pages fetched over all runs before the crawl ends (limits.max_pages); 0: none
 	Scope     *scope.Config
 
 	// Collector configures the fetchers; the node fills in UserAgent,
@@ -93,7 +94,9 @@ type Node struct {
 	coll   *collector.Collector
 	filter *scope.Filter
 	depth  scope.Depth
+	dstore treeDepth // depth.Store
 	agent  string
+	budget budgets // node_budget.go
 
 	robotsMu sync.Mutex
 	robots   map[uint32]*robots.Rules // by scheduler host; memory only
@@ -145,8 +148,11 @@ type NodeSummary struct {
 	Rejected uint64 // link sightings the scope filters refused
 	Admitted uint64 // new URLs added (seeds included)
 	URLs     int    // URLs in the tree
-	Finished bool   // nothing left to fetch
-	Elapsed  time.Duration
+	Finished bool   // nothing left to fetch (within MaxPages)
+	// LimitReached: MaxPages pages are fetched; the URLs left wait for a
+	// larger limit.
+	LimitReached bool
+	Elapsed      time.Duration
 }
 
 // SoloClock is the phase source of a one-node cluster with one phase and no
@@ -211,10 +217,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
-		depth:  scope.Depth{Max: cfg.MaxDepth, Store: scope.NewMemDepth()},
+		depth:  scope.Depth{Max: cfg.MaxDepth},
 		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
+	n.dstore.n = n
+	n.depth.Store = &n.dstore
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()
 		return nil, err
@@ -234,6 +242,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	if err := n.recover(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if err := n.openBudgets(); err != nil {
 		n.Close()
 		return nil, err
 	}
@@ -325,7 +337,7 @@ func (n *Node) poke() {
 }
 
 func (n *Node) done() bool {
-	return n.unfinished.Load() <= 0 && n.pending.Load() == 0 && n.inflight.Load() == 0
+	return (n.unfinished.Load() <= 0 || n.pagesExhausted()) && n.pending.Load() == 0 && n.inflight.Load() == 0
 }
 
 // ErrInterrupted is what Run returns when its context ended before the
@@ -410,6 +422,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		return sum, ErrInterrupted
 	}
 	sum.Finished = true
+	sum.LimitReached = n.pagesExhausted() && n.unfinished.Load() > 0
 	return sum, nil
 }
 

@@ -41,8 +41,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		urls[i] = string(buf)
 	}
-	if ctx.Err() != nil || len(urls) == 0 {
-		return
+	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() {
+		return // (max_pages reached: the list waits, NotTried)
 	}
 	rules, fetched, ok := n.rulesFor(ctx, l.Host, urls[0])
 	if !ok { // robots.txt unreachable (or the crawl stopped): everything waits
@@ -69,6 +69,11 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			ids = append(ids, i)
 		}
 	}
+	// max_pages: fetch only what is left of it; the rest is cut (NotTried).
+	k := n.reserve(len(reqs))
+	reqs, ids = reqs[:k], ids[:k]
+	storedN := 0
+	defer func() { n.unreserve(k - storedN) }()
 	if fetched && len(reqs) > 0 {
 		// The robots.txt connection is closed; the server may not have
 		// seen it yet. Wait the gap the collector keeps between a list's
@@ -83,7 +88,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	}
 	var b *collector.Batch
 	if len(reqs) > 0 && ctx.Err() == nil {
-		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs})
+		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true})
 		defer n.coll.Release(b)
 	}
 	type item struct {
@@ -136,6 +141,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 				n.fail(err)
 				return
 			}
+			storedN++
 			reported++
 			continue
 		}
@@ -147,10 +153,13 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 // it, and its links.
 func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome, bool, *pageLinks) {
 	if r.Status == 0 || r.Kind == collector.Canceled {
-		switch r.Kind {
-		case collector.NotTried, collector.Canceled:
+		switch {
+		case r.Kind == collector.NotTried, r.Kind == collector.Canceled,
+			r.Attempts == 0 && r.Kind != collector.BadURL:
+			// Never sent (the list's connection failed before its turn):
+			// not a failure of this URL, so no retry spent on it.
 			return scheduler.Outcome{Kind: scheduler.NotTried}, false, nil
-		case collector.BadURL:
+		case r.Kind == collector.BadURL:
 			n.st.errors.Add(1)
 			return scheduler.Outcome{Kind: scheduler.FailedPerm}, false, nil
 		}
@@ -307,16 +316,15 @@ func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rule
 		return r, false, true
 	}
 	url := robots.OriginOf(u) + "/robots.txt"
-	b := n.coll.Fetch(ctx, &collector.List{Requests: []collector.Request{{URL: url}}})
-	defer n.coll.Release(b)
-	res := &b.Results[0]
+	res, release := n.fetchRobots(ctx, url)
+	defer release()
 	var st scheduler.RobotsStatus
 	switch {
 	case res.Status/100 == 2:
 		r, st = robots.Parse(res.Body).Rules(n.agent), scheduler.RobotsOK
 	case res.Status/100 == 3 || res.Status/100 == 4 && res.Status != 429:
-		// 4xx: no rules (RFC 9309 §2.3.1.3). Redirects are not followed yet
-		// and count as no robots.txt.
+		// 4xx: no rules (RFC 9309 §2.3.1.3); so are more redirects than
+		// fetchRobots follows (§2.3.1.2).
 		r, st = robots.AllowAll(), scheduler.RobotsNone
 	case ctx.Err() != nil:
 		return nil, true, false
