@@ -116,6 +116,12 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			msg.pages = append(msg.pages, *pl)
 		}
 	}
+	// The host's connection is closed: its next list may go out (after the
+	// politeness wait) while this one's pages are made durable.
+	if err := n.sched.Release(l.Host); err != nil {
+		n.fail(fmt.Errorf("spider: scheduler release of host %d: %w", l.Host, err))
+		return
+	}
 	// The links go to the writer first and the pages are stored once the
 	// links are durable: a page that survives a crash has its links in the
 	// tree and the scheduler, so after a restart it needs no fetch again.
