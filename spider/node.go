@@ -119,6 +119,8 @@ type Node struct {
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
+	extractors sync.Pool // *links.Extractor, reused between pages
+
 	awaitMu  sync.Mutex
 	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
 
