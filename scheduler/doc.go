@@ -45,7 +45,10 @@
 // hand out ready lists only while the clock's Phase says MayStart; a list
 // carries Until, the start of the slot's closing guard, after which the
 // node starts no fetch and reports the rest NotTried. Every id handed out
-// must be reported: a host stays FETCHING until its whole list is. When
+// must be reported: a host stays FETCHING until its whole list is, or
+// until the node calls Release (its connection is done; the ids not
+// reported yet stay in progress and are reported later, while the host's
+// politeness wait runs and its next list goes out). When
 // the active phase changes, queued ids are dropped and the scan starts
 // again; lists out stay out until reported.
 //

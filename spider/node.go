@@ -122,8 +122,11 @@ type Node struct {
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
+	extractors sync.Pool // *links.Extractor, reused between pages
+
 	awaitMu  sync.Mutex
 	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
+	held     map[uint32]*collector.Result // their results, whose buffers the store reads; released when durable
 
 	errMu sync.Mutex
 	err   error // first fatal error

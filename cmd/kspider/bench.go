@@ -25,6 +25,7 @@ func benchmarks() []benchmark {
 		{"collector", "collector pages per CPU-second against net/http, pipelined and not", benchCollector},
 		{"communicator", "UDP URL exchange between two endpoints on loopback", benchCommunicator},
 		{"scheduler", "scheduler add cost, lists handed out per second, bytes per URL, reopen", benchScheduler},
+		{"crawl", "node crawls of a test web and the nginx docs, beside colly's, in child processes", benchCrawl},
 	}
 }
 
