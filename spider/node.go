@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/resolver"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/robots"
 	"github.com/kspider/kspider/spider/scope"
@@ -81,6 +82,12 @@ type NodeConfig struct {
 	// it has unsynced additions (default 100 ms).
 	SyncInterval time.Duration
 	Logf         func(string, ...any)
+
+	// Status hooks (node_status.go), all optional: the NTP clock's view of
+	// itself, the resolver's counters, the cluster's peers.
+	ClockStatus func() scheduler.Status
+	DNSStats    func() resolver.Stats
+	Peers       func() []PeerStatus
 }
 
 // Node is one crawling node on a data directory.
@@ -127,6 +134,7 @@ type Node struct {
 	stop  context.CancelFunc
 
 	st nodeStats
+	ss statusState // node_status.go
 }
 
 type nodeStats struct {
@@ -293,11 +301,9 @@ func (n *Node) Close() error {
 	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
 }
 
-// Counters is a snapshot for the progress line.
-func (n *Node) Counters() Counters {
-	return Counters{Pages: n.st.pages.Load(), Bytes: n.st.bytes.Load(), URLs: uint64(n.tree.Len()),
-		Queue: uint64(max(n.unfinished.Load(), 0)), Errors: n.st.errors.Load(), Phase: 0, Phases: 1}
-}
+// Counters is a snapshot for the progress line: the part of Status it
+// shows (one source of truth).
+func (n *Node) Counters() Counters { return n.status(false).Counters() }
 
 // fail records the first fatal error and stops the crawl.
 func (n *Node) fail(err error) {
@@ -342,6 +348,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	n.errMu.Lock()
 	n.stop = stop
 	n.errMu.Unlock()
+	n.ss.started.Store(start.UnixNano())
+	defer n.ss.stopped.Store(true)
+	go n.sampleLoop(runCtx)
 
 	msgs := make(chan found, 256)
 	writerDone := make(chan struct{})

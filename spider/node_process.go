@@ -85,6 +85,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	if len(reqs) > 0 && ctx.Err() == nil {
 		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs})
 		defer n.coll.Release(b)
+		n.ss.countList(l.Host, b, time.Now())
 	}
 	type item struct {
 		id    uint32
@@ -146,6 +147,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 // processResult classifies one result: what to report, whether to store
 // it, and its links.
 func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome, bool, *pageLinks) {
+	n.ss.countResult(r)
 	if r.Status == 0 || r.Kind == collector.Canceled {
 		switch r.Kind {
 		case collector.NotTried, collector.Canceled:

@@ -98,6 +98,7 @@ max_pages_per_host are not enforced yet.`)
 			IdleRead: cfg.Limits.IdleTimeout.Duration, MaxBody: cfg.Limits.MaxBody},
 		Scheduler: scheduler.Config{Phases: 1, MinDelay: cfg.Politeness.Delay.Duration,
 			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
+		DNSStats: res.Stats,
 	})
 	if err != nil {
 		return err
