@@ -1,5 +1,10 @@
 package scheduler
 
+import (
+	"fmt"
+	"time"
+)
+
 // Stats is the scheduler's figures for a node's status page: URLs per
 // state, the window and the buckets' occupancy. Taking it holds the
 // scheduler's lock for one pass over the hosts with runtime state (those
@@ -123,4 +128,23 @@ func (s *Scheduler) countStates() {
 			s.states[r.state()]++
 		}
 	}
+}
+
+// SetMinDelay changes the politeness wait after each list (Config.MinDelay)
+// for the lists that end from now on.
+func (s *Scheduler) SetMinDelay(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("scheduler: negative politeness delay %v", d)
+	}
+	s.mu.Lock()
+	s.cfg.MinDelay = d
+	s.mu.Unlock()
+	return nil
+}
+
+// MinDelay returns the politeness wait after each list.
+func (s *Scheduler) MinDelay() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.MinDelay
 }

@@ -133,8 +133,9 @@ type Node struct {
 	err   error // first fatal error
 	stop  context.CancelFunc
 
-	st nodeStats
-	ss statusState // node_status.go
+	st  nodeStats
+	ss  statusState // node_status.go
+	ctl control     // node_control.go
 }
 
 type nodeStats struct {
@@ -378,31 +379,31 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 			}
 		}
 	}()
-	fetchers := n.cfg.Collector.Fetchers
-	if fetchers <= 0 {
-		fetchers = collector.DefaultFetchers
-	}
-	sem := make(chan struct{}, fetchers)
+	n.startControl(runCtx, nextCtx, endNext) // pause, drain, fetchers: node_control.go
 	var lists sync.WaitGroup
 	for {
+		listCtx, ok := n.acquire(nextCtx)
+		if !ok {
+			break
+		}
 		l, err := n.sched.Next(nextCtx)
 		if err != nil {
+			n.release()
 			if nextCtx.Err() == nil {
 				n.fail(fmt.Errorf("spider: scheduler: %w", err))
 			}
 			break
 		}
 		n.inflight.Add(1)
-		sem <- struct{}{}
 		lists.Add(1)
 		go func() {
 			defer func() {
-				<-sem
+				n.release()
 				lists.Done()
 				n.inflight.Add(-1)
 				n.poke()
 			}()
-			n.processList(runCtx, l, msgs)
+			n.processList(listCtx, l, msgs)
 		}()
 	}
 	endNext()
@@ -417,6 +418,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	}
 	if ctx.Err() != nil && !n.done() {
 		return sum, ErrInterrupted
+	}
+	if n.draining() && !n.done() {
+		return sum, ErrDrained
 	}
 	sum.Finished = true
 	return sum, nil

@@ -314,14 +314,16 @@ func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rule
 	res := &b.Results[0]
 	var st scheduler.RobotsStatus
 	switch {
+	case ctx.Err() != nil || res.Kind == collector.Canceled:
+		// Cut (a stop, a pause): a robots.txt read part way must not
+		// become the host's rules.
+		return nil, true, false
 	case res.Status/100 == 2:
 		r, st = robots.Parse(res.Body).Rules(n.agent), scheduler.RobotsOK
 	case res.Status/100 == 3 || res.Status/100 == 4 && res.Status != 429:
 		// 4xx: no rules (RFC 9309 §2.3.1.3). Redirects are not followed yet
 		// and count as no robots.txt.
 		r, st = robots.AllowAll(), scheduler.RobotsNone
-	case ctx.Err() != nil:
-		return nil, true, false
 	default:
 		n.st.errors.Add(1)
 		n.cfg.Logf("robots.txt %s unreachable: status %d, %v: %v", url, res.Status, res.Kind, res.Err)

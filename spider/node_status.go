@@ -23,8 +23,9 @@ package spider
 //	                   filtered {reason: count} (scope.Reason names, too-deep)
 //	rates              pages_per_second, mb_per_second (last 10 s),
 //	                   avg_pages_per_second, avg_mb_per_second (since started)
-//	history            step_seconds (10), pages_per_second [], mb_per_second []:
-//	                   the last hour, oldest first, one value per step
+//	history            step_seconds, pages_per_second [], mb_per_second []:
+//	                   the last hour, oldest first, one value per step (1 s
+//	                   for the first 10 minutes of a run, then 10 s)
 //	phase              active (-1: none may start), phases, slot, next_swap,
 //	                   seconds_to_swap, in_guard, may_start, clock_safe,
 //	                   clock_synced, clock_offset_seconds, clock_reason, clock_source
@@ -233,6 +234,7 @@ const (
 	statusTopK      = 10
 	historySeconds  = 3600
 	historyStep     = 10
+	historyFine     = 600 // seconds of history shown one point a second
 	slowStale       = 10 * time.Minute
 	numCollectKinds = int(collector.NotTried) + 1
 )
@@ -377,7 +379,13 @@ func (s *statusState) at(k int) sample {
 func (s *statusState) history(st *Status) {
 	s.histMu.Lock()
 	defer s.histMu.Unlock()
-	st.History.StepSeconds = historyStep
+	// One point a second while the history is short (a fresh crawl has a
+	// chart at once), one per historyStep seconds past historyFine.
+	step := 1
+	if s.hn-1 > historyFine {
+		step = historyStep
+	}
+	st.History.StepSeconds = step
 	st.History.PagesPerSecond = []float64{}
 	st.History.MBPerSecond = []float64{}
 	rate := func(a, b sample) (float64, float64) {
@@ -391,9 +399,9 @@ func (s *statusState) history(st *Status) {
 		last := s.at(s.hn - 1)
 		st.Rates.PagesPerSecond, st.Rates.MBPerSecond = rate(s.at(max(s.hn-1-historyStep, 0)), last)
 		// Steps end at the newest sample, so the last point is current.
-		first := (s.hn - 1) % historyStep
-		for k := first; k+historyStep < s.hn; k += historyStep {
-			p, m := rate(s.at(k), s.at(k+historyStep))
+		first := (s.hn - 1) % step
+		for k := first; k+step < s.hn; k += step {
+			p, m := rate(s.at(k), s.at(k+step))
 			st.History.PagesPerSecond = append(st.History.PagesPerSecond, p)
 			st.History.MBPerSecond = append(st.History.MBPerSecond, m)
 		}

@@ -181,15 +181,22 @@ func TestStatusHistory(t *testing.T) {
 	st.Storage = []DiskStatus{{}}
 	s.history(&st)
 	h := st.History
-	if h.StepSeconds != 10 || len(h.PagesPerSecond) != 3 || len(h.MBPerSecond) != 3 {
+	if h.StepSeconds != 1 || len(h.PagesPerSecond) != 35 || len(h.MBPerSecond) != 35 {
 		t.Fatalf("history %+v", h)
 	}
-	// Steps end at the newest sample (35): 5-15, 15-25, 25-35.
-	if h.PagesPerSecond[0] != 100 || h.PagesPerSecond[1] != 100 || h.PagesPerSecond[2] != 0 || h.MBPerSecond[1] != 1 {
+	if h.PagesPerSecond[0] != 100 || h.PagesPerSecond[24] != 100 || h.PagesPerSecond[25] != 0 || h.MBPerSecond[1] != 1 {
 		t.Errorf("history %+v", h)
 	}
 	if st.Rates.PagesPerSecond != 0 || st.Storage[0].WriteRate != 2000 {
 		t.Errorf("rates %+v, write rate %v", st.Rates, st.Storage[0].WriteRate)
+	}
+	// Past ten minutes, one point per 10 s: steps end at the newest sample.
+	for i := 36; i <= historyFine+5; i++ {
+		s.record(t0.Add(time.Duration(i)*time.Second), 2500+uint64(i-25)*10, 0, nil)
+	}
+	s.history(&st)
+	if h := st.History; h.StepSeconds != 10 || len(h.PagesPerSecond) != (historyFine+5)/10 || h.PagesPerSecond[len(h.PagesPerSecond)-1] != 10 {
+		t.Fatalf("history past ten minutes: step %d, %d points, last %v", h.StepSeconds, len(h.PagesPerSecond), h.PagesPerSecond)
 	}
 	// An hour and more: the ring keeps its size.
 	for i := 36; i < 2*historySeconds; i++ {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs when it is missing: real servers the tests
-# talk to on loopback (nginx, dnsmasq, chronyd), the Debian doc package whose
+# talk to on loopback (nginx, dnsmasq, chronyd), promtool and headless
+# Chromium for the status page, the Debian doc package whose
 # HTML the benchmarks and interoperability tests use, and the independent WARC
 # reader (npm package warcio, pinned in tools/warccheck/package.json).
 # As root on Debian it installs them (apt-get update once, then apt-get
@@ -14,6 +15,8 @@ pkgs=()
 have nginx   || pkgs+=(nginx-light)
 have dnsmasq || pkgs+=(dnsmasq-base)
 have chronyd || pkgs+=(chrony)
+have promtool || pkgs+=(prometheus)   # promtool check metrics (spider/status)
+have chromium || pkgs+=(chromium)     # the status dashboard in a real browser (cmd/kspider)
 [ -d /usr/share/doc/postgresql-doc-15/html ] || pkgs+=(postgresql-doc-15)
 if [ -f tools/warccheck/package.json ]; then
   have node || pkgs+=(nodejs)
