@@ -398,9 +398,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		lists.Add(1)
 		go func() {
 			defer func() {
+				n.inflight.Add(-1) // before release: busy never reads above the fetchers
 				n.release()
 				lists.Done()
-				n.inflight.Add(-1)
 				n.poke()
 			}()
 			n.processList(listCtx, l, msgs)

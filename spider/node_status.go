@@ -584,3 +584,7 @@ func (n *Node) slowest(now time.Time) []HostSlow {
 	}
 	return out
 }
+
+// GroupDigits writes n with thousands separators, as the progress line
+// does: 1234567 is "1,234,567".
+func GroupDigits(n uint64) string { return count(n) }

@@ -102,7 +102,7 @@ func TestDashboardInChromium(t *testing.T) {
 	between("t-fetched", before.Totals.Fetched, after.Totals.Fetched)
 	between("t-bytes", before.Totals.Bytes, after.Totals.Bytes)
 	between("t-urls", before.Totals.URLs, after.Totals.URLs)
-	if !strings.Contains(dom, fmt.Sprintf(">%s<", groupDigits(before.Totals.Pages))) && vals["t-pages"] == float64(before.Totals.Pages) {
+	if !strings.Contains(dom, fmt.Sprintf(">%s<", spider.GroupDigits(before.Totals.Pages))) && vals["t-pages"] == float64(before.Totals.Pages) {
 		t.Errorf("the page count is not shown as text")
 	}
 
@@ -117,12 +117,4 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	t.Logf("screenshot %s: %d bytes; crawl: %d pages", shot, len(png), after.Totals.Pages)
 	_ = stderr
-}
-
-func groupDigits(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

@@ -111,7 +111,21 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 }
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"n": func(v any) string { return group(fmt.Sprint(v)) },
+	"n": func(v any) string {
+		switch x := v.(type) {
+		case uint64:
+			return spider.GroupDigits(x)
+		case int:
+			if x >= 0 {
+				return spider.GroupDigits(uint64(x))
+			}
+		case int64:
+			if x >= 0 {
+				return spider.GroupDigits(uint64(x))
+			}
+		}
+		return fmt.Sprint(v)
+	},
 	"f": func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) },
 	"bytes": func(v uint64) string {
 		switch {
@@ -133,23 +147,6 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	},
 	"mb": func(v float64) float64 { return v / 1e6 },
 }).Parse(pageHTML))
-
-// group writes thousands separators into a run of digits.
-func group(s string) string {
-	if len(s) <= 3 || strings.ContainsAny(s, ".e-") {
-		return s
-	}
-	var b strings.Builder
-	head := len(s) % 3
-	b.WriteString(s[:head])
-	for i := head; i < len(s); i += 3 {
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(s[i : i+3])
-	}
-	return b.String()
-}
 
 const pageHTML = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
