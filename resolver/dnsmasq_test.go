@@ -50,13 +50,16 @@ func TestDnsmasq(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing name: err = %v, want ErrNotFound", err)
 	}
-	queries := r.Stats().Queries
+	queries, hits := r.Stats().Queries, r.Stats().Hits
 	// Everything is cached now, positively and negatively.
 	for _, h := range []string{"one.kspider.test", "two.kspider.test", "missing.kspider.test"} {
 		r.Lookup(ctx, h)
 	}
 	if q := r.Stats().Queries; q != queries {
 		t.Errorf("cached lookups sent %d queries", q-queries)
+	}
+	if h := r.Stats().Hits; h != hits+3 {
+		t.Errorf("3 cached lookups counted %d cache hits", h-hits)
 	}
 	_, err = r.Lookup(ctx, "missing.kspider.test")
 	var le *LookupError

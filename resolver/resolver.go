@@ -196,6 +196,7 @@ func (r *Resolver) AppendCached(dst []netip.Addr, host string) (_ []netip.Addr, 
 func (r *Resolver) appendLookup(ctx context.Context, dst []netip.Addr, key []byte, host string) ([]netip.Addr, error) {
 	out, st, ok := r.cache.get(key, r.now(), dst)
 	if ok {
+		r.stats.Hits.Add(1)
 		if st == statusOK {
 			return out, nil
 		}

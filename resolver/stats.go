@@ -5,6 +5,7 @@ import "sync/atomic"
 // Stats counts what a Resolver did since it was created.
 type Stats struct {
 	Lookups      int64 // lookups that missed the cache and were resolved
+	Hits         int64 // lookups answered from the cache (positive or negative)
 	Queries      int64 // queries sent over UDP
 	Timeouts     int64 // queries a server did not answer in time
 	TCPFallbacks int64 // truncated UDP answers repeated over TCP
@@ -24,13 +25,14 @@ func (s Stats) Rejected() int64 {
 }
 
 type counters struct {
-	Lookups, Queries, Timeouts, TCPFallbacks, ServersDown                    atomic.Int64
+	Lookups, Hits, Queries, Timeouts, TCPFallbacks, ServersDown              atomic.Int64
 	RejectedUnsolicited, RejectedSource, RejectedMalformed, RejectedQuestion atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Lookups:             c.Lookups.Load(),
+		Hits:                c.Hits.Load(),
 		Queries:             c.Queries.Load(),
 		Timeouts:            c.Timeouts.Load(),
 		TCPFallbacks:        c.TCPFallbacks.Load(),

@@ -171,6 +171,8 @@ func (s *Scheduler) handOut(idx int32, p Phase, now int64) (List, bool) {
 			continue // finished or taken some other way since it was queued
 		}
 		s.recs[id] = rec.with(id, InProgress, rec.retries())
+		s.states[rec.state()]--
+		s.states[InProgress]++
 		ids = append(ids, id)
 	}
 	if r.head == len(r.pending) {
@@ -298,6 +300,8 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 		hostChanged = true
 	}
 	s.recs[id] = rec.with(id, st, retries)
+	s.states[rec.state()]--
+	s.states[st]++
 	if st.Unfinished() {
 		rt.requeue(s, id, h)
 		s.wake()

@@ -40,6 +40,7 @@ type Scheduler struct {
 	opened  OpenStats
 	notify  chan struct{}
 	counter Counters
+	states  [numStates]uint64 // URLs per state, for Stats (stats.go)
 }
 
 // OpenStats says what Open found.
@@ -168,6 +169,7 @@ func (s *Scheduler) load() error {
 			return err
 		}
 	}
+	s.countStates()
 	s.opened.Clean = c.flags&flagClean != 0
 	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped
 	s.phase = make([]uint16, len(s.hosts))
@@ -358,6 +360,7 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 		s.recs[gap] = gapRecord(uint32(gap)) // never a zero record below the highest id
 	}
 	s.recs[id] = makeRecord(id, st, 0, depth, h)
+	s.states[st]++
 	s.count = max(s.count, uint64(id)+1)
 	if st == InList {
 		s.rt.added(s, id, h)

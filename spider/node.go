@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/resolver"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/robots"
 	"github.com/kspider/kspider/spider/scope"
@@ -82,6 +83,12 @@ type NodeConfig struct {
 	// it has unsynced additions (default 100 ms).
 	SyncInterval time.Duration
 	Logf         func(string, ...any)
+
+	// Status hooks (node_status.go), all optional: the NTP clock's view of
+	// itself, the resolver's counters, the cluster's peers.
+	ClockStatus func() scheduler.Status
+	DNSStats    func() resolver.Stats
+	Peers       func() []PeerStatus
 }
 
 // Node is one crawling node on a data directory.
@@ -132,7 +139,9 @@ type Node struct {
 	err   error // first fatal error
 	stop  context.CancelFunc
 
-	st nodeStats
+	st  nodeStats
+	ss  statusState // node_status.go
+	ctl control     // node_control.go
 }
 
 type nodeStats struct {
@@ -308,11 +317,9 @@ func (n *Node) Close() error {
 	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
 }
 
-// Counters is a snapshot for the progress line.
-func (n *Node) Counters() Counters {
-	return Counters{Pages: n.st.pages.Load(), Bytes: n.st.bytes.Load(), URLs: uint64(n.tree.Len()),
-		Queue: uint64(max(n.unfinished.Load(), 0)), Errors: n.st.errors.Load(), Phase: 0, Phases: 1}
-}
+// Counters is a snapshot for the progress line: the part of Status it
+// shows (one source of truth).
+func (n *Node) Counters() Counters { return n.status(false).Counters() }
 
 // fail records the first fatal error and stops the crawl.
 func (n *Node) fail(err error) {
@@ -357,6 +364,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	n.errMu.Lock()
 	n.stop = stop
 	n.errMu.Unlock()
+	n.ss.started.Store(start.UnixNano())
+	defer n.ss.stopped.Store(true)
+	go n.sampleLoop(runCtx)
 
 	msgs := make(chan found, 256)
 	writerDone := make(chan struct{})
@@ -384,31 +394,31 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 			}
 		}
 	}()
-	fetchers := n.cfg.Collector.Fetchers
-	if fetchers <= 0 {
-		fetchers = collector.DefaultFetchers
-	}
-	sem := make(chan struct{}, fetchers)
+	n.startControl(runCtx, nextCtx, endNext) // pause, drain, fetchers: node_control.go
 	var lists sync.WaitGroup
 	for {
+		listCtx, ok := n.acquire(nextCtx)
+		if !ok {
+			break
+		}
 		l, err := n.sched.Next(nextCtx)
 		if err != nil {
+			n.release()
 			if nextCtx.Err() == nil {
 				n.fail(fmt.Errorf("spider: scheduler: %w", err))
 			}
 			break
 		}
 		n.inflight.Add(1)
-		sem <- struct{}{}
 		lists.Add(1)
 		go func() {
 			defer func() {
-				<-sem
+				n.inflight.Add(-1) // before release: busy never reads above the fetchers
+				n.release()
 				lists.Done()
-				n.inflight.Add(-1)
 				n.poke()
 			}()
-			n.processList(runCtx, l, msgs)
+			n.processList(listCtx, l, msgs)
 		}()
 	}
 	endNext()
@@ -423,6 +433,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	}
 	if ctx.Err() != nil && !n.done() {
 		return sum, ErrInterrupted
+	}
+	if n.draining() && !n.done() {
+		return sum, ErrDrained
 	}
 	sum.Finished = true
 	sum.LimitReached = n.pagesExhausted() && n.unfinished.Load() > 0

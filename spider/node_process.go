@@ -96,6 +96,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	if b != nil {
 		kept = make([]bool, len(b.Results))
 		defer n.releaseUnkept(b, kept)
+		n.ss.countList(l.Host, b, time.Now())
 	}
 	type item struct {
 		id    uint32
@@ -166,6 +167,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 // processResult classifies one result: what to report, whether to store
 // it, and its links.
 func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome, bool, *pageLinks) {
+	n.ss.countResult(r)
 	if r.Status == 0 || r.Kind == collector.Canceled {
 		switch {
 		case r.Kind == collector.NotTried, r.Kind == collector.Canceled,
@@ -350,14 +352,16 @@ func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rule
 	defer release()
 	var st scheduler.RobotsStatus
 	switch {
+	case ctx.Err() != nil || res.Kind == collector.Canceled:
+		// Cut (a stop, a pause): a robots.txt read part way must not
+		// become the host's rules.
+		return nil, true, false
 	case res.Status/100 == 2:
 		r, st = robots.Parse(res.Body).Rules(n.agent), scheduler.RobotsOK
 	case res.Status/100 == 3 || res.Status/100 == 4 && res.Status != 429:
 		// 4xx: no rules (RFC 9309 §2.3.1.3); so are more redirects than
 		// fetchRobots follows (§2.3.1.2).
 		r, st = robots.AllowAll(), scheduler.RobotsNone
-	case ctx.Err() != nil:
-		return nil, true, false
 	default:
 		n.st.errors.Add(1)
 		n.cfg.Logf("robots.txt %s unreachable: status %d, %v: %v", url, res.Status, res.Kind, res.Err)

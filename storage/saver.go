@@ -37,6 +37,8 @@ type saver struct {
 	sinceCheckpoint int64 // bytes synced since the index checkpoint
 	timer           *time.Timer
 	timerC          <-chan time.Time // timer.C while records wait for a sync
+
+	stats saverStats // read by Store.Disks (stats.go) from other goroutines
 }
 
 // syncBatch is one fdatasync in flight and the records it makes durable.
@@ -212,6 +214,8 @@ func (sv *saver) applySync(b *syncBatch) error {
 		return fmt.Errorf("syncing %s: %w", sv.seg.Name(), b.err)
 	}
 	sv.sinceCheckpoint += b.end - sv.synced
+	sv.stats.bytes.Add(uint64(b.end - sv.synced))
+	sv.stats.records.Add(uint64(len(b.recs)))
 	sv.synced = b.end
 	sv.ids = sv.ids[:0]
 	for _, r := range b.recs {
@@ -324,6 +328,7 @@ func (sv *saver) fail(err error) {
 		sv.applySync(<-sv.syncDone)
 	}
 	err = fmt.Errorf("storage: saver for %s stopped: %w", sv.dir, err)
+	sv.stats.failed.Store(true)
 	s.setErr(err)
 	s.cfg.Logf("%v", err)
 	if sv.seg != nil {

@@ -40,6 +40,7 @@ func commands() []command {
 	return []command{
 		{"demo", "crawl a local test web on loopback to the end and print a summary", runDemo},
 		{"run", "crawl as one node from a config file (kspider init writes one); resumable", runRun},
+		{"ctl", "steer a running node: pause, resume, drain, set delay|fetchers", runCtl},
 		{"init", "print an annotated sample config for 'kspider run', or check one (--check)", runInit},
 		{"links", "print the links of an HTML page, resolved and normalised", runLinks},
 		{"normalize", "print the canonical (or WHATWG) form of URLs", runNormalize},

@@ -18,7 +18,7 @@ import (
 
 // runRun crawls as one node from a config file.
 func runRun(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--quiet]",
+	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--status ADDR] [--quiet]",
 		`Crawls as one node, as the config file says (write one with 'kspider init'),
 until nothing within the limits is left to fetch (exit 0). Ctrl-C or SIGTERM
 stops handing out work, stores every page fetched, syncs the data directory
@@ -26,6 +26,11 @@ and exits 1 saying the crawl was interrupted; running the same command again
 continues where it stopped. Two runs on one data directory are refused.
 
 A progress line goes to stderr every second (--quiet: none), then a summary.
+The status page (config key status, default 127.0.0.1:7411; --status) serves
+a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
+('kspider ctl'; the token is in DATA_DIR/STATUS_TOKEN and printed at start).
+After 'kspider ctl drain' the lists out finish and the run exits 0; running
+the same command again continues.
 limits.max_pages counts the pages of every run on the data directory; at it
 the crawl ends (exit 0) and a larger limit continues it. This step runs a
 one-node cluster with one phase.`)
@@ -34,6 +39,7 @@ one-node cluster with one phase.`)
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
+	statusAddr := fs.String("status", "", "status page `ADDR`ess (host:port; \"off\": none), replacing the config's status")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -50,6 +56,9 @@ one-node cluster with one phase.`)
 	}
 	if *seeds != "" {
 		cfg.Seeds, cfg.SeedsFile = strings.Split(*seeds, ","), ""
+	}
+	if *statusAddr != "" {
+		cfg.Status = *statusAddr
 	}
 	if *dir != "" {
 		cfg.DataDir = *dir
@@ -97,10 +106,16 @@ one-node cluster with one phase.`)
 			IdleRead: cfg.Limits.IdleTimeout.Duration, MaxBody: cfg.Limits.MaxBody},
 		Scheduler: scheduler.Config{Phases: 1, MinDelay: cfg.Politeness.Delay.Duration,
 			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
+		DNSStats: res.Stats,
 	})
 	if err != nil {
 		return err
 	}
+	status, err := startStatus(ctx, e.stderr, node, cfg.Status, cfg.DataDir)
+	if err != nil { // the crawl goes on without its page
+		fmt.Fprintf(e.stderr, "warning: %v\n", err)
+	}
+	defer status.Close()
 	prog := &spider.Progress{W: e.stderr, Snapshot: node.Counters, Terminal: stats.IsTerminal(e.stderr)}
 	progCtx, stopProg := context.WithCancel(ctx)
 	progDone := make(chan struct{})
@@ -119,6 +134,11 @@ one-node cluster with one phase.`)
 	counters := node.Counters()
 	closeErr := node.Close()
 	interrupted := errors.Is(runErr, spider.ErrInterrupted)
+	if errors.Is(runErr, spider.ErrDrained) && closeErr == nil { // drained on request: exit 0
+		fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), true))
+		fmt.Fprintln(e.stderr, "drained: every list out finished, every page fetched is stored and synced; run the same command again to continue")
+		return nil
+	}
 	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), interrupted || runErr != nil))
 	if sum != nil {
 		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/spider/status"
+)
+
+// runCtl sends a control request to a running node's status server.
+func runCtl(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "ctl", "ctl pause|resume|drain|set KEY=VALUE... [--status ADDR] [--dir DIR]", `
+Steers a running 'kspider run' through its status server:
+  pause          cut the lists out (their URLs go back to the queue) and start none
+  resume         start lists again
+  drain          start no list, let the lists out finish; the run then syncs and
+                 exits 0, and running it again continues
+  set KEY=VALUE  change a setting at run time: delay (politeness delay after each
+                 list, like 250ms) or fetchers (lists at once, up to the configured)
+The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
+	addr := fs.String("status", spider.DefaultStatus, "the node's status server `ADDR`ess (host:port)")
+	dir := fs.String("dir", ".", "the node's data `DIR`ectory, which holds STATUS_TOKEN")
+	// Flags may come after the action: kspider ctl pause --status ADDR.
+	var words []string
+	rest := args
+	for {
+		if err := parseFlags(e, fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		words = append(words, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(words) == 0 {
+		return usagef("an action is required: pause, resume, drain or set KEY=VALUE")
+	}
+	action, form := words[0], url.Values{}
+	switch action {
+	case "pause", "resume", "drain":
+		if len(words) > 1 {
+			return usagef("%s takes no argument, got %q", action, words[1])
+		}
+	case "set":
+		if len(words) < 2 {
+			return usagef("set needs KEY=VALUE (delay=250ms, fetchers=100)")
+		}
+		for _, kv := range words[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return usagef("set: %q is not KEY=VALUE", kv)
+			}
+			form.Add(k, v)
+		}
+	default:
+		return usagef("unknown action %q: pause, resume, drain or set KEY=VALUE", action)
+	}
+	tok, err := status.ReadToken(*dir)
+	if err != nil {
+		return fmt.Errorf("control token: %w (give the node's data directory with --dir)", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+*addr+"/control/"+action, strings.NewReader(form.Encode()))
+	if err != nil {
+		return usagef("--status %q: %v", *addr, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("no node answers at %s: %w", *addr, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var ans struct {
+		OK    bool   `json:"ok"`
+		State string `json:"state"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil || resp.StatusCode != http.StatusOK {
+		msg := strings.TrimSpace(ans.Error)
+		if msg == "" {
+			msg = strings.TrimSpace(string(body))
+		}
+		return fmt.Errorf("%s: %s: %s", *addr, resp.Status, msg)
+	}
+	fmt.Fprintf(e.stdout, "%s: ok, node %s\n", action, ans.State)
+	return nil
+}

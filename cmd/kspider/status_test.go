@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// lockedBuffer is a stderr many goroutines write to and the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var statusLine = regexp.MustCompile(`status page: http://([^/]+)/`)
+
+// crawlSetup starts a plain test web and writes a config for it whose
+// status page listens on a free loopback port.
+func crawlSetup(t *testing.T, hosts, pages int, delay string) (conf, ca, dir string, srv *testweb.Server) {
+	t.Helper()
+	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: hosts, Seed: 9, MaxPages: pages, Seeds: 3, Plain: true}),
+		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	tmp := t.TempDir()
+	ca = filepath.Join(tmp, "ca.pem")
+	if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(tmp, "data")
+	conf = filepath.Join(tmp, "crawl.toml")
+	toml := fmt.Sprintf("seeds = [%q]\ndata_dir = %q\nfetchers = 8\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\n"+
+		"status = \"127.0.0.1:0\"\n[politeness]\ndelay = %q\n[limits]\nmax_depth = 3\n", srv.SeedURLs()[0], dir, srv.DNSAddr(), delay)
+	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf, ca, dir, srv
+}
+
+// startRun runs `kspider run` in the background; it returns the status
+// page's address once printed, and a channel with the exit code.
+func startRun(t *testing.T, ctx context.Context, args ...string) (addr string, stderr *lockedBuffer, exit chan int) {
+	t.Helper()
+	stderr, exit = &lockedBuffer{}, make(chan int, 1)
+	go func() { exit <- run(ctx, env{stdout: io.Discard, stderr: stderr}, append([]string{"run"}, args...)) }()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if m := statusLine.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stderr, exit
+		}
+		select {
+		case code := <-exit:
+			t.Fatalf("run ended (exit %d) before its status page started:\n%s", code, stderr)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no status page line within 30 s:\n%s", stderr)
+		}
+	}
+}
+
+func getStatus(t *testing.T, addr string) *spider.Status {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st spider.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
+}
+
+func waitStatus(t *testing.T, addr, what string, cond func(*spider.Status) bool) *spider.Status {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st := getStatus(t, addr)
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute; last status %+v", what, st.Totals)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a server, bounded by the deadline
+	}
+}
+
+// TestStatusAndCtl runs `kspider run` with its status page, steers it with
+// `kspider ctl` (pause, set, resume, drain: exit 0), and runs it again to
+// the end.
+func TestStatusAndCtl(t *testing.T) {
+	conf, ca, dir, _ := crawlSetup(t, 30, 40, "300ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := []string{"--config", conf, "--ca", ca, "--quiet"}
+	addr, stderr, exit := startRun(t, ctx, args...)
+	tok, err := os.ReadFile(filepath.Join(dir, "STATUS_TOKEN"))
+	if err != nil || !strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) {
+		t.Fatalf("token file %q (%v) not printed:\n%s", tok, err, stderr)
+	}
+	waitStatus(t, addr, "some pages", func(st *spider.Status) bool { return st.Totals.Pages >= 5 })
+
+	ctl := func(want int, a ...string) string {
+		t.Helper()
+		code, out, errOut := runCmd(t, "", append([]string{"ctl"}, a...)...)
+		if code != want {
+			t.Fatalf("ctl %v: exit %d, want %d:\n%s%s", a, code, want, out, errOut)
+		}
+		return out + errOut
+	}
+	if out := ctl(1, "pause", "--status", addr, "--dir", t.TempDir()); !strings.Contains(out, "STATUS_TOKEN") {
+		t.Errorf("ctl without a token file: %s", out)
+	}
+	ctl(2, "reboot", "--status", addr, "--dir", dir)
+	ctl(2, "set", "delay", "--status", addr, "--dir", dir)
+	if out := ctl(0, "pause", "--status", addr, "--dir", dir); !strings.Contains(out, "paused") {
+		t.Errorf("ctl pause: %s", out)
+	}
+	st := waitStatus(t, addr, "no list out", func(st *spider.Status) bool { return st.Fetchers.Busy == 0 })
+	if st.State != "paused" {
+		t.Errorf("state %q after ctl pause", st.State)
+	}
+	if out := ctl(1, "set", "fetchers=1000", "--status", addr, "--dir", dir); !strings.Contains(out, "fetchers") {
+		t.Errorf("ctl set fetchers=1000: %s", out)
+	}
+	ctl(0, "set", "delay=50ms", "fetchers=4", "--status", addr, "--dir", dir)
+	if f := getStatus(t, addr).Fetchers; f.Max != 4 || f.DelaySecs != 0.05 {
+		t.Errorf("after set: %+v", f)
+	}
+	ctl(0, "resume", "--status", addr, "--dir", dir)
+	pages := st.Totals.Pages
+	waitStatus(t, addr, "pages after resume", func(st *spider.Status) bool { return st.Totals.Pages > pages })
+	ctl(0, "drain", "--status", addr, "--dir", dir)
+	select {
+	case code := <-exit:
+		if code != 0 || !strings.Contains(stderr.String(), "drained") {
+			t.Fatalf("drained run: exit %d:\n%s", code, stderr)
+		}
+	case <-ctx.Done():
+		t.Fatal("the drained run did not end")
+	}
+	code, _, errOut := runCmd(t, "", append([]string{"run", "--status", "off"}, args...)...)
+	if code != 0 || strings.Contains(errOut, "status page") {
+		t.Fatalf("run after the drain: exit %d:\n%s", code, errOut)
+	}
+}

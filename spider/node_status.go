@@ -1,0 +1,590 @@
+package spider
+
+// The node's status: one snapshot (Status) that the progress line, the
+// status page, its JSON and the Prometheus metrics all read, so that they
+// never disagree.
+//
+// # JSON (version 1)
+//
+// Status marshals to one object whose field names are part of the format
+// (StatusVersion): a new field may be added within a version; a renamed,
+// removed or re-meant one bumps the version. Counts are since the node
+// opened (this run), URL states are of the whole data directory. Rates are
+// pages (stored) and megabytes (10^6 bytes of bodies stored) per second.
+//
+//	version            1
+//	time, started      RFC 3339 instants: the snapshot, the start of Run
+//	uptime_seconds     since started
+//	state              "open" (before Run), "running", "paused", "draining", "stopped"
+//	totals             pages, fetched, bytes, urls_known, queue (unfinished URLs),
+//	                   in_list, in_progress, stalled, completed, redirected,
+//	                   failed (URLs given up), fetch_errors (failed attempts),
+//	                   robots_denied, links, admitted, rejected,
+//	                   filtered {reason: count} (scope.Reason names, too-deep)
+//	rates              pages_per_second, mb_per_second (last 10 s),
+//	                   avg_pages_per_second, avg_mb_per_second (since started)
+//	history            step_seconds, pages_per_second [], mb_per_second []:
+//	                   the last hour, oldest first, one value per step (1 s
+//	                   for the first 10 minutes of a run, then 10 s)
+//	phase              active (-1: none may start), phases, slot, next_swap,
+//	                   seconds_to_swap, in_guard, may_start, clock_safe,
+//	                   clock_synced, clock_offset_seconds, clock_reason, clock_source
+//	scheduler          window_size, window_lo, window_scan, window_end,
+//	                   rows, rows_used, hosts_in_view, ready, out, ip_blocked,
+//	                   buckets {FREE, QUEUING, FETCHING, TIMEWAIT: hosts}
+//	fetchers           busy (lists out), max, politeness_delay_seconds
+//	dns                hits, misses, hit_rate, queries, timeouts
+//	storage []         dir, bytes, records, free_bytes, size_bytes,
+//	                   write_bytes_per_second, failed
+//	http_statuses      {"200": count, ...} responses by status code
+//	errors             {kind: count} failed fetches by collector.Kind name
+//	fetch_seconds      buckets [{le, count}] (cumulative), count, sum
+//	top_queued_hosts   [{host, queued}] most ids queued in the window first
+//	slowest_hosts      [{host, seconds_per_page, pages, at}] slowest first
+//	peers []           node, addr, up, queue, spilled_bytes, last_heard
+//
+// # Cost
+//
+// Counting is a few atomic adds per response and one short mutex per list
+// (the slowest hosts, a fixed array of statusTopK entries). The history is a
+// fixed ring of one sample a second for an hour, written by one goroutine.
+// Taking a Status holds the scheduler's lock for one pass over the hosts
+// with work in the window (Scheduler.Stats) and never sorts: the top hosts
+// are kept in bounded arrays.
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/scope"
+)
+
+// StatusVersion is the version of Status's JSON field names.
+const StatusVersion = 1
+
+// Status is a snapshot of a node; see the package doc of node_status.go
+// for the JSON fields.
+type Status struct {
+	Version      int               `json:"version"`
+	Time         time.Time         `json:"time"`
+	Started      time.Time         `json:"started"`
+	Uptime       float64           `json:"uptime_seconds"`
+	State        string            `json:"state"`
+	Totals       StatusTotals      `json:"totals"`
+	Rates        StatusRates       `json:"rates"`
+	History      StatusHistory     `json:"history"`
+	Phase        PhaseStatus       `json:"phase"`
+	Scheduler    SchedulerStatus   `json:"scheduler"`
+	Fetchers     FetcherStatus     `json:"fetchers"`
+	DNS          DNSStatus         `json:"dns"`
+	Storage      []DiskStatus      `json:"storage"`
+	HTTPStatuses map[string]uint64 `json:"http_statuses"`
+	Errors       map[string]uint64 `json:"errors"`
+	FetchSeconds Histogram         `json:"fetch_seconds"`
+	TopQueued    []HostQueued      `json:"top_queued_hosts"`
+	Slowest      []HostSlow        `json:"slowest_hosts"`
+	Peers        []PeerStatus      `json:"peers"`
+}
+
+// StatusTotals are the node's counts.
+type StatusTotals struct {
+	Pages        uint64            `json:"pages"`   // pages handed to the store
+	Fetched      uint64            `json:"fetched"` // responses received
+	Bytes        uint64            `json:"bytes"`   // body bytes stored
+	URLs         uint64            `json:"urls_known"`
+	Queue        uint64            `json:"queue"` // URLs not finished
+	InList       uint64            `json:"in_list"`
+	InProgress   uint64            `json:"in_progress"`
+	Stalled      uint64            `json:"stalled"` // waiting to be retried
+	Completed    uint64            `json:"completed"`
+	Redirected   uint64            `json:"redirected"`
+	Failed       uint64            `json:"failed"`       // URLs given up
+	FetchErrors  uint64            `json:"fetch_errors"` // failed attempts
+	RobotsDenied uint64            `json:"robots_denied"`
+	Links        uint64            `json:"links"`
+	Admitted     uint64            `json:"admitted"`
+	Rejected     uint64            `json:"rejected"`
+	Filtered     map[string]uint64 `json:"filtered"`
+}
+
+// StatusRates are the current and average rates.
+type StatusRates struct {
+	PagesPerSecond    float64 `json:"pages_per_second"`
+	MBPerSecond       float64 `json:"mb_per_second"`
+	AvgPagesPerSecond float64 `json:"avg_pages_per_second"`
+	AvgMBPerSecond    float64 `json:"avg_mb_per_second"`
+}
+
+// StatusHistory is the rate over the last hour, oldest first.
+type StatusHistory struct {
+	StepSeconds    int       `json:"step_seconds"`
+	PagesPerSecond []float64 `json:"pages_per_second"`
+	MBPerSecond    []float64 `json:"mb_per_second"`
+}
+
+// PhaseStatus is where the node stands in the cluster's phases.
+type PhaseStatus struct {
+	Active        int       `json:"active"`
+	Phases        int       `json:"phases"`
+	Slot          int64     `json:"slot"`
+	NextSwap      time.Time `json:"next_swap"`
+	SecondsToSwap float64   `json:"seconds_to_swap"`
+	InGuard       bool      `json:"in_guard"`
+	MayStart      bool      `json:"may_start"`
+	ClockSafe     bool      `json:"clock_safe"`
+	ClockSynced   bool      `json:"clock_synced"`
+	ClockOffset   float64   `json:"clock_offset_seconds"`
+	ClockReason   string    `json:"clock_reason"`
+	ClockSource   string    `json:"clock_source"` // "system" or "ntp"
+}
+
+// SchedulerStatus is the window and the buckets.
+type SchedulerStatus struct {
+	WindowSize  int            `json:"window_size"`
+	WindowLo    uint64         `json:"window_lo"`
+	WindowScan  uint64         `json:"window_scan"`
+	WindowEnd   uint64         `json:"window_end"`
+	Rows        int            `json:"rows"`
+	RowsUsed    int            `json:"rows_used"`
+	HostsInView int            `json:"hosts_in_view"`
+	Ready       int            `json:"ready"`
+	Out         int            `json:"out"`
+	IPBlocked   int            `json:"ip_blocked"`
+	Buckets     map[string]int `json:"buckets"`
+}
+
+// FetcherStatus is how busy the fetchers are.
+type FetcherStatus struct {
+	Busy       int     `json:"busy"`
+	Max        int     `json:"max"`
+	DelaySecs  float64 `json:"politeness_delay_seconds"`
+	PausedSecs float64 `json:"paused_seconds"`
+}
+
+// DNSStatus is the resolver's cache.
+type DNSStatus struct {
+	Hits     int64   `json:"hits"`
+	Misses   int64   `json:"misses"`
+	HitRate  float64 `json:"hit_rate"`
+	Queries  int64   `json:"queries"`
+	Timeouts int64   `json:"timeouts"`
+}
+
+// DiskStatus is one page store directory.
+type DiskStatus struct {
+	Dir       string  `json:"dir"`
+	Bytes     uint64  `json:"bytes"`
+	Records   uint64  `json:"records"`
+	Free      uint64  `json:"free_bytes"`
+	Size      uint64  `json:"size_bytes"`
+	WriteRate float64 `json:"write_bytes_per_second"`
+	Failed    bool    `json:"failed"`
+}
+
+// Histogram is a cumulative histogram in Prometheus's shape.
+type Histogram struct {
+	Buckets []Bucket `json:"buckets"`
+	Count   uint64   `json:"count"`
+	Sum     float64  `json:"sum"`
+}
+
+// Bucket counts the observations ≤ LE.
+type Bucket struct {
+	LE    float64 `json:"le"`
+	Count uint64  `json:"count"`
+}
+
+// HostQueued is a host with ids queued in the window.
+type HostQueued struct {
+	Host   string `json:"host"`
+	Queued int    `json:"queued"`
+}
+
+// HostSlow is a host and its time per page in its last list.
+type HostSlow struct {
+	Host    string    `json:"host"`
+	Seconds float64   `json:"seconds_per_page"`
+	Pages   int       `json:"pages"`
+	At      time.Time `json:"at"`
+}
+
+// PeerStatus is another node of the cluster as this one sees it; a
+// NodeConfig.Peers hook fills it in.
+type PeerStatus struct {
+	Node         int       `json:"node"`
+	Addr         string    `json:"addr"`
+	Up           bool      `json:"up"`
+	Queue        uint64    `json:"queue"`
+	SpilledBytes uint64    `json:"spilled_bytes"`
+	LastHeard    time.Time `json:"last_heard"`
+}
+
+// Counters returns the part of s the progress line shows.
+func (s *Status) Counters() Counters {
+	return Counters{Pages: s.Totals.Pages, Bytes: s.Totals.Bytes, URLs: s.Totals.URLs, Queue: s.Totals.Queue,
+		Errors: s.Totals.FetchErrors, Phase: s.Phase.Active, Phases: s.Phase.Phases}
+}
+
+const (
+	statusTopK      = 10
+	historySeconds  = 3600
+	historyStep     = 10
+	historyFine     = 600 // seconds of history shown one point a second
+	slowStale       = 10 * time.Minute
+	numCollectKinds = int(collector.NotTried) + 1
+)
+
+// fetchBuckets are the fetch time histogram's upper bounds, in seconds
+// (Prometheus's default buckets).
+var fetchBuckets = [...]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// statusState is the node's status bookkeeping; its zero value is ready.
+type statusState struct {
+	started atomic.Int64 // Run's start, Unix ns; 0 before Run
+	stopped atomic.Bool
+
+	statuses [600]atomic.Uint64 // responses by status code (0..599)
+	kinds    [numCollectKinds]atomic.Uint64
+	buckets  [len(fetchBuckets) + 1]atomic.Uint64 // the last is +Inf
+	fetchNs  atomic.Uint64
+
+	slowMu sync.Mutex
+	slow   [statusTopK]slowHost
+	nslow  int
+
+	histMu sync.Mutex
+	hist   [historySeconds + 1]sample // ring, one a second
+	hn     int                        // samples in the ring
+	hi     int                        // next write position
+	disk   []uint64                   // store bytes per dir at diskAt
+	diskAt time.Time
+	rate   []float64 // write bytes/s per dir over the last interval
+}
+
+type sample struct {
+	t            int64 // Unix seconds
+	pages, bytes uint64
+}
+
+type slowHost struct {
+	host  uint32
+	ns    int64 // per page
+	pages int
+	at    time.Time
+}
+
+// countResult counts one response or failure of the collector.
+func (s *statusState) countResult(r *collector.Result) {
+	if r.Status > 0 && r.Status < len(s.statuses) {
+		s.statuses[r.Status].Add(1)
+	}
+	if r.Kind != collector.OK && int(r.Kind) < len(s.kinds) {
+		s.kinds[r.Kind].Add(1)
+	}
+	if r.Status > 0 {
+		d := r.Timings.Total
+		i := 0
+		for i < len(fetchBuckets) && d.Seconds() > fetchBuckets[i] {
+			i++
+		}
+		s.buckets[i].Add(1)
+		s.fetchNs.Add(uint64(max(d, 0)))
+	}
+}
+
+// countList notes host h's time per page in a list just fetched, keeping
+// the statusTopK slowest hosts (a host's latest list replaces its entry;
+// entries older than slowStale give way first).
+func (s *statusState) countList(h uint32, b *collector.Batch, now time.Time) {
+	if b == nil {
+		return
+	}
+	var total time.Duration
+	pages := 0
+	for i := range b.Results {
+		if r := &b.Results[i]; r.Status > 0 {
+			total += r.Timings.Total
+			pages++
+		}
+	}
+	if pages == 0 {
+		return
+	}
+	e := slowHost{host: h, ns: int64(total) / int64(pages), pages: pages, at: now}
+	s.slowMu.Lock()
+	defer s.slowMu.Unlock()
+	low := -1
+	for i := 0; i < s.nslow; i++ {
+		if s.slow[i].host == h {
+			s.slow[i] = e
+			return
+		}
+		if low < 0 || s.worse(i, low, now) {
+			low = i
+		}
+	}
+	if s.nslow < len(s.slow) {
+		s.slow[s.nslow] = e
+		s.nslow++
+		return
+	}
+	if now.Sub(s.slow[low].at) > slowStale || e.ns > s.slow[low].ns {
+		s.slow[low] = e
+	}
+}
+
+// worse: entry i should give way before entry j (stale first, then faster).
+func (s *statusState) worse(i, j int, now time.Time) bool {
+	si, sj := now.Sub(s.slow[i].at) > slowStale, now.Sub(s.slow[j].at) > slowStale
+	if si != sj {
+		return si
+	}
+	return s.slow[i].ns < s.slow[j].ns
+}
+
+// record adds a history sample; the sampler calls it once a second.
+func (s *statusState) record(now time.Time, pages, bytes uint64, disks []DiskStatus) {
+	s.histMu.Lock()
+	defer s.histMu.Unlock()
+	s.hist[s.hi] = sample{t: now.Unix(), pages: pages, bytes: bytes}
+	s.hi = (s.hi + 1) % len(s.hist)
+	s.hn = min(s.hn+1, len(s.hist))
+	if len(s.disk) != len(disks) || now.Sub(s.diskAt) >= historyStep*time.Second {
+		if len(s.disk) == len(disks) {
+			dt := now.Sub(s.diskAt).Seconds()
+			for i, d := range disks {
+				s.rate[i] = float64(sub(d.Bytes, s.disk[i])) / dt
+			}
+		} else {
+			s.disk, s.rate = make([]uint64, len(disks)), make([]float64, len(disks))
+		}
+		for i, d := range disks {
+			s.disk[i] = d.Bytes
+		}
+		s.diskAt = now
+	}
+}
+
+// at returns the k-th sample, 0 the oldest kept.
+func (s *statusState) at(k int) sample {
+	return s.hist[(s.hi-s.hn+k+len(s.hist))%len(s.hist)]
+}
+
+// history fills the rates and the history from the ring.
+func (s *statusState) history(st *Status) {
+	s.histMu.Lock()
+	defer s.histMu.Unlock()
+	// One point a second while the history is short (a fresh crawl has a
+	// chart at once), one per historyStep seconds past historyFine.
+	step := 1
+	if s.hn-1 > historyFine {
+		step = historyStep
+	}
+	st.History.StepSeconds = step
+	st.History.PagesPerSecond = []float64{}
+	st.History.MBPerSecond = []float64{}
+	rate := func(a, b sample) (float64, float64) {
+		dt := float64(b.t - a.t)
+		if dt <= 0 {
+			return 0, 0
+		}
+		return float64(sub(b.pages, a.pages)) / dt, float64(sub(b.bytes, a.bytes)) / 1e6 / dt
+	}
+	if s.hn >= 2 {
+		last := s.at(s.hn - 1)
+		st.Rates.PagesPerSecond, st.Rates.MBPerSecond = rate(s.at(max(s.hn-1-historyStep, 0)), last)
+		// Steps end at the newest sample, so the last point is current.
+		first := (s.hn - 1) % step
+		for k := first; k+step < s.hn; k += step {
+			p, m := rate(s.at(k), s.at(k+step))
+			st.History.PagesPerSecond = append(st.History.PagesPerSecond, p)
+			st.History.MBPerSecond = append(st.History.MBPerSecond, m)
+		}
+	}
+	for i := range st.Storage {
+		if i < len(s.rate) {
+			st.Storage[i].WriteRate = s.rate[i]
+		}
+	}
+}
+
+// sampleLoop records a history sample every second until ctx ends.
+func (n *Node) sampleLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	n.sample(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			n.sample(now)
+		}
+	}
+}
+
+func (n *Node) sample(now time.Time) {
+	n.ss.record(now, n.st.pages.Load(), n.st.bytes.Load(), n.disks())
+}
+
+func (n *Node) disks() []DiskStatus {
+	ds := n.store.Disks()
+	out := make([]DiskStatus, len(ds))
+	for i, d := range ds {
+		out[i] = DiskStatus{Dir: d.Dir, Bytes: d.Bytes, Records: d.Records, Free: d.Free, Size: d.Size, Failed: d.Failed}
+	}
+	return out
+}
+
+// Status returns a snapshot of the node. It is safe to call at any time
+// between OpenNode and Close, from any goroutine.
+func (n *Node) Status() *Status { return n.status(true) }
+
+// status takes the snapshot; full adds what only the status page shows
+// (the hosts, the disks, the histogram), which the progress line spares.
+func (n *Node) status(full bool) *Status {
+	now := time.Now()
+	st := &Status{Version: StatusVersion, Time: now.UTC(), State: n.stateName()}
+	if ns := n.ss.started.Load(); ns != 0 {
+		st.Started = time.Unix(0, ns).UTC()
+		st.Uptime = now.Sub(st.Started).Seconds()
+	}
+	// The progress line (!full) reads atomics only: no scheduler lock.
+	var ss scheduler.Stats
+	if full {
+		ss = n.sched.Stats(statusTopK)
+	}
+	t := &st.Totals
+	t.Pages, t.Fetched, t.Bytes = n.st.pages.Load(), n.st.fetched.Load(), n.st.bytes.Load()
+	t.URLs, t.Queue = uint64(n.tree.Len()), uint64(max(n.unfinished.Load(), 0))
+	t.InList, t.InProgress, t.Stalled = ss.States[scheduler.InList], ss.States[scheduler.InProgress], ss.States[scheduler.Stalled]
+	t.Completed, t.Redirected, t.Failed = ss.States[scheduler.Completed], ss.States[scheduler.Redirected], ss.States[scheduler.Failed]
+	t.RobotsDenied = ss.States[scheduler.RobotsDenied]
+	t.FetchErrors, t.Links, t.Admitted, t.Rejected = n.st.errors.Load(), n.st.links.Load(), n.st.admitted.Load(), n.st.rejected.Load()
+	t.Filtered = map[string]uint64{scope.TooDeep.String(): n.st.tooDeep.Load()}
+	for r, c := range n.filter.Counts() {
+		if scope.Reason(r) != scope.OK && scope.Reason(r) != scope.TooDeep {
+			t.Filtered[scope.Reason(r).String()] = c
+		}
+	}
+	if st.Uptime > 0 {
+		st.Rates.AvgPagesPerSecond = float64(t.Pages) / st.Uptime
+		st.Rates.AvgMBPerSecond = float64(t.Bytes) / 1e6 / st.Uptime
+	}
+	n.phaseStatus(&st.Phase)
+	st.Scheduler = SchedulerStatus{WindowSize: ss.WindowSize, WindowLo: ss.WindowLo, WindowScan: ss.WindowScan,
+		WindowEnd: ss.WindowEnd, Rows: ss.Rows, RowsUsed: ss.RowsUsed, HostsInView: ss.HostsInView, Ready: ss.Ready,
+		Out: ss.Out, IPBlocked: ss.IPBlocked, Buckets: map[string]int{}}
+	for b, c := range ss.Buckets {
+		st.Scheduler.Buckets[scheduler.BucketState(b).String()] = c
+	}
+	st.Fetchers = n.fetcherStatus()
+	if f := n.cfg.DNSStats; f != nil {
+		d := f()
+		st.DNS = DNSStatus{Hits: d.Hits, Misses: d.Lookups, Queries: d.Queries, Timeouts: d.Timeouts}
+		if all := d.Hits + d.Lookups; all > 0 {
+			st.DNS.HitRate = float64(d.Hits) / float64(all)
+		}
+	}
+	st.HTTPStatuses, st.Errors = map[string]uint64{}, map[string]uint64{}
+	for code := range n.ss.statuses {
+		if c := n.ss.statuses[code].Load(); c > 0 {
+			st.HTTPStatuses[strconv.Itoa(code)] = c
+		}
+	}
+	for k := collector.DNS; int(k) < len(n.ss.kinds); k++ {
+		st.Errors[k.String()] = n.ss.kinds[k].Load()
+	}
+	st.TopQueued, st.Slowest, st.Peers, st.Storage = []HostQueued{}, []HostSlow{}, []PeerStatus{}, []DiskStatus{}
+	if full {
+		st.Storage = n.disks()
+		st.FetchSeconds = n.ss.histogram()
+		for _, h := range ss.TopQueued {
+			st.TopQueued = append(st.TopQueued, HostQueued{Host: h.Name, Queued: h.Queued})
+		}
+		st.Slowest = n.slowest(now)
+		if f := n.cfg.Peers; f != nil {
+			if p := f(); p != nil {
+				st.Peers = p
+			}
+		}
+	}
+	n.ss.history(st)
+	return st
+}
+
+func (n *Node) stateName() string {
+	switch {
+	case n.ss.stopped.Load():
+		return "stopped"
+	case n.ss.started.Load() == 0:
+		return "open"
+	}
+	return n.runState()
+}
+
+func (n *Node) phaseStatus(ps *PhaseStatus) {
+	p := n.cfg.Scheduler.Clock.Phase()
+	ps.Active, ps.Phases, ps.Slot = p.Active, max(n.cfg.Scheduler.Phases, 1), p.Slot
+	if !p.MayStart {
+		ps.Active = -1
+	}
+	ps.NextSwap, ps.SecondsToSwap = p.End.UTC(), p.Left.Seconds()
+	ps.InGuard, ps.MayStart, ps.ClockSafe = p.InGuard, p.MayStart, p.Safe
+	ps.ClockSource = "system"
+	if f := n.cfg.ClockStatus; f != nil {
+		c := f()
+		ps.ClockSource, ps.ClockSynced, ps.ClockOffset, ps.ClockReason = "ntp", c.Synced, c.Offset.Seconds(), c.Reason
+	}
+}
+
+func (s *statusState) histogram() Histogram {
+	h := Histogram{Buckets: make([]Bucket, len(fetchBuckets))}
+	var cum uint64
+	for i, le := range fetchBuckets {
+		cum += s.buckets[i].Load()
+		h.Buckets[i] = Bucket{LE: le, Count: cum}
+	}
+	h.Count = cum + s.buckets[len(fetchBuckets)].Load()
+	h.Sum = float64(s.fetchNs.Load()) / 1e9
+	return h
+}
+
+// slowest returns the slowest hosts, slowest first, leaving out stale
+// entries (a selection sort of statusTopK entries at most).
+func (n *Node) slowest(now time.Time) []HostSlow {
+	n.ss.slowMu.Lock()
+	es := make([]slowHost, 0, n.ss.nslow)
+	for _, e := range n.ss.slow[:n.ss.nslow] {
+		if now.Sub(e.at) <= slowStale {
+			es = append(es, e)
+		}
+	}
+	n.ss.slowMu.Unlock()
+	out := make([]HostSlow, 0, len(es))
+	for len(es) > 0 {
+		m := 0
+		for i := range es {
+			if es[i].ns > es[m].ns {
+				m = i
+			}
+		}
+		e := es[m]
+		es = append(es[:m], es[m+1:]...)
+		name := strconv.FormatUint(uint64(e.host), 10)
+		if hi, err := n.sched.HostInfo(e.host); err == nil {
+			name = hi.Name
+		}
+		out = append(out, HostSlow{Host: name, Seconds: float64(e.ns) / 1e9, Pages: e.pages, At: e.at.UTC()})
+	}
+	return out
+}
+
+// GroupDigits writes n with thousands separators, as the progress line
+// does: 1234567 is "1,234,567".
+func GroupDigits(n uint64) string { return count(n) }

@@ -1,0 +1,161 @@
+// Package status serves a node's status over HTTP: a self-contained HTML
+// dashboard at /, the JSON snapshot (spider.Status, versioned field names)
+// at /status, Prometheus metrics at /metrics, and control requests under
+// /control/ (pause, resume, drain, set).
+//
+// Every page reads one spider.Status per request (Node.Status), so the
+// dashboard, the JSON, the metrics and the progress line never disagree.
+//
+// # Control
+//
+// Control requests are POSTs carrying the node's token, read from the data
+// directory (TokenFile, mode 0600) by whoever may drive the node:
+//
+//	Authorization: Bearer <token>
+//
+// A request without the token, with another one, with an Origin header
+// naming another origin than the request's Host, or that a browser marks
+// cross-site (Sec-Fetch-Site), is refused (403): a page of another site
+// open in the operator's browser cannot drive the node. Answers are JSON
+// ({"ok":true,"state":"paused"} or {"error":"..."}).
+package status
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/kspider/kspider/spider"
+)
+
+// Source gives the snapshot every page shows.
+type Source interface {
+	Status() *spider.Status
+}
+
+// Controller steers a node; spider.Node implements it.
+type Controller interface {
+	Pause()
+	Resume()
+	Drain()
+	Set(key, value string) error
+}
+
+// Server is the status server's handler. Node is required; Control may be
+// nil (no /control/), Token must be set when Control is.
+type Server struct {
+	Node    Source
+	Control Controller
+	Token   string
+	// Refresh is the dashboard's self-refresh interval in seconds (5 when 0).
+	Refresh int
+
+	mux     *http.ServeMux
+	metrics http.Handler
+}
+
+// Handler returns the server's routes.
+func (s *Server) Handler() http.Handler {
+	if s.mux != nil {
+		return s.mux
+	}
+	s.metrics = newMetrics(s.Node)
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.page)
+	m.HandleFunc("GET /status", s.json)
+	m.Handle("GET /metrics", s.metrics)
+	m.HandleFunc("POST /control/{action}", s.control)
+	s.mux = m
+	return m
+}
+
+func (s *Server) json(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	enc.Encode(s.Node.Status())
+}
+
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	if s.Control == nil {
+		reply(w, http.StatusNotFound, "this node takes no control requests")
+		return
+	}
+	if why := s.refuse(r); why != "" {
+		reply(w, http.StatusForbidden, why)
+		return
+	}
+	switch a := r.PathValue("action"); a {
+	case "pause":
+		s.Control.Pause()
+	case "resume":
+		s.Control.Resume()
+	case "drain":
+		s.Control.Drain()
+	case "set":
+		r.Body = http.MaxBytesReader(w, r.Body, 4096)
+		if err := r.ParseForm(); err != nil {
+			reply(w, http.StatusBadRequest, "set: "+err.Error())
+			return
+		}
+		if len(r.PostForm) == 0 {
+			reply(w, http.StatusBadRequest, "set: no KEY=VALUE given")
+			return
+		}
+		for k, vs := range r.PostForm {
+			for _, v := range vs {
+				if err := s.Control.Set(k, v); err != nil {
+					reply(w, http.StatusBadRequest, fmt.Sprintf("set %s=%s: %v", k, v, err))
+					return
+				}
+			}
+		}
+	default:
+		reply(w, http.StatusNotFound, fmt.Sprintf("no control action %q (pause, resume, drain, set)", a))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"ok": true, "state": s.Node.Status().State})
+}
+
+// refuse says why a control request is refused, or "".
+func (s *Server) refuse(r *http.Request) string {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return "cross-site request refused"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || o == "null" || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Sprintf("request from origin %q refused", o)
+		}
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || s.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.Token)) != 1 {
+		return "missing or wrong token (Authorization: Bearer <token from the data directory>)"
+	}
+	return ""
+}
+
+func reply(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// IsLoopback reports whether addr (host:port) listens on loopback only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
