@@ -61,7 +61,9 @@ func (c *Config) Schedule() scheduler.Cluster {
 }
 
 // Partitioner is the URL → node map.
-func (c *Config) Partitioner() Partitioner { return Partitioner{By: c.Partition, Nodes: len(c.Members)} }
+func (c *Config) Partitioner() Partitioner {
+	return Partitioner{By: c.Partition, Nodes: len(c.Members)}
+}
 
 // Addrs resolves every member's UDP address (host names through the
 // system resolver, once, at start).
