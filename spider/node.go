@@ -81,6 +81,9 @@ type NodeConfig struct {
 	// it has unsynced additions (default 100 ms).
 	SyncInterval time.Duration
 	Logf         func(string, ...any)
+
+	// Cluster, when set, makes the node one of a cluster (node_cluster.go).
+	Cluster *NodeCluster
 }
 
 // Node is one crawling node on a data directory.
@@ -127,6 +130,8 @@ type Node struct {
 	stop  context.CancelFunc
 
 	st nodeStats
+
+	cl *nodeCluster // nil alone
 }
 
 type nodeStats struct {
@@ -188,6 +193,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Scheduler.Clock == nil {
 		cfg.Scheduler.Clock = SoloClock()
 	}
+	var nodeRef *Node
+	if cfg.Cluster != nil {
+		cfg.Scheduler.Clock = gate{inner: cfg.Scheduler.Clock, n: &nodeRef}
+	}
 	cc := cfg.Collector
 	if cc.UserAgent == "" {
 		cc.UserAgent = cfg.UserAgent
@@ -215,6 +224,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
+	nodeRef = n
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()
 		return nil, err
@@ -236,6 +246,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err := n.recover(); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if cfg.Cluster != nil {
+		if err := n.openCluster(); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	return n, nil
 }
@@ -288,15 +304,16 @@ func (n *Node) Close() error {
 	if n.reader != nil {
 		n.reader.Close()
 	}
+	errC := n.closeCluster()
 	errT := n.tree.Sync()
 	errS := n.sched.Sync()
-	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
+	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
 }
 
 // Counters is a snapshot for the progress line.
 func (n *Node) Counters() Counters {
 	return Counters{Pages: n.st.pages.Load(), Bytes: n.st.bytes.Load(), URLs: uint64(n.tree.Len()),
-		Queue: uint64(max(n.unfinished.Load(), 0)), Errors: n.st.errors.Load(), Phase: 0, Phases: 1}
+		Queue: uint64(max(n.unfinished.Load(), 0)), Errors: n.st.errors.Load(), Phase: n.phase(), Phases: max(n.cfg.Scheduler.Phases, 1)}
 }
 
 // fail records the first fatal error and stops the crawl.
@@ -358,7 +375,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	nextCtx, endNext := context.WithCancel(runCtx)
 	go func() {
 		for {
-			if n.done() {
+			if n.done() && n.clusterOver() {
 				endNext()
 				return
 			}
@@ -369,6 +386,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 			}
 		}
 	}()
+	if n.cl != nil {
+		go n.cl.coordinate(nextCtx)
+	}
 	fetchers := n.cfg.Collector.Fetchers
 	if fetchers <= 0 {
 		fetchers = collector.DefaultFetchers

@@ -59,6 +59,11 @@ func (n *Node) writer(msgs <-chan found) {
 				n.seeOne(u, 0, outlinks)
 			}
 			for _, p := range m.pages {
+				// Found shallower while it was being fetched: its links
+				// count from the depth it has now.
+				if d, ok := n.sched.Depth(p.parent); ok && int(d) < p.depth {
+					p.depth = int(d)
+				}
 				if p.depth > 0 {
 					outlinks[p.parent] = p
 				}
@@ -70,6 +75,9 @@ func (n *Node) writer(msgs <-chan found) {
 			dirty = true
 			n.pending.Add(-1)
 			n.poke()
+		case <-n.clusterReady():
+			n.takeRemote(outlinks)
+			dirty = true
 		case <-n.syncReq:
 			sync()
 			dirty = false
@@ -89,6 +97,9 @@ func (n *Node) syncAll() bool {
 	err := n.tree.Sync()
 	if err == nil {
 		err = n.sched.Sync()
+	}
+	if err == nil {
+		err = n.syncCluster()
 	}
 	n.syncMu.Lock()
 	if err != nil {
@@ -122,6 +133,9 @@ func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
 // before is lowered in the scheduler and, if already fetched, its links are
 // seen again from the new depth.
 func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
+	if n.route(u, d) { // owned by another node of the cluster
+		return
+	}
 	dec := n.depth.Seen(u, d)
 	if dec.Reason == scope.TooDeep {
 		n.st.tooDeep.Add(1)
@@ -169,8 +183,9 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		return
 	}
 	st := n.sched.URL(id).State
-	if st == scheduler.Completed || st == scheduler.Redirected {
-		m, ok := outlinks[id]
+	m, ok := outlinks[id]
+	// ok: its links were seen already, though it may not be reported yet.
+	if ok || st == scheduler.Completed || st == scheduler.Redirected {
 		if !ok { // fetched in an earlier run: read its links back
 			if m, err = n.storedLinks(id); err != nil {
 				n.cfg.Logf("re-expanding %s: %v", u, err)
