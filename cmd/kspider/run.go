@@ -33,6 +33,7 @@ max_pages_per_host are not enforced yet.`)
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
+	nodeFlag := fs.Int("node", -1, "this node's `ID` in cluster.nodes (default: the node whose udp address is local, else cluster.node)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -60,8 +61,9 @@ max_pages_per_host are not enforced yet.`)
 	if err != nil {
 		return err
 	}
-	if len(cfg.Cluster.Nodes) > 1 || cfg.Cluster.Phases > 1 {
-		return errors.New("a cluster of more than one node or phase is not supported by 'kspider run' yet")
+	rc, err := setupCluster(ctx, e, cfg, *nodeFlag)
+	if err != nil {
+		return err
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
@@ -74,7 +76,9 @@ max_pages_per_host are not enforced yet.`)
 	}
 	// One node, one phase: the active phase is always 0 and no slot
 	// boundary needs agreeing on, so the node needs no NTP.
-	fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+	if rc == nil {
+		fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+	}
 
 	res, err := resolver.New(resolver.Config{Servers: cfg.DNSServers})
 	if err != nil {
@@ -88,7 +92,7 @@ max_pages_per_host are not enforced yet.`)
 		}
 	}
 	sc := cfg.ScopeConfig()
-	node, err := spider.OpenNode(spider.NodeConfig{
+	ncfg := spider.NodeConfig{
 		Dir: cfg.DataDir, StorageDirs: cfg.StorageDirs(), Codec: cfg.Storage.Codec, Seeds: seedList,
 		UserAgent: cfg.UserAgentHeader(), MaxDepth: cfg.Limits.MaxDepth, MaxLinks: cfg.Limits.MaxLinksPerPage, Scope: &sc,
 		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
@@ -98,7 +102,12 @@ max_pages_per_host are not enforced yet.`)
 			IdleRead: cfg.Limits.IdleTimeout.Duration, MaxBody: cfg.Limits.MaxBody},
 		Scheduler: scheduler.Config{Phases: 1, MinDelay: cfg.Politeness.Delay.Duration,
 			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
-	})
+	}
+	if rc != nil {
+		ncfg.Cluster, ncfg.Logf = rc.node, rc.logf
+		ncfg.Scheduler.Clock, ncfg.Scheduler.Phases = rc.clock, rc.phases
+	}
+	node, err := spider.OpenNode(ncfg)
 	if err != nil {
 		return err
 	}
@@ -124,6 +133,9 @@ max_pages_per_host are not enforced yet.`)
 	if sum != nil {
 		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
 			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)
+	}
+	if rc != nil {
+		fmt.Fprintln(e.stderr, rc.summary(node))
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if interrupted && closeErr == nil {
