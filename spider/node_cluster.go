@@ -437,7 +437,9 @@ func (c *nodeCluster) checkByes() {
 // state is this node's answer to a probe: idle when nothing is left to
 // fetch or admit and every item it sent was acknowledged.
 func (c *nodeCluster) state() cluster.State {
-	idle := c.n.done()
+	// A node whose config differs from a peer's is never idle: the crawl
+	// cannot end until the operator fixes the config.
+	idle := c.n.done() && !c.refuse.Load()
 	for id := range c.cfg.Config.Members {
 		if id != c.self && c.ep.Backlog(communicator.NodeID(id)) > 0 {
 			idle = false
@@ -463,6 +465,13 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 		c.checkByes()
 		if c.over.Load() {
 			return
+		}
+		if c.cfg.Config.N() == 1 { // alone: nobody to ask
+			if c.state().Idle {
+				c.finish()
+				return
+			}
+			continue
 		}
 		c.detMu.Lock()
 		if c.finished == 0 && !c.det.Open() {

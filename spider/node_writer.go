@@ -48,6 +48,9 @@ func (n *Node) writer(msgs <-chan found) {
 		}
 	}
 	dirty := false
+	if n.cl != nil { // what peers sent before the start: a differing config stops fetches first
+		n.takeRemote(outlinks)
+	}
 	for {
 		select {
 		case m, ok := <-msgs:

@@ -95,7 +95,7 @@ func quoteList(l []string) string {
 
 // start starts node i's `kspider run`.
 func (c *labCluster) start(i int) *labNode {
-	args := []string{"run", "--config", c.confs[i], "--ca", c.web.cas[i], "--quiet"}
+	args := []string{"run", "--config", c.confs[i], "--ca", c.web.cas[i]}
 	if c.lab.ns == nil { // one loopback for all: say who is who
 		args = append(args, "--node", fmt.Sprint(i))
 	}
@@ -323,4 +323,106 @@ func crossNodeConns(all []testweb.Entry) int {
 		}
 	}
 	return bad
+}
+
+// TestClusterFaults: a node killed with kill -9 mid-crawl and restarted,
+// and 10 % datagram loss with reordering between the namespaces (tc
+// netem): the crawl completes with the one node's result, nothing twice.
+func TestClusterFaults(t *testing.T) {
+	web := testweb.Config{Hosts: 1000, Seed: 4, MaxPages: 6, MinPages: 1, MeanPageSize: 1500, Seeds: 40, Plain: true}
+	t.Run("kill-9", func(t *testing.T) {
+		c := newLabCluster(t, 3, web, "url", 2, 2*time.Second)
+		c.startRef()
+		for i := range 3 {
+			c.start(i)
+		}
+		// Kill node 1 once it has stored some pages (its progress line),
+		// then start it again on the same directory.
+		victim := c.nodes[1]
+		if !waitFor(victim, 60*time.Second, func(s string) bool { return progressPages(s) >= 30 }) {
+			t.Fatalf("node 1 did not get to 30 pages:\n%s", victim.stderr.String())
+		}
+		victim.cmd.Process.Kill()
+		<-victim.done
+		t.Logf("node 1 killed at: %s", lastLines(victim.stderr.String(), 1))
+		c.start(1)
+		c.wait(t, 150*time.Second)
+		c.check(t)
+	})
+	t.Run("loss-10pc-reorder", func(t *testing.T) {
+		c := newLabCluster(t, 3, web, "host", 2, 2*time.Second)
+		if c.lab.ns == nil {
+			t.Skip("tc netem needs the network namespaces, which need root")
+		}
+		for i := range 3 {
+			if err := c.lab.inNS(i, "tc", "qdisc", "add", "dev", c.lab.veth[i], "root", "netem",
+				"loss", "10%", "delay", "4ms", "2ms", "reorder", "25%", "50%"); err != nil {
+				t.Skipf("tc netem unavailable: %v", err)
+			}
+		}
+		c.startRef()
+		for i := range 3 {
+			c.start(i)
+		}
+		c.wait(t, 150*time.Second)
+		c.check(t)
+		retrans := 0
+		for _, n := range c.nodes {
+			retrans += countAfter(n.stderr.String(), "retransmitted")
+		}
+		if retrans == 0 {
+			t.Error("no retransmissions with 10 % loss")
+		}
+	})
+}
+
+// progressPages is the page count of the last progress line in s.
+func progressPages(s string) int {
+	i := strings.LastIndex(s, " pages ")
+	if i < 0 {
+		return 0
+	}
+	n := 0
+	for _, ch := range s[i+7:] {
+		switch {
+		case ch >= '0' && ch <= '9':
+			n = n*10 + int(ch-'0')
+		case ch == ',':
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// countAfter is the number before word in the summary ("4 retransmitted").
+func countAfter(s, word string) int {
+	i := strings.Index(s, " "+word)
+	if i < 0 {
+		return 0
+	}
+	j := strings.LastIndexByte(s[:i], ' ')
+	n := 0
+	fmt.Sscan(s[j+1:i], &n)
+	return n
+}
+
+// waitFor polls a node's output until ok says yes, the node exits, or d
+// passes.
+func waitFor(n *labNode, d time.Duration, ok func(string) bool) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for {
+		if ok(n.stderr.String()) {
+			return true
+		}
+		select {
+		case <-tick.C:
+		case <-n.done:
+			return ok(n.stderr.String())
+		case <-deadline:
+			return false
+		}
+	}
 }
