@@ -349,6 +349,21 @@ func TestClusterFaults(t *testing.T) {
 		c.wait(t, 150*time.Second)
 		c.check(t)
 	})
+	t.Run("down-then-back", func(t *testing.T) {
+		// Node 1 starts only after three slots: its peers spill what they
+		// found for it, then deliver it; nothing else stalls meanwhile.
+		c := newLabCluster(t, 3, web, "url", 2, 2*time.Second)
+		c.startRef()
+		c.start(0)
+		c.start(2)
+		if !waitFor(c.nodes[0], 60*time.Second, func(s string) bool { return strings.Count(s, " pages ") >= 6 && progressPages(s) > 0 }) {
+			t.Fatalf("node 0 made no progress without node 1:\n%s", c.nodes[0].stderr.String())
+		}
+		t.Logf("node 1 starts; node 0 at: %s", lastLines(c.nodes[0].stderr.String(), 1))
+		c.start(1)
+		c.wait(t, 150*time.Second)
+		c.check(t)
+	})
 	t.Run("loss-10pc-reorder", func(t *testing.T) {
 		c := newLabCluster(t, 3, web, "host", 2, 2*time.Second)
 		if c.lab.ns == nil {
