@@ -23,6 +23,7 @@ func benchmarks() []benchmark {
 		{"collector", "collector pages per CPU-second against net/http, pipelined and not", benchCollector},
 		{"communicator", "UDP URL exchange between two endpoints on loopback", benchCommunicator},
 		{"scheduler", "scheduler add cost, lists handed out per second, bytes per URL, reopen", benchScheduler},
+		{"cluster", "one node against a cluster of N on this machine: CPU per page, exchange, balance", benchCluster},
 	}
 }
 
