@@ -60,47 +60,12 @@ across nodes.`)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "kspider-bench-cluster-")
+	b := clusterBench{depth: *depth, phase: *phase,
+		command: func(args []string) *exec.Cmd { return exec.CommandContext(ctx, exe, args...) }}
+	runs, err := b.runAll(ctx, testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
+		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes)
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(tmp)
-	srv, err := testweb.Start(ctx, testweb.Generate(testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
-		MeanPageSize: 4000, Seeds: 40, Plain: true}), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	ca := filepath.Join(tmp, "ca.pem")
-	secret := filepath.Join(tmp, "secret")
-	if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(secret, []byte("bench-secret-0123456789abcdef"), 0o600); err != nil {
-		return err
-	}
-	b := clusterBench{exe: exe, tmp: tmp, ca: ca, secret: secret, seeds: srv.SeedURLs(), dns: srv.DNSAddr(), depth: *depth, phase: *phase}
-	var runs []clusterBenchRun
-	var ref map[string]bool
-	for _, c := range []struct {
-		n    int
-		part string
-	}{{1, "url"}, {*nodes, "url"}, {*nodes, "host"}} {
-		r, urls, err := b.crawl(ctx, c.n, c.part)
-		if err != nil {
-			return err
-		}
-		if ref == nil {
-			ref = urls
-		} else if d := diffCount(ref, urls); d > 0 {
-			return fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
-		}
-		if len(runs) > 0 {
-			r.CPURatio = r.CPUmsPerPage / runs[0].CPUmsPerPage
-		} else {
-			r.CPURatio = 1
-		}
-		runs = append(runs, r)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -120,11 +85,57 @@ across nodes.`)
 }
 
 type clusterBench struct {
-	exe, tmp, ca, secret, dns string
-	seeds                     []string
-	depth                     int
-	phase                     time.Duration
-	seq                       int
+	command              func(args []string) *exec.Cmd // a `kspider` command line
+	tmp, ca, secret, dns string
+	seeds                []string
+	depth                int
+	phase                time.Duration
+	seq                  int
+}
+
+// runAll crawls web with one node, then with n by url and by host, and
+// checks that they store the same pages.
+func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int) ([]clusterBenchRun, error) {
+	tmp, err := os.MkdirTemp("", "kspider-bench-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	srv, err := testweb.Start(ctx, testweb.Generate(web), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	b.tmp, b.ca, b.secret = tmp, filepath.Join(tmp, "ca.pem"), filepath.Join(tmp, "secret")
+	b.seeds, b.dns = srv.SeedURLs(), srv.DNSAddr()
+	if err := os.WriteFile(b.ca, srv.CACertPEM(), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(b.secret, []byte("bench-secret-0123456789abcdef"), 0o600); err != nil {
+		return nil, err
+	}
+	var runs []clusterBenchRun
+	var ref map[string]bool
+	for _, c := range []struct {
+		n    int
+		part string
+	}{{1, "url"}, {n, "url"}, {n, "host"}} {
+		r, urls, err := b.crawl(ctx, c.n, c.part)
+		if err != nil {
+			return nil, err
+		}
+		if ref == nil {
+			ref = urls
+		} else if d := diffCount(ref, urls); d > 0 {
+			return nil, fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
+		}
+		r.CPURatio = 1
+		if len(runs) > 0 {
+			r.CPURatio = r.CPUmsPerPage / runs[0].CPUmsPerPage
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
 }
 
 // crawl runs n `kspider run` processes to the end and reads their figures.
@@ -165,7 +176,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if n > 1 {
 			args = append(args, "--node", fmt.Sprint(i))
 		}
-		cmd := exec.CommandContext(ctx, b.exe, args...)
+		cmd := b.command(args)
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmds, outs, dirs = append(cmds, cmd), append(outs, out), append(dirs, dir)
