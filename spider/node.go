@@ -89,6 +89,9 @@ type NodeConfig struct {
 	ClockStatus func() scheduler.Status
 	DNSStats    func() resolver.Stats
 	Peers       func() []PeerStatus
+
+	// Cluster, when set, makes the node one of a cluster (node_cluster.go).
+	Cluster *NodeCluster
 }
 
 // Node is one crawling node on a data directory.
@@ -142,6 +145,8 @@ type Node struct {
 	st  nodeStats
 	ss  statusState // node_status.go
 	ctl control     // node_control.go
+
+	cl *nodeCluster // nil alone
 }
 
 type nodeStats struct {
@@ -206,6 +211,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Scheduler.Clock == nil {
 		cfg.Scheduler.Clock = SoloClock()
 	}
+	var nodeRef *Node
+	if cfg.Cluster != nil {
+		cfg.Scheduler.Clock = gate{inner: cfg.Scheduler.Clock, n: &nodeRef}
+	}
 	cc := cfg.Collector
 	if cc.UserAgent == "" {
 		cc.UserAgent = cfg.UserAgent
@@ -233,6 +242,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
+	nodeRef = n
 	n.dstore.n = n
 	n.depth.Store = &n.dstore
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
@@ -260,6 +270,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err := n.openBudgets(); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if cfg.Cluster != nil {
+		if err := n.openCluster(); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	return n, nil
 }
@@ -312,9 +328,10 @@ func (n *Node) Close() error {
 	if n.reader != nil {
 		n.reader.Close()
 	}
+	errC := n.closeCluster()
 	errT := n.tree.Sync()
 	errS := n.sched.Sync()
-	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
+	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
 }
 
 // Counters is a snapshot for the progress line: the part of Status it
@@ -383,7 +400,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	nextCtx, endNext := context.WithCancel(runCtx)
 	go func() {
 		for {
-			if n.done() {
+			if n.done() && n.clusterOver() {
 				endNext()
 				return
 			}
@@ -395,6 +412,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		}
 	}()
 	n.startControl(runCtx, nextCtx, endNext) // pause, drain, fetchers: node_control.go
+	if n.cl != nil {
+		go n.cl.coordinate(nextCtx)
+	}
 	var lists sync.WaitGroup
 	for {
 		listCtx, ok := n.acquire(nextCtx)

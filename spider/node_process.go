@@ -21,6 +21,8 @@ import (
 // the allowed URLs over one connection, each page stored and its links sent
 // to the writer.
 func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- found) {
+	ctx, cancel := n.listContext(ctx, l)
+	defer cancel()
 	reported := 0
 	report := func(id uint32, o scheduler.Outcome) {
 		reported++

@@ -47,6 +47,9 @@ func (n *Node) writer(msgs <-chan found) {
 		}
 	}
 	dirty := false
+	if n.cl != nil { // what peers sent before the start: a differing config stops fetches first
+		n.takeRemote(outlinks)
+	}
 	for {
 		select {
 		case m, ok := <-msgs:
@@ -76,6 +79,8 @@ func (n *Node) writer(msgs <-chan found) {
 			dirty = true
 			n.pending.Add(-1)
 			n.poke()
+		case <-n.clusterReady():
+			dirty = n.takeRemote(outlinks) || dirty
 		case <-n.syncReq:
 			sync()
 			dirty = false
@@ -95,6 +100,9 @@ func (n *Node) syncAll() bool {
 	err := n.tree.Sync()
 	if err == nil {
 		err = n.sched.Sync()
+	}
+	if err == nil {
+		err = n.syncCluster()
 	}
 	n.syncMu.Lock()
 	if err != nil {
@@ -129,6 +137,9 @@ func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
 // scheduler (by treeDepth) and, if already fetched, its links are seen again
 // from the new depth.
 func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
+	if n.route(u, d) { // owned by another node of the cluster
+		return
+	}
 	dec := n.depth.Seen(u, d)
 	if dec.Reason == scope.TooDeep {
 		n.st.tooDeep.Add(1)

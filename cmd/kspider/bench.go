@@ -26,6 +26,7 @@ func benchmarks() []benchmark {
 		{"communicator", "UDP URL exchange between two endpoints on loopback", benchCommunicator},
 		{"scheduler", "scheduler add cost, lists handed out per second, bytes per URL, reopen", benchScheduler},
 		{"crawl", "node crawls of a test web and the nginx docs, beside colly's, in child processes", benchCrawl},
+		{"cluster", "one node against a cluster of N on this machine: CPU per page, exchange, balance", benchCluster},
 	}
 }
 

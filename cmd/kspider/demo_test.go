@@ -136,7 +136,7 @@ func TestDemoChild(t *testing.T) {
 	os.Exit(code)
 }
 
-var progressPages = regexp.MustCompile(`\bpages ([0-9,]+)`)
+var progressPagesRE = regexp.MustCompile(`\bpages ([0-9,]+)`)
 
 // startDemoChild starts `kspider demo` as a child process and returns once
 // its progress line shows at least one page stored, with that count.
@@ -157,7 +157,7 @@ func startDemoChild(t *testing.T, args string) (*exec.Cmd, *bytes.Buffer, uint64
 	var pages uint64
 	for sc.Scan() {
 		errb.WriteString(sc.Text() + "\n")
-		if m := progressPages.FindStringSubmatch(sc.Text()); m != nil {
+		if m := progressPagesRE.FindStringSubmatch(sc.Text()); m != nil {
 			if pages, _ = strconv.ParseUint(strings.ReplaceAll(m[1], ",", ""), 10, 64); pages > 0 {
 				break
 			}

@@ -40,6 +40,7 @@ one-node cluster with one phase.`)
 	quiet := fs.Bool("quiet", false, "no progress line")
 	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
 	statusAddr := fs.String("status", "", "status page `ADDR`ess (host:port; \"off\": none), replacing the config's status")
+	nodeFlag := fs.Int("node", -1, "this node's `ID` in cluster.nodes (default: the node whose udp address is local, else cluster.node)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -70,8 +71,9 @@ one-node cluster with one phase.`)
 	if err != nil {
 		return err
 	}
-	if len(cfg.Cluster.Nodes) > 1 || cfg.Cluster.Phases > 1 {
-		return errors.New("a cluster of more than one node or phase is not supported by 'kspider run' yet")
+	rc, err := setupCluster(ctx, e, cfg, *nodeFlag)
+	if err != nil {
+		return err
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
@@ -81,7 +83,9 @@ one-node cluster with one phase.`)
 	}
 	// One node, one phase: the active phase is always 0 and no slot
 	// boundary needs agreeing on, so the node needs no NTP.
-	fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+	if rc == nil {
+		fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+	}
 
 	res, err := resolver.New(resolver.Config{Servers: cfg.DNSServers})
 	if err != nil {
@@ -95,7 +99,7 @@ one-node cluster with one phase.`)
 		}
 	}
 	sc := cfg.ScopeConfig()
-	node, err := spider.OpenNode(spider.NodeConfig{
+	ncfg := spider.NodeConfig{
 		Dir: cfg.DataDir, StorageDirs: cfg.StorageDirs(), Codec: cfg.Storage.Codec, Seeds: seedList,
 		UserAgent: cfg.UserAgentHeader(), MaxDepth: cfg.Limits.MaxDepth, MaxLinks: cfg.Limits.MaxLinksPerPage, Scope: &sc,
 		MaxPages: cfg.Limits.MaxPages,
@@ -107,7 +111,12 @@ one-node cluster with one phase.`)
 		Scheduler: scheduler.Config{Phases: 1, MinDelay: cfg.Politeness.Delay.Duration,
 			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
 		DNSStats: res.Stats,
-	})
+	}
+	if rc != nil {
+		ncfg.Cluster, ncfg.Logf = rc.node, rc.logf
+		ncfg.Scheduler.Clock, ncfg.Scheduler.Phases = rc.clock, rc.phases
+	}
+	node, err := spider.OpenNode(ncfg)
 	if err != nil {
 		return err
 	}
@@ -146,6 +155,9 @@ one-node cluster with one phase.`)
 		if sum.LimitReached {
 			fmt.Fprintf(e.stderr, "limits.max_pages (%d) reached: the URLs left wait; raise it and run again to continue\n", cfg.Limits.MaxPages)
 		}
+	}
+	if rc != nil {
+		fmt.Fprintln(e.stderr, rc.summary(node))
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if interrupted && closeErr == nil {
