@@ -23,7 +23,8 @@ const (
 //	offset size
 //	0      8    magic, one per file kind ("KSSCMETA", "KSSCSTAT", ...)
 //	8      4    format version (little endian), fileVersion(magic) when written
-//	12     52   zero
+//	12     52   zero, in every format version (so that damage to the
+//	            version field is told from a newer format)
 //
 // A file whose version is newer than this build reads is refused with
 // ErrNewerFormat naming the version found and the one supported, rather
@@ -70,17 +71,20 @@ func checkHeader(path string, b []byte, magic [8]byte) error {
 	if [8]byte(b[:8]) != magic {
 		return fmt.Errorf("%w: %s: bad magic %q, want %q", ErrCorrupt, path, b[:8], magic[:])
 	}
+	// The reserved bytes first: every version keeps them zero, so a
+	// version field next to nonzero ones is damage (say, a block of
+	// records written over the header), not a newer format.
+	for i, c := range b[12:headerSize] {
+		if c != 0 {
+			return fmt.Errorf("%w: %s: header byte %d is %#x, want 0", ErrCorrupt, path, 12+i, c)
+		}
+	}
 	v := headerVersion(b)
 	if want := fileVersion(magic); v > want {
 		return fmt.Errorf("%w: %s has format version %d; this build reads versions 1 to %d", ErrNewerFormat, path, v, want)
 	}
 	if v == 0 {
 		return fmt.Errorf("%w: %s: format version 0", ErrCorrupt, path)
-	}
-	for i, c := range b[12:headerSize] {
-		if c != 0 {
-			return fmt.Errorf("%w: %s: header byte %d is %#x, want 0", ErrCorrupt, path, 12+i, c)
-		}
 	}
 	return nil
 }
