@@ -49,6 +49,15 @@ var (
 func TestDashboardInChromium(t *testing.T) {
 	bin := testenv.Binary(t, "chromium", "chromium")
 	conf, ca, _, _ := crawlSetup(t, 300, 80, "1s")
+	// Deep enough that the crawl outlasts the test on a fast, idle machine
+	// (at depth 3 it can end in a few seconds); drain ends it.
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, bytes.Replace(b, []byte("max_depth = 3"), []byte("max_depth = 10"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	addr, stderr, exit := startRun(t, ctx, "--config", conf, "--ca", ca, "--quiet")
