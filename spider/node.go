@@ -31,9 +31,10 @@ package spider
 //
 // # Stop and resume
 //
-// Cancelling Run's context stops handing out lists; lists out are cut (the
-// collector returns the URLs it did not send as NotTried, reported back as
-// such), every page fetched is stored, and the tree, scheduler and store are
+// Cancelling Run's context stops handing out lists; lists out may go on
+// for NodeConfig.StopGrace and are then cut (the collector returns the URLs
+// it did not send as NotTried, reported back as such), every page fetched
+// is stored, and the tree, scheduler and store are
 // synced and closed. Opening the same directory again continues: the
 // scheduler turns in-progress URLs back to in-list. The data directory is
 // locked with LockDir for the node's lifetime.
@@ -82,7 +83,12 @@ type NodeConfig struct {
 	// SyncInterval is how often the writer syncs tree and scheduler while
 	// it has unsynced additions (default 100 ms).
 	SyncInterval time.Duration
-	Logf         func(string, ...any)
+	// StopGrace is how long the lists out when the crawl stops may go on
+	// receiving the responses they asked for before they are cut (default
+	// 3 s): a stop then costs no page fetched twice, unless a response
+	// takes longer than that.
+	StopGrace time.Duration
+	Logf      func(string, ...any)
 
 	// Status hooks (node_status.go), all optional: the NTP clock's view of
 	// itself, the resolver's counters, the cluster's peers.
@@ -201,6 +207,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.SyncInterval <= 0 {
 		cfg.SyncInterval = 100 * time.Millisecond
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 3 * time.Second
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}

@@ -36,7 +36,7 @@ type control struct {
 	draining bool
 	since    time.Time       // when the pause began
 	pausedD  time.Duration   // paused time before since
-	runCtx   context.Context // Run's; the lists' contexts derive from it
+	runCtx   context.Context // Run's, plus StopGrace; the lists' contexts derive from it
 	listCtx  context.Context
 	cutLists context.CancelFunc
 	endNext  context.CancelFunc // Run's: stops handing out lists
@@ -64,7 +64,11 @@ func (n *Node) startControl(runCtx, nextCtx context.Context, endNext context.Can
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.init()
-	c.endNext, c.runCtx = endNext, runCtx
+	// The lists' contexts outlive Run's by StopGrace: a stop hands out no
+	// new list at once (nextCtx) but lets the responses asked for arrive.
+	graceCtx, cutAll := context.WithCancel(context.WithoutCancel(runCtx))
+	context.AfterFunc(runCtx, func() { time.AfterFunc(n.cfg.StopGrace, cutAll) })
+	c.endNext, c.runCtx = endNext, graceCtx
 	c.listCtx, c.cutLists = context.WithCancel(runCtx)
 	if c.paused {
 		c.cutLists()
