@@ -161,6 +161,9 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
 	fr.Skipped, fr.Regions = sc.skipped()
 	rep.Files = append(rep.Files, fr)
+	if scanErr != nil && !errors.Is(scanErr, errSpillHeader) {
+		return fmt.Errorf("communicator: spill file %s: %w", path, scanErr)
+	}
 	if scanErr != nil {
 		rep.Findings = append(rep.Findings, SpillFinding{File: path, Damage: true,
 			What: fmt.Sprintf("%v; the endpoint moves the whole file aside and delivers nothing in it", scanErr)})

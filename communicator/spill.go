@@ -109,7 +109,11 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
 	sc, scanErr := scanSpill(f, fi.Size(), self, peer, maxURL)
-	if sc.good < spillHeader {
+	if scanErr != nil && !errors.Is(scanErr, errSpillHeader) {
+		f.Close()
+		return nil, fmt.Errorf("communicator: spill file %s: %w", path, scanErr)
+	}
+	if scanErr != nil {
 		// Not even the header is right: keep the file aside, start anew.
 		f.Close()
 		bad := path + ".bad-0"

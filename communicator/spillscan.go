@@ -173,16 +173,24 @@ func (w *spillWindow) resync(from int64, maxURL int) (int64, error) {
 	return w.size, nil
 }
 
+// errSpillHeader marks a spill file whose header is not this file's: the
+// endpoint moves the whole file aside.
+var errSpillHeader = errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
+
 // scanSpill checks a spill file of size bytes record by record, skipping
-// damaged stretches (sc.bad) to the next intact record. The error is for
-// a header that is not this file's, or a read that failed.
+// damaged stretches (sc.bad) to the next intact record. The error is
+// errSpillHeader for a header that is not this file's (or a file shorter
+// than one), else a read that failed.
 func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
+	if size < spillHeader {
+		return sc, fmt.Errorf("%w: the file has %d bytes", errSpillHeader, size)
+	}
 	hdr := make([]byte, spillHeader)
 	if _, err := r.ReadAt(hdr, 0); err != nil {
 		return sc, fmt.Errorf("header at offset 0: %v", err)
 	}
 	if string(hdr) != string(spillHeaderBytes(self, peer)) {
-		return sc, errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
+		return sc, errSpillHeader
 	}
 	sc.consumed = spillHeader
 	var itemOffs []int64

@@ -266,15 +266,18 @@ func TestCheckRepair(t *testing.T) {
 }
 
 // FuzzCheck writes data the fuzzer chooses over one of the files of a
-// scheduler: Check must not panic, must change nothing, and must report
-// damage whenever Open refuses the directory.
+// scheduler: Check must not panic, must change nothing, must report damage
+// naming the file for any change inside the committed part, and whenever
+// Open refuses the directory.
 func FuzzCheck(f *testing.F) {
-	clean, _ := checkFixture(f, f.TempDir(), "clean")
+	clean, ranges := checkFixture(f, f.TempDir(), "clean")
 	orig := snapshot(f, clean)
 	files := []string{metaName, statesName, hostsName, namesName}
 	f.Add(uint8(1), uint32(64+8*5), []byte{0xff})
 	f.Add(uint8(2), uint32(64+3), []byte{0, 0, 0})
 	f.Add(uint8(0), uint32(1024+8), []byte{7})
+	f.Add(uint8(1), uint32(64+8*7), make([]byte, 16)) // two whole records zeroed
+	f.Add(uint8(0), uint32(512), make([]byte, 64))    // a commit slot zeroed
 	f.Fuzz(func(t *testing.T, which uint8, off uint32, data []byte) {
 		dir := t.TempDir()
 		file := files[int(which)%len(files)]
@@ -295,6 +298,19 @@ func FuzzCheck(f *testing.F) {
 		}
 		if fmt.Sprint(snapshot(t, dir)) != fmt.Sprint(before) {
 			t.Fatal("Check changed the files")
+		}
+		changed := false
+		for _, r := range ranges[file] {
+			for o := r[0]; o < r[1]; o++ {
+				changed = changed || o >= int64(len(before[file])) || before[file][o] != orig[file][o]
+			}
+		}
+		named := false
+		for _, x := range rep.Findings {
+			named = named || x.Damage && strings.Contains(x.File, file)
+		}
+		if changed && !named {
+			t.Fatalf("committed bytes of %s changed, Check found no damage to it: %v", file, rep.Findings)
 		}
 		s, oerr := Open(dir, basicConfig(newFakeClock(1, time.Hour, 0)))
 		if oerr == nil {

@@ -15,7 +15,7 @@ import (
 // even ids again into dir b, fetched on day 2 (re-crawls), each directory
 // by its own store; dir b also gets ids [n, n+10) so its index runs past
 // them.
-func twoFetchStore(t *testing.T, n uint64) (a, b string) {
+func twoFetchStore(t testing.TB, n uint64) (a, b string) {
 	t.Helper()
 	base := t.TempDir()
 	a, b = filepath.Join(base, "a"), filepath.Join(base, "b")
@@ -146,4 +146,59 @@ func TestDenseIndex(t *testing.T) {
 	if _, err := r.Get(5); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get(5) from b: %v", err)
 	}
+}
+
+// FuzzTwoDirIndex damages the index of the directory holding the latest
+// fetches (zeroed range, flipped bits, junk or a cut, where the fuzzer
+// says): the index is a cache, so Get must still return every URL's
+// latest fetch — never an older one from the other directory, never an
+// error.
+func FuzzTwoDirIndex(f *testing.F) {
+	const n = 40
+	a, b := twoFetchStore(f, n)
+	f.Add(uint8(0), uint32(0), uint16(16))
+	f.Add(uint8(0), uint32(16*7), uint16(64))
+	f.Add(uint8(1), uint32(16*3+5), uint16(1))
+	f.Add(uint8(3), uint32(16*20), uint16(0))
+	f.Fuzz(func(t *testing.T, op uint8, off uint32, size uint16) {
+		bb := copyDir(t, b)
+		path := filepath.Join(bb, indexName)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := indexHeaderSize + int(off)%(len(data)-indexHeaderSize)
+		m := min(len(data), o+1+int(size)%1024)
+		switch op % 4 {
+		case 0:
+			clear(data[o:m])
+		case 1:
+			data[o] ^= 1 << (size % 8)
+		case 2:
+			for i := o; i < m; i++ {
+				data[i] = byte(i*131 + int(size))
+			}
+		default:
+			data = data[:o]
+		}
+		os.WriteFile(path, data, 0o644)
+		r, err := OpenReader([]string{a, bb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for id := range uint64(n + 10) {
+			p, err := r.Get(id)
+			if err != nil {
+				t.Fatalf("Get(%d): %v", id, err)
+			}
+			want := byte('1')
+			if id%2 == 0 || id >= n {
+				want = '2'
+			}
+			if got := p.Body[len(p.Body)-1]; got != want || p.URLID != id {
+				t.Fatalf("Get(%d) returned the fetch of day %c, want day %c", id, got, want)
+			}
+		}
+	})
 }
