@@ -130,6 +130,7 @@ max_pages_per_host are not enforced yet.`)
 	}
 	start := time.Now()
 	sum, runErr := node.Run(ctx)
+	status.Close() // before node.Close: no request may read a closed node
 	stopProg()
 	<-progDone
 	counters := node.Counters()
