@@ -446,7 +446,8 @@ func (n *Node) disks() []DiskStatus {
 func (n *Node) Status() *Status { return n.status(true) }
 
 // status takes the snapshot; full adds what only the status page shows
-// (the hosts, the disks, the histogram), which the progress line spares.
+// (URL states, scheduler, hosts, disks, statuses, errors, histogram), which
+// the progress line spares: it reads atomics and takes no scheduler lock.
 func (n *Node) status(full bool) *Status {
 	now := time.Now()
 	st := &Status{Version: StatusVersion, Time: now.UTC(), State: n.stateName()}
@@ -477,6 +478,13 @@ func (n *Node) status(full bool) *Status {
 		st.Rates.AvgMBPerSecond = float64(t.Bytes) / 1e6 / st.Uptime
 	}
 	n.phaseStatus(&st.Phase)
+	st.HTTPStatuses, st.Errors = map[string]uint64{}, map[string]uint64{}
+	st.TopQueued, st.Slowest, st.Peers, st.Storage = []HostQueued{}, []HostSlow{}, []PeerStatus{}, []DiskStatus{}
+	st.Scheduler.Buckets = map[string]int{}
+	if !full {
+		n.ss.history(st)
+		return st
+	}
 	st.Scheduler = SchedulerStatus{WindowSize: ss.WindowSize, WindowLo: ss.WindowLo, WindowScan: ss.WindowScan,
 		WindowEnd: ss.WindowEnd, Rows: ss.Rows, RowsUsed: ss.RowsUsed, HostsInView: ss.HostsInView, Ready: ss.Ready,
 		Out: ss.Out, IPBlocked: ss.IPBlocked, Buckets: map[string]int{}}
@@ -491,7 +499,6 @@ func (n *Node) status(full bool) *Status {
 			st.DNS.HitRate = float64(d.Hits) / float64(all)
 		}
 	}
-	st.HTTPStatuses, st.Errors = map[string]uint64{}, map[string]uint64{}
 	for code := range n.ss.statuses {
 		if c := n.ss.statuses[code].Load(); c > 0 {
 			st.HTTPStatuses[strconv.Itoa(code)] = c
@@ -500,18 +507,15 @@ func (n *Node) status(full bool) *Status {
 	for k := collector.DNS; int(k) < len(n.ss.kinds); k++ {
 		st.Errors[k.String()] = n.ss.kinds[k].Load()
 	}
-	st.TopQueued, st.Slowest, st.Peers, st.Storage = []HostQueued{}, []HostSlow{}, []PeerStatus{}, []DiskStatus{}
-	if full {
-		st.Storage = n.disks()
-		st.FetchSeconds = n.ss.histogram()
-		for _, h := range ss.TopQueued {
-			st.TopQueued = append(st.TopQueued, HostQueued{Host: h.Name, Queued: h.Queued})
-		}
-		st.Slowest = n.slowest(now)
-		if f := n.cfg.Peers; f != nil {
-			if p := f(); p != nil {
-				st.Peers = p
-			}
+	st.Storage = n.disks()
+	st.FetchSeconds = n.ss.histogram()
+	for _, h := range ss.TopQueued {
+		st.TopQueued = append(st.TopQueued, HostQueued{Host: h.Name, Queued: h.Queued})
+	}
+	st.Slowest = n.slowest(now)
+	if f := n.cfg.Peers; f != nil {
+		if p := f(); p != nil {
+			st.Peers = p
 		}
 	}
 	n.ss.history(st)

@@ -54,7 +54,7 @@ var (
 // screenshot (KSPIDER_SCREENSHOT=FILE keeps it, for docs/).
 func TestDashboardInChromium(t *testing.T) {
 	bin := testenv.Binary(t, "chromium", "chromium")
-	conf, ca, _, _ := crawlSetup(t, 300, 80, "1s")
+	conf, ca, _, _ := crawlSetup(t, 300, 80, 60, "500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	addr, stderr, exit := startRun(t, ctx, "--config", conf, "--ca", ca, "--quiet")
@@ -121,6 +121,7 @@ func TestDashboardInChromium(t *testing.T) {
 	var png []byte
 	var err error
 	for try := 0; try < 3; try++ {
+		os.Remove(shot)
 		_, errOut := chromiumRun(t, bin, "http://"+addr+"/", "--screenshot="+shot, "--window-size=1200,900", "--hide-scrollbars")
 		if png, err = os.ReadFile(shot); err == nil {
 			break
