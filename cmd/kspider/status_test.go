@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/tools/testenv"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
@@ -136,6 +138,21 @@ func TestStatusAndCtl(t *testing.T) {
 		t.Fatalf("token file %q (%v) not printed:\n%s", tok, err, stderr)
 	}
 	waitStatus(t, addr, "some pages", func(st *spider.Status) bool { return st.Totals.Pages >= 5 })
+	// The metrics of a real crawl pass promtool too.
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("\nkspider_pages_stored_total ")) || !bytes.Contains(metrics, []byte("\nkspider_fetch_duration_seconds_count ")) {
+		t.Errorf("metrics lack the page counters:\n%.2000s", metrics)
+	}
+	check := exec.Command(testenv.Binary(t, "promtool", "prometheus"), "check", "metrics")
+	check.Stdin = bytes.NewReader(metrics)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 
 	ctl := func(want int, a ...string) string {
 		t.Helper()
