@@ -53,8 +53,8 @@ type item struct {
 
 // run fetches list l into b.
 func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
-	f.ctx, f.each = ctx, l.Each
-	defer func() { f.ctx, f.each = nil, nil }()
+	f.ctx, f.each, f.linger = ctx, l.Each, l.Linger
+	defer func() { f.ctx, f.each, f.linger = nil, nil, false }()
 	f.items = f.items[:0]
 	f.pending = f.pending[:0]
 	var o origin
@@ -114,7 +114,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	out := f.out[:0]
 	defer func() {
 		if c != nil {
-			f.close(c, false)
+			f.close(c, f.linger && f.ctx.Err() == nil)
 		}
 		for _, x := range out {
 			f.pending = append(f.pending, x.idx)

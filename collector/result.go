@@ -25,6 +25,11 @@ type List struct {
 	// while the rest of a long list is fetched. The robots.txt result goes
 	// through Each too.
 	Each func(*Result)
+	// Linger closes the list's last connection as one given up on is
+	// closed: write side first, then up to Config.Linger for the server's
+	// close. The server has then seen it closed before the caller's next
+	// list to the origin connects, so that it never sees two at once.
+	Linger bool
 }
 
 // Batch is what a list gave.

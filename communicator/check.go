@@ -51,6 +51,8 @@ type SpillFileReport struct {
 	Good        int64 // end of the last intact record
 	Items       int   // item records before Good
 	Deliverable int   // of those, items not yet acknowledged (after the last mark)
+	Skipped     int64 // bytes in damaged or torn stretches the reader skips
+	Regions     int   // such stretches
 }
 
 // SpillReport is what CheckSpill found in a spill directory.
@@ -73,13 +75,24 @@ func (r *SpillReport) Deliverable() int {
 	return n
 }
 
+// Skipped returns the damaged or torn bytes the readers skip over all
+// files, and in how many stretches.
+func (r *SpillReport) Skipped() (bytes int64, regions int) {
+	for _, f := range r.Files {
+		bytes += f.Skipped
+		regions += f.Regions
+	}
+	return bytes, regions
+}
+
 // CheckSpill verifies the spill files and the receive-state file of an
 // endpoint's SpillDir without changing anything, with the same readers the
 // endpoint uses when it starts. A spill file has no commit record, so a
 // record cut short at the very end is taken for a write a crash
-// interrupted (a note); any other bad record is damage, and the records
-// after it are not delivered (the endpoint moves them to <file>.bad-<offset>
-// when it starts). A directory with none of the files is ErrNoSpill.
+// interrupted (a note); any other bad record is damage, one finding per
+// damaged stretch, and the reader skips exactly that stretch: the intact
+// records after it are counted as deliverable as the endpoint delivers
+// them. A directory with none of the files is ErrNoSpill.
 func CheckSpill(dir string) (*SpillReport, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -145,14 +158,25 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 		return fmt.Errorf("communicator: %w", err)
 	}
 	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(MaxPayload))
-	rep.Files = append(rep.Files, SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread})
-	switch {
-	case scanErr == nil:
-	case sc.torn:
-		rep.note(path, sc.good, fmt.Sprintf("%v: a write a crash cut short; %d items before it are delivered", scanErr, sc.unread))
-	default:
-		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: sc.good, Damage: true,
-			What: fmt.Sprintf("%v; %d items before it are deliverable, the %d bytes from there on are not", scanErr, sc.unread, fi.Size()-sc.good)})
+	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
+	fr.Skipped, fr.Regions = sc.skipped()
+	rep.Files = append(rep.Files, fr)
+	if scanErr != nil {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Damage: true,
+			What: fmt.Sprintf("%v; the endpoint moves the whole file aside and delivers nothing in it", scanErr)})
+		return nil
+	}
+	for _, r := range sc.bad {
+		switch {
+		case r.torn:
+			rep.note(path, r.start, fmt.Sprintf("%s: a write a crash cut short; %d items before it are delivered", r.why, sc.unread))
+		case r.end == fi.Size():
+			rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: r.start, Damage: true,
+				What: fmt.Sprintf("%s; no intact record after it: the %d bytes from there on are not delivered", r.why, r.end-r.start)})
+		default:
+			rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: r.start, Damage: true,
+				What: fmt.Sprintf("%s; %d bytes skipped to the next intact record at offset %d", r.why, r.end-r.start, r.end)})
+		}
 	}
 	return nil
 }

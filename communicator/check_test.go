@@ -48,12 +48,14 @@ func TestCheckSpill(t *testing.T) {
 	path := filepath.Join(dir, "spill-1-2")
 	orig, _ := os.ReadFile(path)
 
-	// A flipped byte inside record 6: damage at its offset, 6 deliverable.
+	// A flipped byte inside record 6: damage at its offset, that record
+	// skipped, the 9 others deliverable.
 	b := bytes.Clone(orig)
 	b[offs[6]+recHead+3] ^= 0x40
 	os.WriteFile(path, b, 0o644)
 	rep, err = CheckSpill(dir)
-	if err != nil || !rep.Damaged() || rep.Findings[0].File != path || rep.Findings[0].Offset != offs[6] || rep.Deliverable() != 6 {
+	if err != nil || !rep.Damaged() || rep.Findings[0].File != path || rep.Findings[0].Offset != offs[6] || rep.Deliverable() != 9 ||
+		rep.Files[0].Skipped != offs[7]-offs[6] || rep.Files[0].Regions != 1 {
 		t.Fatalf("flipped record: %v %+v", err, rep)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // Spill file (SpillDir/spill-<self>-<peer>), append-only:
@@ -24,9 +23,13 @@ import (
 // and read back in order when the window has room. A mark says every item
 // before that offset was acknowledged; on open the file is read from the
 // last mark. When everything is consumed the file is truncated back to its
-// header. A record that fails its checksum or length is an error naming
-// the file and offset: the records before it are delivered, the bytes from
-// it on are moved to <file>.bad-<offset> for the operator.
+// header. A record that fails its checksum, length or type is reported
+// with the file and offset and skipped: the scan resynchronises on the
+// next record that verifies (spillscan.go), so only the damaged bytes are
+// lost; the counts are in PeerStats. A damaged or torn stretch that runs
+// to the end of the file is moved to <file>.bad-<offset> for the operator
+// (new records are appended there); one in the middle stays in place and
+// the reader jumps over it. A bad header moves the whole file aside.
 const (
 	spillMagic   = "kspl"
 	spillVersion = 1
@@ -48,11 +51,16 @@ type spill struct {
 	consumed int64  // last mark written (or found on open)
 	dirty    bool   // written since the last fsync
 
-	unreadItems  int64 // items at or after readOff
-	spilledItems uint64
-	errs         []string
-	rbuf         []byte
-	scratch      []byte
+	unreadItems int64 // items at or after readOff
+	// bad holds the damaged stretches (found at open) that readChunk
+	// still has to jump over, in file order.
+	bad            []spillRegion
+	skippedBytes   int64 // damaged bytes found at open (a tail cut off included)
+	skippedRegions int   // damaged stretches found at open
+	spilledItems   uint64
+	errs           []string
+	rbuf           []byte
+	scratch        []byte
 }
 
 func spillPath(dir string, self, peer NodeID) string {
@@ -114,8 +122,18 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		}
 		return s2, err
 	}
-	if scanErr != nil {
-		msg := fmt.Sprintf("spill file %s: %v; the %d records before offset %d are delivered", path, scanErr, sc.items, sc.good)
+	for _, r := range sc.bad {
+		if r.end == fi.Size() && r.start == sc.good {
+			break // the tail, below
+		}
+		s.errs = append(s.errs, fmt.Sprintf("spill file %s: %s; skipped %d bytes to the next intact record at offset %d", path, r.why, r.end-r.start, r.end))
+		if r.end > sc.consumed {
+			s.bad = append(s.bad, r)
+		}
+	}
+	if sc.good < fi.Size() {
+		r := sc.bad[len(sc.bad)-1]
+		msg := fmt.Sprintf("spill file %s: %s; the %d intact items before offset %d are delivered", path, r.why, sc.items, sc.good)
 		if err := s.cutTail(sc.good, fi.Size()); err != nil {
 			msg += fmt.Sprintf("; saving the damaged tail failed: %v", err)
 		} else {
@@ -123,6 +141,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		}
 		s.errs = append(s.errs, msg)
 	}
+	s.skippedBytes, s.skippedRegions = sc.skipped()
 	s.end, s.flushed, s.consumed, s.readOff = sc.good, sc.good, sc.consumed, sc.consumed
 	s.unreadItems = int64(sc.unread)
 	return s, nil
@@ -138,87 +157,6 @@ func (s *spill) cutTail(off, size int64) error {
 		return err
 	}
 	return s.f.Truncate(off)
-}
-
-// spillScan is what a pass over a spill file found.
-type spillScan struct {
-	good     int64 // end of the last good record (0: bad header)
-	consumed int64 // value of the last mark
-	items    int   // item records before good
-	unread   int   // item records at or after consumed
-	torn     bool  // the bad record is the last one, cut short by the end of the file
-}
-
-// scanSpill checks a spill file of size bytes record by record. The error
-// names the offset of the first bad record; good is where it starts.
-func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
-	hdr := make([]byte, spillHeader)
-	if _, err := r.ReadAt(hdr, 0); err != nil {
-		return sc, fmt.Errorf("header at offset 0: %v", err)
-	}
-	if string(hdr) != string(spillHeaderBytes(self, peer)) {
-		return sc, errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
-	}
-	sc.good, sc.consumed = spillHeader, spillHeader
-	var itemOffs []int64
-	starts := []int64{spillHeader} // record boundaries, for checking marks
-	defer func() {
-		for _, o := range itemOffs {
-			if o >= sc.consumed {
-				sc.unread++
-			}
-		}
-	}()
-	off := int64(spillHeader)
-	var head [recHead]byte
-	var payload []byte
-	for off < size {
-		if size-off < recHead {
-			sc.torn = true
-			return sc, fmt.Errorf("truncated record header at offset %d", off)
-		}
-		if _, err := r.ReadAt(head[:], off); err != nil {
-			return sc, fmt.Errorf("record at offset %d: %v", off, err)
-		}
-		n := int64(binary.BigEndian.Uint32(head[:]))
-		if n < 2 || n > int64(1+binary.MaxVarintLen64+maxURL) {
-			return sc, fmt.Errorf("bad record length %d at offset %d", n, off)
-		}
-		if n > size-off-recHead {
-			sc.torn = true
-			return sc, fmt.Errorf("record of %d bytes at offset %d runs past the end of the file", n, off)
-		}
-		if int64(cap(payload)) < n {
-			payload = make([]byte, n)
-		}
-		payload = payload[:n]
-		if _, err := r.ReadAt(payload, off+recHead); err != nil {
-			return sc, fmt.Errorf("record at offset %d: %v", off, err)
-		}
-		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(head[4:]) {
-			return sc, fmt.Errorf("checksum mismatch in record at offset %d", off)
-		}
-		switch payload[0] {
-		case recItem:
-			if _, _, err := parseItemRecord(payload); err != nil {
-				return sc, fmt.Errorf("record at offset %d: %v", off, err)
-			}
-			itemOffs = append(itemOffs, off)
-			sc.items++
-		case recMark:
-			m := int64(binary.BigEndian.Uint64(payload[1:]))
-			if _, boundary := slices.BinarySearch(starts, m); n != 9 || m < sc.consumed || m > off || !boundary {
-				return sc, fmt.Errorf("bad mark record at offset %d", off)
-			}
-			sc.consumed = m
-		default:
-			return sc, fmt.Errorf("unknown record type %d at offset %d", payload[0], off)
-		}
-		off += recHead + n
-		sc.good = off
-		starts = append(starts, off)
-	}
-	return sc, nil
 }
 
 func parseItemRecord(p []byte) (uint64, []byte, error) {
@@ -286,7 +224,21 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	if _, err := s.f.ReadAt(b, s.readOff); err != nil && err != io.EOF {
 		return fmt.Errorf("spill file %s: reading at offset %d: %w", s.path, s.readOff, err)
 	}
-	for q.bytes < limit && len(b) >= recHead {
+	for q.bytes < limit {
+		if len(s.bad) > 0 && s.readOff == s.bad[0].start {
+			// A damaged stretch the open scan found: jump over it.
+			skip := s.bad[0].end - s.readOff
+			s.readOff = s.bad[0].end
+			s.bad = s.bad[1:]
+			if skip > int64(len(b)) {
+				break
+			}
+			b = b[skip:]
+			continue
+		}
+		if len(b) < recHead {
+			break
+		}
 		n := int(binary.BigEndian.Uint32(b))
 		if n > len(b)-recHead {
 			if int64(len(b)) < s.flushed-s.readOff {
@@ -340,6 +292,7 @@ func (s *spill) mark(off int64, idle bool) error {
 			return fmt.Errorf("spill file %s: %w", s.path, err)
 		}
 		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
+		s.bad = nil
 		s.dirty = true
 		return nil
 	}

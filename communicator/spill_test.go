@@ -1,6 +1,7 @@
 package communicator
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -111,8 +112,8 @@ func TestPeerDownSpill(t *testing.T) {
 }
 
 // TestSpillCorrupt: a damaged record in the middle of a spill file is
-// reported with the file and offset; the records before it are delivered
-// and the damaged tail is kept aside.
+// reported with the file and offset and skipped exactly: the records
+// before and after it are delivered; a damaged tail is kept aside.
 func TestSpillCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	s, err := openSpill(dir, 1, 2, 1000)
@@ -124,21 +125,34 @@ func TestSpillCorrupt(t *testing.T) {
 		offs = append(offs, s.end)
 		s.append(uint64(k), []byte(testURL(1, 2, k)))
 	}
+	offs = append(offs, s.end)
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
 	path := spillPath(dir, 1, 2)
-	b, _ := os.ReadFile(path)
-	b[offs[6]+recHead+3] ^= 0x40
+	orig, _ := os.ReadFile(path)
+	b := bytes.Clone(orig)
+	b[offs[6]+recHead+3] ^= 0x40                  // record 6: its checksum fails
+	clear(b[offs[2]+5 : offs[4]+6])               // records 2 and 3, and 4's length and checksum
+	b = append(b[:offs[9]+4], b[offs[9]+4+1:]...) // record 9 cut short by one byte, at the end
 	os.WriteFile(path, b, 0o644)
 
 	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
-	want := fmt.Sprintf("checksum mismatch in record at offset %d", offs[6])
-	if len(s.errs) != 1 || !strings.Contains(s.errs[0], path) || !strings.Contains(s.errs[0], want) {
-		t.Fatalf("errors %q; want one naming %s and %q", s.errs, path, want)
+	want := []string{
+		fmt.Sprintf("checksum mismatch in record at offset %d; skipped %d bytes to the next intact record at offset %d", offs[2], offs[5]-offs[2], offs[5]),
+		fmt.Sprintf("checksum mismatch in record at offset %d; skipped %d bytes to the next intact record at offset %d", offs[6], offs[7]-offs[6], offs[7]),
+		fmt.Sprintf("at offset %d runs past the end of the file; the 5 intact items before offset %d are delivered", offs[9], offs[9]),
+	}
+	if len(s.errs) != len(want) {
+		t.Fatalf("errors %q; want %d", s.errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(s.errs[i], path) || !strings.Contains(s.errs[i], w) {
+			t.Errorf("error %q; want one naming %s and %q", s.errs[i], path, w)
+		}
 	}
 	var q queue
 	for s.unread() {
@@ -146,15 +160,21 @@ func TestSpillCorrupt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if q.len() != 6 {
-		t.Fatalf("%d items readable; want the 6 before the damage", q.len())
-	}
-	for k := range 6 {
-		if it := q.items[k]; it.tag != uint64(k) || string(q.bytesOf(it)) != testURL(1, 2, k) {
+	got := []int{}
+	for k := range q.len() {
+		it := q.items[k]
+		if string(q.bytesOf(it)) != testURL(1, 2, int(it.tag)) {
 			t.Fatalf("item %d: %d %q", k, it.tag, q.bytesOf(it))
 		}
+		got = append(got, int(it.tag))
 	}
-	if _, err := os.Stat(fmt.Sprintf("%s.bad-%d", path, offs[6])); err != nil {
+	if fmt.Sprint(got) != "[0 1 5 7 8]" {
+		t.Fatalf("items %v read back; want [0 1 5 7 8]", got)
+	}
+	if s.skippedBytes != int64(len(b))-offs[9]+offs[5]-offs[2]+offs[7]-offs[6] || s.skippedRegions != 3 {
+		t.Errorf("skipped %d bytes in %d stretches", s.skippedBytes, s.skippedRegions)
+	}
+	if _, err := os.Stat(fmt.Sprintf("%s.bad-%d", path, offs[9])); err != nil {
 		t.Errorf("damaged tail not kept: %v", err)
 	}
 	// A file with a bad header is moved aside whole.

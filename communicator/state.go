@@ -74,7 +74,7 @@ func (s *stateFile) parse(b []byte) (int64, error) {
 		return 0, errors.New("bad magic at offset 0")
 	}
 	if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion {
-		return 8, fmt.Errorf("unknown version %d at offset 8", v)
+		return 8, fmt.Errorf("format version %d at offset 8; this build reads version %d", v, stateVersion)
 	}
 	n := int(binary.BigEndian.Uint32(b[20:]))
 	if n > 1<<16 || len(b) != fixed+n*stateEntrySize+4 {

@@ -43,8 +43,12 @@ type PeerStats struct {
 	SpillBytes   int64
 	SpillItems   int64
 	SpilledItems uint64
-	// SpillErrors describe damaged spill records (file and offset).
-	SpillErrors []string
+	// SpillErrors describe damaged spill records (file and offset);
+	// SpillSkipped is the damaged bytes the reader skipped, in
+	// SpillDamaged stretches (each in SpillErrors).
+	SpillErrors  []string
+	SpillSkipped int64
+	SpillDamaged int
 	// RecvAcked is the peer's highest sequence number acknowledged with
 	// all before it; RecvPending batches wait for Durable.
 	RecvAcked   uint32
@@ -79,6 +83,7 @@ func (e *Endpoint) Stats() Stats {
 			ps.SpillItems = sp.unreadItems
 			ps.SpilledItems = sp.spilledItems
 			ps.SpillErrors = append([]string(nil), sp.errs...)
+			ps.SpillSkipped, ps.SpillDamaged = sp.skippedBytes, sp.skippedRegions
 		}
 		p.mu.Unlock()
 		s.Peers = append(s.Peers, ps)

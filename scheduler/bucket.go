@@ -43,8 +43,9 @@ type hostRun struct {
 	waitNext int32 // next in the column's wait list, -1 = none
 	pending  []uint32
 	head     int
-	inflight []uint32
-	until    int64 // TIMEWAIT end, Unix ns
+	inflight []uint32 // ids of the list out
+	released []uint32 // ids of released lists (Release), not reported yet
+	until    int64    // TIMEWAIT end, Unix ns
 }
 
 func (r *hostRun) queued() int { return len(r.pending) - r.head }

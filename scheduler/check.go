@@ -53,10 +53,15 @@ type CheckReport struct {
 	InProgress int    // records Open would turn back to in-list
 	Dropped    int    // records past the commit whose host did not survive
 	Clean      bool   // the commit says the scheduler was closed cleanly
-	// Repaired is set when a repair moved the files into Quarantine; the
-	// next Open starts an empty scheduler.
+	// Repaired is set when a repair ran. With damage only in committed
+	// URL records, those Salvaged records became gaps (never added: the
+	// node adds those URLs again when it meets them) and everything else
+	// was kept, the damaged file copied into Quarantine first; otherwise
+	// all four files moved into Quarantine and the next Open starts an
+	// empty scheduler.
 	Repaired   bool
 	Quarantine string
+	Salvaged   int
 }
 
 // Damaged reports whether any finding is damage.
@@ -100,10 +105,13 @@ func (f *findings) leftover(file string, off int64, format string, args ...any) 
 // the records' own checks are verified. A directory with none of the files
 // is ErrNoScheduler.
 //
-// With repair, a damaged scheduler's files are moved into
-// dir/damaged/<UTC time>/ (never deleted) under the scheduler's lock: the
-// states cannot be rebuilt from anything else, so the next Open starts an
-// empty scheduler and the node must add its URLs again from the URL tree,
+// With repair, under the scheduler's lock: when all the damage is in
+// committed URL records of sched.states (the commit, hosts and names
+// verify), the file is copied into dir/damaged/<UTC time>/ and the
+// damaged records become gaps, costing those URLs only (salvageStates).
+// Any other damage moves the four files there (never deleted): the states
+// cannot be rebuilt from anything else, so the next Open starts an empty
+// scheduler and the node must add its URLs again from the URL tree,
 // losing which were fetched and the hosts' politeness and robots state.
 func Check(dir string, repair bool) (*CheckReport, error) {
 	p := func(name string) string { return filepath.Join(dir, name) }
@@ -183,7 +191,7 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	if maps[0] != nil {
 		// The private mapping takes decodeStates' in-memory fixes
 		// (in-progress back to in-list) without writing to the file.
-		ss, _ := decodeStates(p(statesName), records(maps[0]), c.urls, nHosts, sink)
+		ss, _ := decodeStates(p(statesName), headerVersion(maps[0]), records(maps[0]), c.urls, nHosts, sink)
 		rep.URLs, rep.InProgress, rep.Dropped = ss.count, ss.inProgress, ss.dropped
 		if ss.dropped > 0 {
 			sink.leftover(p(statesName), headerSize+int64(c.urls)*recordSize,
@@ -203,6 +211,14 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	q := filepath.Join(dir, "damaged", time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(q, 0o755); err != nil {
 		return rep, fmt.Errorf("scheduler: repair: %w", err)
+	}
+	if metaOK && maps[0] != nil && nHosts != ^uint32(0) && onlyIn(rep.Findings, p(statesName)) {
+		n, err := salvageStates(p(statesName), filepath.Join(q, statesName), headerVersion(maps[0]), c.urls, nHosts)
+		if err != nil {
+			return rep, err
+		}
+		rep.Repaired, rep.Quarantine, rep.Salvaged = true, q, n
+		return rep, nil
 	}
 	// The meta file goes last: until it moves, Open refuses the
 	// directory rather than creating a scheduler beside stray files.

@@ -67,7 +67,8 @@ func TestCheckClean(t *testing.T) {
 	}
 }
 
-// TestCheckFaults injects bit flips, zeroed ranges and truncations into the
+// TestCheckFaults injects bit flips, zeroed ranges (a few bytes, and whole
+// records), swapped blocks of records and truncations into the
 // committed part of every file, and junk appended at the end: Check must
 // change nothing, report damage naming the file for every fault in
 // committed data, and report damage whenever Open refuses the directory.
@@ -82,6 +83,9 @@ func TestCheckFaults(t *testing.T) {
 		apply      func(b []byte) []byte
 	}
 	var faults []fault
+	// Whole records zeroed: a record size per file, so the zeros cover
+	// one to four records exactly (a valid record is never all zero).
+	recSize := map[string]int64{metaName: metaSlotSize, statesName: recordSize, hostsName: hostRecSize, namesName: 1}
 	for file, rs := range ranges {
 		pick := func() int64 {
 			r := rs[rng.IntN(len(rs))]
@@ -95,9 +99,26 @@ func TestCheckFaults(t *testing.T) {
 				clear(b[off:min(off+n, int64(len(b)))])
 				return b
 			}})
+			size := recSize[file]
+			off, n = pick()/size*size, size*int64(1+rng.IntN(4))
+			faults = append(faults, fault{"zeroed records", file, true, func(b []byte) []byte {
+				clear(b[off:min(off+n, int64(len(b)))])
+				return b
+			}})
 			end := rs[len(rs)-1][1]
 			cut := rng.Int64N(end)
 			faults = append(faults, fault{"truncation", file, true, func(b []byte) []byte { return b[:cut] }})
+			// Two blocks of whole records swapped, one inside the
+			// committed part, the other anywhere in the file.
+			off, n = pick()/size*size, size*int64(1+rng.IntN(2))
+			other := rng.Int64N(rs[len(rs)-1][1]) / size * size
+			faults = append(faults, fault{"swapped blocks", file, true, func(b []byte) []byte {
+				m := min(n, int64(len(b))-off, int64(len(b))-other, max(off, other)-min(off, other))
+				x := bytes.Clone(b[off : off+m])
+				copy(b[off:], b[other:other+m])
+				copy(b[other:], x)
+				return b
+			}})
 			junk := make([]byte, 1+rng.IntN(200))
 			for i := range junk {
 				junk[i] = byte(rng.Uint32())
@@ -143,6 +164,29 @@ func TestCheckFaults(t *testing.T) {
 		} else if !rep.Damaged() {
 			t.Errorf("%s in %s: Open fails (%v) but Check finds no damage: %v", f.kind, f.file, oerr, rep.Findings)
 		}
+		if oerr == nil || !rep.Damaged() {
+			continue
+		}
+		// Repair: afterwards Check passes (or finds nothing left), Open
+		// works, and a salvage keeps every URL record the fault missed.
+		damaged := before[statesName]
+		rrep, err := Check(dir, true)
+		if err != nil || !rrep.Repaired {
+			t.Fatalf("%s in %s: repair: %v %+v", f.kind, f.file, err, rrep)
+		}
+		if after, err := Check(dir, false); err == nil && after.Damaged() {
+			t.Errorf("%s in %s: after repair: %v", f.kind, f.file, after.Findings)
+		}
+		s = mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+		if rrep.Salvaged > 0 {
+			for id := range 300 {
+				o := headerSize + 8*id
+				if o+8 <= len(damaged) && bytes.Equal(damaged[o:o+8], orig[statesName][o:o+8]) && s.URL(uint32(id)).State != InList {
+					t.Errorf("%s in %s: intact id %d lost by the repair", f.kind, f.file, id)
+				}
+			}
+		}
+		s.Close()
 	}
 }
 
@@ -165,16 +209,44 @@ func TestCheckLeftover(t *testing.T) {
 	s.Close()
 }
 
-// TestCheckRepair: a damaged scheduler's files move into damaged/<time>/
-// intact, and the next Open starts an empty scheduler.
+// TestCheckRepair: damage confined to URL records costs those records
+// only: they become gaps (the damaged file copied into damaged/<time>/),
+// and everything else is kept. Damage anywhere else moves the files into
+// damaged/<time>/ intact, and the next Open starts an empty scheduler.
 func TestCheckRepair(t *testing.T) {
 	dir, _ := checkFixture(t, t.TempDir(), "repair")
 	orig := snapshot(t, dir)
-	b := orig[statesName]
+	b := bytes.Clone(orig[statesName])
 	b[headerSize+8*17+3] ^= 0x10
+	clear(b[headerSize+8*40 : headerSize+8*43])
 	os.WriteFile(filepath.Join(dir, statesName), b, 0o644)
 	rep, err := Check(dir, true)
-	if err != nil || !rep.Damaged() || !rep.Repaired {
+	if err != nil || !rep.Damaged() || !rep.Repaired || rep.Salvaged != 4 {
+		t.Fatalf("repair: %v %+v", err, rep)
+	}
+	if got, err := os.ReadFile(filepath.Join(rep.Quarantine, statesName)); err != nil || !bytes.Equal(got, b) {
+		t.Errorf("damaged states file not kept in %s: %v", rep.Quarantine, err)
+	}
+	if rep, err := Check(dir, false); err != nil || len(rep.Findings) != 0 {
+		t.Fatalf("after repair: %v %v", err, rep.Findings)
+	}
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	for id := range uint32(300) {
+		lost := id == 17 || id >= 40 && id < 43
+		if u := s.URL(id); lost != (u.State == Absent) {
+			t.Errorf("id %d after repair: %+v", id, u)
+		}
+	}
+	s.Close()
+
+	dir, _ = checkFixture(t, t.TempDir(), "repair-hosts")
+	orig = snapshot(t, dir)
+	b = bytes.Clone(orig[hostsName])
+	b[headerSize+64*3+9] ^= 0x10
+	os.WriteFile(filepath.Join(dir, hostsName), b, 0o644)
+	orig[hostsName] = b
+	rep, err = Check(dir, true)
+	if err != nil || !rep.Damaged() || !rep.Repaired || rep.Salvaged != 0 {
 		t.Fatalf("repair: %v %+v", err, rep)
 	}
 	for n, want := range orig {
@@ -186,7 +258,7 @@ func TestCheckRepair(t *testing.T) {
 	if _, err := Check(dir, false); !errors.Is(err, ErrNoScheduler) {
 		t.Errorf("after repair: %v", err)
 	}
-	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	s = mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
 	if s.Len() != 0 {
 		t.Errorf("after repair the scheduler holds %d URLs", s.Len())
 	}

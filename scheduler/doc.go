@@ -10,7 +10,7 @@
 // sched.states (state.go): its State, link depth, retry count and host
 // number, with a 16-bit check. The states:
 //
-//	absent        never added (an all-zero record)
+//	absent        never added (a gap record below the highest id, zero above it)
 //	in-list       waiting to be handed out
 //	in-progress   in a list handed out; in-list again after a restart
 //	stalled       failed for now; retried after back-off, at most MaxRetries times
@@ -45,7 +45,10 @@
 // hand out ready lists only while the clock's Phase says MayStart; a list
 // carries Until, the start of the slot's closing guard, after which the
 // node starts no fetch and reports the rest NotTried. Every id handed out
-// must be reported: a host stays FETCHING until its whole list is. When
+// must be reported: a host stays FETCHING until its whole list is, or
+// until the node calls Release (its connection is done; the ids not
+// reported yet stay in progress and are reported later, while the host's
+// politeness wait runs and its next list goes out). When
 // the active phase changes, queued ids are dropped and the scan starts
 // again; lists out stay out until reported.
 //
@@ -62,7 +65,8 @@
 // # Files and durability
 //
 // A scheduler is a directory of four files, each starting with a 64-byte
-// header (magic, FormatVersion; file.go):
+// header (magic, format version: 2 for sched.states, 1 for the others;
+// file.go):
 //
 //	sched.meta    the commit record: two checksummed slots (file.go)
 //	sched.states  8 bytes per URL id (state.go)

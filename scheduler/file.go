@@ -22,15 +22,29 @@ const (
 //
 //	offset size
 //	0      8    magic, one per file kind ("KSSCMETA", "KSSCSTAT", ...)
-//	8      4    format version (little endian), FormatVersion when written
-//	12     52   zero
+//	8      4    format version (little endian), fileVersion(magic) when written
+//	12     52   zero, in every format version (so that damage to the
+//	            version field is told from a newer format)
 //
-// A file whose version is newer than FormatVersion is refused with
-// ErrNewerFormat rather than misread.
+// A file whose version is newer than this build reads is refused with
+// ErrNewerFormat naming the version found and the one supported, rather
+// than misread.
 const headerSize = 64
 
-// FormatVersion is the on-disk format this package writes and reads.
-const FormatVersion = 1
+// FormatVersion is the newest on-disk format this package writes and
+// reads: sched.states is at version 2 (no all-zero record below the
+// highest id; state.go), the other files at version 1. Version 1 states
+// files are read and converted by Open.
+const FormatVersion = 2
+
+// fileVersion is the format version written, and the newest read, for
+// the file of the given magic.
+func fileVersion(magic [8]byte) uint32 {
+	if magic == magicStates {
+		return 2
+	}
+	return 1
+}
 
 var (
 	magicMeta   = [8]byte{'K', 'S', 'S', 'C', 'M', 'E', 'T', 'A'}
@@ -44,8 +58,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func putHeader(b []byte, magic [8]byte) {
 	clear(b[:headerSize])
 	copy(b, magic[:])
-	binary.LittleEndian.PutUint32(b[8:], FormatVersion)
+	binary.LittleEndian.PutUint32(b[8:], fileVersion(magic))
 }
+
+// headerVersion returns the format version of a header checkHeader took.
+func headerVersion(b []byte) uint32 { return binary.LittleEndian.Uint32(b[8:]) }
 
 func checkHeader(path string, b []byte, magic [8]byte) error {
 	if len(b) < headerSize {
@@ -54,17 +71,20 @@ func checkHeader(path string, b []byte, magic [8]byte) error {
 	if [8]byte(b[:8]) != magic {
 		return fmt.Errorf("%w: %s: bad magic %q, want %q", ErrCorrupt, path, b[:8], magic[:])
 	}
-	v := binary.LittleEndian.Uint32(b[8:])
-	if v > FormatVersion {
-		return fmt.Errorf("%w: %s has format version %d; this build reads up to %d", ErrNewerFormat, path, v, FormatVersion)
-	}
-	if v == 0 {
-		return fmt.Errorf("%w: %s: format version 0", ErrCorrupt, path)
-	}
+	// The reserved bytes first: every version keeps them zero, so a
+	// version field next to nonzero ones is damage (say, a block of
+	// records written over the header), not a newer format.
 	for i, c := range b[12:headerSize] {
 		if c != 0 {
 			return fmt.Errorf("%w: %s: header byte %d is %#x, want 0", ErrCorrupt, path, 12+i, c)
 		}
+	}
+	v := headerVersion(b)
+	if want := fileVersion(magic); v > want {
+		return fmt.Errorf("%w: %s has format version %d; this build reads versions 1 to %d", ErrNewerFormat, path, v, want)
+	}
+	if v == 0 {
+		return fmt.Errorf("%w: %s: format version 0", ErrCorrupt, path)
 	}
 	return nil
 }
@@ -135,13 +155,19 @@ func decodeMeta(path string, b []byte, sink *findings) (commit, error) {
 	}
 	var last commit
 	found := false
-	for _, off := range metaSlotOffsets {
+	for i, off := range metaSlotOffsets {
 		if off+metaSlotSize > int64(len(b)) {
 			sink.damage(path, off, "commit slot cut off: the file has %d bytes", len(b))
 			continue
 		}
 		slot := b[off : off+metaSlotSize]
 		c, ok := decodeCommit(slot)
+		if ok && c.seq%2 != uint64(i) {
+			// Commit n is written to slot n mod 2: this one was moved
+			// (a misdirected write). Its contents verify, so Open still
+			// trusts them; Check reports it.
+			sink.damage(path, off, "commit %d in the slot of commits %s numbered", c.seq, [2]string{"even", "odd"}[i])
+		}
 		if ok && (!found || c.seq > last.seq) {
 			last, found = c, true
 		}
@@ -151,6 +177,11 @@ func decodeMeta(path string, b []byte, sink *findings) (commit, error) {
 	}
 	if !found {
 		return commit{}, sink.fatal(path, metaSlotOffsets[0], "neither commit slot is valid")
+	}
+	// Commits alternate between the slots and a slot is never cleared, so
+	// past the second commit both hold one: a zeroed slot is damage too.
+	if other := metaSlotOffsets[(last.seq+1)%2]; last.seq >= 2 && other+metaSlotSize <= int64(len(b)) && isZero(b[other:other+metaSlotSize]) {
+		sink.damage(path, other, "commit slot is all zero, but commit %d was written there", last.seq-1)
 	}
 	return last, nil
 }
@@ -173,9 +204,13 @@ func createMeta(path string) (*metaFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("scheduler: write %s: %w", path, err)
 	}
-	if err := m.write(commit{}); err != nil {
-		f.Close()
-		return nil, err
+	// Both slots get an (empty) commit, so that from the start a zeroed
+	// slot is damage decodeMeta sees.
+	for range 2 {
+		if err := m.write(commit{}); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return m, nil
 }

@@ -18,16 +18,21 @@ func FuzzStates(f *testing.F) {
 	for id := range uint32(8) {
 		seed = binary.LittleEndian.AppendUint64(seed, uint64(makeRecord(id, State(1+id%8), uint8(id), uint8(id), id%3)))
 	}
-	f.Add(seed, uint64(4), uint32(3))
-	f.Add(seed[:20], uint64(9), uint32(1))
-	f.Add(make([]byte, 64), uint64(0), uint32(0))
-	f.Fuzz(func(t *testing.T, body []byte, durable uint64, nHosts uint32) {
+	f.Add(seed, uint64(4), uint32(3), uint8(2))
+	f.Add(seed[:20], uint64(9), uint32(1), uint8(1))
+	f.Add(make([]byte, 64), uint64(0), uint32(0), uint8(2))
+	gaps := binary.LittleEndian.AppendUint64(nil, uint64(gapRecord(0)))
+	gaps = binary.LittleEndian.AppendUint64(gaps, 0)
+	gaps = binary.LittleEndian.AppendUint64(gaps, uint64(makeRecord(2, InList, 0, 1, 0)))
+	f.Add(gaps, uint64(3), uint32(1), uint8(2))
+	f.Fuzz(func(t *testing.T, body []byte, durable uint64, nHosts uint32, v uint8) {
+		version := uint32(1 + v%2)
 		b := make([]byte, headerSize+len(body)/8*8)
 		copy(b[headerSize:], body)
 		recs := records(b)
 		var sink findings
-		decodeStates("fuzz.states", records(bytes.Clone(b)), durable, nHosts, &sink)
-		s, err := decodeStates("fuzz.states", recs, durable, nHosts, nil)
+		decodeStates("fuzz.states", version, records(bytes.Clone(b)), durable, nHosts, &sink)
+		s, err := decodeStates("fuzz.states", version, recs, durable, nHosts, nil)
 		if (err != nil) != anyDamage(sink.list) {
 			t.Fatalf("Open's mode: %v; Check's mode found %v", err, sink.list)
 		}
@@ -41,10 +46,13 @@ func FuzzStates(f *testing.F) {
 			if err := checkRecord(uint32(i), r); err != nil {
 				t.Fatalf("accepted bad record %d: %v", i, err)
 			}
-			if r != 0 && (r.state() == InProgress || r.host() >= nHosts) {
+			if r.added() && (r.state() == InProgress || r.host() >= nHosts) {
 				t.Fatalf("record %d left %v of host %d (%d hosts)", i, r.state(), r.host(), nHosts)
 			}
-			if r != 0 && uint64(i) >= s.count {
+			if version >= 2 && r == 0 && uint64(i) < durable {
+				t.Fatalf("version %d: zero record %d inside the %d durable ones accepted", version, i, durable)
+			}
+			if r.added() && uint64(i) >= s.count {
 				t.Fatalf("record %d past count %d", i, s.count)
 			}
 		}

@@ -106,7 +106,7 @@ func checkInvariants(s *Scheduler) error {
 		case r.state == Free && r.queued() > 0 && !r.waiting && rt.started:
 			return fmt.Errorf("host %d FREE with %d queued, not waiting for a row", r.host, r.queued())
 		}
-		for _, id := range r.inflight {
+		for _, id := range append(r.inflight[:len(r.inflight):len(r.inflight)], r.released...) {
 			if s.recs[id].state() != InProgress || s.recs[id].host() != r.host {
 				return fmt.Errorf("id %d out for host %d is %v of host %d", id, r.host, s.recs[id].state(), s.recs[id].host())
 			}
@@ -120,7 +120,7 @@ func checkInvariants(s *Scheduler) error {
 				return fmt.Errorf("id %d queued at host %d is %v of host %d", id, r.host, st, s.recs[id].host())
 			}
 		}
-		out += len(r.inflight)
+		out += len(r.inflight) + len(r.released)
 	}
 	for c, n := range used {
 		if n != int(rt.colUsed[c]) || n > s.cfg.Rows {

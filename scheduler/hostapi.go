@@ -19,6 +19,21 @@ func (s *Scheduler) Host(name string) (uint32, error) {
 	return s.host(name)
 }
 
+// FindHost returns the number of host name if the table has it, without
+// adding it (the node's per-domain budget asks before a host may cost one).
+func (s *Scheduler) FindHost(name string) (uint32, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usable() != nil {
+		return 0, false
+	}
+	hash := HostHash(name)
+	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {
+		return h, true
+	}
+	return s.index.find(hash, asciiLower(name), s.hosts, s.names)
+}
+
 func (s *Scheduler) host(name string) (uint32, error) {
 	hash := HostHash(name)
 	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {

@@ -240,18 +240,18 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 	rt := &s.rt
 	idx := ri - 1
 	r := &rt.runs[idx]
-	at := -1
-	for i, x := range r.inflight {
-		if x == id {
-			at = i
-			break
-		}
-	}
-	if r.state != Fetching || at < 0 {
+	// The id is in the list out, or in one released before (Release).
+	released := false
+	if at := indexOf(r.inflight, id); at >= 0 && r.state == Fetching {
+		r.inflight[at] = r.inflight[len(r.inflight)-1]
+		r.inflight = r.inflight[:len(r.inflight)-1]
+	} else if at := indexOf(r.released, id); at >= 0 {
+		r.released[at] = r.released[len(r.released)-1]
+		r.released = r.released[:len(r.released)-1]
+		released = true
+	} else {
 		return fmt.Errorf("%w: %d", ErrNotInFlight, id)
 	}
-	r.inflight[at] = r.inflight[len(r.inflight)-1]
-	r.inflight = r.inflight[:len(r.inflight)-1]
 	rt.out--
 	s.counter.Reported++
 
@@ -279,16 +279,19 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 			retries++
 			s.counter.Retried++
 		}
-		r.listErr = true
+		if !released {
+			r.listErr = true
+		}
 	case NotTried:
 		st = InList
 		s.counter.NotTried++
 	}
-	if o.Kind != FailedTemp && o.Kind != NotTried {
+	if o.Kind != FailedTemp && o.Kind != NotTried && !released {
 		r.listOK = true
 	}
+	listOver := !released && len(r.inflight) == 0
 	var now int64
-	if o.RetryAfter > 0 || len(r.inflight) == 0 {
+	if o.RetryAfter > 0 || listOver {
 		now = s.cfg.Clock.Phase().Now.UnixNano()
 		rt.lastNow = max(rt.lastNow, now)
 	}
@@ -306,36 +309,88 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 		rt.advanceLo(s)
 	}
 	r = &rt.runs[idx]
-	if len(r.inflight) == 0 {
-		// The list is over: the politeness wait starts now, longer if
-		// it had errors: the streak counts lists that had errors and
-		// no success in a row; a list with both waits ErrorDelay once.
-		switch {
-		case r.listErr && !r.listOK && hr.errStreak < 255:
-			hr.errStreak++
-		case r.listOK:
-			hr.errStreak = 0
-		}
-		hr.nextStart = s.cfg.delay(hr, now)
-		if r.listErr && r.listOK {
-			hr.nextStart = max(hr.nextStart, now+int64(s.cfg.ErrorDelay))
-		}
-		r.listErr, r.listOK = false, false
-		if r.ipBusy {
-			r.ipBusy = false
-			rt.ipDone(r.ip)
-		}
+	switch {
+	case listOver:
+		s.endList(idx, now)
 		hostChanged = true
-		r.state, r.until = TimeWait, hr.nextStart
-		if r.until <= now {
-			rt.timewaitOver(s, idx, now)
-		} else {
-			rt.events.add(event{at: r.until, ref: rt.ref(idx), tw: true})
-		}
-		s.wake()
+	case released:
+		rt.maybeFree(s, idx)
 	}
 	if hostChanged {
 		s.putHost(h)
 	}
 	return nil
+}
+
+// endList ends idx's list out: the politeness wait starts now, longer if
+// it had errors: the streak counts lists that had errors and no success in
+// a row; a list with both waits ErrorDelay once. The caller writes the
+// host record back.
+func (s *Scheduler) endList(idx int32, now int64) {
+	rt := &s.rt
+	r := &rt.runs[idx]
+	hr := &s.hosts[r.host]
+	switch {
+	case r.listErr && !r.listOK && hr.errStreak < 255:
+		hr.errStreak++
+	case r.listOK:
+		hr.errStreak = 0
+	}
+	hr.nextStart = s.cfg.delay(hr, now)
+	if r.listErr && r.listOK {
+		hr.nextStart = max(hr.nextStart, now+int64(s.cfg.ErrorDelay))
+	}
+	r.listErr, r.listOK = false, false
+	if r.ipBusy {
+		r.ipBusy = false
+		rt.ipDone(r.ip)
+	}
+	r.state, r.until = TimeWait, hr.nextStart
+	if r.until <= now {
+		rt.timewaitOver(s, idx, now)
+	} else {
+		rt.events.add(event{at: r.until, ref: rt.ref(idx), tw: true})
+	}
+	s.wake()
+}
+
+// Release says host h's list out is done with the host: its connection is
+// closed and nothing more of it will be fetched. The host's politeness wait
+// starts now, as if the list were over, so its next list can go out while
+// the node still stores this one's pages; the ids not reported yet stay
+// in progress and are reported later, as usual, but their outcomes no
+// longer count toward the host's error streak (report failures before
+// releasing). A node reports a fetched URL only once its page is durable,
+// which can take a sync or two: Release keeps that wait off the host's
+// fetching.
+func (s *Scheduler) Release(h uint32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if int(h) >= len(s.runIdx) || s.runIdx[h] == 0 {
+		return fmt.Errorf("%w: no list out for host %d", ErrNotInFlight, h)
+	}
+	idx := s.runIdx[h] - 1
+	r := &s.rt.runs[idx]
+	if r.state != Fetching {
+		return fmt.Errorf("%w: no list out for host %d", ErrNotInFlight, h)
+	}
+	r.released = append(r.released, r.inflight...)
+	r.inflight = r.inflight[:0]
+	now := s.cfg.Clock.Phase().Now.UnixNano()
+	s.rt.lastNow = max(s.rt.lastNow, now)
+	s.endList(idx, now)
+	s.putHost(h)
+	return nil
+}
+
+func indexOf(ids []uint32, id uint32) int {
+	for i, x := range ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
 }

@@ -52,6 +52,7 @@ type OpenStats struct {
 	InProgress int           // URLs turned back from in-progress to in-list
 	Dropped    int           // unsynced URLs whose host did not survive a crash; the node must add them again
 	TornHosts  int           // host records a crash left half rewritten, kept with their waits bounded (tornHost)
+	Converted  bool          // a version 1 states file was brought to version 2 (gap records written)
 	Took       time.Duration // time Open took
 }
 
@@ -147,21 +148,27 @@ func (s *Scheduler) load() error {
 	}
 	s.opened.TornHosts = len(hs.torn)
 	s.recs = records(s.statesF.data)
-	ss, err := decodeStates(s.statesF.path, s.recs, c.urls, uint32(len(s.hosts)), nil)
+	version := headerVersion(s.statesF.data)
+	ss, err := decodeStates(s.statesF.path, version, s.recs, c.urls, uint32(len(s.hosts)), nil)
 	if err != nil {
 		return err
 	}
 	if lim := s.cfg.URLLimit; lim > 0 && ss.count > lim {
 		keep := max(lim, c.urls) // committed records are never dropped
 		for i := keep; i < ss.count; i++ {
-			if s.recs[i] != 0 {
-				s.recs[i] = 0
+			if s.recs[i].added() {
 				ss.dropped++
 			}
+			s.recs[i] = 0
 		}
 		ss.count = min(ss.count, keep)
 	}
 	s.count = ss.count
+	if version < 2 {
+		if err := s.convertStates(); err != nil {
+			return err
+		}
+	}
 	s.countStates()
 	s.opened.Clean = c.flags&flagClean != 0
 	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped
@@ -339,7 +346,7 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 		return false, fmt.Errorf("%w: URL id %d is far past the last one (%d); ids are the URL tree's dense ids", ErrBadID, id, s.count)
 	}
 	if uint64(id) < s.count {
-		if r := s.recs[id]; r != 0 {
+		if r := s.recs[id]; r.added() {
 			if depth < r.depth() {
 				s.recs[id] = makeRecord(id, r.state(), r.retries(), depth, r.host())
 			}
@@ -348,6 +355,9 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 	}
 	if err := s.grow(id); err != nil {
 		return false, err
+	}
+	for gap := s.count; gap < uint64(id); gap++ {
+		s.recs[gap] = gapRecord(uint32(gap)) // never a zero record below the highest id
 	}
 	s.recs[id] = makeRecord(id, st, 0, depth, h)
 	s.states[st]++
@@ -364,7 +374,7 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 func (s *Scheduler) Depth(id uint32) (uint8, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.usable() != nil || uint64(id) >= s.count || s.recs[id] == 0 {
+	if s.usable() != nil || uint64(id) >= s.count || !s.recs[id].added() {
 		return unknownDepth, false
 	}
 	return s.recs[id].depth(), true
@@ -379,7 +389,7 @@ func (s *Scheduler) Lower(id uint32, d uint8) (uint8, bool, error) {
 	if err := s.usable(); err != nil {
 		return 0, false, err
 	}
-	if uint64(id) >= s.count || s.recs[id] == 0 {
+	if uint64(id) >= s.count || !s.recs[id].added() {
 		return unknownDepth, false, fmt.Errorf("%w: %d", ErrUnknownURL, id)
 	}
 	r := s.recs[id]
@@ -406,6 +416,9 @@ func (s *Scheduler) URL(id uint32) URLInfo {
 		return URLInfo{}
 	}
 	r := s.recs[id]
+	if !r.added() {
+		return URLInfo{} // a gap: never added
+	}
 	return URLInfo{State: r.state(), Depth: r.depth(), Retries: r.retries(), Host: r.host()}
 }
 

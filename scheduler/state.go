@@ -47,10 +47,17 @@ func (s State) Unfinished() bool { return s == InList || s == InProgress || s ==
 //	bits 48..63  check: the low 16 bits of CRC-32C over the id (4 bytes,
 //	             little endian) followed by bits 0..47 (6 bytes)
 //
-// An all-zero record is an id never added (Absent). Any other record must
-// carry a known state other than Absent and a matching check; the id in the
+// Any record must carry a known state and a matching check; the id in the
 // check catches a record written to the wrong place. Eight-byte aligned
 // stores are atomic, so a crash never leaves half a record.
+//
+// Format version 2 (this one) never leaves an all-zero record below the
+// highest id added: an id skipped by an Add further on gets a gap record
+// (state Absent, retries 0, depth 255, host 2^32-1, and its check), so a
+// zeroed record inside the committed part is damage, not "never added".
+// Past the committed part an all-zero record is still an id never
+// written. Version 1 files (zero records anywhere) are read, and Open
+// converts them by writing gap records into their holes.
 type record uint64
 
 const (
@@ -69,6 +76,16 @@ func recordCheck(id uint32, payload uint64) uint64 {
 	return uint64(crc32.Checksum(b[:], castagnoli) & 0xffff)
 }
 
+// gapHost is the host number of a gap record; never a real host (Host
+// numbers stay below 2^32-1).
+const gapHost = ^uint32(0)
+
+// gapRecord is the record of id when a later id was added first.
+func gapRecord(id uint32) record { return makeRecord(id, Absent, 0, unknownDepth, gapHost) }
+
+// added reports whether r is the record of an added URL (not zero, not a gap).
+func (r record) added() bool { return r.state() != Absent }
+
 func makeRecord(id uint32, st State, retries, depth uint8, host uint32) record {
 	p := uint64(st)&15 | uint64(retries&15)<<4 | uint64(depth)<<8 | uint64(host)<<16
 	return record(p | recordCheck(id, p)<<payloadBits)
@@ -86,12 +103,16 @@ func (r record) with(id uint32, st State, retries uint8) record {
 }
 
 // checkRecord reports what is wrong with the record of id, if anything.
+// A zero record is not checked here: whether it may be zero depends on
+// where it lies (decodeStates).
 func checkRecord(id uint32, r record) error {
 	if r == 0 {
 		return nil
 	}
-	if st := r.state(); st == Absent || st >= numStates {
+	if st := r.state(); st >= numStates {
 		return fmt.Errorf("state %d is not a state", uint8(st))
+	} else if st == Absent && r.payload() != gapRecord(id).payload() {
+		return fmt.Errorf("state absent with depth %d, retries %d, host %d: not a gap record", r.depth(), r.retries(), r.host())
 	}
 	if c := uint64(r) >> payloadBits; c != recordCheck(id, r.payload()) {
 		return fmt.Errorf("check %#04x, want %#04x", c, recordCheck(id, r.payload()))
@@ -117,22 +138,33 @@ type stateScan struct {
 }
 
 // decodeStates checks every record of a states file (recs, from the file
-// at path) against the durable prefix of durable records and the nHosts
-// known hosts, and repairs what a crash may leave: InProgress goes back to
-// InList, and a record past the durable prefix naming a host that did not
-// survive is cleared (counted in dropped). Anything else wrong is an error
-// naming the id and its offset; with a sink (Check) it is recorded there
-// and the scan goes on.
-func decodeStates(path string, recs []record, durable uint64, nHosts uint32, sink *findings) (stateScan, error) {
+// at path, of format version) against the durable prefix of durable
+// records and the nHosts known hosts, and repairs what a crash may leave:
+// InProgress goes back to InList, and a record past the durable prefix
+// naming a host that did not survive becomes a gap record (counted in
+// dropped). In a version 2 file an all-zero record inside the durable
+// prefix is damage. Anything else wrong is an error naming the id and its
+// offset; with a sink (Check) it is recorded there and the scan goes on.
+func decodeStates(path string, version uint32, recs []record, durable uint64, nHosts uint32, sink *findings) (stateScan, error) {
 	var s stateScan
 	if durable > uint64(len(recs)) {
 		if err := sink.damage(path, headerSize+int64(len(recs))*recordSize, "commit says %d records, file holds %d", durable, len(recs)); err != nil {
 			return s, err
 		}
 	}
+	zeroFrom := -1 // first of a run of zero records inside the durable prefix
 	for i, r := range recs {
 		if r == 0 {
+			if version >= 2 && uint64(i) < durable && zeroFrom < 0 {
+				zeroFrom = i
+			}
 			continue
+		}
+		if zeroFrom >= 0 {
+			if err := zeroRun(path, zeroFrom, i, sink); err != nil {
+				return s, err
+			}
+			zeroFrom = -1
 		}
 		id := uint32(i)
 		off := headerSize + int64(i)*recordSize
@@ -145,6 +177,9 @@ func decodeStates(path string, recs []record, durable uint64, nHosts uint32, sin
 			}
 			continue
 		}
+		if !r.added() {
+			continue // a gap record
+		}
 		if r.host() >= nHosts {
 			if uint64(i) < durable {
 				if err := sink.damage(path, off, "id %d names host %d; the host table has %d", id, r.host(), nHosts); err != nil {
@@ -152,7 +187,7 @@ func decodeStates(path string, recs []record, durable uint64, nHosts uint32, sin
 				}
 				continue
 			}
-			recs[i] = 0
+			recs[i] = gapRecord(id)
 			s.dropped++
 			continue
 		}
@@ -162,6 +197,42 @@ func decodeStates(path string, recs []record, durable uint64, nHosts uint32, sin
 		}
 		s.count = uint64(i) + 1
 	}
+	if zeroFrom >= 0 {
+		if err := zeroRun(path, zeroFrom, int(min(durable, uint64(len(recs)))), sink); err != nil {
+			return s, err
+		}
+	}
 	s.count = max(s.count, durable)
 	return s, nil
+}
+
+// zeroRun reports the all-zero records from..to-1 inside the durable
+// prefix of a version 2 states file: one finding per run, naming its ids.
+func zeroRun(path string, from, to int, sink *findings) error {
+	off := headerSize + int64(from)*recordSize
+	if to-from == 1 {
+		return sink.damage(path, off, "id %d: all-zero record inside the committed part (a valid record is never zero)", from)
+	}
+	return sink.damage(path, off, "ids %d to %d: %d all-zero records inside the committed part (a valid record is never zero)", from, to-1, to-from)
+}
+
+// convertStates brings a version 1 states file to version 2: every zero
+// record below the highest id becomes a gap record, the records are made
+// durable, and only then does the header say version 2, so a crash in
+// between leaves a version 1 file (still read) or a complete version 2.
+func (s *Scheduler) convertStates() error {
+	for i := range s.count {
+		if s.recs[i] == 0 {
+			s.recs[i] = gapRecord(uint32(i))
+		}
+	}
+	if err := s.statesF.sync(); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(s.statesF.data[8:], fileVersion(magicStates))
+	if err := s.statesF.sync(); err != nil {
+		return err
+	}
+	s.opened.Converted = true
+	return nil
 }

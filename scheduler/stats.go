@@ -125,7 +125,7 @@ func StateName(i int) string { return State(i).String() }
 func (s *Scheduler) countStates() {
 	s.states = [numStates]uint64{}
 	for _, r := range s.recs[:s.count] {
-		if r != 0 {
+		if r.added() { // not a gap record (states format 2)
 			s.states[r.state()]++
 		}
 	}

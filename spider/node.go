@@ -67,6 +67,7 @@ type NodeConfig struct {
 	UserAgent string // default DefaultUserAgent
 	MaxDepth  int    // link depth limit, 0..254 (seeds only at 0)
 	MaxLinks  int    // distinct links kept per page (links.Options.MaxLinks)
+	MaxPages  int64  // pages fetched over all runs before the crawl ends (limits.max_pages); 0: none
 	Scope     *scope.Config
 
 	// Collector configures the fetchers; the node fills in UserAgent,
@@ -88,6 +89,9 @@ type NodeConfig struct {
 	ClockStatus func() scheduler.Status
 	DNSStats    func() resolver.Stats
 	Peers       func() []PeerStatus
+
+	// Cluster, when set, makes the node one of a cluster (node_cluster.go).
+	Cluster *NodeCluster
 }
 
 // Node is one crawling node on a data directory.
@@ -100,7 +104,9 @@ type Node struct {
 	coll   *collector.Collector
 	filter *scope.Filter
 	depth  scope.Depth
+	dstore treeDepth // depth.Store
 	agent  string
+	budget budgets // node_budget.go
 
 	robotsMu sync.Mutex
 	robots   map[uint32]*robots.Rules // by scheduler host; memory only
@@ -126,8 +132,11 @@ type Node struct {
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
+	extractors sync.Pool // *links.Extractor, reused between pages
+
 	awaitMu  sync.Mutex
 	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
+	held     map[uint32]*collector.Result // their results, whose buffers the store reads; released when durable
 
 	errMu sync.Mutex
 	err   error // first fatal error
@@ -136,6 +145,8 @@ type Node struct {
 	st  nodeStats
 	ss  statusState // node_status.go
 	ctl control     // node_control.go
+
+	cl *nodeCluster // nil alone
 }
 
 type nodeStats struct {
@@ -154,8 +165,11 @@ type NodeSummary struct {
 	Rejected uint64 // link sightings the scope filters refused
 	Admitted uint64 // new URLs added (seeds included)
 	URLs     int    // URLs in the tree
-	Finished bool   // nothing left to fetch
-	Elapsed  time.Duration
+	Finished bool   // nothing left to fetch (within MaxPages)
+	// LimitReached: MaxPages pages are fetched; the URLs left wait for a
+	// larger limit.
+	LimitReached bool
+	Elapsed      time.Duration
 }
 
 // SoloClock is the phase source of a one-node cluster with one phase and no
@@ -197,6 +211,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Scheduler.Clock == nil {
 		cfg.Scheduler.Clock = SoloClock()
 	}
+	var nodeRef *Node
+	if cfg.Cluster != nil {
+		cfg.Scheduler.Clock = gate{inner: cfg.Scheduler.Clock, n: &nodeRef}
+	}
 	cc := cfg.Collector
 	if cc.UserAgent == "" {
 		cc.UserAgent = cfg.UserAgent
@@ -220,10 +238,13 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
-		depth:  scope.Depth{Max: cfg.MaxDepth, Store: scope.NewMemDepth()},
+		depth:  scope.Depth{Max: cfg.MaxDepth},
 		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
+	nodeRef = n
+	n.dstore.n = n
+	n.depth.Store = &n.dstore
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()
 		return nil, err
@@ -245,6 +266,16 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err := n.recover(); err != nil {
 		n.Close()
 		return nil, err
+	}
+	if err := n.openBudgets(); err != nil {
+		n.Close()
+		return nil, err
+	}
+	if cfg.Cluster != nil {
+		if err := n.openCluster(); err != nil {
+			n.Close()
+			return nil, err
+		}
 	}
 	return n, nil
 }
@@ -297,9 +328,10 @@ func (n *Node) Close() error {
 	if n.reader != nil {
 		n.reader.Close()
 	}
+	errC := n.closeCluster()
 	errT := n.tree.Sync()
 	errS := n.sched.Sync()
-	return errors.Join(errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
+	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
 }
 
 // Counters is a snapshot for the progress line: the part of Status it
@@ -332,7 +364,7 @@ func (n *Node) poke() {
 }
 
 func (n *Node) done() bool {
-	return n.unfinished.Load() <= 0 && n.pending.Load() == 0 && n.inflight.Load() == 0
+	return (n.unfinished.Load() <= 0 || n.pagesExhausted()) && n.pending.Load() == 0 && n.inflight.Load() == 0
 }
 
 // ErrInterrupted is what Run returns when its context ended before the
@@ -368,7 +400,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	nextCtx, endNext := context.WithCancel(runCtx)
 	go func() {
 		for {
-			if n.done() {
+			if n.done() && n.clusterOver() {
 				endNext()
 				return
 			}
@@ -380,6 +412,9 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		}
 	}()
 	n.startControl(runCtx, nextCtx, endNext) // pause, drain, fetchers: node_control.go
+	if n.cl != nil {
+		go n.cl.coordinate(nextCtx)
+	}
 	var lists sync.WaitGroup
 	for {
 		listCtx, ok := n.acquire(nextCtx)
@@ -423,6 +458,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		return sum, ErrDrained
 	}
 	sum.Finished = true
+	sum.LimitReached = n.pagesExhausted() && n.unfinished.Load() > 0
 	return sum, nil
 }
 

@@ -41,7 +41,8 @@ package spider
 //	fetch_seconds      buckets [{le, count}] (cumulative), count, sum
 //	top_queued_hosts   [{host, queued}] most ids queued in the window first
 //	slowest_hosts      [{host, seconds_per_page, pages, at}] slowest first
-//	peers []           node, addr, up, queue, spilled_bytes, last_heard
+//	peers []           node, addr, up, queue, spilled_bytes, last_heard: the
+//	                   cluster's communicator's view, or NodeConfig.Peers
 //
 // # Cost
 //
@@ -517,6 +518,8 @@ func (n *Node) status(full bool) *Status {
 		if p := f(); p != nil {
 			st.Peers = p
 		}
+	} else {
+		st.Peers = n.clusterPeers()
 	}
 	n.ss.history(st)
 	return st
@@ -592,3 +595,19 @@ func (n *Node) slowest(now time.Time) []HostSlow {
 // GroupDigits writes n with thousands separators, as the progress line
 // does: 1234567 is "1,234,567".
 func GroupDigits(n uint64) string { return count(n) }
+
+// clusterPeers is the peers as the node's communicator sees them (none
+// outside a cluster): queue counts URLs waiting for the peer in memory, in
+// flight and in its spill file; last_heard is its last acknowledgement.
+func (n *Node) clusterPeers() []PeerStatus {
+	out := []PeerStatus{}
+	if n.cl == nil {
+		return out
+	}
+	for _, p := range n.ClusterStats().Comm.Peers {
+		out = append(out, PeerStatus{Node: int(p.ID), Addr: p.Addr.String(), Up: !p.Down,
+			Queue:        uint64(max(p.Queued, 0)) + uint64(max(p.UnackedItems, 0)) + uint64(max(p.SpillItems, 0)),
+			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC()})
+	}
+	return out
+}

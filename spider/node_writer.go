@@ -1,7 +1,6 @@
 package spider
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -48,6 +47,9 @@ func (n *Node) writer(msgs <-chan found) {
 		}
 	}
 	dirty := false
+	if n.cl != nil { // what peers sent before the start: a differing config stops fetches first
+		n.takeRemote(outlinks)
+	}
 	for {
 		select {
 		case m, ok := <-msgs:
@@ -59,6 +61,13 @@ func (n *Node) writer(msgs <-chan found) {
 				n.seeOne(u, 0, outlinks)
 			}
 			for _, p := range m.pages {
+				// The page may have been found shallower since its
+				// links were extracted (the writer lowered it, and
+				// reexpand found no links in outlinks yet): they count
+				// from its depth now.
+				if d, ok := n.sched.Depth(p.parent); ok && int(d) < p.depth {
+					p.depth = int(d)
+				}
 				if p.depth > 0 {
 					outlinks[p.parent] = p
 				}
@@ -70,6 +79,8 @@ func (n *Node) writer(msgs <-chan found) {
 			dirty = true
 			n.pending.Add(-1)
 			n.poke()
+		case <-n.clusterReady():
+			dirty = n.takeRemote(outlinks) || dirty
 		case <-n.syncReq:
 			sync()
 			dirty = false
@@ -89,6 +100,9 @@ func (n *Node) syncAll() bool {
 	err := n.tree.Sync()
 	if err == nil {
 		err = n.sched.Sync()
+	}
+	if err == nil {
+		err = n.syncCluster()
 	}
 	n.syncMu.Lock()
 	if err != nil {
@@ -117,11 +131,15 @@ func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
 	}
 }
 
-// seeOne is one sighting of u at depth d: the depth limit, the scope
-// filters, then the tree and the scheduler. A URL found shallower than
-// before is lowered in the scheduler and, if already fetched, its links are
-// seen again from the new depth.
+// seeOne is one sighting of u at depth d: the depth limit (by the
+// scheduler's stored depth, see treeDepth), the scope filters, then the tree
+// and the scheduler. A URL found shallower than before is lowered in the
+// scheduler (by treeDepth) and, if already fetched, its links are seen again
+// from the new depth.
 func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
+	if n.route(u, d) { // owned by another node of the cluster
+		return
+	}
 	dec := n.depth.Seen(u, d)
 	if dec.Reason == scope.TooDeep {
 		n.st.tooDeep.Add(1)
@@ -130,11 +148,21 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	if !dec.Crawl && !dec.Reexpand {
 		return
 	}
-	if dec.Crawl {
-		if r := n.filter.Admit(u); r != scope.OK {
-			n.st.rejected.Add(1)
-			return
+	ds := &n.dstore
+	if ds.known {
+		if dec.Reexpand {
+			n.reexpand(u, ds.id, dec.Depth, outlinks)
 		}
+		return // else known beyond the limit until now: lowered, now due
+	}
+	if r := n.filter.Admit(u); r != scope.OK {
+		n.st.rejected.Add(1)
+		return
+	}
+	if r := n.spend(u); r != scope.OK { // the budgets (node_budget.go)
+		n.filter.Count(r)
+		n.st.rejected.Add(1)
+		return
 	}
 	id, added, err := n.tree.AddString(u)
 	if err != nil {
@@ -142,45 +170,42 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		n.st.rejected.Add(1)
 		return
 	}
+	// New, or in the tree but lost by the scheduler in a crash (see
+	// recover): the scheduler learns it now.
+	isNew, err := n.sched.Add(id, hostKey(u), dec.Depth)
+	if err != nil {
+		n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
+		return
+	}
+	if isNew {
+		n.unfinished.Add(1)
+	}
 	if added {
-		isNew, err := n.sched.Add(id, hostKey(u), dec.Depth)
-		if err != nil {
-			n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
+		n.st.admitted.Add(1)
+	}
+}
+
+// reexpand follows the links of fetched page id again from its new,
+// smaller depth d.
+func (n *Node) reexpand(u string, id uint32, d uint8, outlinks map[uint32]pageLinks) {
+	m, ok := outlinks[id]
+	if !ok {
+		// Links not seen by the writer yet: the page is not fetched, or
+		// its links are on their way with its old depth, which the
+		// writer lowers on arrival. Or it was fetched in an earlier run:
+		// read its links back.
+		if st := n.sched.URL(id).State; st != scheduler.Completed && st != scheduler.Redirected {
 			return
 		}
-		if isNew {
-			n.unfinished.Add(1)
+		var err error
+		if m, err = n.storedLinks(id); err != nil {
+			n.cfg.Logf("re-expanding %s: %v", u, err)
+			return
 		}
-		n.st.admitted.Add(1)
-		return
+		outlinks[id] = m
 	}
-	// Known already (found shallower now, or known from an earlier run).
-	_, lowered, err := n.sched.Lower(id, dec.Depth)
-	if errors.Is(err, scheduler.ErrUnknownURL) {
-		// In the tree but lost by the scheduler in a crash (see recover).
-		if isNew, err := n.sched.Add(id, hostKey(u), dec.Depth); err != nil {
-			n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
-		} else if isNew {
-			n.unfinished.Add(1)
-		}
-		return
-	}
-	if err != nil || !lowered {
-		return
-	}
-	st := n.sched.URL(id).State
-	if st == scheduler.Completed || st == scheduler.Redirected {
-		m, ok := outlinks[id]
-		if !ok { // fetched in an earlier run: read its links back
-			if m, err = n.storedLinks(id); err != nil {
-				n.cfg.Logf("re-expanding %s: %v", u, err)
-				return
-			}
-			outlinks[id] = m
-		}
-		m.depth = int(dec.Depth)
-		n.see(m, outlinks)
-	}
+	m.depth = int(d)
+	n.see(m, outlinks)
 }
 
 // hostKey is the scheduler's host name for canonical URL u: its authority

@@ -105,7 +105,7 @@ type RunLimits struct {
 	MaxDepth         int      `toml:"max_depth"`        // link depth; 0 fetches the seeds only
 	MaxPagesPerHost  int      `toml:"max_pages_per_host"`
 	MaxLinksPerPage  int      `toml:"max_links_per_page"` // distinct URLs, fragments removed
-	MaxPages         int64    `toml:"max_pages"`          // stop after this many fetches; 0: no limit
+	MaxPages         int64    `toml:"max_pages"`          // pages fetched over every run before the crawl ends; 0: no limit
 }
 
 // RunCluster is the cluster block, the same on every node but for Node.

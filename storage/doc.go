@@ -45,19 +45,23 @@
 // field of each record, so a store may mix them; a body the configured codec
 // does not shrink (an image, an archive) is stored with codec none.
 //
-// # Index (format version 2)
+// # Index (format version 3)
 //
 // url.idx is a 4096-byte header (indexHeader in index.go, CRC-32C over the
 // whole page) followed by an array of 16-byte entries addressed by URL id:
 // entry i, at byte 4096+16·i, holds the segment number (uint32, 0 = no
 // record), the record's offset in that segment (uint64) and the CRC-32C of
-// both mixed with the URL id (uint32). Get(urlID) is therefore one lookup in
+// both mixed with the URL id (uint32). Every id below the highest one set
+// has a non-zero entry (a "none" entry when the directory holds no record
+// of it), and the header says up to where: a zeroed entry there is damage,
+// so a reader never takes a URL whose latest fetch is in this directory
+// for one it does not hold, and return an older fetch from another. Get(urlID) is therefore one lookup in
 // memory and one read of the segment. The file is grown with fallocate(2)
 // before it is mapped larger, so a full disk is a write error, not a SIGBUS.
 //
 // The index is a cache of what the segments hold. An index of version 1
-// (entries without CRC) or with a damaged header is rebuilt from the
-// segments, by a writer on disk and by a Reader in memory.
+// (entries without CRC), 2 (no "none" entries) or with a damaged header is
+// rebuilt from the segments, by a writer on disk and by a Reader in memory.
 //
 // An index entry is set only after its record has been synced, so the index
 // never points at data a crash could take away. The header holds a
@@ -109,7 +113,8 @@
 //     record and reports the region skipped; Get returns an error naming
 //     the file and offset;
 //   - a damaged segment header: reported, the records are still read;
-//   - an index entry failing its CRC, missing for a record the segments
+//   - an index entry failing its CRC or zeroed below the header's dense
+//     mark (Get then rebuilds the view before it answers), missing for a record the segments
 //     hold before the checkpoint, or pointing at anything but a later
 //     record of its URL id: the directory's index is rebuilt in memory
 //     from the segments (and the damage reported), so no page is dropped

@@ -24,7 +24,9 @@ import (
 //	 36   4 reserved    0
 //	 40   8 entries     how many entries the file held at the checkpoint: a
 //	                    shorter file was truncated (version 2)
-//	 48     zero up to indexHeaderSize
+//	 48   8 dense       every URL id below it has a non-zero entry, a
+//	                    record's or "none" (version 3)
+//	 56     zero up to indexHeaderSize
 //
 // Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
 //
@@ -34,13 +36,22 @@ import (
 //	             (entryCRC), so a flipped bit or an entry moved to another
 //	             id's place is seen
 //
-// An all-zero entry means "no record". Version 1 had 12-byte entries
-// without a CRC; such an index is rebuilt from the segments (it is a cache
-// of what they hold).
+// An id this directory holds no record of has the "none" entry: segment
+// 0, offset 2^64-1 and its CRC, written for every id below the highest one
+// set (dense). So an all-zero entry below dense is damage (a zeroed range)
+// — a reader then rebuilds its view from the segments rather than take the
+// id for one this directory never stored, which could make Get return an
+// older fetch from another directory as the current one. At or above
+// dense an all-zero entry is an id not written yet (or after the
+// checkpoint: re-indexed from the segments at open).
+//
+// Version 1 had 12-byte entries without a CRC, version 2 no "none"
+// entries (all-zero for no record); such an index is rebuilt from the
+// segments (it is a cache of what they hold).
 const (
 	indexName       = "url.idx"
 	indexMagic      = "KSPI"
-	indexVersion    = 2
+	indexVersion    = 3
 	indexHeaderSize = 4096
 	indexEntrySize  = 16
 
@@ -55,6 +66,10 @@ type index struct {
 	path     string
 	data     []byte // the whole file, mapped
 	writable bool
+	// dense: every id below it has a non-zero entry. A writer raises it
+	// as it sets entries (filling "none" entries below); the header keeps
+	// its value at the checkpoint.
+	dense uint64
 }
 
 // createIndex writes a fresh, empty index at path (replacing any file
@@ -65,7 +80,7 @@ func createIndex(path string) error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	hdr := make([]byte, indexHeaderSize)
-	putIndexHeader(hdr, 0, 0, 0)
+	putIndexHeader(hdr, 0, 0, 0, 0)
 	_, err = f.Write(hdr)
 	if err == nil {
 		err = f.Sync()
@@ -83,13 +98,14 @@ func createIndex(path string) error {
 	return nil
 }
 
-func putIndexHeader(b []byte, seg uint32, off int64, entries uint64) {
+func putIndexHeader(b []byte, seg uint32, off int64, entries, dense uint64) {
 	copy(b, indexMagic)
 	binary.LittleEndian.PutUint32(b[4:], indexVersion)
 	binary.LittleEndian.PutUint32(b[8:], indexEntrySize)
 	binary.LittleEndian.PutUint32(b[16:], seg)
 	binary.LittleEndian.PutUint64(b[24:], uint64(off))
 	binary.LittleEndian.PutUint64(b[40:], entries)
+	binary.LittleEndian.PutUint64(b[48:], dense)
 	binary.LittleEndian.PutUint32(b[32:], indexHeaderCRC(b))
 }
 
@@ -143,7 +159,13 @@ func openIndex(path string, writable bool) (*index, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: mapping index %s: %w", path, err)
 	}
-	return &index{f: f, path: path, data: data, writable: writable}, nil
+	dense := binary.LittleEndian.Uint64(hdr[48:])
+	if have := uint64(size-indexHeaderSize) / indexEntrySize; dense > have {
+		unix.Munmap(data)
+		f.Close()
+		return nil, fmt.Errorf("storage: index %s: %w: the header says entries are dense up to URL id %d, the file holds %d", path, ErrCorrupt, dense, have)
+	}
+	return &index{f: f, path: path, data: data, writable: writable, dense: dense}, nil
 }
 
 // errOldIndex marks an intact index of an older format version: it is
@@ -169,7 +191,7 @@ func checkIndexHeader(path string, h []byte) error {
 	case v < indexVersion:
 		return fmt.Errorf("storage: index %s: format version %d, this kspider writes %d: %w", path, v, indexVersion, errOldIndex)
 	case v > indexVersion:
-		return fmt.Errorf("storage: index %s: %w: format version %d, this kspider reads version %d", path, ErrVersion, v, indexVersion)
+		return fmt.Errorf("storage: index %s: %w: format version %d, this kspider reads version %d (older ones are rebuilt from the segments)", path, ErrVersion, v, indexVersion)
 	case binary.LittleEndian.Uint32(h[8:]) != indexEntrySize:
 		return bad("entry size %d", binary.LittleEndian.Uint32(h[8:]))
 	}
@@ -188,10 +210,14 @@ func (ix *index) checkpoint() (seg uint32, off int64) {
 type entryState uint8
 
 const (
-	entryEmpty entryState = iota // no record for this id (or a zeroed entry)
+	entryEmpty entryState = iota // no record for this id
 	entrySet                     // a record's location, checksum verified
-	entryBad                     // fails its checksum: the index is damaged
+	entryBad                     // fails its checksum, or zeroed below dense: the index is damaged
+	entryZero                    // all zero (decodeEntry only): empty at or above dense, else bad
 )
+
+// noneOffset is the offset field of a "none" entry (segment 0).
+const noneOffset = ^uint64(0)
 
 // entryCRC is the checksum of id's entry e (its segment and offset fields
 // filled in): the CRC-32C of those 12 bytes, mixed with the id so an entry
@@ -206,7 +232,19 @@ func (ix *index) lookup(id uint64) (seg uint32, off int64, st entryState) {
 	if id >= ix.entries() {
 		return 0, 0, entryEmpty
 	}
-	return decodeEntry(id, ix.data[indexHeaderSize+id*indexEntrySize:])
+	seg, off, st = decodeEntry(id, ix.data[indexHeaderSize+id*indexEntrySize:])
+	return seg, off, ix.zero(id, st)
+}
+
+// zero resolves decodeEntry's entryZero for id: damage below dense.
+func (ix *index) zero(id uint64, st entryState) entryState {
+	if st != entryZero {
+		return st
+	}
+	if id < ix.dense {
+		return entryBad
+	}
+	return entryEmpty
 }
 
 func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
@@ -215,8 +253,12 @@ func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 	crc := binary.LittleEndian.Uint32(e[12:])
 	switch {
 	case seg == 0 && crc == 0 && off == 0:
+		return 0, 0, entryZero
+	case crc != entryCRC(id, e):
+		return seg, off, entryBad
+	case seg == 0 && uint64(off) == noneOffset:
 		return 0, 0, entryEmpty
-	case seg == 0 || crc != entryCRC(id, e):
+	case seg == 0:
 		return seg, off, entryBad
 	}
 	return seg, off, entrySet
@@ -230,11 +272,19 @@ func (ix *index) set(id uint64, seg uint32, off int64) error {
 	if err := ix.reserve(id); err != nil {
 		return err
 	}
+	for j := ix.dense; j < id; j++ {
+		ix.put(j, 0, -1) // "none" (offset noneOffset): below dense no entry is zero
+	}
+	ix.dense = max(ix.dense, id+1)
+	ix.put(id, seg, off)
+	return nil
+}
+
+func (ix *index) put(id uint64, seg uint32, off int64) {
 	e := ix.data[indexHeaderSize+id*indexEntrySize:]
 	binary.LittleEndian.PutUint32(e, seg)
 	binary.LittleEndian.PutUint64(e[4:], uint64(off))
 	binary.LittleEndian.PutUint32(e[12:], entryCRC(id, e))
-	return nil
 }
 
 // reserve makes sure the file has room for id. It allocates the disk space
@@ -290,7 +340,7 @@ func (ix *index) setCheckpoint(seg uint32, off int64) error {
 	if err := ix.sync(); err != nil {
 		return err
 	}
-	putIndexHeader(ix.data[:indexHeaderSize], seg, off, ix.entries())
+	putIndexHeader(ix.data[:indexHeaderSize], seg, off, ix.entries(), ix.dense)
 	if err := unix.Msync(ix.data[:indexHeaderSize], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
 	}

@@ -18,8 +18,14 @@ func (dr *dirReader) ixPath() string { return filepath.Join(dr.dir, indexName) }
 func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 	l, ok, bad := dr.locate(id)
 	if bad {
-		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d fails its CRC-32C",
-			dr.ixPath(), ErrCorrupt, id, entryOffset(id)))
+		why := "fails its CRC-32C"
+		if v := dr.view.Load(); v.ix != nil && id < v.ix.entries() {
+			if _, _, st := decodeEntry(id, v.ix.data[entryOffset(id):]); st == entryZero {
+				why = fmt.Sprintf("is all zero, below URL id %d up to which every entry is set", v.ix.dense)
+			}
+		}
+		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d %s",
+			dr.ixPath(), ErrCorrupt, id, entryOffset(id), why))
 		l, ok, _ = dr.locate(id)
 	}
 	return l, ok
@@ -151,11 +157,11 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	data := v.ix.data[indexHeaderSize:]
 	for id := uint64(0); id < n; id++ {
 		e := data[id*indexEntrySize : (id+1)*indexEntrySize]
-		if binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
-			continue // most entries of a sparse index: skip them fast
+		if id >= v.ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
+			continue // the unwritten tail: skip it fast
 		}
 		seg, off, st := decodeEntry(id, e)
-		switch st {
+		switch v.ix.zero(id, st) {
 		case entryEmpty:
 			continue
 		case entryBad:
@@ -190,7 +196,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	}
 	r.lost.Add(lost)
 	if badEntries > 0 {
-		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries fail their CRC-32C, the first of URL id %d at offset %d (kspider check --repair rebuilds the index)",
+		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries fail their CRC-32C or are zeroed, the first of URL id %d at offset %d (kspider check --repair rebuilds the index)",
 			v.ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
 	}
 	for seg, k := range missing {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs when it is missing: real servers the tests
 # talk to on loopback (nginx, dnsmasq, chronyd), promtool and headless
-# Chromium for the status page, the Debian doc package whose
-# HTML the benchmarks and interoperability tests use, and the independent WARC
+# Chromium for the status page, the Debian doc packages whose
+# HTML the benchmarks and interoperability tests use (every package
+# tools/testweb/nginx.sh serves), and the independent WARC
 # reader (npm package warcio, pinned in tools/warccheck/package.json).
 # As root on Debian it installs them (apt-get update once, then apt-get
 # install); otherwise it fails with a message naming the packages.
@@ -18,6 +19,8 @@ have chronyd || pkgs+=(chrony)
 have promtool || pkgs+=(prometheus)   # promtool check metrics (spider/status)
 have chromium || pkgs+=(chromium)     # the status dashboard in a real browser (cmd/kspider)
 [ -d /usr/share/doc/postgresql-doc-15/html ] || pkgs+=(postgresql-doc-15)
+[ -f /usr/share/doc/python3.11/html/index.html ] || pkgs+=(python3.11-doc)
+[ -f /usr/share/doc/openjdk-17-jre-headless/api/index.html ] || [ -f /usr/lib/jvm/java-17-openjdk-amd64/docs/api/index.html ] || pkgs+=(openjdk-17-doc)
 if [ -f tools/warccheck/package.json ]; then
   have node || pkgs+=(nodejs)
   have npm  || pkgs+=(npm)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -23,6 +25,8 @@ func benchmarks() []benchmark {
 		{"collector", "collector pages per CPU-second against net/http, pipelined and not", benchCollector},
 		{"communicator", "UDP URL exchange between two endpoints on loopback", benchCommunicator},
 		{"scheduler", "scheduler add cost, lists handed out per second, bytes per URL, reopen", benchScheduler},
+		{"crawl", "node crawls of a test web and the nginx docs, beside colly's, in child processes", benchCrawl},
+		{"cluster", "one node against a cluster of N on this machine: CPU per page, exchange, balance", benchCluster},
 	}
 }
 
@@ -47,7 +51,10 @@ func runBench(ctx context.Context, e env, args []string) error {
 	var names []string
 	for _, b := range benchmarks() {
 		if b.name == args[0] {
-			return b.run(ctx, e, args[1:])
+			if err := b.run(ctx, e, args[1:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+				return subcommandError{name: "bench " + b.name, err: err}
+			}
+			return nil
 		}
 		names = append(names, b.name)
 	}

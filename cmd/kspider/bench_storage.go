@@ -71,15 +71,15 @@ on one machine they share one disk.`)
 		return err
 	}
 	if *htmlDir == "" {
-		return usagef("bench storage: --html DIR is required")
+		return usagef("--html DIR is required")
 	}
 	if *disks < 1 || *disks > 64 {
-		return usagef("bench storage: --disks must be between 1 and 64")
+		return usagef("--disks must be between 1 and 64")
 	}
 	var codecs []string
 	for _, c := range strings.Split(*codecList, ",") {
 		if _, err := storage.ParseCodec(c); err != nil {
-			return usagef("bench storage: %v", err)
+			return usagef("%v", err)
 		}
 		codecs = append(codecs, c)
 	}
@@ -92,7 +92,7 @@ on one machine they share one disk.`)
 		total += len(f)
 	}
 	if total == 0 {
-		return fmt.Errorf("bench storage: no HTML files (*.html, *.htm) under %s", *htmlDir)
+		return fmt.Errorf("no HTML files (*.html, *.htm) under %s", *htmlDir)
 	}
 	repeat := max(1, int((*minMB*1e6+float64(total)-1)/float64(total)))
 	rep := storageBenchReport{
@@ -108,7 +108,7 @@ on one machine they share one disk.`)
 		before := goLZOBaseline(files, *minMB)
 		res, err := benchStorageCodec(ctx, c, *disks, pages, files)
 		if err != nil {
-			return fmt.Errorf("bench storage: %s: %w", c, err)
+			return fmt.Errorf("%s: %w", c, err)
 		}
 		base := (before + goLZOBaseline(files, *minMB)) / 2
 		baselines = append(baselines, base)
@@ -165,7 +165,7 @@ func readHTMLFiles(dir string) ([][]byte, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench storage: %w", err)
+		return nil, fmt.Errorf("%w", err)
 	}
 	return files, nil
 }

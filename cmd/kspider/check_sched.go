@@ -28,11 +28,14 @@ func checkSched(dir string, repair bool, w io.Writer) (problems int, err error) 
 	switch {
 	case problems == 0:
 		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts\n", dir, rep.URLs, rep.Hosts)
+	case rep.Repaired && rep.Salvaged > 0:
+		fmt.Fprintf(w, "sched: %s: repaired: %d damaged URL records replaced by gaps, everything else kept (the damaged file is copied in %s); the node adds those URLs again when it meets them\n",
+			dir, rep.Salvaged, rep.Quarantine)
 	case rep.Repaired:
 		fmt.Fprintf(w, "sched: %s: repaired: the damaged files are in %s; the next start creates an empty scheduler, and the node must add its URLs again from the URL tree (which were fetched and the hosts' politeness and robots state are lost)\n",
 			dir, rep.Quarantine)
 	default:
-		fmt.Fprintf(w, "sched: %s: %d problems; kspider check --repair moves its files into %s/damaged/ (URL states cannot be rebuilt)\n", dir, problems, dir)
+		fmt.Fprintf(w, "sched: %s: %d problems; kspider check --repair replaces damaged URL records by gaps, or, with damage elsewhere, moves its files into %s/damaged/ (URL states cannot be rebuilt)\n", dir, problems, dir)
 	}
 	return problems, err
 }

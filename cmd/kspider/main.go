@@ -62,7 +62,18 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// subcommandError names the subcommand an error came from when it is not
+// the top-level one (`kspider bench storage: ...`), so the message and its
+// `--help` hint point at the right place.
+type subcommandError struct {
+	name string // e.g. "bench storage"
+	err  error
+}
+
+func (e subcommandError) Error() string { return e.err.Error() }
+func (e subcommandError) Unwrap() error { return e.err }
 
 // errNotImplemented is returned by subcommands whose issue has not landed yet.
 var errNotImplemented = errors.New("not implemented yet")
@@ -171,6 +182,10 @@ func run(ctx context.Context, e env, args []string) int {
 		return 2
 	}
 	err := c.run(ctx, e, args[1:])
+	var se subcommandError
+	if errors.As(err, &se) {
+		name = se.name
+	}
 	var ue usageError
 	switch {
 	case err == nil:

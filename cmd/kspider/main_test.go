@@ -65,3 +65,13 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 		t.Fatalf("no arguments: exit %d, want 2", code)
 	}
 }
+
+// A benchmark's errors name the benchmark once, and its --help hint points
+// at the benchmark, not at `kspider bench`.
+func TestBenchErrorsNameTheTarget(t *testing.T) {
+	code, _, errOut := runCmd(t, "", "bench", "storage")
+	want := "kspider bench storage: --html DIR is required (see 'kspider bench storage --help')\n"
+	if code != 2 || errOut != want {
+		t.Fatalf("bench storage: exit %d, stderr %q, want exit 2, %q", code, errOut, want)
+	}
+}

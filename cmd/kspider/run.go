@@ -31,14 +31,16 @@ a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
 ('kspider ctl'; the token is in DATA_DIR/STATUS_TOKEN and printed at start).
 After 'kspider ctl drain' the lists out finish and the run exits 0; running
 the same command again continues.
-This step runs a one-node cluster with one phase; max_pages and
-max_pages_per_host are not enforced yet.`)
+limits.max_pages counts the pages of every run on the data directory; at it
+the crawl ends (exit 0) and a larger limit continues it. This step runs a
+one-node cluster with one phase.`)
 	config := fs.String("config", "", "config `FILE` (TOML)")
 	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
 	statusAddr := fs.String("status", "", "status page `ADDR`ess (host:port; \"off\": none), replacing the config's status")
+	nodeFlag := fs.Int("node", -1, "this node's `ID` in cluster.nodes (default: the node whose udp address is local, else cluster.node)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -69,8 +71,9 @@ max_pages_per_host are not enforced yet.`)
 	if err != nil {
 		return err
 	}
-	if len(cfg.Cluster.Nodes) > 1 || cfg.Cluster.Phases > 1 {
-		return errors.New("a cluster of more than one node or phase is not supported by 'kspider run' yet")
+	rc, err := setupCluster(ctx, e, cfg, *nodeFlag)
+	if err != nil {
+		return err
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
@@ -78,12 +81,11 @@ max_pages_per_host are not enforced yet.`)
 	for _, w := range spider.CheckLimits(cfg.Fetchers) {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
-	if def := spider.Defaults().Limits; cfg.Limits.MaxPages != def.MaxPages || cfg.Limits.MaxPagesPerHost != def.MaxPagesPerHost {
-		fmt.Fprintln(e.stderr, "warning: limits.max_pages and limits.max_pages_per_host are not enforced yet")
-	}
 	// One node, one phase: the active phase is always 0 and no slot
 	// boundary needs agreeing on, so the node needs no NTP.
-	fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+	if rc == nil {
+		fmt.Fprintln(e.stderr, "one node, one phase: the phase clock is the system clock as is (no NTP needed)")
+	}
 
 	res, err := resolver.New(resolver.Config{Servers: cfg.DNSServers})
 	if err != nil {
@@ -97,10 +99,11 @@ max_pages_per_host are not enforced yet.`)
 		}
 	}
 	sc := cfg.ScopeConfig()
-	node, err := spider.OpenNode(spider.NodeConfig{
+	ncfg := spider.NodeConfig{
 		Dir: cfg.DataDir, StorageDirs: cfg.StorageDirs(), Codec: cfg.Storage.Codec, Seeds: seedList,
 		UserAgent: cfg.UserAgentHeader(), MaxDepth: cfg.Limits.MaxDepth, MaxLinks: cfg.Limits.MaxLinksPerPage, Scope: &sc,
-		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
+		MaxPages: cfg.Limits.MaxPages,
+		Lookup:   func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
 		Collector: collector.Config{From: cfg.From, ExtraCAs: extra, Fetchers: cfg.Fetchers, Pipeline: cfg.Pipelining,
 			ConnectTimeout: cfg.Limits.ConnectTimeout.Duration, TLSTimeout: cfg.Limits.TLSTimeout.Duration,
 			FirstByte: cfg.Limits.FirstByteTimeout.Duration, ResponseTimeout: cfg.Limits.ResponseTimeout.Duration,
@@ -108,7 +111,12 @@ max_pages_per_host are not enforced yet.`)
 		Scheduler: scheduler.Config{Phases: 1, MinDelay: cfg.Politeness.Delay.Duration,
 			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
 		DNSStats: res.Stats,
-	})
+	}
+	if rc != nil {
+		ncfg.Cluster, ncfg.Logf = rc.node, rc.logf
+		ncfg.Scheduler.Clock, ncfg.Scheduler.Phases = rc.clock, rc.phases
+	}
+	node, err := spider.OpenNode(ncfg)
 	if err != nil {
 		return err
 	}
@@ -145,6 +153,12 @@ max_pages_per_host are not enforced yet.`)
 	if sum != nil {
 		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
 			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)
+		if sum.LimitReached {
+			fmt.Fprintf(e.stderr, "limits.max_pages (%d) reached: the URLs left wait; raise it and run again to continue\n", cfg.Limits.MaxPages)
+		}
+	}
+	if rc != nil {
+		fmt.Fprintln(e.stderr, rc.summary(node))
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		if interrupted && closeErr == nil {

@@ -1,10 +1,9 @@
 package scope
 
-import "sync"
-
 // DepthStore remembers, per URL, the smallest link depth it was seen at.
-// The node backs it with the URL tree's per-URL state bytes; MemDepth is an
-// in-memory one. Implementations must make Lower atomic per URL.
+// The node backs it with the scheduler's per-URL depth (spider.treeDepth),
+// so nothing is kept in memory per URL; the tests use an in-memory one.
+// Implementations must make Lower atomic per URL.
 type DepthStore interface {
 	// Lower records that url was seen at depth d. If the URL is new, or d is
 	// smaller than its stored depth, it stores d and returns the old depth
@@ -65,38 +64,4 @@ func clampDepth(d int) uint8 {
 		return NoDepth - 1
 	}
 	return uint8(d)
-}
-
-// MemDepth is an in-memory DepthStore, safe for concurrent use.
-type MemDepth struct {
-	mu sync.Mutex
-	m  map[string]uint8
-}
-
-// NewMemDepth returns an empty MemDepth.
-func NewMemDepth() *MemDepth { return &MemDepth{m: map[string]uint8{}} }
-
-// Lower implements DepthStore.
-func (s *MemDepth) Lower(url string, d uint8) (uint8, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev, ok := s.m[url]
-	if ok && prev <= d {
-		return prev, false
-	}
-	s.m[url] = d
-	if !ok {
-		return NoDepth, true
-	}
-	return prev, true
-}
-
-// Get returns the stored depth of url, NoDepth when never seen.
-func (s *MemDepth) Get(url string) uint8 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d, ok := s.m[url]; ok {
-		return d
-	}
-	return NoDepth
 }

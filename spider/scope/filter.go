@@ -2,10 +2,8 @@ package scope
 
 import (
 	"fmt"
-	"hash/maphash"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/net/publicsuffix"
@@ -23,8 +21,10 @@ type Config struct {
 	MaxSegmentRepeat int  // occurrences of one path segment that make a loop
 	RejectQuery      bool // refuse every URL with a query (thesis: "?")
 	RejectCGI        bool // refuse paths ending in .cgi or under /cgi-bin/
-	MaxPagesPerHost  int  // URLs admitted per host
-	MaxSubdomains    int  // hosts admitted per registrable domain
+	// Budgets, kept by the node in its scheduler's persistent host table
+	// (the Filter itself keeps no per-host state).
+	MaxPagesPerHost int // URLs admitted per host (origin)
+	MaxSubdomains   int // hosts (origins) admitted per registrable domain
 }
 
 // Default returns a configuration with the trap limits on and no scope rules.
@@ -38,8 +38,10 @@ func Default() Config {
 	}
 }
 
-// Filter applies a Config. Check is pure; Admit also spends budgets and
-// counts reasons. A Filter is safe for concurrent use.
+// Filter applies a Config's rules. Check is pure; Admit also counts
+// reasons. The budgets (MaxPagesPerHost, MaxSubdomains) need per-host state
+// that must survive restarts, so the node keeps them (spider's budgets, in
+// the scheduler's host table). A Filter is safe for concurrent use.
 type Filter struct {
 	c       Config
 	include []*regexp.Regexp
@@ -47,28 +49,11 @@ type Filter struct {
 	domains *DomainRules
 
 	counts [NumReasons]atomic.Uint64
-	seed   maphash.Seed
-	hosts  [shards]hostShard
-	regs   [shards]regShard
-}
-
-const shards = 64
-
-// hostShard counts admitted pages per host.
-type hostShard struct {
-	mu    sync.Mutex
-	pages map[string]int
-}
-
-// regShard counts admitted hosts per registrable domain.
-type regShard struct {
-	mu    sync.Mutex
-	hosts map[string]int
 }
 
 // New compiles a Config.
 func New(c Config) (*Filter, error) {
-	f := &Filter{c: c, seed: maphash.MakeSeed()}
+	f := &Filter{c: c}
 	for _, list := range []struct {
 		src  []string
 		dst  *[]*regexp.Regexp
@@ -88,10 +73,6 @@ func New(c Config) (*Filter, error) {
 	}
 	if !d.Empty() {
 		f.domains = d
-	}
-	for i := range f.hosts {
-		f.hosts[i].pages = map[string]int{}
-		f.regs[i].hosts = map[string]int{}
 	}
 	return f, nil
 }
@@ -136,16 +117,10 @@ func (f *Filter) Check(u string) Reason {
 	return pathTraps(p.path, f.c.MaxPathDepth, f.c.MaxSegmentRepeat)
 }
 
-// Admit is Check followed by the budgets: it is to be called once per new
-// URL the node would add. An admitted URL spends one page of its host's
-// budget, and a host admitted for the first time one host of its registrable
-// domain's. Every outcome is counted.
+// Admit is Check, with the outcome counted: to be called once per new URL
+// the node would add.
 func (f *Filter) Admit(u string) Reason {
 	r := f.Check(u)
-	if r == OK {
-		p, _ := splitURL(u)
-		r = f.spend(p.host)
-	}
 	f.counts[r].Add(1)
 	return r
 }
@@ -165,39 +140,6 @@ func (f *Filter) Counts() [NumReasons]uint64 {
 		out[i] = f.counts[i].Load()
 	}
 	return out
-}
-
-func (f *Filter) spend(host string) Reason {
-	if f.c.MaxPagesPerHost <= 0 && f.c.MaxSubdomains <= 0 {
-		return OK
-	}
-	hs := &f.hosts[maphash.String(f.seed, host)%shards]
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	n, known := hs.pages[host]
-	if f.c.MaxPagesPerHost > 0 && n >= f.c.MaxPagesPerHost {
-		return HostBudget
-	}
-	if !known && f.c.MaxSubdomains > 0 {
-		reg := registrable(host)
-		rs := &f.regs[maphash.String(f.seed, reg)%shards]
-		rs.mu.Lock()
-		full := rs.hosts[reg] >= f.c.MaxSubdomains
-		if !full {
-			rs.hosts[strings.Clone(reg)]++
-		}
-		rs.mu.Unlock()
-		if full {
-			return TooManySubdomains
-		}
-	}
-	if known {
-		hs.pages[host] = n + 1
-	} else {
-		// A substring would pin the whole URL in memory.
-		hs.pages[strings.Clone(host)] = 1
-	}
-	return OK
 }
 
 // registrable returns the registrable domain of host (eTLD+1), or the host

@@ -122,7 +122,8 @@ func BenchmarkCheckRegexp(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmit includes the per-host and per-domain budgets.
+// BenchmarkAdmit is Check with the outcome counted (the budgets are the
+// node's).
 func BenchmarkAdmit(b *testing.B) {
 	c := Default()
 	c.MaxPagesPerHost = 1 << 40

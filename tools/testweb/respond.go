@@ -228,6 +228,7 @@ func (x *exchange) endless() bool {
 
 func (x *exchange) gzipBomb(close bool) bool {
 	b := x.s.gzipBomb()
+	x.entry.Note = "gzip bomb"
 	x.head(200, htmlType, int64(len(b)), close, "Content-Encoding", "gzip")
 	if x.req.method != "HEAD" {
 		x.bw.Write(b)

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// clusterBenchRun is one crawl of `kspider bench cluster`.
+type clusterBenchRun struct {
+	Nodes        int     `json:"nodes"`
+	Partition    string  `json:"partition"`
+	Pages        int     `json:"pages"`
+	Seconds      float64 `json:"seconds"`
+	PagesPerS    float64 `json:"pages_per_s"`
+	CPUmsPerPage float64 `json:"cpu_ms_per_page"` // the node processes' user+system CPU per page stored
+	CPURatio     float64 `json:"cpu_ratio"`       // over the one node's
+	URLsPerPage  float64 `json:"urls_sent_per_page"`
+	DgramPerPage float64 `json:"datagrams_per_page"`
+	BytesPerPage float64 `json:"bytes_per_page"` // UDP payload bytes out, all nodes
+	PagesPerNode []int   `json:"pages_per_node"`
+	URLsPerNode  []int   `json:"urls_per_node"`
+	BytesPerNode []int64 `json:"bytes_per_node"` // page bytes stored
+	Balance      float64 `json:"balance"`        // most pages on one node / mean
+}
+
+func benchCluster(ctx context.Context, e env, args []string) error {
+	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--json]",
+		`Crawls one test web (plain, on loopback) with one 'kspider run' process,
+then with a cluster of --nodes processes on this machine (UDP on
+127.0.0.1), partitioned by URL and then by host. Every crawl must store
+the same pages (exit 1 otherwise). Reports pages/s, the node processes' CPU
+ms per page and its ratio to the one node's (target <= 1.25), URLs sent,
+datagrams and UDP bytes per page, and the balance of pages, URLs and bytes
+across nodes.`)
+	nodes := fs.Int("nodes", 4, "nodes of the cluster")
+	hosts := fs.Int("hosts", 1000, "hosts of the test web")
+	maxPages := fs.Int("max-pages", 30, "pages of the largest host")
+	depth := fs.Int("depth", 3, "link depth")
+	phase := fs.Duration("phase-length", 2*time.Second, "phase length of the cluster")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(e, fs, args); err != nil {
+		return err
+	}
+	if *nodes < 2 || *nodes > 64 {
+		return usagef("--nodes %d: want 2..64", *nodes)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	b := clusterBench{depth: *depth, phase: *phase,
+		command: func(args []string) *exec.Cmd { return exec.CommandContext(ctx, exe, args...) }}
+	runs, err := b.runAll(ctx, testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
+		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Hosts int               `json:"hosts"`
+			Runs  []clusterBenchRun `json:"runs"`
+		}{*hosts, runs})
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\tCPU ms/page\tratio\tURLs sent/page\tdatagrams/page\tbytes/page\tbalance\tpages per node\t")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS,
+			r.CPUmsPerPage, r.CPURatio, r.URLsPerPage, r.DgramPerPage, r.BytesPerPage, r.Balance, r.PagesPerNode)
+	}
+	return tw.Flush()
+}
+
+type clusterBench struct {
+	command              func(args []string) *exec.Cmd // a `kspider` command line
+	tmp, ca, secret, dns string
+	seeds                []string
+	depth                int
+	phase                time.Duration
+	seq                  int
+}
+
+// runAll crawls web with one node, then with n by url and by host, and
+// checks that they store the same pages.
+func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int) ([]clusterBenchRun, error) {
+	tmp, err := os.MkdirTemp("", "kspider-bench-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	srv, err := testweb.Start(ctx, testweb.Generate(web), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	b.tmp, b.ca, b.secret = tmp, filepath.Join(tmp, "ca.pem"), filepath.Join(tmp, "secret")
+	b.seeds, b.dns = srv.SeedURLs(), srv.DNSAddr()
+	if err := os.WriteFile(b.ca, srv.CACertPEM(), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(b.secret, []byte("bench-secret-0123456789abcdef"), 0o600); err != nil {
+		return nil, err
+	}
+	var runs []clusterBenchRun
+	var ref map[string]bool
+	for _, c := range []struct {
+		n    int
+		part string
+	}{{1, "url"}, {n, "url"}, {n, "host"}} {
+		r, urls, err := b.crawl(ctx, c.n, c.part)
+		if err != nil {
+			return nil, err
+		}
+		if ref == nil {
+			ref = urls
+		} else if d := diffCount(ref, urls); d > 0 {
+			return nil, fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
+		}
+		r.CPURatio = 1
+		if len(runs) > 0 {
+			r.CPURatio = r.CPUmsPerPage / runs[0].CPUmsPerPage
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// crawl runs n `kspider run` processes to the end and reads their figures.
+func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBenchRun, map[string]bool, error) {
+	b.seq++
+	r := clusterBenchRun{Nodes: n, Partition: part}
+	var udp []string
+	for range n {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return r, nil, err
+		}
+		udp = append(udp, c.LocalAddr().String())
+		c.Close()
+	}
+	epoch := time.Now().Truncate(time.Second).UTC()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	var dirs []string
+	for i := range n {
+		dir := filepath.Join(b.tmp, fmt.Sprintf("run%d-node%d", b.seq, i))
+		var cf strings.Builder
+		fmt.Fprintf(&cf, "seeds = [%s]\ndata_dir = %q\nfetchers = 32\ndns_servers = [%q]\ncontact = \"https://example.org/bench\"\nstatus = \"\"\n",
+			quoteStrings(b.seeds), dir, b.dns)
+		fmt.Fprintf(&cf, "[politeness]\ndelay = \"10ms\"\n[scope]\nmax_subdomains = 0\n[limits]\nmax_depth = %d\n", b.depth)
+		if n > 1 {
+			fmt.Fprintf(&cf, "[cluster]\nphases = %d\nphase_length = %q\nepoch = %s\nsecret_file = %q\npartition = %q\n",
+				n, b.phase.String(), epoch.Format(time.RFC3339), b.secret, part)
+			for j := range n {
+				fmt.Fprintf(&cf, "[[cluster.nodes]]\nid = %d\nudp = %q\n", j, udp[j])
+			}
+		}
+		conf := dir + ".toml"
+		if err := os.WriteFile(conf, []byte(cf.String()), 0o644); err != nil {
+			return r, nil, err
+		}
+		args := []string{"run", "--config", conf, "--ca", b.ca, "--quiet"}
+		if n > 1 {
+			args = append(args, "--node", fmt.Sprint(i))
+		}
+		cmd := b.command(args)
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		cmds, outs, dirs = append(cmds, cmd), append(outs, out), append(dirs, dir)
+	}
+	start := time.Now()
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			return r, nil, err
+		}
+	}
+	var cpu time.Duration
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			return r, nil, fmt.Errorf("node %d of %d: %v\n%s", i, n, err, outs[i].String())
+		}
+		cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	}
+	r.Seconds = time.Since(start).Seconds()
+	urls := map[string]bool{}
+	var sent, dgrams, bytesOut int
+	for i := range n {
+		var f, st, errs, den, deep, rej, known int
+		var s, rc, d, by, re, dr, self, of int
+		for _, line := range strings.Split(outs[i].String(), "\n") {
+			fmt.Sscanf(line, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d", &f, &st, &errs, &den, &deep, &rej, &known)
+			fmt.Sscanf(line, "cluster: node %d of %d: sent %d URLs to peers, received %d; %d datagrams (%d bytes) out, %d retransmitted, %d dropped",
+				&self, &of, &s, &rc, &d, &by, &re, &dr)
+		}
+		got, bytesStored, err := storeFigures(dirs[i])
+		if err != nil {
+			return r, nil, err
+		}
+		for u := range got {
+			if urls[u] {
+				return r, nil, fmt.Errorf("%s stored by two nodes", u)
+			}
+			urls[u] = true
+		}
+		r.PagesPerNode = append(r.PagesPerNode, len(got))
+		r.URLsPerNode = append(r.URLsPerNode, known)
+		r.BytesPerNode = append(r.BytesPerNode, bytesStored)
+		sent, dgrams, bytesOut = sent+s, dgrams+d, bytesOut+by
+	}
+	r.Pages = len(urls)
+	if r.Pages == 0 {
+		return r, nil, fmt.Errorf("%d nodes stored nothing:\n%s", n, outs[0].String())
+	}
+	p := float64(r.Pages)
+	r.PagesPerS = p / r.Seconds
+	r.CPUmsPerPage = float64(cpu.Microseconds()) / 1000 / p
+	r.URLsPerPage, r.DgramPerPage, r.BytesPerPage = float64(sent)/p, float64(dgrams)/p, float64(bytesOut)/p
+	most := 0
+	for _, c := range r.PagesPerNode {
+		most = max(most, c)
+	}
+	r.Balance = float64(most) / (p / float64(n))
+	return r, urls, nil
+}
+
+func quoteStrings(l []string) string {
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+func diffCount(a, b map[string]bool) int {
+	d := 0
+	for u := range a {
+		if !b[u] {
+			d++
+		}
+	}
+	for u := range b {
+		if !a[u] {
+			d++
+		}
+	}
+	return d
+}
+
+// storeFigures reads the URLs and body bytes of a node's page store.
+func storeFigures(dir string) (map[string]bool, int64, error) {
+	r, err := storage.OpenReader([]string{filepath.Join(dir, "pages")})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	got := map[string]bool{}
+	var n int64
+	err = r.Scan(context.Background(), func(p *storage.Page) error {
+		got[p.URL] = true
+		n += int64(len(p.Body))
+		return nil
+	})
+	return got, n, err
+}

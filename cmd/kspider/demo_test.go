@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kspider/kspider/spider/urlnorm"
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// demoJSON runs `kspider demo --json` in-process and decodes its report.
+func demoJSON(t *testing.T, args ...string) (int, *demoReport, string) {
+	t.Helper()
+	code, out, errOut := runCmd(t, "", append([]string{"demo", "--json"}, args...)...)
+	var rep demoReport
+	if code == 0 || strings.HasPrefix(out, "{") {
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("demo --json: exit %d, output not JSON: %v\n%s\n%s", code, err, out, errOut)
+		}
+	}
+	return code, &rep, errOut
+}
+
+// checkDemo checks a report against the web's ground truth and audit.
+func checkDemo(t *testing.T, rep *demoReport, what string) {
+	t.Helper()
+	if rep.Interrupted || rep.Missing != 0 || rep.Extra != 0 || rep.Store.Twice != 0 || rep.Crawlable == 0 ||
+		rep.Audit.DuplicateFetches != 0 || rep.Audit.Forbidden != 0 || rep.Audit.MaxConnsPerHost > 1 {
+		t.Errorf("%s: interrupted %v, %d crawlable, %d missing, %d extra, %d stored twice, audit %+v",
+			what, rep.Interrupted, rep.Crawlable, rep.Missing, rep.Extra, rep.Store.Twice, rep.Audit)
+	}
+}
+
+// TestDemoContinuesFinishedCrawl: a second demo on a finished --dir
+// fetches nothing and still reports every page stored, matching the truth.
+func TestDemoContinuesFinishedCrawl(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	args := []string{"--plain", "--hosts", "25", "--seed", "4", "--depth", "2", "--dir", dir}
+	code, rep, errOut := demoJSON(t, args...)
+	if code != 0 {
+		t.Fatalf("first demo: exit %d\n%s", code, errOut)
+	}
+	checkDemo(t, rep, "first demo")
+	if rep.Store.Pages == 0 || rep.Store.Earlier != 0 {
+		t.Errorf("first demo: %d pages stored, %d by earlier runs", rep.Store.Pages, rep.Store.Earlier)
+	}
+	code, rep2, errOut := demoJSON(t, args...)
+	if code != 0 {
+		t.Fatalf("second demo: exit %d\n%s", code, errOut)
+	}
+	checkDemo(t, rep2, "second demo")
+	if rep2.Crawl.Fetched != 0 || rep2.Store.Pages != rep.Store.Pages || rep2.Store.Earlier != rep.Store.Pages {
+		t.Errorf("second demo fetched %d, store %d pages (%d earlier), want 0 and %d", rep2.Crawl.Fetched,
+			rep2.Store.Pages, rep2.Store.Earlier, rep.Store.Pages)
+	}
+	if code, _, errOut := runCmd(t, "", "demo", "--hosts", "26", "--dir", dir); code != 2 || !strings.Contains(errOut, "another web") {
+		t.Errorf("demo on a directory of another web: exit %d, want 2:\n%s", code, errOut)
+	}
+}
+
+// TestDemoDepthZero: --depth 0 fetches the seeds only.
+func TestDemoDepthZero(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	code, rep, errOut := demoJSON(t, "--plain", "--hosts", "30", "--seed", "2", "--depth", "0", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	checkDemo(t, rep, "depth 0")
+	st, err := readDemoState(dir)
+	if err != nil || st == nil {
+		t.Fatalf("demo state: %v", err)
+	}
+	web := testweb.Generate(testweb.Config{Hosts: st.Hosts, Seed: st.Seed, Plain: st.Plain})
+	seeds := map[string]bool{}
+	for _, s := range web.SeedURLs(testweb.Ports{HTTP: st.HTTPPort, HTTPS: st.HTTPSPort}) {
+		c, err := urlnorm.Canonical(nil, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds[c] = true
+	}
+	got := storedPages(t, dir)
+	if len(got) == 0 || len(got) > len(seeds) {
+		t.Errorf("%d pages stored for %d seeds", len(got), len(seeds))
+	}
+	for u := range got {
+		if !seeds[u] {
+			t.Errorf("stored %s, not a seed", u)
+		}
+	}
+}
+
+// storedPages reads the demo directory's pages: URL -> times stored.
+func storedPages(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	r, err := storage.OpenReader([]string{filepath.Join(dir, "pages")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := map[string]int{}
+	if err := r.Scan(context.Background(), func(p *storage.Page) error {
+		got[p.URL]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+const demoChildEnv = "KSPIDER_DEMO_CHILD"
+
+// TestDemoChild is the kspider process TestDemoInterruptAndKill signals; it
+// does nothing in a normal run. $KSPIDER_DEMO_CHILD holds the arguments,
+// separated by spaces.
+func TestDemoChild(t *testing.T) {
+	args := os.Getenv(demoChildEnv)
+	if args == "" {
+		t.Skip("only run as TestDemoInterruptAndKill's child process")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, strings.Fields(args))
+	stop()
+	os.Exit(code)
+}
+
+var progressPagesRE = regexp.MustCompile(`\bpages ([0-9,]+)`)
+
+// startDemoChild starts `kspider demo` as a child process and returns once
+// its progress line shows at least one page stored, with that count.
+func startDemoChild(t *testing.T, args string) (*exec.Cmd, *bytes.Buffer, uint64) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDemoChild$", "-test.v=false")
+	cmd.Env = append(os.Environ(), demoChildEnv+"="+args)
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	var pages uint64
+	for sc.Scan() {
+		errb.WriteString(sc.Text() + "\n")
+		if m := progressPagesRE.FindStringSubmatch(sc.Text()); m != nil {
+			if pages, _ = strconv.ParseUint(strings.ReplaceAll(m[1], ",", ""), 10, 64); pages > 0 {
+				break
+			}
+		}
+	}
+	if pages == 0 {
+		cmd.Wait()
+		t.Fatalf("the demo stored nothing before it ended:\n%s", errb.String())
+	}
+	go func() { // keep draining, so the child never blocks on stderr
+		for sc.Scan() {
+		}
+	}()
+	return cmd, &out, pages
+}
+
+// TestDemoInterruptAndKill: Ctrl-C (SIGINT) stops a demo with exit 1
+// saying it was interrupted, every page it counted stored; a kill -9 next;
+// then the same demo command continues to the end, and the store holds the
+// truth, no page twice, nothing stored before the interruptions lost.
+func TestDemoInterruptAndKill(t *testing.T) {
+	if os.Getenv(demoChildEnv) != "" {
+		t.Skip("child")
+	}
+	dir := filepath.Join(t.TempDir(), "demo")
+	args := "demo --plain --hosts 40 --seed 6 --depth 3 --dir " + dir
+
+	cmd, out, pages := startDemoChild(t, args)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out.String(), "INTERRUPTED") {
+		t.Fatalf("after SIGINT: %v, want exit 1 and a summary saying INTERRUPTED:\n%s", err, out.String())
+	}
+	stored := storedPages(t, dir)
+	if uint64(len(stored)) < pages {
+		t.Fatalf("the demo counted %d pages stored, the store holds %d", pages, len(stored))
+	}
+	t.Logf("interrupted with %d pages stored", len(stored))
+
+	cmd, _, pages2 := startDemoChild(t, args)
+	cmd.Process.Kill()
+	cmd.Wait()
+	before := storedPages(t, dir)
+	t.Logf("killed with %d pages stored (%d this run)", len(before), pages2)
+
+	code, rep, errOut := demoJSON(t, strings.Fields(args)[1:]...)
+	if code != 0 {
+		t.Fatalf("continued demo: exit %d\n%s", code, errOut)
+	}
+	checkDemo(t, rep, "continued demo")
+	after := storedPages(t, dir)
+	for u, n := range after {
+		if n > 1 {
+			t.Errorf("stored %d times: %s", n, u)
+		}
+	}
+	for u := range before {
+		if after[u] == 0 {
+			t.Errorf("stored before the kill, gone after: %s", u)
+		}
+	}
+	if rep.Store.Earlier < len(before) {
+		t.Errorf("the report says %d pages by earlier runs, %d were stored", rep.Store.Earlier, len(before))
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/spider/cluster"
+)
+
+// runCluster is what `kspider run` needs for a cluster of more than one
+// node or phase: the node's cluster settings and its phase source, the
+// NTP clock running under ctx. nil settings: one node, one phase.
+type runCluster struct {
+	node   *spider.NodeCluster
+	clock  scheduler.PhaseSource
+	phases int
+	logf   func(string, ...any)
+}
+
+// clusterGuard is the guard interval without NTP: the clocks of the nodes
+// are trusted to agree within half of it.
+const clusterGuard = 200 * time.Millisecond
+
+func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag int) (*runCluster, error) {
+	cl := cfg.Cluster
+	if len(cl.Nodes) <= 1 && cl.Phases <= 1 {
+		return nil, nil
+	}
+	local, err := cluster.LocalAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing this machine's addresses: %w", err)
+	}
+	members := make([]cluster.Member, len(cl.Nodes))
+	for i, m := range cl.Nodes {
+		members[i] = cluster.Member{ID: m.ID, UDP: m.UDP, Status: m.Status}
+	}
+	self, how, err := cluster.Identify(members, nodeFlag, cl.Node, local)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := cfg.ClusterConfig(self)
+	if err != nil {
+		return nil, err
+	}
+	var secret []byte
+	if cl.SecretFile != "" {
+		if secret, err = cluster.ReadSecret(cl.SecretFile); err != nil {
+			return nil, err
+		}
+	} else if len(cl.Nodes) == 1 {
+		secret = []byte("one node alone: no peer to authenticate")
+	} else {
+		return nil, fmt.Errorf("cluster.secret_file is required with %d nodes", len(cl.Nodes))
+	}
+	logf := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		// The node's own log is per URL; only the cluster's goes to stderr.
+		if strings.HasPrefix(msg, "cluster:") || strings.HasPrefix(msg, "communicator:") {
+			fmt.Fprintf(e.stderr, "node %d: %s\n", self, msg)
+		}
+	}
+	rc := &runCluster{phases: cc.Phases, logf: logf,
+		node: &spider.NodeCluster{Config: cc, Secret: secret}}
+	fmt.Fprintf(e.stderr, "cluster: this is node %d of %d (%s), %d phases of %v, partition by %s\n",
+		self, cc.N(), how, cc.Phases, cc.PhaseLength, cc.Partition)
+	if len(cfg.NTPServers) == 0 {
+		rc.clock = cluster.SystemClock(cc.Schedule(), self, clusterGuard, nil)
+		fmt.Fprintf(e.stderr, "cluster: no ntp_servers: the phase clock is the system clock as is, guard %v (keep the nodes' clocks within %v of each other)\n",
+			clusterGuard, clusterGuard/2)
+		return rc, nil
+	}
+	clock, err := scheduler.NewClock(scheduler.ClockConfig{NTP: scheduler.NTPConfig{Servers: cfg.NTPServers}})
+	if err != nil {
+		return nil, err
+	}
+	go clock.Run(ctx)
+	rc.clock = scheduler.NodeClock(clock, cc.Schedule(), self)
+	rc.node.ClockStatus = func() string { return clock.Status().Reason }
+	return rc, nil
+}
+
+// summary is the cluster's line at the end of a run.
+func (rc *runCluster) summary(n *spider.Node) string {
+	s := n.ClusterStats()
+	line := fmt.Sprintf("cluster: node %d of %d: sent %d URLs to peers, received %d; %d datagrams (%d bytes) out, %d retransmitted, %d dropped",
+		s.Self, s.Nodes, s.SentURLs, s.ReceivedURLs, s.Comm.SentDatagrams, s.Comm.SentBytes, s.Comm.Retransmits, sumDrops(s.Comm.Drops))
+	for _, m := range s.Mismatch {
+		line += "\ncluster: config differs: " + m
+	}
+	if s.ClockUnsafe != "" {
+		line += "\ncluster: " + s.ClockUnsafe
+	}
+	for _, p := range s.Comm.Peers {
+		if p.Down {
+			line += fmt.Sprintf("\ncluster: node %d is down: %d URLs wait for it (%d in the spill file)", p.ID, p.Queued+p.UnackedItems+int(p.SpillItems), p.SpillItems)
+		}
+	}
+	return line
+}
+
+func sumDrops(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,244 @@
+package communicator
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+)
+
+// A damaged record costs only itself: the scan resynchronises on the next
+// offset where a whole record verifies (a length within bounds, a payload
+// inside the file, its CRC-32C, a known record type), so the intact
+// records after damage are still delivered. A false resync needs a CRC
+// match by chance (2^-32 per offset); the URLs spilled are normalised
+// ASCII, so a record hidden inside a URL cannot have the zero high bytes
+// a record length starts with. The search looks at each offset once and
+// checksums at most one record's bytes there: linear in the damaged bytes
+// times the largest record.
+
+// spillRegion is a stretch of a spill file the scan skipped.
+type spillRegion struct {
+	start, end int64  // end: the next intact record, or the end of the file
+	why        string // what is wrong with the record at start (names the offset)
+	torn       bool   // a last record cut short by the end of the file: a crash, not damage
+}
+
+// spillScan is what a pass over a spill file found.
+type spillScan struct {
+	good     int64 // end of the intact part: where a damaged tail starts, else the file size (0: bad header)
+	consumed int64 // value of the last mark
+	items    int   // intact item records
+	unread   int   // of them, at or after consumed
+	bad      []spillRegion
+}
+
+// skipped returns the bytes and regions the scan skipped.
+func (sc *spillScan) skipped() (bytes int64, regions int) {
+	for _, r := range sc.bad {
+		bytes += r.end - r.start
+	}
+	return bytes, len(sc.bad)
+}
+
+// spillWindow reads a spill file through one buffer, so the scan and its
+// resync search make few system calls.
+type spillWindow struct {
+	r    io.ReaderAt
+	size int64
+	buf  []byte
+	off  int64 // file offset of buf[0]
+}
+
+const spillWindowSize = 256 << 10
+
+// at returns the n bytes at off, which the caller has checked lie inside
+// the file.
+func (w *spillWindow) at(off int64, n int) ([]byte, error) {
+	if off >= w.off && off+int64(n) <= w.off+int64(len(w.buf)) {
+		return w.buf[off-w.off:][:n], nil
+	}
+	m := min(max(int64(n), spillWindowSize), w.size-off)
+	if int64(cap(w.buf)) < m {
+		w.buf = make([]byte, m)
+	}
+	w.buf = w.buf[:m]
+	w.off = off
+	if k, err := w.r.ReadAt(w.buf, off); int64(k) < m {
+		w.buf = w.buf[:0]
+		return nil, fmt.Errorf("record at offset %d: %v", off, err)
+	}
+	return w.buf[:n], nil
+}
+
+// recProblem is what is wrong with a record, formatted only when it is
+// reported (the resync search meets one at nearly every offset).
+type recProblem struct {
+	kind uint8 // 0: none
+	off  int64
+	n    int64 // the record length
+	typ  byte  // the record type
+	err  error // the item parse error
+}
+
+const (
+	probNone = iota
+	probShortHead
+	probLength
+	probPastEnd
+	probChecksum
+	probItem
+	probMark
+	probType
+)
+
+func (p recProblem) String() string {
+	switch p.kind {
+	case probShortHead:
+		return fmt.Sprintf("truncated record header at offset %d", p.off)
+	case probLength:
+		return fmt.Sprintf("bad record length %d at offset %d", p.n, p.off)
+	case probPastEnd:
+		return fmt.Sprintf("record of %d bytes at offset %d runs past the end of the file", p.n, p.off)
+	case probChecksum:
+		return fmt.Sprintf("checksum mismatch in record at offset %d", p.off)
+	case probItem:
+		return fmt.Sprintf("record at offset %d: %v", p.off, p.err)
+	case probMark:
+		return fmt.Sprintf("bad mark record at offset %d", p.off)
+	case probType:
+		return fmt.Sprintf("unknown record type %d at offset %d", p.typ, p.off)
+	}
+	return ""
+}
+
+// short reports whether the record is cut off by the end of the file.
+func (p recProblem) short() bool { return p.kind == probShortHead || p.kind == probPastEnd }
+
+// record checks the record at off and returns its payload, or what is
+// wrong with it. Marks are only checked for their length here; their
+// value depends on where the scan is.
+func (w *spillWindow) record(off int64, maxURL int) ([]byte, recProblem, error) {
+	if w.size-off < recHead {
+		return nil, recProblem{kind: probShortHead, off: off}, nil
+	}
+	head, err := w.at(off, recHead)
+	if err != nil {
+		return nil, recProblem{}, err
+	}
+	n := int64(binary.BigEndian.Uint32(head))
+	sum := binary.BigEndian.Uint32(head[4:])
+	if n < 2 || n > int64(1+binary.MaxVarintLen64+maxURL) {
+		return nil, recProblem{kind: probLength, off: off, n: n}, nil
+	}
+	if n > w.size-off-recHead {
+		return nil, recProblem{kind: probPastEnd, off: off, n: n}, nil
+	}
+	p, err := w.at(off+recHead, int(n))
+	if err != nil {
+		return nil, recProblem{}, err
+	}
+	if crc32.Checksum(p, castagnoli) != sum {
+		return nil, recProblem{kind: probChecksum, off: off}, nil
+	}
+	switch p[0] {
+	case recItem:
+		if _, _, err := parseItemRecord(p); err != nil {
+			return nil, recProblem{kind: probItem, off: off, err: err}, nil
+		}
+	case recMark:
+		if n != 9 {
+			return nil, recProblem{kind: probMark, off: off}, nil
+		}
+	default:
+		return nil, recProblem{kind: probType, off: off, typ: p[0]}, nil
+	}
+	return p, recProblem{}, nil
+}
+
+// resync returns the first offset at or after from where a whole record
+// verifies, or the file size.
+func (w *spillWindow) resync(from int64, maxURL int) (int64, error) {
+	for off := from; off+recHead <= w.size; off++ {
+		_, prob, err := w.record(off, maxURL)
+		if err != nil {
+			return 0, err
+		}
+		if prob.kind == probNone {
+			return off, nil
+		}
+	}
+	return w.size, nil
+}
+
+// scanSpill checks a spill file of size bytes record by record, skipping
+// damaged stretches (sc.bad) to the next intact record. The error is for
+// a header that is not this file's, or a read that failed.
+func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
+	hdr := make([]byte, spillHeader)
+	if _, err := r.ReadAt(hdr, 0); err != nil {
+		return sc, fmt.Errorf("header at offset 0: %v", err)
+	}
+	if string(hdr) != string(spillHeaderBytes(self, peer)) {
+		return sc, errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
+	}
+	sc.consumed = spillHeader
+	var itemOffs []int64
+	starts := []int64{spillHeader} // record boundaries, for checking marks
+	w := &spillWindow{r: r, size: size}
+	off := int64(spillHeader)
+	for off < size {
+		p, prob, err := w.record(off, maxURL)
+		if err != nil {
+			return sc, err
+		}
+		if prob.kind == probNone && p[0] == recMark {
+			m := int64(binary.BigEndian.Uint64(p[1:]))
+			if i := slices.IndexFunc(sc.bad, func(r spillRegion) bool { return r.start < m && m < r.end }); i >= 0 {
+				// Acknowledged up to a record inside a damaged stretch:
+				// the rest of that stretch is lost anyway.
+				m = sc.bad[i].end
+			}
+			if _, boundary := slices.BinarySearch(starts, m); m < sc.consumed || m > off || !boundary {
+				prob = recProblem{kind: probMark, off: off}
+			} else {
+				sc.consumed = m
+			}
+		}
+		if prob.kind != probNone {
+			short := prob.short()
+			next, err := w.resync(off+1, maxURL)
+			if err != nil {
+				return sc, err
+			}
+			if n := len(sc.bad); n > 0 && sc.bad[n-1].end == off {
+				// The record the last resync found fails in context (a
+				// mark pointing nowhere): one damaged stretch.
+				sc.bad[n-1].end, sc.bad[n-1].torn = next, short && next == size
+			} else {
+				sc.bad = append(sc.bad, spillRegion{start: off, end: next, why: prob.String(), torn: short && next == size})
+			}
+			off = next
+			starts = append(starts, off)
+			continue
+		}
+		if p[0] == recItem {
+			itemOffs = append(itemOffs, off)
+		}
+		off += recHead + int64(len(p))
+		starts = append(starts, off)
+	}
+	sc.good = size
+	if n := len(sc.bad); n > 0 && sc.bad[n-1].end == size {
+		sc.good = sc.bad[n-1].start
+	}
+	sc.items = len(itemOffs)
+	for _, o := range itemOffs {
+		if o >= sc.consumed {
+			sc.unread++
+		}
+	}
+	return sc, nil
+}

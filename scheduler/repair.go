@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// onlyIn reports whether every damage finding is in file.
+func onlyIn(fs []Finding, file string) bool {
+	for _, f := range fs {
+		if f.Damage && f.File != file {
+			return false
+		}
+	}
+	return true
+}
+
+// salvageStates repairs a states file whose damage is confined to its
+// committed records: it copies the file to keep (for the operator), then
+// rewrites in place every one of the durable records that is zero (version
+// 2), fails its check or names a host beyond the nHosts that verify, as a
+// gap record — the URL counts as never added, and the node adds it again
+// when it meets it — and extends a file cut short to the durable count the
+// same way. Past the commit a record failing its check becomes zero (an
+// id not written); the rest there is left for Open. It returns how many
+// records it replaced.
+func salvageStates(path, keep string, version uint32, durable uint64, nHosts uint32) (int, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: repair: %w", err)
+	}
+	defer f.Close()
+	if err := copyFile(f, keep); err != nil {
+		return 0, fmt.Errorf("scheduler: repair: keeping %s in %s: %w", path, keep, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: repair: %w", err)
+	}
+	total := max(durable, uint64(max(0, fi.Size()-headerSize))/recordSize)
+	const chunk = 1 << 16 // records per read
+	buf := make([]byte, chunk*recordSize)
+	fixed := 0
+	for first := uint64(0); first < total; first += chunk {
+		n := min(chunk, total-first)
+		b := buf[:n*recordSize]
+		off := headerSize + int64(first)*recordSize
+		k, err := f.ReadAt(b, off)
+		if err != nil && err != io.EOF {
+			return fixed, fmt.Errorf("scheduler: repair: reading %s at offset %d: %w", path, off, err)
+		}
+		changed := false
+		for i := uint64(0); i < n; i++ {
+			id := uint32(first + i)
+			e := b[i*recordSize:]
+			r := record(binary.LittleEndian.Uint64(e))
+			committed := first+i < durable
+			bad := int(i*recordSize) >= k-k%recordSize // cut off
+			bad = bad || r == 0 && version >= 2 && committed || checkRecord(id, r) != nil || committed && r.added() && r.host() >= nHosts
+			if bad {
+				g := gapRecord(id)
+				if !committed {
+					g = 0 // never written, as far as Open knows
+				}
+				binary.LittleEndian.PutUint64(e, uint64(g))
+				fixed++
+				changed = true
+			}
+		}
+		if changed {
+			if _, err := f.WriteAt(b, off); err != nil {
+				return fixed, fmt.Errorf("scheduler: repair: writing %s at offset %d: %w", path, off, err)
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return fixed, fmt.Errorf("scheduler: repair: sync %s: %w", path, err)
+	}
+	return fixed, nil
+}
+
+// copyFile copies all of f to a new file at dst, synced.
+func copyFile(f *os.File, dst string) error {
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, io.NewSectionReader(f, 0, 1<<62))
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(dst))
+	}
+	return err
+}

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/kspider/kspider/scheduler"
+)
+
+// Config is the cluster block of the run config, the same on every node
+// but for Self (spider.RunCluster converted; this package does not import
+// spider, which imports it).
+type Config struct {
+	Self        int
+	Members     []Member // indexed by id after Check
+	Phases      int
+	PhaseLength time.Duration
+	Epoch       time.Time
+	Partition   Partition
+}
+
+// Member is one node of the cluster.
+type Member struct {
+	ID     int
+	UDP    string // host:port of its communicator
+	Status string // host:port of its status page; may be empty
+}
+
+// Check orders Members by id and checks what the node relies on: ids
+// 0..N-1 each once, P >= N, a positive phase length and an epoch.
+func (c *Config) Check() error {
+	n := len(c.Members)
+	if n == 0 {
+		return errors.New("cluster: no nodes")
+	}
+	by := make([]Member, n)
+	seen := make([]bool, n)
+	for _, m := range c.Members {
+		if m.ID < 0 || m.ID >= n || seen[m.ID] {
+			return fmt.Errorf("cluster: node ids must be 0..%d, each once (id %d)", n-1, m.ID)
+		}
+		seen[m.ID] = true
+		by[m.ID] = m
+	}
+	c.Members = by
+	if c.Self < 0 || c.Self >= n {
+		return fmt.Errorf("cluster: this node's id %d is not among the %d nodes", c.Self, n)
+	}
+	return c.Schedule().Validate()
+}
+
+// N is the number of nodes.
+func (c *Config) N() int { return len(c.Members) }
+
+// Schedule is the phase schedule every node follows.
+func (c *Config) Schedule() scheduler.Cluster {
+	return scheduler.Cluster{Epoch: c.Epoch, PhaseLength: c.PhaseLength, Phases: c.Phases, Nodes: len(c.Members)}
+}
+
+// Partitioner is the URL → node map.
+func (c *Config) Partitioner() Partitioner {
+	return Partitioner{By: c.Partition, Nodes: len(c.Members)}
+}
+
+// Addrs resolves every member's UDP address (host names through the
+// system resolver, once, at start).
+func (c *Config) Addrs() (map[int]netip.AddrPort, error) {
+	out := make(map[int]netip.AddrPort, len(c.Members))
+	for _, m := range c.Members {
+		ap, err := netip.ParseAddrPort(m.UDP)
+		if err != nil {
+			ua, rerr := net.ResolveUDPAddr("udp", m.UDP)
+			if rerr != nil {
+				return nil, fmt.Errorf("cluster.nodes[id %d].udp %q: %w", m.ID, m.UDP, rerr)
+			}
+			ap = ua.AddrPort()
+		}
+		out[m.ID] = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return out, nil
+}

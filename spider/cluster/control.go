@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// Items between nodes are the communicator's (tag, bytes) pairs. A URL
+// goes with its link depth as the tag (0..MaxURLTag); tags from TagHello
+// on are control messages of this package:
+//
+//	hello     "kspider-hello 1 NONCE WANT\n" + EncodeFields(Canonical()):
+//	          sent to every peer at start (WANT 1) and in answer to a
+//	          hello with WANT 1 (WANT 0); NONCE (16 hex digits, random per
+//	          message) keeps the sent-URL cache from suppressing a resend.
+//	probe     uvarint(round): the coordinator asks for a peer's state
+//	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen)
+//	finished  uvarint(round): the crawl is over, stop
+//	bye       uvarint(round): a peer got "finished" and stops
+//
+// Anything else with a tag above MaxURLTag is counted and dropped.
+const (
+	MaxURLTag   = 255
+	TagHello    = 1 << 20
+	TagProbe    = TagHello + 1
+	TagState    = TagHello + 2
+	TagFinished = TagHello + 3
+	TagBye      = TagHello + 4
+)
+
+const helloMagic = "kspider-hello 1 "
+
+// Hello is a decoded hello message.
+type Hello struct {
+	Want   bool // the sender wants our hello back
+	Fields []Field
+}
+
+// EncodeHello builds a hello for fields; nonce makes each message distinct.
+func EncodeHello(fields []Field, nonce uint64, want bool) []byte {
+	b := []byte(helloMagic)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], nonce)
+	b = hex.AppendEncode(b, n[:])
+	if want {
+		b = append(b, " 1\n"...)
+	} else {
+		b = append(b, " 0\n"...)
+	}
+	return EncodeFields(b, fields)
+}
+
+// DecodeHello reads a hello; bad bytes give an error, never a panic.
+func DecodeHello(b []byte) (Hello, error) {
+	rest, ok := bytes.CutPrefix(b, []byte(helloMagic))
+	if !ok || len(rest) < 19 || rest[16] != ' ' || rest[18] != '\n' || (rest[17] != '0' && rest[17] != '1') {
+		return Hello{}, errors.New("cluster: malformed hello")
+	}
+	if _, err := hex.DecodeString(string(rest[:16])); err != nil {
+		return Hello{}, errors.New("cluster: malformed hello nonce")
+	}
+	fs, err := DecodeFields(rest[19:])
+	if err != nil {
+		return Hello{}, err
+	}
+	return Hello{Want: rest[17] == '1', Fields: fs}, nil
+}
+
+// State is what a node tells the coordinator about itself.
+type State struct {
+	Idle bool   // nothing to fetch, nothing pending, every item it sent acknowledged
+	Gen  uint64 // grows with every batch of URLs it received and every list it fetched
+}
+
+// EncodeRound encodes a probe, finished or bye message.
+func EncodeRound(round uint64) []byte { return binary.AppendUvarint(nil, round) }
+
+// DecodeRound decodes what EncodeRound wrote.
+func DecodeRound(b []byte) (uint64, error) {
+	r, n := binary.Uvarint(b)
+	if n <= 0 || n != len(b) {
+		return 0, errors.New("cluster: malformed round number")
+	}
+	return r, nil
+}
+
+// EncodeState encodes a state answer to probe round.
+func EncodeState(round uint64, s State) []byte {
+	b := binary.AppendUvarint(nil, round)
+	if s.Idle {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	return binary.AppendUvarint(b, s.Gen)
+}
+
+// DecodeState decodes what EncodeState wrote.
+func DecodeState(b []byte) (round uint64, s State, err error) {
+	round, n := binary.Uvarint(b)
+	if n <= 0 || n >= len(b) || b[n] > 1 {
+		return 0, State{}, errors.New("cluster: malformed state")
+	}
+	s.Idle = b[n] == 1
+	g, m := binary.Uvarint(b[n+1:])
+	if m <= 0 || n+1+m != len(b) {
+		return 0, State{}, errors.New("cluster: malformed state")
+	}
+	s.Gen = g
+	return round, s, nil
+}
+
+// Detector is the coordinator's side of termination detection (see the
+// package doc): rounds of probes; the crawl is over when two rounds in a
+// row found every node, the coordinator included, idle with the same
+// generation counts.
+type Detector struct {
+	peers   []int
+	round   uint64
+	open    bool
+	own     State
+	replies map[int]State
+	prev    map[int]State // the last complete round, own state under key -1; nil if not all idle
+}
+
+// NewDetector makes the detector of a coordinator whose peers are peers.
+func NewDetector(peers []int) *Detector {
+	return &Detector{peers: append([]int(nil), peers...)}
+}
+
+// Open reports whether a round is waiting for answers.
+func (d *Detector) Open() bool { return d.open }
+
+// Round is the current round number.
+func (d *Detector) Round() uint64 { return d.round }
+
+// Start begins a new round with the coordinator's own state and returns
+// its number, to be sent in a probe to every peer.
+func (d *Detector) Start(own State) uint64 {
+	d.round++
+	d.open, d.own, d.replies = true, own, make(map[int]State, len(d.peers))
+	return d.round
+}
+
+// Reply records peer from's answer. When it completes the round, complete
+// is true, and over is true if the crawl has ended. Answers to other rounds
+// or from unknown peers are ignored.
+func (d *Detector) Reply(from int, round uint64, s State) (complete, over bool, err error) {
+	if !d.open || round != d.round {
+		return false, false, nil
+	}
+	known := false
+	for _, p := range d.peers {
+		known = known || p == from
+	}
+	if !known {
+		return false, false, fmt.Errorf("cluster: state from node %d, not a peer", from)
+	}
+	d.replies[from] = s
+	if len(d.replies) < len(d.peers) {
+		return false, false, nil
+	}
+	d.open = false
+	all := map[int]State{-1: d.own}
+	idle := d.own.Idle
+	for p, st := range d.replies {
+		all[p] = st
+		idle = idle && st.Idle
+	}
+	if !idle {
+		d.prev = nil
+		return true, false, nil
+	}
+	same := d.prev != nil
+	for k, st := range all {
+		same = same && d.prev[k] == st
+	}
+	d.prev = all
+	return true, same, nil
+}

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestControlCodec(t *testing.T) {
+	c := testConfig()
+	fs := c.Canonical()
+	for _, want := range []bool{true, false} {
+		b := EncodeHello(fs, 0x0123456789abcdef, want)
+		h, err := DecodeHello(b)
+		if err != nil || h.Want != want || !slices.Equal(h.Fields, fs) {
+			t.Fatalf("hello round trip: %+v %v", h, err)
+		}
+	}
+	for _, bad := range []string{"", "kspider-hello 1 ", "kspider-hello 1 0123456789abcdeg 1\n", "kspider-hello 1 0123456789abcdef 2\n",
+		"kspider-hello 1 0123456789abcdef 1\nnoequals", "kspider-hello 2 0123456789abcdef 1\n"} {
+		if _, err := DecodeHello([]byte(bad)); err == nil {
+			t.Errorf("DecodeHello(%q): no error", bad)
+		}
+	}
+	for _, r := range []uint64{0, 1, 300, 1 << 40} {
+		if got, err := DecodeRound(EncodeRound(r)); err != nil || got != r {
+			t.Errorf("round %d: %d %v", r, got, err)
+		}
+		for _, s := range []State{{true, 0}, {false, 7}, {true, 1 << 50}} {
+			gr, gs, err := DecodeState(EncodeState(r, s))
+			if err != nil || gr != r || gs != s {
+				t.Errorf("state %d %+v: %d %+v %v", r, s, gr, gs, err)
+			}
+		}
+	}
+	for _, bad := range [][]byte{nil, {0x80}, {1, 2}, {1, 1}, {1, 1, 0x80}, {1, 0, 1, 1}} {
+		if _, _, err := DecodeState(bad); err == nil {
+			t.Errorf("DecodeState(%x): no error", bad)
+		}
+	}
+	if _, err := DecodeRound([]byte{1, 2}); err == nil {
+		t.Error("DecodeRound: trailing byte accepted")
+	}
+}
+
+func TestDetector(t *testing.T) {
+	d := NewDetector([]int{1, 2})
+	round := func(own State, s1, s2 State) (complete, over bool) {
+		r := d.Start(own)
+		if c, _, _ := d.Reply(1, r, s1); c {
+			t.Fatal("complete after one of two")
+		}
+		if c, _, _ := d.Reply(1, r-1, s2); c { // stale round: ignored
+			t.Fatal("stale answer counted")
+		}
+		c, o, err := d.Reply(2, r, s2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, o
+	}
+	idle := func(g uint64) State { return State{true, g} }
+	if c, o := round(idle(1), idle(1), idle(1)); !c || o {
+		t.Fatal("first all-idle round must not end the crawl")
+	}
+	if _, o := round(idle(1), idle(2), idle(1)); o {
+		t.Fatal("a generation moved: not over")
+	}
+	if _, o := round(idle(1), idle(2), State{false, 1}); o {
+		t.Fatal("a busy node: not over")
+	}
+	if _, o := round(idle(1), idle(2), idle(1)); o {
+		t.Fatal("first idle round after a busy one: not over")
+	}
+	if _, o := round(idle(1), idle(2), idle(1)); !o {
+		t.Fatal("two identical all-idle rounds: over")
+	}
+	if _, _, err := d.Reply(5, d.Start(idle(1)), idle(1)); err == nil {
+		t.Error("answer from a stranger accepted")
+	}
+	// The coordinator's own state counts too.
+	d = NewDetector([]int{1})
+	d.Start(idle(1))
+	d.Reply(1, 1, idle(1))
+	d.Start(idle(2))
+	if _, o, _ := d.Reply(1, 2, idle(1)); o {
+		t.Error("coordinator's generation moved: not over")
+	}
+}

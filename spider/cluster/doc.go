@@ -1,0 +1,58 @@
+// Package cluster holds what the nodes of a kspider cluster must agree on
+// and how they agree: the cluster block of the config (Config), this node's
+// identity (Identify), the shared secret (ReadSecret), the partition of
+// URLs over nodes (Partitioner) and the comparison of the cluster block
+// between nodes (Canonical, Diff).
+//
+// # Partitioning
+//
+// Every URL has one owner node: Reduce(OwnerHash(key), N), where key is the
+// whole canonical URL (partition = "url", the default, as in the thesis),
+// its host name without port (partition = "host") or the host's
+// registrable domain (partition = "domain", scope.Registrable). The hash is
+// FNV-1a 64 over the key with ASCII letters lower-cased, started from a
+// fixed domain-separation state and finished with SplitMix64; Reduce takes
+// the high 32 bits times N. Both are fixed: a change would send every URL to
+// another node, so they are pinned by tests. A node fetches only the URLs it
+// owns; links it finds to URLs of other nodes go to their owner through the
+// communicator.
+//
+// With "host" and "domain" every host sits on one node, so only links that
+// leave the site are exchanged; with "url" most links are, but pages and
+// bytes spread evenly however uneven the sites are.
+//
+// # Agreeing on the cluster block
+//
+// At start every node sends each peer a hello (control.go) carrying its
+// Canonical block: phases, phase_length, epoch, partition and the node list
+// (as a hash, and node by node while that fits one datagram). A node that
+// receives a block that differs names the keys (Diff) on stderr and on its
+// status, and fetches nothing until it is restarted with the same block.
+// The secret is not in the block: a node with another secret cannot be
+// heard at all (its datagrams fail the MAC and are counted as bad_mac).
+//
+// # The end of the crawl
+//
+// A node alone is done when nothing is unfinished, no list is out and the
+// writer is idle. In a cluster it must also know that no peer will send it
+// more, so node 0 coordinates: while it is idle it sends every peer a probe
+// (round r); each answers with its State: Idle (done as above, and every
+// item it ever sent acknowledged, so none is in flight) and Gen (how many
+// batches of URLs it has admitted). A round is complete when every peer
+// answered. The crawl is over when two complete rounds in a row found every
+// node, node 0 included, idle with the same Gen (Detector).
+//
+// Why that is enough: node 0 sends the probes of round r+1 only after all
+// answers of round r arrived, so at that instant T every node j is between
+// its two answers. An idle node becomes busy only by admitting a batch of
+// URLs, which raises its Gen; j's Gen did not change, so j was idle all the
+// way from its first answer to its second, T included. At T no item is in
+// flight either: each node's items were all acknowledged when it answered,
+// and an idle node sends no URLs. So at T no node has work and none can get
+// any: the crawl is over. (An acknowledgement means the receiver's tree and
+// scheduler hold the URL, so "acknowledged" items are counted in the
+// receiver's unfinished work.) Node 0 then sends "finished"; each peer
+// answers "bye" and stops; node 0 stops when every bye arrived (or after
+// 10 s). A node down keeps its peers' items unacknowledged, so the crawl
+// does not end without it; a node whose config differs never says idle.
+package cluster

@@ -1,0 +1,40 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+)
+
+// FuzzControl: any bytes given to the control decoders decode or fail,
+// never panic, and what decodes encodes back to an equal message.
+func FuzzControl(f *testing.F) {
+	c := testConfig()
+	f.Add(EncodeHello(c.Canonical(), 7, true))
+	f.Add(EncodeState(3, State{true, 9}))
+	f.Add(EncodeRound(300))
+	f.Add([]byte("kspider-hello 1 0000000000000000 0\nphases=4\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if h, err := DecodeHello(b); err == nil {
+			again, err := DecodeHello(EncodeHello(h.Fields, 1, h.Want))
+			if err != nil || again.Want != h.Want || !slices.Equal(again.Fields, h.Fields) {
+				t.Fatalf("hello %q: round trip %+v %v", b, again, err)
+			}
+			Diff(c.Canonical(), h.Fields)
+		}
+		if r, s, err := DecodeState(b); err == nil {
+			if r2, s2, err := DecodeState(EncodeState(r, s)); err != nil || r2 != r || s2 != s {
+				t.Fatalf("state %x: round trip %d %+v %v", b, r2, s2, err)
+			}
+		}
+		if r, err := DecodeRound(b); err == nil {
+			if r2, err := DecodeRound(EncodeRound(r)); err != nil || r2 != r {
+				t.Fatalf("round %x: %d %v", b, r2, err)
+			}
+		}
+		if fs, err := DecodeFields(b); err == nil {
+			if again, err := DecodeFields(EncodeFields(nil, fs)); err != nil || !slices.Equal(again, fs) {
+				t.Fatalf("fields %q: round trip %v %v", b, again, err)
+			}
+		}
+	})
+}

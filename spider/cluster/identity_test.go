@@ -1,0 +1,42 @@
+package cluster
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestIdentify(t *testing.T) {
+	ms := []Member{{0, "10.9.0.1:7410", ""}, {1, "10.9.0.2:7410", ""}, {2, "[fd00::3]:7410", ""}, {3, "127.0.0.1:7410", ""}, {4, "127.0.0.1:7420", ""}}
+	a := netip.MustParseAddr
+	for _, c := range []struct {
+		name             string
+		flag, configured int
+		local            []netip.Addr
+		want             int
+		err              string
+	}{
+		{"flag wins", 1, 0, []netip.Addr{a("10.9.0.1")}, 1, ""},
+		{"flag unknown", 9, 0, nil, 0, "--node 9"},
+		{"one local", -1, 0, []netip.Addr{a("127.0.0.2"), a("10.9.0.2")}, 1, ""},
+		{"v6 local", -1, 0, []netip.Addr{a("fd00::3")}, 2, ""},
+		{"v4-mapped", -1, 0, []netip.Addr{a("::ffff:10.9.0.1")}, 0, ""},
+		{"none local", -1, 1, []netip.Addr{a("192.0.2.1")}, 1, ""},
+		{"two local, configured one", -1, 4, []netip.Addr{a("127.0.0.1")}, 4, ""},
+		{"two local, configured other", -1, 0, []netip.Addr{a("127.0.0.1")}, 0, "--node"},
+	} {
+		got, how, err := Identify(ms, c.flag, c.configured, c.local)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %d, %v; want error %q", c.name, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want || how == "" {
+			t.Errorf("%s: %d (%s), %v; want %d", c.name, got, how, err, c.want)
+		}
+	}
+	if _, err := LocalAddrs(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,51 @@
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadSecret(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", "0123456789abcdef0123\n", 0o600)
+	if b, err := ReadSecret(good); err != nil || string(b) != "0123456789abcdef0123" {
+		t.Fatalf("good secret: %q, %v", b, err)
+	}
+	if _, err := ReadSecret(write("ro", "0123456789abcdef", 0o400)); err != nil {
+		t.Errorf("mode 0400: %v", err)
+	}
+	for _, c := range []struct {
+		name, body string
+		mode       os.FileMode
+		want       string
+	}{
+		{"open", "0123456789abcdef0123", 0o644, "mode 0644"},
+		{"group", "0123456789abcdef0123", 0o640, "mode 0640"},
+		{"short", "short\n", 0o600, "5 bytes"},
+		{"blank", " \n\n", 0o600, "0 bytes"},
+		{"big", strings.Repeat("x", maxSecret+1), 0o600, "over"},
+	} {
+		_, err := ReadSecret(write(c.name, c.body, c.mode))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
+		}
+	}
+	if _, err := ReadSecret(filepath.Join(dir, "missing")); err == nil {
+		t.Error("missing file: no error")
+	}
+	if _, err := ReadSecret(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory: %v", err)
+	}
+}

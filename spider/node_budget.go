@@ -1,0 +1,140 @@
+package spider
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/scope"
+)
+
+// budgets are the node's crawl limits that need state surviving restarts:
+//
+//   - the per-host page budget (scope.Config.MaxPagesPerHost, which is
+//     limits.max_pages_per_host): the URLs admitted per scheduler host
+//     (origin) are counted in the scheduler's persistent host table
+//     (Scheduler.AdmitPage);
+//   - the per-domain host budget (scope.Config.MaxSubdomains): the origins
+//     per registrable domain, counted from the host table at open and kept
+//     up to date by the writer;
+//   - max_pages (NodeConfig.MaxPages): pages fetched in all runs, counted
+//     at open from the scheduler's completed and redirected URLs; lists
+//     reserve fetches against it before they go out, so it is never passed.
+type budgets struct {
+	perHost   uint32         // 0: none
+	perDomain int            // 0: none
+	domains   map[string]int // registrable domain -> origins; the writer's
+
+	pagesLeft atomic.Int64 // under max_pages; -1: no limit
+}
+
+// openBudgets derives the budgets' counts from the scheduler at open.
+func (n *Node) openBudgets() error {
+	b := &n.budget
+	b.perHost = uint32(min(max(n.cfg.Scope.MaxPagesPerHost, 0), 1<<32-1))
+	b.perDomain = max(n.cfg.Scope.MaxSubdomains, 0)
+	b.pagesLeft.Store(-1)
+	if b.perDomain > 0 {
+		b.domains = map[string]int{}
+		for h := range n.sched.Hosts() {
+			info, err := n.sched.HostInfo(uint32(h))
+			if err != nil {
+				return fmt.Errorf("spider: host %d of the scheduler: %w", h, err)
+			}
+			if info.Pages > 0 {
+				b.domains[scope.Registrable(hostName(info.Name))]++
+			}
+		}
+	}
+	if n.cfg.MaxPages > 0 {
+		var pages int64
+		for id := uint32(0); uint64(id) < n.sched.Len(); id++ {
+			if st := n.sched.URL(id).State; st == scheduler.Completed || st == scheduler.Redirected {
+				pages++
+			}
+		}
+		b.pagesLeft.Store(max(n.cfg.MaxPages-pages, 0))
+	}
+	return nil
+}
+
+// spend charges a new URL to its host's and its domain's budgets (scope's
+// HostBudget, TooManySubdomains when over). The writer calls it.
+func (n *Node) spend(u string) scope.Reason {
+	b := &n.budget
+	if b.perHost == 0 && b.perDomain == 0 {
+		return scope.OK
+	}
+	key := hostKey(u)
+	h, known := n.sched.FindHost(key)
+	var reg string
+	if !known && b.perDomain > 0 {
+		// A new origin costs one of its domain's; the host table does
+		// not get it unless it is admitted.
+		reg = scope.Registrable(hostName(key))
+		if b.domains[reg] >= b.perDomain {
+			return scope.TooManySubdomains
+		}
+	}
+	if !known {
+		var err error
+		if h, err = n.sched.Host(key); err != nil {
+			n.cfg.Logf("url %q: %v", u, err)
+			return scope.BadURL
+		}
+	}
+	ok, err := n.sched.AdmitPage(h, b.perHost)
+	if err != nil {
+		n.fail(fmt.Errorf("spider: scheduler host budget of %s: %w", key, err))
+		return scope.HostBudget
+	}
+	if !ok {
+		return scope.HostBudget
+	}
+	if !known && b.perDomain > 0 {
+		b.domains[reg]++
+	}
+	return scope.OK
+}
+
+// reserve takes up to want fetches from max_pages for a list.
+func (n *Node) reserve(want int) int {
+	left := &n.budget.pagesLeft
+	for {
+		l := left.Load()
+		if l < 0 {
+			return want
+		}
+		k := min(int64(want), l)
+		if left.CompareAndSwap(l, l-k) {
+			return int(k)
+		}
+	}
+}
+
+// unreserve gives back reserved fetches that stored no page.
+func (n *Node) unreserve(k int) {
+	if k > 0 && n.budget.pagesLeft.Load() >= 0 {
+		n.budget.pagesLeft.Add(int64(k))
+	}
+}
+
+// pagesExhausted reports whether max_pages is reached.
+func (n *Node) pagesExhausted() bool { return n.budget.pagesLeft.Load() == 0 }
+
+// hostName is the host name of a scheduler host key (see hostKey): without
+// the "https:" mark and the port.
+func hostName(key string) string {
+	key = strings.TrimPrefix(key, "https:")
+	if strings.HasPrefix(key, "[") {
+		if i := strings.IndexByte(key, ']'); i >= 0 {
+			return key[:i+1]
+		}
+		return key
+	}
+	if i := strings.LastIndexByte(key, ':'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}

@@ -1,0 +1,551 @@
+package spider
+
+// A node in a cluster (issue 16): links owned by another node go to it
+// through the communicator; URLs from peers are admitted by the writer and
+// acknowledged once durable; the crawl ends by the coordinator's
+// termination detection (spider/cluster package doc).
+//
+// Durability of what is sent: every item goes to the communicator's spill
+// file (QueueBytes 1), and the writer fsyncs it (Endpoint.Sync) with the
+// tree and the scheduler, before the pages whose links they are may be
+// stored. So after kill -9 a stored page's links to other nodes are in the
+// spill file and are sent after the restart, and a page not stored is
+// fetched again, its links found again. What a peer received is
+// acknowledged only after the writer synced the tree and scheduler past it
+// (Endpoint.Durable), so the peer sends again whatever a crash lost here.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kspider/kspider/communicator"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/cluster"
+)
+
+// NodeCluster makes a node one of a cluster.
+type NodeCluster struct {
+	Config cluster.Config
+	Secret []byte
+	// Comm holds optional communicator settings (Payload, Hook, Clock,
+	// timers...); the node sets Self, Peers, Keys, Handler and SpillDir.
+	Comm communicator.Config
+	// CommDir is the communicator's spill and state directory (default
+	// Dir/comm).
+	CommDir string
+	// ClockStatus, when set, says why the phase clock is unsafe, for the
+	// log line when fetching stops.
+	ClockStatus func() string
+	// RoundEvery is how often the coordinator (node 0) probes its peers
+	// while it is idle (default 250 ms).
+	RoundEvery time.Duration
+}
+
+// ClusterStats is the cluster part of a node's counters.
+type ClusterStats struct {
+	Self, Nodes       int
+	SentURLs          uint64 // links handed to the communicator for their owners
+	ReceivedURLs      uint64 // URLs received from peers
+	Misrouted         uint64 // URLs received that this node does not own (configs differ)
+	BadControl        uint64 // control messages that did not decode
+	Mismatch          []string
+	Refusing          bool   // fetching nothing: configs differ or the clock is unsafe
+	ClockUnsafe       string // why the clock is unsafe, "" when safe
+	Over              bool
+	Comm              communicator.Stats
+	TerminationRounds uint64
+}
+
+type inbound struct {
+	from  communicator.NodeID
+	n     uint64
+	items []communicator.Item
+}
+
+type nodeCluster struct {
+	n      *Node
+	cfg    NodeCluster
+	self   int
+	part   cluster.Partitioner
+	ep     *communicator.Endpoint
+	fields []cluster.Field
+
+	mu    sync.Mutex
+	inbox []inbound
+	ready chan struct{}
+
+	delivered uint64 // writer only: the last delivery processed
+	unsynced  bool   // writer only: URLs admitted since the last sync
+
+	mismatchMu sync.Mutex
+	mismatch   map[int][]string
+
+	refuse      atomic.Bool
+	clockUnsafe atomic.Pointer[string]
+	gen         atomic.Uint64
+	over        atomic.Bool
+	sent, recv  atomic.Uint64
+	misrouted   atomic.Uint64
+	badControl  atomic.Uint64
+
+	detMu    sync.Mutex
+	det      *cluster.Detector // node 0 only
+	finished uint64            // round of the finished message sent (coordinator) or received
+	byes     map[int]bool
+	finAt    time.Time
+}
+
+func (n *Node) openCluster() error {
+	nc := *n.cfg.Cluster
+	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), mismatch: map[int][]string{}, byes: map[int]bool{}}
+	if c.cfg.RoundEvery <= 0 {
+		c.cfg.RoundEvery = 250 * time.Millisecond
+	}
+	addrs, err := nc.Config.Addrs()
+	if err != nil {
+		return err
+	}
+	cc := nc.Comm
+	cc.Self = communicator.NodeID(c.self)
+	cc.Peers = map[communicator.NodeID]netip.AddrPort{}
+	for id, a := range addrs {
+		cc.Peers[communicator.NodeID(id)] = a
+	}
+	cc.Keys, cc.SendKey = []communicator.Key{{ID: 1, Secret: nc.Secret}}, 1
+	cc.Handler = c.handle
+	cc.SpillDir = nc.CommDir
+	if cc.SpillDir == "" {
+		cc.SpillDir = filepath.Join(n.cfg.Dir, "comm")
+	}
+	cc.QueueBytes = 1 // every item to the spill file: see the durability note above
+	if cc.FlushInterval <= 0 {
+		// Its timer ticks every fifth of it, idle or not; a link may wait
+		// that long for its batch (slots last minutes), acknowledgements do
+		// not (Durable wakes the endpoint).
+		cc.FlushInterval = 200 * time.Millisecond
+	}
+	if cc.Logf == nil {
+		cc.Logf = n.cfg.Logf
+	}
+	if c.self == 0 {
+		var peers []int
+		for id := range nc.Config.Members {
+			if id != 0 {
+				peers = append(peers, id)
+			}
+		}
+		c.det = cluster.NewDetector(peers)
+	}
+	n.cl = c
+	if c.ep, err = communicator.New(cc); err != nil {
+		n.cl = nil
+		return fmt.Errorf("spider: cluster communicator: %w", err)
+	}
+	for id := range nc.Config.Members {
+		if id != c.self {
+			c.sendControl(id, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), true))
+		}
+	}
+	return nil
+}
+
+func nonce() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// gate wraps the scheduler's phase source of a cluster node: no list
+// starts while the cluster configs differ or the clock is unsafe, and both
+// are logged when they change. n is filled in once the node exists.
+type gate struct {
+	inner scheduler.PhaseSource
+	n     **Node
+}
+
+func (g gate) Phase() scheduler.Phase {
+	p := g.inner.Phase()
+	n := *g.n
+	if n == nil || n.cl == nil {
+		p.MayStart = false
+		return p
+	}
+	c := n.cl
+	if !p.Safe {
+		why := "the phase clock is unsafe"
+		if c.cfg.ClockStatus != nil {
+			why += ": " + c.cfg.ClockStatus()
+		}
+		if old := c.clockUnsafe.Swap(&why); old == nil {
+			n.cfg.Logf("cluster: fetching nothing: %s", why)
+		}
+	} else if old := c.clockUnsafe.Swap(nil); old != nil {
+		n.cfg.Logf("cluster: the phase clock is safe again; fetching")
+	}
+	if c.refuse.Load() {
+		p.MayStart = false
+	}
+	return p
+}
+
+// listContext ends a cluster node's list at its Until, the start of the
+// slot's closing guard: past it another node may work on the host.
+func (n *Node) listContext(ctx context.Context, l scheduler.List) (context.Context, context.CancelFunc) {
+	if n.cl == nil || l.Until.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, l.Until)
+}
+
+// phase is the active phase for the progress line, -1 when no list may
+// start (guard interval, unsafe clock, configs differ).
+func (n *Node) phase() int {
+	if n.cl == nil {
+		return 0
+	}
+	p := n.cfg.Scheduler.Clock.Phase()
+	if !p.MayStart {
+		return -1
+	}
+	return p.Active
+}
+
+// handle is the communicator's handler: it copies the batch for the writer.
+func (c *nodeCluster) handle(from communicator.NodeID, n uint64, items []communicator.Item) {
+	cp := make([]communicator.Item, len(items))
+	size := 0
+	for _, it := range items {
+		size += len(it.URL)
+	}
+	buf := make([]byte, 0, size)
+	for i, it := range items {
+		buf = append(buf, it.URL...)
+		cp[i] = communicator.Item{Tag: it.Tag, URL: buf[len(buf)-len(it.URL):]}
+	}
+	c.n.pending.Add(1)
+	c.mu.Lock()
+	c.inbox = append(c.inbox, inbound{from, n, cp})
+	c.mu.Unlock()
+	select {
+	case c.ready <- struct{}{}:
+	default:
+	}
+}
+
+// clusterReady is the writer's channel for batches from peers (nil, never
+// ready, without a cluster).
+func (n *Node) clusterReady() <-chan struct{} {
+	if n.cl == nil {
+		return nil
+	}
+	return n.cl.ready
+}
+
+// takeRemote admits the URLs of the batches received (writer only): control
+// messages first, then the URLs through the depth limit, the filters and
+// the tree, as links found here would be. It reports whether a sync is
+// needed: batches of control messages only, with every earlier batch
+// synced, are acknowledged at once, without one.
+func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
+	c := n.cl
+	c.mu.Lock()
+	in := c.inbox
+	c.inbox = nil
+	c.mu.Unlock()
+	for _, b := range in {
+		// Hellos first (a differing config is known before its URLs),
+		// then the URLs, then the other control messages, whose answers
+		// (a probe's state) must see this batch done.
+		for _, it := range b.items {
+			if it.Tag == cluster.TagHello {
+				c.control(int(b.from), it)
+			}
+		}
+		urls := 0
+		for _, it := range b.items {
+			if it.Tag > cluster.MaxURLTag {
+				continue
+			}
+			u := string(it.URL)
+			urls++
+			c.recv.Add(1)
+			if c.part.Owner(u) != c.self {
+				c.misrouted.Add(1)
+				continue
+			}
+			n.seeOne(u, int(it.Tag), outlinks)
+		}
+		if urls > 0 {
+			c.gen.Add(1)
+			c.unsynced = true
+		}
+		c.delivered = max(c.delivered, b.n)
+		n.pending.Add(-1)
+		for _, it := range b.items {
+			if it.Tag > cluster.MaxURLTag && it.Tag != cluster.TagHello {
+				c.control(int(b.from), it)
+			}
+		}
+		n.poke()
+	}
+	if len(in) > 0 && !c.unsynced {
+		c.ep.Durable(c.delivered)
+	}
+	return c.unsynced
+}
+
+// route sends u to its owner if that is another node (true), counting it.
+func (n *Node) route(u string, d int) bool {
+	c := n.cl
+	if c == nil {
+		return false
+	}
+	o := c.part.Owner(u)
+	if o == c.self {
+		return false
+	}
+	if d > n.cfg.MaxDepth {
+		n.st.tooDeep.Add(1)
+		return true
+	}
+	if err := c.ep.Send(communicator.NodeID(o), uint64(d), []byte(u)); err != nil {
+		if errors.Is(err, communicator.ErrTooLong) {
+			n.st.rejected.Add(1)
+			return true
+		}
+		n.fail(fmt.Errorf("spider: sending %s to node %d: %w", u, o, err))
+		return true
+	}
+	c.sent.Add(1)
+	return true
+}
+
+// syncCluster makes what the writer sent durable (the spill files) and
+// acknowledges what it received, once tree and scheduler are synced.
+func (n *Node) syncCluster() error {
+	c := n.cl
+	if c == nil {
+		return nil
+	}
+	if err := c.ep.Sync(); err != nil {
+		return fmt.Errorf("spider: syncing the communicator's spill files: %w", err)
+	}
+	if c.delivered > 0 {
+		c.ep.Durable(c.delivered)
+	}
+	c.unsynced = false
+	return nil
+}
+
+func (c *nodeCluster) sendControl(to int, tag uint64, b []byte) {
+	if err := c.ep.Send(communicator.NodeID(to), tag, b); err != nil && !errors.Is(err, communicator.ErrClosed) {
+		c.n.cfg.Logf("cluster: control message to node %d: %v", to, err)
+	}
+}
+
+// control handles one control message from peer from (writer only).
+func (c *nodeCluster) control(from int, it communicator.Item) {
+	switch it.Tag {
+	case cluster.TagHello:
+		h, err := cluster.DecodeHello(it.URL)
+		if err != nil {
+			c.badControl.Add(1)
+			return
+		}
+		diff := cluster.Diff(c.fields, h.Fields)
+		c.mismatchMu.Lock()
+		if len(diff) > 0 {
+			c.mismatch[from] = diff
+		} else {
+			delete(c.mismatch, from)
+		}
+		refuse := len(c.mismatch) > 0
+		c.mismatchMu.Unlock()
+		if len(diff) > 0 {
+			c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, diff)
+		}
+		c.refuse.Store(refuse)
+		if h.Want {
+			c.sendControl(from, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), false))
+		}
+	case cluster.TagProbe:
+		r, err := cluster.DecodeRound(it.URL)
+		if err != nil {
+			c.badControl.Add(1)
+			return
+		}
+		c.sendControl(from, cluster.TagState, cluster.EncodeState(r, c.state()))
+	case cluster.TagState:
+		r, st, err := cluster.DecodeState(it.URL)
+		if err != nil || c.det == nil {
+			c.badControl.Add(1)
+			return
+		}
+		c.detMu.Lock()
+		_, over, err := c.det.Reply(from, r, st)
+		if over && c.finished == 0 {
+			c.finished, c.finAt = r, time.Now()
+			for id := range c.cfg.Config.Members {
+				if id != c.self {
+					c.sendControl(id, cluster.TagFinished, cluster.EncodeRound(r))
+				}
+			}
+			c.n.cfg.Logf("cluster: every node idle in two probe rounds (%d): the crawl is over", r)
+		}
+		c.detMu.Unlock()
+		if err != nil {
+			c.badControl.Add(1)
+		}
+		c.checkByes()
+	case cluster.TagFinished:
+		r, err := cluster.DecodeRound(it.URL)
+		if err != nil || from != 0 {
+			c.badControl.Add(1)
+			return
+		}
+		c.sendControl(from, cluster.TagBye, cluster.EncodeRound(r))
+		c.finish()
+	case cluster.TagBye:
+		r, err := cluster.DecodeRound(it.URL)
+		if err != nil || c.det == nil {
+			c.badControl.Add(1)
+			return
+		}
+		c.detMu.Lock()
+		if r == c.finished {
+			c.byes[from] = true
+		}
+		c.detMu.Unlock()
+		c.checkByes()
+	default:
+		c.badControl.Add(1)
+	}
+}
+
+func (c *nodeCluster) finish() {
+	if !c.over.Swap(true) {
+		c.n.poke()
+	}
+}
+
+// checkByes ends the coordinator once every peer said bye, or 10 s after
+// it sent "finished" (a peer that missed it is told again at its next
+// start... by nobody: see README "Running a cluster").
+func (c *nodeCluster) checkByes() {
+	c.detMu.Lock()
+	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > 10*time.Second)
+	c.detMu.Unlock()
+	if done {
+		c.finish()
+	}
+}
+
+// state is this node's answer to a probe: idle when nothing is left to
+// fetch or admit and every item it sent was acknowledged.
+func (c *nodeCluster) state() cluster.State {
+	// A node whose config differs from a peer's is never idle: the crawl
+	// cannot end until the operator fixes the config.
+	idle := c.n.done() && !c.refuse.Load()
+	for id := range c.cfg.Config.Members {
+		if id != c.self && c.ep.Backlog(communicator.NodeID(id)) > 0 {
+			idle = false
+		}
+	}
+	return cluster.State{Idle: idle, Gen: c.gen.Load()}
+}
+
+// coordinate runs on node 0: while it is idle it probes its peers, one
+// round at a time.
+func (c *nodeCluster) coordinate(ctx context.Context) {
+	if c.det == nil {
+		return
+	}
+	t := time.NewTicker(c.cfg.RoundEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.checkByes()
+		if c.over.Load() {
+			return
+		}
+		if c.cfg.Config.N() == 1 { // alone: nobody to ask
+			if c.state().Idle {
+				c.finish()
+				return
+			}
+			continue
+		}
+		c.detMu.Lock()
+		if c.finished == 0 && !c.det.Open() {
+			st := c.state()
+			if st.Idle {
+				r := c.det.Start(st)
+				for id := range c.cfg.Config.Members {
+					if id != c.self {
+						c.sendControl(id, cluster.TagProbe, cluster.EncodeRound(r))
+					}
+				}
+			}
+		}
+		c.detMu.Unlock()
+	}
+}
+
+// over reports whether the cluster's crawl has ended (always, alone).
+func (n *Node) clusterOver() bool { return n.cl == nil || n.cl.over.Load() }
+
+// closeCluster lets the last messages go (bounded), then closes the
+// communicator; items not acknowledged stay in its spill files.
+func (n *Node) closeCluster() error {
+	c := n.cl
+	if c == nil {
+		return nil
+	}
+	if c.over.Load() && c.self != 0 {
+		stop := make(chan struct{})
+		t := time.AfterFunc(2*time.Second, func() { close(stop) })
+		c.ep.WaitBacklog(0, 0, stop)
+		t.Stop()
+	}
+	return c.ep.Close()
+}
+
+// ClusterStats returns the cluster counters (zero without a cluster).
+func (n *Node) ClusterStats() ClusterStats {
+	c := n.cl
+	if c == nil {
+		return ClusterStats{Nodes: 1}
+	}
+	s := ClusterStats{Self: c.self, Nodes: c.cfg.Config.N(), SentURLs: c.sent.Load(), ReceivedURLs: c.recv.Load(),
+		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), Refusing: c.refuse.Load(),
+		Over: c.over.Load(), Comm: c.ep.Stats()}
+	if p := c.clockUnsafe.Load(); p != nil {
+		s.ClockUnsafe, s.Refusing = *p, true
+	}
+	c.mismatchMu.Lock()
+	for id, d := range c.mismatch {
+		for _, l := range d {
+			s.Mismatch = append(s.Mismatch, fmt.Sprintf("node %d: %s", id, l))
+		}
+	}
+	c.mismatchMu.Unlock()
+	if c.det != nil {
+		c.detMu.Lock()
+		s.TerminationRounds = c.det.Round()
+		c.detMu.Unlock()
+	}
+	return s
+}

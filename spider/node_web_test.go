@@ -1,0 +1,173 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/resolver"
+	"github.com/kspider/kspider/spider/robots"
+	"github.com/kspider/kspider/spider/scope"
+	"github.com/kspider/kspider/spider/urlnorm"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// startWeb serves a generated web on loopback and returns it with a lookup
+// function that resolves through the web's own DNS server with kspider's
+// resolver.
+func startWeb(t *testing.T, cfg testweb.Config, log *bytes.Buffer) (*testweb.Server, LookupFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := testweb.Start(ctx, testweb.Generate(cfg), testweb.ServeConfig{
+		HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", Log: log,
+		SlowDelay: 200 * time.Millisecond, StallFor: 500 * time.Millisecond,
+		EndlessFor: time.Second, EndlessBytes: 8 << 20, BombSize: 64 << 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	res, err := resolver.New(resolver.Config{Servers: []string{srv.DNSAddr()}, Timeout: 500 * time.Millisecond, Network: "ip4",
+		// The web's one DNS server times out on purpose for its dead
+		// names; marked down for the default 10 s it would fail every name.
+		DownFor: 100 * time.Millisecond, ServFailTTL: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Close() })
+	return srv, func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }
+}
+
+// scopeNone turns the trap filters off, so the crawl can be compared with
+// the truth, which knows nothing of them.
+func scopeNone() scope.Config { return scope.Config{} }
+
+func head(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// TestNodeHostileWeb crawls a web with every kind of hostile host
+// (redirect loops, stalls, endless bodies, gzip bombs, wrong lengths,
+// pipelining breakers, calendar and symlink traps, DNS failures, spam
+// domains, broken robots.txt files) with the node and its default trap
+// filters, and checks that the crawl ends by itself, stays polite by the
+// web's own audit, and still stores every URL a polite crawler can reach
+// (traps, which the filters cut short on purpose, and dead names aside).
+func TestNodeHostileWeb(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 150, Seed: 3, MaxPages: 150, MeanPageSize: 4000}, &log)
+	const depth = 4
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cfg := nodeConfig(t, dir, srv, lookup, depth)
+	traps := scope.Default()
+	cfg.Scope = &traps
+	cfg.Collector.MaxBody = 1 << 20
+	cfg.Collector.FirstByte, cfg.Collector.ResponseTimeout = 2*time.Second, 4*time.Second
+	cfg.Scheduler.MaxRetryAfter, cfg.Scheduler.MaxBackoff = time.Second, 2*time.Second
+	sum, err := runNode(t, ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", *sum)
+	if !sum.Finished {
+		t.Error("the crawl did not finish by itself")
+	}
+	stored := storedURLs(t, dir)
+	var missing []string
+	for _, d := range srv.Truth().Crawlable(robots.ProductToken(DefaultUserAgent), depth, 0) {
+		if d.Kind == "trap" || d.Kind == "dns-failure" {
+			continue
+		}
+		c, err := urlnorm.Canonical(nil, d.URL, nil)
+		if err == nil && !stored[c] {
+			missing = append(missing, c+" ("+d.Kind+")")
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("%d crawlable URLs not stored: %v", len(missing), head(missing, 10))
+	}
+	checkPolite(t, srv, &log)
+}
+
+func urlCounts(c []testweb.URLCount) []string {
+	var s []string
+	for _, x := range c {
+		s = append(s, fmt.Sprint(x))
+	}
+	return s
+}
+
+// checkPolite audits the web's request log: no URL fetched twice, nothing
+// robots.txt forbids, never two connections or requests at once on a host.
+// It closes the web first: the server's log flusher writes into log every
+// second, so reading it while the web runs is a data race.
+func checkPolite(t *testing.T, srv *testweb.Server, log *bytes.Buffer) {
+	t.Helper()
+	checkPoliteAcross(t, srv, log, false)
+}
+
+// checkPoliteAcross is checkPolite for a crawl over restarts: the node
+// keeps robots.txt rules in memory only, so each run fetches a host's
+// robots.txt again.
+func checkPoliteAcross(t *testing.T, srv *testweb.Server, log *bytes.Buffer, restarts bool) {
+	t.Helper()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := testweb.ReadLog(bytes.NewReader(log.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restarts {
+		var pages []testweb.Entry
+		for _, e := range entries {
+			if e.Target != "/robots.txt" {
+				pages = append(pages, e)
+			}
+		}
+		entries = pages
+	}
+	rep := testweb.AuditEntries(entries, testweb.AuditOptions{})
+	conns := testweb.AuditEntries(withoutAbandoned(entries), testweb.AuditOptions{})
+	rep.MaxConnsPerHost, rep.MaxConnsHost, rep.MaxInFlightPerHost = conns.MaxConnsPerHost, conns.MaxConnsHost, conns.MaxInFlightPerHost
+	// A request repeated after a failed answer (5xx, a cut body) is a
+	// retry, not a duplicate fetch.
+	dups, dupList := testweb.Refetches(entries, 5)
+	if dups > 0 || rep.Forbidden > 0 || rep.MaxConnsPerHost > 1 || rep.MaxInFlightPerHost > 1 {
+		t.Errorf("impolite: %d duplicate fetches %v, %d forbidden %v, max %d connections per host (%s), max %d in flight",
+			dups, urlCounts(dupList), rep.Forbidden, head(rep.ForbiddenURLs, 5), rep.MaxConnsPerHost, rep.MaxConnsHost, rep.MaxInFlightPerHost)
+	}
+}
+
+// withoutAbandoned drops the connections on which the server kept sending
+// an endless or stalled response after the client gave up on it (and their
+// requests): the server notices the client's close only at its next write,
+// so its record of the connection ends late and would overlap the client's
+// next connection to the host, which the client opened after closing this
+// one and waiting the reconnect gap.
+func withoutAbandoned(entries []testweb.Entry) []testweb.Entry {
+	drop := map[uint64]bool{}
+	for _, e := range entries {
+		if e.Kind == "req" && (e.Note == "endless body cut" || e.Note == "stalled") {
+			drop[e.Conn] = true
+		}
+	}
+	var out []testweb.Entry
+	for _, e := range entries {
+		if !drop[e.Conn] {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package spider
+
+// raceDetector: tests built with -race scale heavy work down.
+const raceDetector = false

@@ -1,0 +1,149 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// twoFetchStore writes ids [0, n) into dir a, fetched on day 1, and the
+// even ids again into dir b, fetched on day 2 (re-crawls), each directory
+// by its own store; dir b also gets ids [n, n+10) so its index runs past
+// them.
+func twoFetchStore(t *testing.T, n uint64) (a, b string) {
+	t.Helper()
+	base := t.TempDir()
+	a, b = filepath.Join(base, "a"), filepath.Join(base, "b")
+	put := func(dir string, ids []uint64, day int) {
+		s, err := Open(Config{Dirs: []string{dir}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			p := testPage(id)
+			p.FetchTime = p.FetchTime.Add(time.Duration(day) * 24 * time.Hour)
+			p.Body = append(p.Body, byte('0'+day))
+			if err := s.Put(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all, even []uint64
+	for id := range n {
+		all = append(all, id)
+		if id%2 == 0 {
+			even = append(even, id)
+		}
+	}
+	for id := n; id < n+10; id++ {
+		even = append(even, id)
+	}
+	put(a, all, 1)
+	put(b, even, 2)
+	return a, b
+}
+
+// TestZeroedEntryNeverGivesAnOlderFetch: with the entry of a re-crawled
+// URL zeroed in the directory holding its latest fetch, Get returns that
+// latest fetch (the view is rebuilt from the segments, and the damage
+// said), never the older one from the other directory; Check reports the
+// zeroed entries with the index file and offset.
+func TestZeroedEntryNeverGivesAnOlderFetch(t *testing.T) {
+	const n = 60
+	a, b := twoFetchStore(t, n)
+	ix := filepath.Join(b, indexName)
+	data, err := os.ReadFile(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint64{0, 1, 2, 3, 40, 41, 42} { // sets and "none" entries
+		clear(data[entryOffset(id) : entryOffset(id)+indexEntrySize])
+	}
+	if err := os.WriteFile(ix, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, id := range []uint64{40, 42, 0, 2, 41, 1, 3, 5} {
+		p, err := r.Get(id)
+		if err != nil {
+			t.Fatalf("Get(%d): %v", id, err)
+		}
+		want := byte('1')
+		if id%2 == 0 {
+			want = '2'
+		}
+		if got := p.Body[len(p.Body)-1]; got != want || p.URLID != id {
+			t.Fatalf("Get(%d) returned the fetch of day %c, want day %c", id, got, want)
+		}
+	}
+	st := r.Stats()
+	if !st.Damaged() || !strings.Contains(st.Errors[0].Error(), ix) || !strings.Contains(st.Errors[0].Error(), "is all zero") {
+		t.Fatalf("damage not said: %+v", st)
+	}
+	var out strings.Builder
+	if problems, err := Check(b, false, &out); problems == 0 || err != nil || !strings.Contains(out.String(), "entry of URL id 0 at offset 4096 is all zero") {
+		t.Fatalf("check: %d problems, %v:\n%s", problems, err, out.String())
+	}
+	if problems, err := Check(b, true, &out); err != nil || problems == 0 {
+		t.Fatalf("repair: %d problems, %v", problems, err)
+	}
+	if problems, err := Check(b, false, new(strings.Builder)); problems != 0 || err != nil {
+		t.Fatalf("check after repair: %d problems, %v", problems, err)
+	}
+}
+
+// TestDenseIndex: a closed store's index has a non-zero entry for every id
+// below its highest, and records that bound in its header; an index of
+// version 2 (no "none" entries) is rebuilt from the segments with a note.
+func TestDenseIndex(t *testing.T) {
+	_, b := twoFetchStore(t, 20)
+	ix, err := openIndex(filepath.Join(b, indexName), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.dense != 30 {
+		t.Errorf("dense %d, want 30", ix.dense)
+	}
+	for id := range ix.dense {
+		_, _, st := ix.lookup(id)
+		if want := entrySet; (id%2 == 1 && id < 20) && st != entryEmpty || !(id%2 == 1 && id < 20) && st != want {
+			t.Errorf("id %d: entry state %d", id, st)
+		}
+		if binary.LittleEndian.Uint64(ix.data[entryOffset(id):]) == 0 && binary.LittleEndian.Uint64(ix.data[entryOffset(id)+8:]) == 0 {
+			t.Errorf("id %d: all-zero entry below dense", id)
+		}
+	}
+	ix.close()
+
+	path := filepath.Join(b, indexName)
+	data, _ := os.ReadFile(path)
+	binary.LittleEndian.PutUint32(data[4:], 2)
+	binary.LittleEndian.PutUint32(data[32:], indexHeaderCRC(data))
+	os.WriteFile(path, data, 0o644)
+	r, err := OpenReader([]string{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if st := r.Stats(); st.Damaged() || len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "format version 2, this kspider writes 3") {
+		t.Fatalf("version 2 index: %+v", st)
+	}
+	if _, err := r.Get(4); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get(5); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(5) from b: %v", err)
+	}
+}
