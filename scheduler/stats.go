@@ -45,9 +45,10 @@ func (s *Scheduler) Stats(topK int) Stats {
 	rt := &s.rt
 	st := Stats{States: s.states, WindowSize: s.cfg.Window, WindowLo: rt.lo, WindowScan: rt.scan,
 		Rows: s.cfg.Columns * s.cfg.Rows, Ready: rt.ready.len(), Out: rt.out}
-	if s.recs != nil {
-		st.WindowEnd = rt.windowEnd(s)
+	if s.closed || s.recs == nil {
+		return st
 	}
+	st.WindowEnd = rt.windowEnd(s)
 	for _, u := range rt.colUsed {
 		st.RowsUsed += int(u)
 	}

@@ -53,11 +53,10 @@ func controlWeb(t *testing.T, seed int64) (*testweb.Server, LookupFunc) {
 	return startWeb(t, testweb.Config{Hosts: 16, Seed: seed, MaxPages: 40, MeanPageSize: 3000, Seeds: 3, Plain: true}, &bytes.Buffer{})
 }
 
-// TestNodePauseResume: a pause cuts the lists out and no response comes
-// after the lists are gone; resume goes on, and the crawl still ends with
-// exactly the truth.
-func TestNodePauseResume(t *testing.T) {
-	srv, lookup := controlWeb(t, 21)
+// startControlled runs a node on a fresh test web in the background and
+// returns once it has stored 20 pages.
+func startControlled(t *testing.T, seed int64) (*testweb.Server, string, NodeConfig, *Node, *running, context.Context) {
+	srv, lookup := controlWeb(t, seed)
 	dir := t.TempDir()
 	cfg := controlConfig(t, dir, srv, lookup, 3)
 	n, err := OpenNode(cfg)
@@ -65,9 +64,17 @@ func TestNodePauseResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	r := goRun(ctx, n)
 	waitFor(t, "20 pages", time.Minute, func() bool { return n.Counters().Pages >= 20 })
+	return srv, dir, cfg, n, r, ctx
+}
+
+// TestNodePauseResume: a pause cuts the lists out and no response comes
+// after the lists are gone; resume goes on, and the crawl still ends with
+// exactly the truth.
+func TestNodePauseResume(t *testing.T) {
+	srv, dir, cfg, n, r, _ := startControlled(t, 21)
 	n.Pause()
 	paused := time.Now()
 	waitFor(t, "no list out after pause", 5*time.Second, func() bool { return n.Status().Fetchers.Busy == 0 })
@@ -128,17 +135,7 @@ func explainMissing(t *testing.T, cfg NodeConfig, got, want map[string]bool) {
 // TestNodeDrain: drain lets the lists out finish, Run returns ErrDrained
 // with everything stored, and a later run finishes the crawl.
 func TestNodeDrain(t *testing.T) {
-	srv, lookup := controlWeb(t, 23)
-	dir := t.TempDir()
-	cfg := controlConfig(t, dir, srv, lookup, 3)
-	n, err := OpenNode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r := goRun(ctx, n)
-	waitFor(t, "20 pages", time.Minute, func() bool { return n.Counters().Pages >= 20 })
+	srv, dir, cfg, n, r, ctx := startControlled(t, 23)
 	n.Drain()
 	if s := n.Status().State; s != "draining" {
 		t.Errorf("state %q after Drain", s)
@@ -159,7 +156,7 @@ func TestNodeDrain(t *testing.T) {
 	}
 	// Synced: every stored page was reported to the scheduler before Close
 	// returned, so the next open finds them finished, none in progress.
-	n, err = OpenNode(cfg)
+	n, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

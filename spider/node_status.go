@@ -41,7 +41,8 @@ package spider
 //	fetch_seconds      buckets [{le, count}] (cumulative), count, sum
 //	top_queued_hosts   [{host, queued}] most ids queued in the window first
 //	slowest_hosts      [{host, seconds_per_page, pages, at}] slowest first
-//	peers []           node, addr, up, queue, spilled_bytes, last_heard
+//	peers []           node, addr, up, queue, spilled_bytes, last_heard: the
+//	                   cluster's communicator's view, or NodeConfig.Peers
 //
 // # Cost
 //
@@ -446,7 +447,8 @@ func (n *Node) disks() []DiskStatus {
 func (n *Node) Status() *Status { return n.status(true) }
 
 // status takes the snapshot; full adds what only the status page shows
-// (the hosts, the disks, the histogram), which the progress line spares.
+// (URL states, scheduler, hosts, disks, statuses, errors, histogram), which
+// the progress line spares: it reads atomics and takes no scheduler lock.
 func (n *Node) status(full bool) *Status {
 	now := time.Now()
 	st := &Status{Version: StatusVersion, Time: now.UTC(), State: n.stateName()}
@@ -477,6 +479,13 @@ func (n *Node) status(full bool) *Status {
 		st.Rates.AvgMBPerSecond = float64(t.Bytes) / 1e6 / st.Uptime
 	}
 	n.phaseStatus(&st.Phase)
+	st.HTTPStatuses, st.Errors = map[string]uint64{}, map[string]uint64{}
+	st.TopQueued, st.Slowest, st.Peers, st.Storage = []HostQueued{}, []HostSlow{}, []PeerStatus{}, []DiskStatus{}
+	st.Scheduler.Buckets = map[string]int{}
+	if !full {
+		n.ss.history(st)
+		return st
+	}
 	st.Scheduler = SchedulerStatus{WindowSize: ss.WindowSize, WindowLo: ss.WindowLo, WindowScan: ss.WindowScan,
 		WindowEnd: ss.WindowEnd, Rows: ss.Rows, RowsUsed: ss.RowsUsed, HostsInView: ss.HostsInView, Ready: ss.Ready,
 		Out: ss.Out, IPBlocked: ss.IPBlocked, Buckets: map[string]int{}}
@@ -491,7 +500,6 @@ func (n *Node) status(full bool) *Status {
 			st.DNS.HitRate = float64(d.Hits) / float64(all)
 		}
 	}
-	st.HTTPStatuses, st.Errors = map[string]uint64{}, map[string]uint64{}
 	for code := range n.ss.statuses {
 		if c := n.ss.statuses[code].Load(); c > 0 {
 			st.HTTPStatuses[strconv.Itoa(code)] = c
@@ -500,19 +508,18 @@ func (n *Node) status(full bool) *Status {
 	for k := collector.DNS; int(k) < len(n.ss.kinds); k++ {
 		st.Errors[k.String()] = n.ss.kinds[k].Load()
 	}
-	st.TopQueued, st.Slowest, st.Peers, st.Storage = []HostQueued{}, []HostSlow{}, []PeerStatus{}, []DiskStatus{}
-	if full {
-		st.Storage = n.disks()
-		st.FetchSeconds = n.ss.histogram()
-		for _, h := range ss.TopQueued {
-			st.TopQueued = append(st.TopQueued, HostQueued{Host: h.Name, Queued: h.Queued})
+	st.Storage = n.disks()
+	st.FetchSeconds = n.ss.histogram()
+	for _, h := range ss.TopQueued {
+		st.TopQueued = append(st.TopQueued, HostQueued{Host: h.Name, Queued: h.Queued})
+	}
+	st.Slowest = n.slowest(now)
+	if f := n.cfg.Peers; f != nil {
+		if p := f(); p != nil {
+			st.Peers = p
 		}
-		st.Slowest = n.slowest(now)
-		if f := n.cfg.Peers; f != nil {
-			if p := f(); p != nil {
-				st.Peers = p
-			}
-		}
+	} else {
+		st.Peers = n.clusterPeers()
 	}
 	n.ss.history(st)
 	return st
@@ -588,3 +595,19 @@ func (n *Node) slowest(now time.Time) []HostSlow {
 // GroupDigits writes n with thousands separators, as the progress line
 // does: 1234567 is "1,234,567".
 func GroupDigits(n uint64) string { return count(n) }
+
+// clusterPeers is the peers as the node's communicator sees them (none
+// outside a cluster): queue counts URLs waiting for the peer in memory, in
+// flight and in its spill file; last_heard is its last acknowledgement.
+func (n *Node) clusterPeers() []PeerStatus {
+	out := []PeerStatus{}
+	if n.cl == nil {
+		return out
+	}
+	for _, p := range n.ClusterStats().Comm.Peers {
+		out = append(out, PeerStatus{Node: int(p.ID), Addr: p.Addr.String(), Up: !p.Down,
+			Queue:        uint64(max(p.Queued, 0)) + uint64(max(p.UnackedItems, 0)) + uint64(max(p.SpillItems, 0)),
+			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC()})
+	}
+	return out
+}

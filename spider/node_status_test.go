@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/resolver"
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
@@ -230,5 +232,38 @@ func TestSlowestHostsBounded(t *testing.T) {
 	}
 	if !found {
 		t.Error("a fresh host did not replace a stale entry")
+	}
+}
+
+// TestClusterPeersInStatus: in a cluster, the snapshot lists the other
+// nodes as the communicator sees them.
+func TestClusterPeersInStatus(t *testing.T) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 10, Seed: 3, MaxPages: 10, MeanPageSize: 2000, Seeds: 2, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 2, srv, lookup, 2, 2*time.Second, cluster.ByHost)
+	nodes := make([]*Node, len(cfgs))
+	for i, cfg := range cfgs {
+		n, err := OpenNode(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes[i] = n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() {
+			if _, err := n.Run(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		ps := n.Status().Peers
+		if len(ps) != 1 || ps[0].Node != 1-i || ps[0].Addr == "" || !ps[0].Up || ps[0].LastHeard.IsZero() {
+			t.Errorf("node %d: peers %+v", i, ps)
+		}
 	}
 }

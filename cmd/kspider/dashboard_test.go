@@ -22,6 +22,12 @@ import (
 // asks nothing of the internet; as root it needs --no-sandbox.
 func chromium(t *testing.T, bin, url string, extra ...string) []byte {
 	t.Helper()
+	out, _ := chromiumRun(t, bin, url, extra...)
+	return out
+}
+
+func chromiumRun(t *testing.T, bin, url string, extra ...string) (out, errOut []byte) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -33,7 +39,7 @@ func chromium(t *testing.T, bin, url string, extra ...string) []byte {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.Bytes())
 	}
-	return stdout.Bytes()
+	return stdout.Bytes(), stderr.Bytes()
 }
 
 var (
@@ -48,7 +54,7 @@ var (
 // screenshot (KSPIDER_SCREENSHOT=FILE keeps it, for docs/).
 func TestDashboardInChromium(t *testing.T) {
 	bin := testenv.Binary(t, "chromium", "chromium")
-	conf, ca, _, _ := crawlSetup(t, 300, 80, "1s")
+	conf, ca, _, _ := crawlSetup(t, 300, 80, 60, "500ms")
 	// Deep enough that the crawl outlasts the test on a fast, idle machine
 	// (at depth 3 it can end in a few seconds); drain ends it.
 	b, err := os.ReadFile(conf)
@@ -119,8 +125,17 @@ func TestDashboardInChromium(t *testing.T) {
 	if keep := os.Getenv("KSPIDER_SCREENSHOT"); keep != "" {
 		shot = keep
 	}
-	chromium(t, bin, "http://"+addr+"/", "--screenshot="+shot, "--window-size=1200,900", "--hide-scrollbars")
-	png, err := os.ReadFile(shot)
+	// Chromium exits 0 without a file when the page fails to load (it
+	// logs "Page load failed"); a stale file must not pass for a new one.
+	var png []byte
+	for try := 0; try < 3; try++ {
+		os.Remove(shot)
+		_, errOut := chromiumRun(t, bin, "http://"+addr+"/", "--screenshot="+shot, "--window-size=1200,900", "--hide-scrollbars")
+		if png, err = os.ReadFile(shot); err == nil {
+			break
+		}
+		t.Logf("try %d: no screenshot: %v\n%s", try, err, errOut)
+	}
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
 		t.Fatalf("screenshot %s: %d bytes, %v", shot, len(png), err)
 	}

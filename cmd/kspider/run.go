@@ -138,6 +138,7 @@ one-node cluster with one phase.`)
 	}
 	start := time.Now()
 	sum, runErr := node.Run(ctx)
+	status.Close() // before node.Close: no request may read a closed node
 	stopProg()
 	<-progDone
 	counters := node.Counters()

@@ -8,14 +8,17 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/tools/testenv"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
@@ -41,9 +44,9 @@ var statusLine = regexp.MustCompile(`status page: http://([^/]+)/`)
 
 // crawlSetup starts a plain test web and writes a config for it whose
 // status page listens on a free loopback port.
-func crawlSetup(t *testing.T, hosts, pages int, delay string) (conf, ca, dir string, srv *testweb.Server) {
+func crawlSetup(t *testing.T, hosts, pages, nseeds int, delay string) (conf, ca, dir string, srv *testweb.Server) {
 	t.Helper()
-	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: hosts, Seed: 9, MaxPages: pages, Seeds: 3, Plain: true}),
+	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: hosts, Seed: 9, MaxPages: pages, Seeds: nseeds, Plain: true}),
 		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +59,12 @@ func crawlSetup(t *testing.T, hosts, pages int, delay string) (conf, ca, dir str
 	}
 	dir = filepath.Join(tmp, "data")
 	conf = filepath.Join(tmp, "crawl.toml")
-	toml := fmt.Sprintf("seeds = [%q]\ndata_dir = %q\nfetchers = 8\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\n"+
-		"status = \"127.0.0.1:0\"\n[politeness]\ndelay = %q\n[limits]\nmax_depth = 3\n", srv.SeedURLs()[0], dir, srv.DNSAddr(), delay)
+	var seeds []string
+	for _, u := range srv.SeedURLs() {
+		seeds = append(seeds, strconv.Quote(u))
+	}
+	toml := fmt.Sprintf("seeds = [%s]\ndata_dir = %q\nfetchers = 8\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\n"+
+		"status = \"127.0.0.1:0\"\n[politeness]\ndelay = %q\n[limits]\nmax_depth = 3\n", strings.Join(seeds, ", "), dir, srv.DNSAddr(), delay)
 	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +128,7 @@ func waitStatus(t *testing.T, addr, what string, cond func(*spider.Status) bool)
 // `kspider ctl` (pause, set, resume, drain: exit 0), and runs it again to
 // the end.
 func TestStatusAndCtl(t *testing.T) {
-	conf, ca, dir, _ := crawlSetup(t, 30, 40, "300ms")
+	conf, ca, dir, _ := crawlSetup(t, 30, 40, 1, "300ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := []string{"--config", conf, "--ca", ca, "--quiet"}
@@ -131,6 +138,21 @@ func TestStatusAndCtl(t *testing.T) {
 		t.Fatalf("token file %q (%v) not printed:\n%s", tok, err, stderr)
 	}
 	waitStatus(t, addr, "some pages", func(st *spider.Status) bool { return st.Totals.Pages >= 5 })
+	// The metrics of a real crawl pass promtool too.
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte("\nkspider_pages_stored_total ")) || !bytes.Contains(metrics, []byte("\nkspider_fetch_duration_seconds_count ")) {
+		t.Errorf("metrics lack the page counters:\n%.2000s", metrics)
+	}
+	check := exec.Command(testenv.Binary(t, "promtool", "prometheus"), "check", "metrics")
+	check.Stdin = bytes.NewReader(metrics)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
 
 	ctl := func(want int, a ...string) string {
 		t.Helper()

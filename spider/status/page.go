@@ -174,6 +174,10 @@ svg{background:#fff;border:1px solid #ccc} .pages{stroke:#1565c0} .mb{stroke:#c6
 <span class="muted">average {{f .S.Rates.AvgPagesPerSecond 1}} pages/s, {{f .S.Rates.AvgMBPerSecond 2}} MB/s</span></p>
 <svg id="chart" data-points="{{.Chart.Points}}" width="720" height="160" viewBox="0 0 720 160" role="img" aria-label="pages per second and MB per second over the last hour">
 <line x1="0" y1="159" x2="720" y2="159" stroke="#999"/>
+<text x="4" y="13" font-size="11" fill="#1565c0">{{f .Chart.MaxPages 1}} pages/s</text>
+<text x="716" y="13" font-size="11" fill="#c62828" text-anchor="end">{{f .Chart.MaxMB 2}} MB/s</text>
+<text x="4" y="153" font-size="11" fill="#777">{{.Chart.Span}} ago</text>
+<text x="716" y="153" font-size="11" fill="#777" text-anchor="end">now</text>
 <polyline id="line-pages" class="pages" fill="none" stroke-width="2" points="{{.Chart.Pages}}"/>
 <polyline id="line-mb" class="mb" fill="none" stroke-width="1.5" stroke-dasharray="4 2" points="{{.Chart.MB}}"/>
 </svg>
