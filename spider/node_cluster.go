@@ -127,6 +127,11 @@ func (n *Node) openCluster() error {
 		cc.SpillDir = filepath.Join(n.cfg.Dir, "comm")
 	}
 	cc.QueueBytes = 1 // every item to the spill file: see the durability note above
+	if cc.SpillUpkeepEvery <= 0 {
+		// The writer fsyncs the spill files when it must (syncCluster);
+		// the timer's own fsyncs only persist acknowledged positions.
+		cc.SpillUpkeepEvery = time.Second
+	}
 	if cc.FlushInterval <= 0 {
 		// Its timer ticks every fifth of it, idle or not; a link may wait
 		// that long for its batch (slots last minutes), acknowledgements do

@@ -26,7 +26,9 @@ and exits 1 saying the crawl was interrupted; running the same command again
 continues where it stopped. Two runs on one data directory are refused.
 
 A progress line goes to stderr every second (--quiet: none), then a summary.
-This step runs a one-node cluster with one phase; max_pages and
+With a [cluster] block of several nodes this process is one node of the
+cluster (--node, or the node whose udp address is local; README "Running a
+cluster"); it exits 0 when the whole cluster's crawl is over. max_pages and
 max_pages_per_host are not enforced yet.`)
 	config := fs.String("config", "", "config `FILE` (TOML)")
 	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
