@@ -50,8 +50,8 @@ datagrams and UDP bytes per page, and the balance of pages, URLs and bytes
 across nodes.`)
 	nodes := fs.Int("nodes", 4, "nodes of the cluster")
 	hosts := fs.Int("hosts", 1000, "hosts of the test web")
-	maxPages := fs.Int("max-pages", 30, "pages of the largest host")
-	depth := fs.Int("depth", 3, "link depth")
+	maxPages := fs.Int("max-pages", 400, "pages of the largest host")
+	depth := fs.Int("depth", 4, "link depth")
 	phase := fs.Duration("phase-length", 2*time.Second, "phase length of the cluster")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(e, fs, args); err != nil {
