@@ -85,7 +85,6 @@ func (c *labCluster) startRef() {
 	c.refNode = c.lab.startNode(c.n, args)
 }
 
-
 // start starts node i's `kspider run`.
 func (c *labCluster) start(i int) *labNode {
 	args := []string{"run", "--config", c.confs[i], "--ca", c.web.cas[i]}
