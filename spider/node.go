@@ -426,7 +426,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	if err := n.firstErr(); err != nil {
 		return sum, err
 	}
-	if ctx.Err() != nil && !n.done() {
+	if ctx.Err() != nil && !(n.done() && n.clusterOver()) {
 		return sum, ErrInterrupted
 	}
 	sum.Finished = true
