@@ -81,6 +81,11 @@ type Config struct {
 	SentCache int
 	// SocketBuffer is the socket buffer size asked for (default 4 MiB).
 	SocketBuffer int
+	// SpillUpkeepEvery spaces the timer's upkeep of a spill file (write
+	// buffered records, mark what is acknowledged, fsync) at least this
+	// far apart (default 0: every tick). Sync still writes and fsyncs at
+	// once; a later mark only widens what a crash may deliver again.
+	SpillUpkeepEvery time.Duration
 
 	Clock Clock
 	Hook  WireHook

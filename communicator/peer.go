@@ -31,6 +31,7 @@ type peer struct {
 	qSince    time.Time // when the oldest queued item arrived
 	spill     *spill
 	lastAck   time.Time
+	upkeepAt  time.Time // last spill upkeep by the timer
 	firstSent time.Time // oldest unacknowledged send; zero when none
 	theirs    uint64    // the peer's epoch as last seen; 0: not yet
 	retrans   uint64
@@ -433,7 +434,8 @@ func (p *peer) tick(now time.Time) {
 	if p.rx.ackDirty {
 		p.transmit(nil, now, false)
 	}
-	if p.spill != nil {
+	if p.spill != nil && now.Sub(p.upkeepAt) >= p.e.cfg.SpillUpkeepEvery {
+		p.upkeepAt = now
 		p.spillUpkeep()
 	}
 }

@@ -42,6 +42,13 @@ type Config struct {
 	MaxRetries    int           // temporary failures before a URL fails for good; default 3 (at most 15)
 	MaxHostsPerIP int           // hosts of one IP address fetching at once; 0: no limit
 
+	// PhaseKey, when set, is the part of a host's name its phase is taken
+	// from: HostHash(PhaseKey(name)) mod Phases. A cluster node names its
+	// hosts by origin ("https:a.example:8443") but puts every origin of
+	// one host name in one phase, so that one server never sees two nodes
+	// in one slot. nil: the whole name.
+	PhaseKey func(name string) string
+
 	// URLLimit, when set, is how many URL ids the node's URL tree holds at
 	// Open: records past the last commit with an id at or above it are
 	// dropped (counted in OpenStats.Dropped), because a crash lost those ids

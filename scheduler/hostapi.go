@@ -72,7 +72,7 @@ func (s *Scheduler) host(name string) (uint32, error) {
 	s.hosts = append(s.hosts, h)
 	s.names = append(s.names, name)
 	s.index.insert(uint32(num), s.hosts)
-	s.phase = append(s.phase, uint16(h.hash%uint64(s.cfg.Phases)))
+	s.phase = append(s.phase, s.phaseOf(h.hash, name))
 	s.runIdx = append(s.runIdx, 0)
 	s.putHost(uint32(num))
 	return uint32(num), nil
@@ -194,4 +194,12 @@ func (s *Scheduler) SetIP(h uint32, ip netip.Addr) error {
 	}
 	s.rt.setIP(s, h, ip)
 	return nil
+}
+
+// phaseOf is the phase of the host with the given hash and name.
+func (s *Scheduler) phaseOf(hash uint64, name string) uint16 {
+	if s.cfg.PhaseKey != nil {
+		hash = HostHash(s.cfg.PhaseKey(name))
+	}
+	return uint16(hash % uint64(s.cfg.Phases))
 }

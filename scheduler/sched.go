@@ -174,7 +174,7 @@ func (s *Scheduler) load() error {
 	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped
 	s.phase = make([]uint16, len(s.hosts))
 	for i := range s.hosts {
-		s.phase[i] = uint16(s.hosts[i].hash % uint64(s.cfg.Phases))
+		s.phase[i] = s.phaseOf(s.hosts[i].hash, s.names[i])
 	}
 	s.runIdx = make([]int32, len(s.hosts))
 	return nil

@@ -223,6 +223,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	var nodeRef *Node
 	if cfg.Cluster != nil {
 		cfg.Scheduler.Clock = gate{inner: cfg.Scheduler.Clock, n: &nodeRef}
+		if cfg.Scheduler.PhaseKey == nil {
+			cfg.Scheduler.PhaseKey = phaseKey
+		}
 	}
 	cc := cfg.Collector
 	if cc.UserAgent == "" {
@@ -460,7 +463,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	if err := n.firstErr(); err != nil {
 		return sum, err
 	}
-	if ctx.Err() != nil && !n.done() {
+	if ctx.Err() != nil && !(n.done() && n.clusterOver()) {
 		return sum, ErrInterrupted
 	}
 	if n.draining() && !n.done() {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,6 +128,11 @@ func (n *Node) openCluster() error {
 		cc.SpillDir = filepath.Join(n.cfg.Dir, "comm")
 	}
 	cc.QueueBytes = 1 // every item to the spill file: see the durability note above
+	if cc.SpillUpkeepEvery <= 0 {
+		// The writer fsyncs the spill files when it must (syncCluster);
+		// the timer's own fsyncs only persist acknowledged positions.
+		cc.SpillUpkeepEvery = time.Second
+	}
 	if cc.FlushInterval <= 0 {
 		// Its timer ticks every fifth of it, idle or not; a link may wait
 		// that long for its batch (slots last minutes), acknowledgements do
@@ -548,4 +554,21 @@ func (n *Node) ClusterStats() ClusterStats {
 		c.detMu.Unlock()
 	}
 	return s
+}
+
+// phaseKey is the host name of a scheduler host name (hostKey: "a.example:8080",
+// "https:a.example:8443"): every origin of one host is in one phase, so
+// that in a slot only one node fetches from it.
+func phaseKey(name string) string {
+	name = strings.TrimPrefix(name, "https:")
+	if strings.HasPrefix(name, "[") { // IPv6 literal
+		if i := strings.IndexByte(name, ']'); i >= 0 {
+			return name[:i+1]
+		}
+		return name
+	}
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		return name[:i]
+	}
+	return name
 }

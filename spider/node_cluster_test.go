@@ -414,3 +414,19 @@ func TestClusterForged(t *testing.T) {
 		}
 	}
 }
+
+func TestPhaseKeyOfHostKey(t *testing.T) {
+	for name, want := range map[string]string{
+		"a.example":            "a.example",
+		"a.example:8080":       "a.example",
+		"https:a.example":      "a.example",
+		"https:a.example:8443": "a.example",
+		"https:[::1]:8443":     "[::1]",
+		"[::1]:80":             "[::1]",
+		"[::1":                 "[::1",
+	} {
+		if got := phaseKey(name); got != want {
+			t.Errorf("phaseKey(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

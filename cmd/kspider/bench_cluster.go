@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -28,7 +30,9 @@ type clusterBenchRun struct {
 	CPURatio     float64 `json:"cpu_ratio"`       // over the one node's
 	URLsPerPage  float64 `json:"urls_sent_per_page"`
 	DgramPerPage float64 `json:"datagrams_per_page"`
-	BytesPerPage float64 `json:"bytes_per_page"` // UDP payload bytes out, all nodes
+	BytesPerPage float64 `json:"bytes_per_page"`       // UDP payload bytes out, all nodes
+	ConnsPerPage float64 `json:"connections_per_page"` // TCP connections the web accepted, robots.txt ones included
+	ReqsPerPage  float64 `json:"requests_per_page"`    // requests the web served (robots.txt, fetches cut at a slot's end)
 	PagesPerNode []int   `json:"pages_per_node"`
 	URLsPerNode  []int   `json:"urls_per_node"`
 	BytesPerNode []int64 `json:"bytes_per_node"` // page bytes stored
@@ -46,8 +50,8 @@ datagrams and UDP bytes per page, and the balance of pages, URLs and bytes
 across nodes.`)
 	nodes := fs.Int("nodes", 4, "nodes of the cluster")
 	hosts := fs.Int("hosts", 1000, "hosts of the test web")
-	maxPages := fs.Int("max-pages", 30, "pages of the largest host")
-	depth := fs.Int("depth", 3, "link depth")
+	maxPages := fs.Int("max-pages", 400, "pages of the largest host")
+	depth := fs.Int("depth", 4, "link depth")
 	phase := fs.Duration("phase-length", 2*time.Second, "phase length of the cluster")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(e, fs, args); err != nil {
@@ -76,10 +80,10 @@ across nodes.`)
 		}{*hosts, runs})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\tCPU ms/page\tratio\tURLs sent/page\tdatagrams/page\tbytes/page\tbalance\tpages per node\t")
+	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\tCPU ms/page\tratio\tURLs sent/page\tdatagrams/page\tbytes/page\tconns/page\treqs/page\tbalance\tpages per node\t")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS,
-			r.CPUmsPerPage, r.CPURatio, r.URLsPerPage, r.DgramPerPage, r.BytesPerPage, r.Balance, r.PagesPerNode)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS,
+			r.CPUmsPerPage, r.CPURatio, r.URLsPerPage, r.DgramPerPage, r.BytesPerPage, r.ConnsPerPage, r.ReqsPerPage, r.Balance, r.PagesPerNode)
 	}
 	return tw.Flush()
 }
@@ -91,6 +95,42 @@ type clusterBench struct {
 	depth                int
 	phase                time.Duration
 	seq                  int
+	log                  *logCounter
+}
+
+// logCounter counts the test web's request log lines by kind.
+type logCounter struct {
+	mu          sync.Mutex
+	part        []byte
+	conns, reqs int
+}
+
+func (l *logCounter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.part = append(l.part, p...)
+	for {
+		i := bytes.IndexByte(l.part, '\n')
+		if i < 0 {
+			break
+		}
+		line := l.part[:i]
+		switch {
+		case bytes.Contains(line, []byte(`"ev":"conn"`)):
+			l.conns++
+		case bytes.Contains(line, []byte(`"ev":"req"`)):
+			l.reqs++
+		}
+		l.part = l.part[i+1:]
+	}
+	l.part = append(l.part[:0:0], l.part...)
+	return len(p), nil
+}
+
+func (l *logCounter) counts() (conns, reqs int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conns, l.reqs
 }
 
 // runAll crawls web with one node, then with n by url and by host, and
@@ -101,7 +141,8 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int) ([
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	srv, err := testweb.Start(ctx, testweb.Generate(web), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+	b.log = &logCounter{}
+	srv, err := testweb.Start(ctx, testweb.Generate(web), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", Log: b.log})
 	if err != nil {
 		return nil, err
 	}
@@ -177,10 +218,17 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 			args = append(args, "--node", fmt.Sprint(i))
 		}
 		cmd := b.command(args)
+		if n > 1 {
+			// Each node gets its share of the cores, as it would have its
+			// own machine: Go's idle threads of n processes spinning on the
+			// same cores cost more than the crawl (see README).
+			cmd.Env = append(cmd.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/n)))
+		}
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		cmds, outs, dirs = append(cmds, cmd), append(outs, out), append(dirs, dir)
 	}
+	conns0, reqs0 := b.log.counts()
 	start := time.Now()
 	for _, c := range cmds {
 		if err := c.Start(); err != nil {
@@ -195,6 +243,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 	}
 	r.Seconds = time.Since(start).Seconds()
+	conns1, reqs1 := b.log.counts()
 	urls := map[string]bool{}
 	var sent, dgrams, bytesOut int
 	for i := range n {
@@ -228,6 +277,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	r.PagesPerS = p / r.Seconds
 	r.CPUmsPerPage = float64(cpu.Microseconds()) / 1000 / p
 	r.URLsPerPage, r.DgramPerPage, r.BytesPerPage = float64(sent)/p, float64(dgrams)/p, float64(bytesOut)/p
+	r.ConnsPerPage, r.ReqsPerPage = float64(conns1-conns0)/p, float64(reqs1-reqs0)/p
 	most := 0
 	for _, c := range r.PagesPerNode {
 		most = max(most, c)

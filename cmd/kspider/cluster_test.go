@@ -53,7 +53,7 @@ func newLabCluster(t *testing.T, n int, web testweb.Config, partition string, de
 		dir := filepath.Join(tmp, fmt.Sprintf("node%d", i))
 		var b strings.Builder
 		fmt.Fprintf(&b, "seeds = [%s]\ndata_dir = %q\nfetchers = 16\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\nstatus = \"\"\n",
-			quoteList(seeds), dir, c.web.dns)
+			quoteStrings(seeds), dir, c.web.dns)
 		fmt.Fprintf(&b, "[politeness]\ndelay = \"100ms\"\n[limits]\nmax_depth = %d\nconnect_timeout = \"5s\"\nfirst_byte_timeout = \"5s\"\n", depth)
 		if i == n { // the reference: one node alone
 			c.ref = writeConf(t, tmp, i, b.String())
@@ -83,14 +83,6 @@ func writeConf(t *testing.T, dir string, i int, body string) string {
 func (c *labCluster) startRef() {
 	args := []string{"run", "--config", c.ref, "--ca", c.web.cas[c.n], "--quiet"}
 	c.refNode = c.lab.startNode(c.n, args)
-}
-
-func quoteList(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }
 
 // start starts node i's `kspider run`.

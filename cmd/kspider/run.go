@@ -18,7 +18,7 @@ import (
 
 // runRun crawls as one node from a config file.
 func runRun(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--status ADDR] [--quiet]",
+	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--status ADDR] [--node ID] [--quiet]",
 		`Crawls as one node, as the config file says (write one with 'kspider init'),
 until nothing within the limits is left to fetch (exit 0). Ctrl-C or SIGTERM
 stops handing out work, stores every page fetched, syncs the data directory
@@ -32,8 +32,10 @@ a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
 After 'kspider ctl drain' the lists out finish and the run exits 0; running
 the same command again continues.
 limits.max_pages counts the pages of every run on the data directory; at it
-the crawl ends (exit 0) and a larger limit continues it. This step runs a
-one-node cluster with one phase.`)
+the crawl ends (exit 0) and a larger limit continues it.
+With a [cluster] block of several nodes this process is one node of the
+cluster (--node, or the node whose udp address is local; README "Running a
+cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	config := fs.String("config", "", "config `FILE` (TOML)")
 	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
