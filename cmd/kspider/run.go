@@ -117,6 +117,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	if rc != nil {
 		ncfg.Cluster, ncfg.Logf = rc.node, rc.logf
 		ncfg.Scheduler.Clock, ncfg.Scheduler.Phases = rc.clock, rc.phases
+		ncfg.ClockStatus = rc.clockStatus
 	}
 	node, err := spider.OpenNode(ncfg)
 	if err != nil {

@@ -19,6 +19,9 @@ type runCluster struct {
 	clock  scheduler.PhaseSource
 	phases int
 	logf   func(string, ...any)
+	// clockStatus is the NTP clock's view of itself, for the status page
+	// (nil without NTP).
+	clockStatus func() scheduler.Status
 }
 
 // clusterGuard is the guard interval without NTP: the clocks of the nodes
@@ -80,6 +83,7 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 	go clock.Run(ctx)
 	rc.clock = scheduler.NodeClock(clock, cc.Schedule(), self)
 	rc.node.ClockStatus = func() string { return clock.Status().Reason }
+	rc.clockStatus = clock.Status
 	return rc, nil
 }
 
