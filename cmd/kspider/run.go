@@ -89,8 +89,8 @@ one-node cluster with one phase.`)
 	node, err := spider.OpenNode(spider.NodeConfig{
 		Dir: cfg.DataDir, StorageDirs: cfg.StorageDirs(), Codec: cfg.Storage.Codec, Seeds: seedList,
 		UserAgent: cfg.UserAgentHeader(), MaxDepth: cfg.Limits.MaxDepth, MaxLinks: cfg.Limits.MaxLinksPerPage, Scope: &sc,
-		MaxPages: cfg.Limits.MaxPages,
-		Lookup:   func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
+		MaxPages: cfg.Limits.MaxPages, RobotsStaleFor: cfg.RobotsStaleFor(),
+		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
 		Collector: collector.Config{From: cfg.From, ExtraCAs: extra, Fetchers: cfg.Fetchers, Pipeline: cfg.Pipelining,
 			ConnectTimeout: cfg.Limits.ConnectTimeout.Duration, TLSTimeout: cfg.Limits.TLSTimeout.Duration,
 			FirstByte: cfg.Limits.FirstByteTimeout.Duration, ResponseTimeout: cfg.Limits.ResponseTimeout.Duration,
