@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/resolver"
-	"github.com/kspider/kspider/spider/robots"
 	"github.com/kspider/kspider/spider/scope"
-	"github.com/kspider/kspider/spider/urlnorm"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
@@ -52,53 +50,6 @@ func head(s []string, n int) []string {
 		return s[:n]
 	}
 	return s
-}
-
-// TestNodeHostileWeb crawls a web with every kind of hostile host
-// (redirect loops, stalls, endless bodies, gzip bombs, wrong lengths,
-// pipelining breakers, calendar and symlink traps, DNS failures, spam
-// domains, broken robots.txt files) with the node and its default trap
-// filters, and checks that the crawl ends by itself, stays polite by the
-// web's own audit, and still stores every URL a polite crawler can reach
-// (traps, which the filters cut short on purpose, and dead names aside).
-func TestNodeHostileWeb(t *testing.T) {
-	var log bytes.Buffer
-	webCfg := testweb.Config{Hosts: 150, Seed: 3, MaxPages: 150, MeanPageSize: 4000}
-	srv, lookup := startWeb(t, webCfg, &log)
-	const depth = 4
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	cfg := nodeConfig(t, dir, srv, lookup, depth)
-	traps := scope.Default()
-	cfg.Scope = &traps
-	cfg.Collector.MaxBody = 1 << 20
-	cfg.Collector.FirstByte, cfg.Collector.ResponseTimeout = 2*time.Second, 4*time.Second
-	cfg.Scheduler.MaxRetryAfter, cfg.Scheduler.MaxBackoff = time.Second, 2*time.Second
-	sum, err := runNode(t, ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%+v", *sum)
-	if !sum.Finished {
-		t.Error("the crawl did not finish by itself")
-	}
-	stored := storedURLs(t, dir)
-	var missing []string
-	for _, d := range srv.Truth().Crawlable(robots.ProductToken(DefaultUserAgent), depth, 0) {
-		if d.Kind == "trap" || d.Kind == "dns-failure" {
-			continue
-		}
-		c, err := urlnorm.Canonical(nil, d.URL, nil)
-		if err == nil && !stored[c] {
-			missing = append(missing, c+" ("+d.Kind+")")
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("%d crawlable URLs not stored: %v", len(missing), head(missing, 10))
-	}
-	checkGaps(t, checkPolite(t, srv, &log), testweb.Generate(webCfg), cfg.Scheduler.MinDelay, crawlDelayCap)
 }
 
 func urlCounts(c []testweb.URLCount) []string {
