@@ -50,6 +50,9 @@ one-node cluster with one phase.`)
 	}
 	if *seeds != "" {
 		cfg.Seeds, cfg.SeedsFile = strings.Split(*seeds, ","), ""
+		if err := spider.CheckSeeds(cfg.Seeds); err != nil {
+			return usagef("--seeds: %v", err)
+		}
 	}
 	if *dir != "" {
 		cfg.DataDir = *dir
@@ -60,6 +63,9 @@ one-node cluster with one phase.`)
 	seedList, err := cfg.LoadSeeds()
 	if err != nil {
 		return err
+	}
+	if err := spider.CheckSeeds(seedList); err != nil {
+		return fmt.Errorf("seeds: %v", err)
 	}
 	if len(cfg.Cluster.Nodes) > 1 || cfg.Cluster.Phases > 1 {
 		return errors.New("a cluster of more than one node or phase is not supported by 'kspider run' yet")
@@ -79,6 +85,9 @@ one-node cluster with one phase.`)
 		return fmt.Errorf("DNS resolver: %w", err)
 	}
 	defer res.Close()
+	if err := probeDNS(ctx, res, cfg.DNSServers, seedList); err != nil {
+		return err
+	}
 	var extra []*x509.Certificate
 	if *caFile != "" {
 		if extra, err = readCAFile(*caFile); err != nil {
