@@ -145,6 +145,33 @@ func TestNodeMatchesTruth(t *testing.T) {
 	checkGaps(t, checkPolite(t, srv, &log), testweb.Generate(webCfg), cfg.Scheduler.MinDelay, crawlDelayCap)
 }
 
+// runNodeUntil runs a node on cfg and cancels it once it has stored
+// pages pages (a condition, not a sleep); it returns what Run returned.
+func runNodeUntil(t *testing.T, cfg NodeConfig, pages uint64) (*NodeSummary, error) {
+	t.Helper()
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if n.Counters().Pages >= pages || ctx.Err() != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	sum, err := n.Run(ctx)
+	cancel()
+	if cerr := n.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	return sum, err
+}
+
 // TestNodeStopResume cancels a crawl part way, reopens the directory and
 // finishes it: the pages of both runs are the truth, none stored twice.
 func TestNodeStopResume(t *testing.T) {
@@ -154,27 +181,7 @@ func TestNodeStopResume(t *testing.T) {
 	dir := t.TempDir()
 	cfg := nodeConfig(t, dir, srv, lookup, depth)
 
-	n, err := OpenNode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopAt := uint64(150)
-	go func() { // cancel once some pages are stored: a condition, not a sleep
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for range tick.C {
-			if n.Counters().Pages >= stopAt || ctx.Err() != nil {
-				cancel()
-				return
-			}
-		}
-	}()
-	sum1, err := n.Run(ctx)
-	cancel()
-	if cerr := n.Close(); cerr != nil {
-		t.Fatal(cerr)
-	}
+	sum1, err := runNodeUntil(t, cfg, 150)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("first run: got %v, want ErrInterrupted", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -70,17 +69,7 @@ func TestRunDNSNoAnswer(t *testing.T) {
 // files are damaged, is exit 1 with a message naming it, never a panic;
 // the pages already stored stay readable.
 func TestRunBadDataDir(t *testing.T) {
-	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: 5, Seed: 9, MaxPages: 5, Seeds: 2, Plain: true}),
-		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	tmp := t.TempDir()
-	ca := filepath.Join(tmp, "ca.pem")
-	if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	srv, tmp, ca := startRunWeb(t, testweb.Config{Hosts: 5, Seed: 9, MaxPages: 5, Seeds: 2, Plain: true})
 	file := filepath.Join(tmp, "file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
