@@ -69,7 +69,13 @@ type NodeConfig struct {
 	MaxDepth  int    // link depth limit, 0..254 (seeds only at 0)
 	MaxLinks  int    // distinct links kept per page (links.Options.MaxLinks)
 	MaxPages  int64  // pages fetched over all runs before the crawl ends (limits.max_pages); 0: none
-	Scope     *scope.Config
+
+	// RobotsTTL is how long a fetched robots.txt is used (robots.DefaultTTL
+	// when 0); RobotsStaleFor how long past that an older copy stands in
+	// for an unreachable one (politeness.robots_stale_for; robots'
+	// DefaultStaleFor when 0, never when < 0).
+	RobotsTTL, RobotsStaleFor time.Duration
+	Scope                     *scope.Config
 
 	// Collector configures the fetchers; the node fills in UserAgent,
 	// Lookup and RootCAs from the fields above when they are unset.
@@ -114,8 +120,7 @@ type Node struct {
 	agent  string
 	budget budgets // node_budget.go
 
-	robotsMu sync.Mutex
-	robots   map[uint32]*robots.Rules // by scheduler host; memory only
+	robots nodeRobots // nodeRobots.go
 
 	// Done detection: the crawl ends when no URL is unfinished, no message
 	// waits for the writer and no list is out.
@@ -250,12 +255,13 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
-		depth:  scope.Depth{Max: cfg.MaxDepth},
-		robots: map[uint32]*robots.Rules{}, idle: make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
+		depth: scope.Depth{Max: cfg.MaxDepth},
+		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	nodeRef = n
 	n.dstore.n = n
+	n.robots = newNodeRobots(n)
 	n.depth.Store = &n.dstore
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
 		lock.Release()

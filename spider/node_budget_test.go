@@ -68,26 +68,7 @@ func TestNodeMaxPages(t *testing.T) {
 	cfg.Scope.MaxPagesPerHost = 5
 	cfg.MaxPages = 30
 
-	n, err := OpenNode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { // stop once some pages are stored: a condition, not a sleep
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for range tick.C {
-			if n.Counters().Pages >= 8 || ctx.Err() != nil {
-				cancel()
-				return
-			}
-		}
-	}()
-	sum1, err := n.Run(ctx)
-	cancel()
-	if cerr := n.Close(); cerr != nil {
-		t.Fatal(cerr)
-	}
+	sum1, err := runNodeUntil(t, cfg, 8)
 	if err != nil && !errors.Is(err, ErrInterrupted) {
 		t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func TestNodeCrashChild(t *testing.T) {
 }
 
 // TestNodeCrash kills a crawling node with SIGKILL after a random number of
-// pages, 10 times over one directory, restarting it each time, then lets it
+// pages, 10 times over one directory of a 1,000-host web, restarting it each time, then lets it
 // finish. Every page stored must be under the id the tree gives its URL
 // (the durability order), no page stored twice, and the pages stored are
 // exactly the crawlable URLs of the web.
@@ -91,7 +91,12 @@ func TestNodeCrash(t *testing.T) {
 		t.Skip("child")
 	}
 	var log bytes.Buffer
-	srv, _ := startWeb(t, testweb.Config{Hosts: 40, Seed: 13, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	// ≥ 1,000 hosts, few pages each (-node.long: 10,000).
+	webCfg := testweb.Config{Hosts: 1000, Seed: 13, MaxPages: 4, MeanPageSize: 2000, Seeds: 60, Plain: true}
+	if *nodeLong {
+		webCfg.Hosts, webCfg.MaxPages, webCfg.Seeds = 10000, 8, 100
+	}
+	srv, _ := startWeb(t, webCfg, &log)
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "node")
 	ca := filepath.Join(tmp, "ca.pem")

@@ -12,7 +12,6 @@ import (
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/links"
-	"github.com/kspider/kspider/spider/robots"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -335,48 +334,4 @@ func retryAfter(v string) time.Duration {
 		return 0
 	}
 	return time.Duration(min(s, 1<<20)) * time.Second
-}
-
-// rulesFor returns host h's robots.txt rules, fetching robots.txt of u's
-// origin when the node has none in memory (a new host, or any host after a
-// restart), and records the status and Crawl-delay in the scheduler.
-// fetched: it opened a connection for robots.txt; !ok: robots.txt was
-// unreachable, nothing may be fetched for now.
-func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
-	n.robotsMu.Lock()
-	r = n.robots[h]
-	n.robotsMu.Unlock()
-	if r != nil {
-		return r, false, true
-	}
-	url := robots.OriginOf(u) + "/robots.txt"
-	res, release := n.fetchRobots(ctx, url)
-	defer release()
-	var st scheduler.RobotsStatus
-	switch {
-	case ctx.Err() != nil || res.Kind == collector.Canceled:
-		// Cut (a stop, a pause): a robots.txt read part way must not
-		// become the host's rules.
-		return nil, true, false
-	case res.Status/100 == 2:
-		r, st = robots.Parse(res.Body).Rules(n.agent), scheduler.RobotsOK
-	case res.Status/100 == 3 || res.Status/100 == 4 && res.Status != 429:
-		// 4xx: no rules (RFC 9309 §2.3.1.3); so are more redirects than
-		// fetchRobots follows (§2.3.1.2).
-		r, st = robots.AllowAll(), scheduler.RobotsNone
-	default:
-		n.st.errors.Add(1)
-		n.cfg.Logf("robots.txt %s unreachable: status %d, %v: %v", url, res.Status, res.Kind, res.Err)
-		if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
-			n.fail(err)
-		}
-		return nil, true, false
-	}
-	if err := n.sched.SetRobots(h, st, r.CrawlDelay); err != nil {
-		n.fail(err)
-	}
-	n.robotsMu.Lock()
-	n.robots[h] = r
-	n.robotsMu.Unlock()
-	return r, true, true
 }

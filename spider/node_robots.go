@@ -1,66 +1,118 @@
 package spider
 
 import (
+	"bytes"
 	"context"
-	"net/url"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/robots"
 )
 
-// maxRobotsRedirects is how many redirects a robots.txt fetch follows
-// (RFC 9309 §2.3.1.2: at least five); past them robots.txt counts as
-// unavailable, like a 4xx.
-const maxRobotsRedirects = 5
+// nodeRobots is the node's robots.txt: a robots.Source (cache, TTL,
+// back-off after failures, the stale-copy rule) whose fetches go through
+// the collector, each hop of a redirect chain (up to 5, RFC 9309
+// §2.3.1.2) a list of its own, closed lingering, after the reconnect gap.
+// The cache is in memory: after a restart each host's robots.txt is
+// fetched again.
+type nodeRobots struct {
+	src *robots.Source
 
-// fetchRobots fetches robots.txt at u through the collector, following up
-// to maxRobotsRedirects redirects (to other authorities too), each hop a
-// list of its own after the collector's reconnect gap, so that a host never
-// sees two connections at once. The result is the last hop's; release
-// gives its buffers back.
-func (n *Node) fetchRobots(ctx context.Context, u string) (*collector.Result, func()) {
-	for hop := 0; ; hop++ {
-		b := n.coll.Fetch(ctx, &collector.List{Requests: []collector.Request{{URL: u}}, Linger: true})
-		res := &b.Results[0]
-		release := func() { n.coll.Release(b) }
-		if res.Status/100 != 3 || res.Location == "" || hop == maxRobotsRedirects {
-			return res, release
-		}
-		next, ok := resolveRedirect(u, res.Location)
-		if !ok {
-			return res, release
-		}
-		release()
-		n.cfg.Logf("robots.txt %s redirects to %s", u, next)
-		if !n.reconnectGap(ctx) {
-			// Stopped: the caller sees a cancelled fetch.
-			b := n.coll.Fetch(ctx, &collector.List{Requests: []collector.Request{{URL: next}}, Linger: true})
-			return &b.Results[0], func() { n.coll.Release(b) }
-		}
-		u = next
+	mu        sync.Mutex
+	connected map[string]time.Time // origin -> when its last robots.txt connection closed
+}
+
+// robotsCacheOrigins bounds the origins whose rules are cached; an evicted
+// origin's robots.txt is fetched again.
+const robotsCacheOrigins = 1 << 20
+
+func newNodeRobots(n *Node) nodeRobots {
+	retryMin := n.cfg.Scheduler.ErrorDelay
+	if retryMin <= 0 {
+		retryMin = 10 * time.Second
+	}
+	retryMax := n.cfg.Scheduler.MaxBackoff
+	if retryMax <= 0 {
+		retryMax = time.Hour
+	}
+	return nodeRobots{
+		src: &robots.Source{
+			Fetcher: &robots.Fetcher{Client: robotsDoer{n}, UserAgent: n.cfg.UserAgent},
+			Cache:   robots.NewCache(robotsCacheOrigins, robots.DefaultTTL),
+			TTL:     n.cfg.RobotsTTL,
+			// An unreachable robots.txt is asked again about when the
+			// scheduler hands the host's list out again.
+			RetryMin: retryMin, RetryMax: max(retryMin, retryMax),
+			StaleFor: n.cfg.RobotsStaleFor,
+		},
+		connected: map[string]time.Time{},
 	}
 }
 
-// resolveRedirect resolves a Location against the URL it came from; only
-// http(s) targets count.
-func resolveRedirect(from, loc string) (string, bool) {
-	base, err := url.Parse(from)
-	if err != nil {
-		return "", false
+// rulesFor returns host h's robots.txt rules for URL u's origin, and
+// records the status and Crawl-delay in the scheduler when robots.txt was
+// fetched. fetched: a connection was opened for robots.txt; !ok: robots.txt
+// is unreachable (and no earlier copy may stand in for it), nothing may be
+// fetched for now.
+func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
+	origin := robots.OriginOf(u)
+	r = n.robots.src.Rules(ctx, origin)
+	n.robots.mu.Lock()
+	_, fetched = n.robots.connected[origin]
+	delete(n.robots.connected, origin) // processList waits the gap after it
+	n.robots.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, fetched, false
 	}
-	t, err := base.Parse(loc)
-	if err != nil || (t.Scheme != "http" && t.Scheme != "https") || t.Host == "" {
-		return "", false
+	_, failures := n.robots.src.Cache.ID(origin)
+	if failures > 0 && r == robots.DisallowAll() {
+		// Unreachable, with no copy to use: the list waits (the Source's
+		// own DisallowAll says "not now", not "never").
+		if fetched {
+			n.st.errors.Add(1)
+			n.cfg.Logf("robots.txt of %s unreachable (%d times running)", origin, failures)
+			if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
+				n.fail(err)
+			}
+		}
+		return nil, fetched, false
 	}
-	t.Fragment = ""
-	return t.String(), true
+	if fetched {
+		st := scheduler.RobotsOK
+		if r == robots.AllowAll() {
+			st = scheduler.RobotsNone // 4xx, too many redirects
+		}
+		if failures > 0 {
+			n.cfg.Logf("robots.txt of %s unreachable: using the copy fetched before", origin)
+		}
+		if err := n.sched.SetRobots(h, st, r.CrawlDelay); err != nil {
+			n.fail(err)
+		}
+	}
+	return r, fetched, true
 }
 
-// reconnectGap waits the gap the collector keeps between a host's
-// connections (at least 50 ms): the connection just closed may not be seen
-// closed by the server yet. False when ctx ended first.
-func (n *Node) reconnectGap(ctx context.Context) bool {
-	t := time.NewTimer(max(n.cfg.Collector.ReconnectGap, 50*time.Millisecond))
+// robotsGap waits, before the next hop of a robots.txt redirect chain,
+// until the gap the collector keeps between a host's connections has passed
+// since the origin's last robots.txt connection closed. False when ctx
+// ended first.
+func (n *Node) robotsGap(ctx context.Context, origin string) bool {
+	n.robots.mu.Lock()
+	closed, ok := n.robots.connected[origin]
+	n.robots.mu.Unlock()
+	if !ok {
+		return true
+	}
+	wait := max(n.cfg.Collector.ReconnectGap, 50*time.Millisecond) - time.Since(closed)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -68,4 +120,38 @@ func (n *Node) reconnectGap(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// robotsDoer is the robots.Fetcher's client: one request, one collector
+// list. It does not follow redirects (the Fetcher does).
+type robotsDoer struct{ n *Node }
+
+func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
+	n := d.n
+	u := req.URL.String()
+	origin := robots.OriginOf(u)
+	// A redirect to the same origin opens its next connection only after
+	// the gap.
+	if !n.robotsGap(req.Context(), origin) {
+		return nil, req.Context().Err()
+	}
+	b := n.coll.Fetch(req.Context(), &collector.List{Requests: []collector.Request{{URL: u}}, Linger: true})
+	defer n.coll.Release(b)
+	n.robots.mu.Lock()
+	n.robots.connected[origin] = time.Now()
+	n.robots.mu.Unlock()
+	r := &b.Results[0]
+	switch {
+	case r.Status == 0:
+		return nil, fmt.Errorf("%s: %v: %v", u, r.Kind, r.Err)
+	case r.Status == 429:
+		// Too many requests: unreachable for now, not "no robots.txt".
+		return nil, fmt.Errorf("%s: status 429", u)
+	case r.Status/100 == 2 && r.Kind != collector.OK && r.Kind != collector.TooLarge:
+		// A body cut short is not the file (RFC 9309 §2.3.1.4 would have
+		// us parse what came; a cut file may lose its Disallow lines).
+		return nil, fmt.Errorf("%s: %v: %v", u, r.Kind, r.Err)
+	}
+	return &http.Response{StatusCode: r.Status, Status: http.StatusText(r.Status), Header: r.Header.Clone(),
+		Body: io.NopCloser(bytes.NewReader(bytes.Clone(r.Body))), Request: req}, nil
 }

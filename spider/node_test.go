@@ -20,6 +20,9 @@ import (
 	"github.com/kspider/kspider/tools/testweb"
 )
 
+// crawlDelayCap caps the test web's Crawl-delay (1 s) in the node tests.
+const crawlDelayCap = 300 * time.Millisecond
+
 // nodeConfig is a node on a test web: no politeness delay beyond one list
 // at a time per host, short partial-list wait, no trap filters.
 func nodeConfig(t *testing.T, dir string, srv *testweb.Server, lookup LookupFunc, depth int) NodeConfig {
@@ -36,7 +39,7 @@ func nodeConfigFor(t *testing.T, dir string, seeds []string, lookup LookupFunc, 
 		// closed before the next opens, for the audit.
 		Collector: collector.Config{Fetchers: 16, ConnectTimeout: 5 * time.Second, FirstByte: 5 * time.Second,
 			ResponseTimeout: 10 * time.Second, ReconnectGap: 100 * time.Millisecond},
-		Scheduler: scheduler.Config{PartialWait: 20 * time.Millisecond, MinDelay: 100 * time.Millisecond,
+		Scheduler: scheduler.Config{PartialWait: 20 * time.Millisecond, MinDelay: 100 * time.Millisecond, MaxCrawlDelay: crawlDelayCap,
 			ErrorDelay: 500 * time.Millisecond, MaxRetries: 5, Window: 1 << 16, Columns: 101},
 		SyncInterval: 20 * time.Millisecond,
 		Logf:         t.Logf,
@@ -119,7 +122,8 @@ func runNode(t *testing.T, ctx context.Context, cfg NodeConfig) (*NodeSummary, e
 // robots.txt forbids and never two connections at once on a host.
 func TestNodeMatchesTruth(t *testing.T) {
 	var log bytes.Buffer
-	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 7, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	webCfg := testweb.Config{Hosts: 40, Seed: 7, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}
+	srv, lookup := startWeb(t, webCfg, &log)
 	const depth = 3
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -137,7 +141,35 @@ func TestNodeMatchesTruth(t *testing.T) {
 	if sum.Stored != uint64(len(got)) {
 		t.Errorf("node says %d stored, the store holds %d", sum.Stored, len(got))
 	}
-	checkPolite(t, srv, &log)
+	cfg := nodeConfig(t, dir, srv, lookup, depth)
+	checkGaps(t, checkPolite(t, srv, &log), testweb.Generate(webCfg), cfg.Scheduler.MinDelay, crawlDelayCap)
+}
+
+// runNodeUntil runs a node on cfg and cancels it once it has stored
+// pages pages (a condition, not a sleep); it returns what Run returned.
+func runNodeUntil(t *testing.T, cfg NodeConfig, pages uint64) (*NodeSummary, error) {
+	t.Helper()
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if n.Counters().Pages >= pages || ctx.Err() != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	sum, err := n.Run(ctx)
+	cancel()
+	if cerr := n.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	return sum, err
 }
 
 // TestNodeStopResume cancels a crawl part way, reopens the directory and
@@ -149,27 +181,7 @@ func TestNodeStopResume(t *testing.T) {
 	dir := t.TempDir()
 	cfg := nodeConfig(t, dir, srv, lookup, depth)
 
-	n, err := OpenNode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopAt := uint64(150)
-	go func() { // cancel once some pages are stored: a condition, not a sleep
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for range tick.C {
-			if n.Counters().Pages >= stopAt || ctx.Err() != nil {
-				cancel()
-				return
-			}
-		}
-	}()
-	sum1, err := n.Run(ctx)
-	cancel()
-	if cerr := n.Close(); cerr != nil {
-		t.Fatal(cerr)
-	}
+	sum1, err := runNodeUntil(t, cfg, 150)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("first run: got %v, want ErrInterrupted", err)
 	}

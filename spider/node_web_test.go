@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/resolver"
-	"github.com/kspider/kspider/spider/robots"
 	"github.com/kspider/kspider/spider/scope"
-	"github.com/kspider/kspider/spider/urlnorm"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
@@ -54,52 +52,6 @@ func head(s []string, n int) []string {
 	return s
 }
 
-// TestNodeHostileWeb crawls a web with every kind of hostile host
-// (redirect loops, stalls, endless bodies, gzip bombs, wrong lengths,
-// pipelining breakers, calendar and symlink traps, DNS failures, spam
-// domains, broken robots.txt files) with the node and its default trap
-// filters, and checks that the crawl ends by itself, stays polite by the
-// web's own audit, and still stores every URL a polite crawler can reach
-// (traps, which the filters cut short on purpose, and dead names aside).
-func TestNodeHostileWeb(t *testing.T) {
-	var log bytes.Buffer
-	srv, lookup := startWeb(t, testweb.Config{Hosts: 150, Seed: 3, MaxPages: 150, MeanPageSize: 4000}, &log)
-	const depth = 4
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	cfg := nodeConfig(t, dir, srv, lookup, depth)
-	traps := scope.Default()
-	cfg.Scope = &traps
-	cfg.Collector.MaxBody = 1 << 20
-	cfg.Collector.FirstByte, cfg.Collector.ResponseTimeout = 2*time.Second, 4*time.Second
-	cfg.Scheduler.MaxRetryAfter, cfg.Scheduler.MaxBackoff = time.Second, 2*time.Second
-	sum, err := runNode(t, ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%+v", *sum)
-	if !sum.Finished {
-		t.Error("the crawl did not finish by itself")
-	}
-	stored := storedURLs(t, dir)
-	var missing []string
-	for _, d := range srv.Truth().Crawlable(robots.ProductToken(DefaultUserAgent), depth, 0) {
-		if d.Kind == "trap" || d.Kind == "dns-failure" {
-			continue
-		}
-		c, err := urlnorm.Canonical(nil, d.URL, nil)
-		if err == nil && !stored[c] {
-			missing = append(missing, c+" ("+d.Kind+")")
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("%d crawlable URLs not stored: %v", len(missing), head(missing, 10))
-	}
-	checkPolite(t, srv, &log)
-}
-
 func urlCounts(c []testweb.URLCount) []string {
 	var s []string
 	for _, x := range c {
@@ -112,15 +64,16 @@ func urlCounts(c []testweb.URLCount) []string {
 // robots.txt forbids, never two connections or requests at once on a host.
 // It closes the web first: the server's log flusher writes into log every
 // second, so reading it while the web runs is a data race.
-func checkPolite(t *testing.T, srv *testweb.Server, log *bytes.Buffer) {
+func checkPolite(t *testing.T, srv *testweb.Server, log *bytes.Buffer) []testweb.Entry {
 	t.Helper()
-	checkPoliteAcross(t, srv, log, false)
+	return checkPoliteAcross(t, srv, log, false)
 }
 
 // checkPoliteAcross is checkPolite for a crawl over restarts: the node
 // keeps robots.txt rules in memory only, so each run fetches a host's
-// robots.txt again.
-func checkPoliteAcross(t *testing.T, srv *testweb.Server, log *bytes.Buffer, restarts bool) {
+// robots.txt again, and a page being received when a run stopped is asked
+// again by the next (the store is checked for pages stored twice instead).
+func checkPoliteAcross(t *testing.T, srv *testweb.Server, log *bytes.Buffer, restarts bool) []testweb.Entry {
 	t.Helper()
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
@@ -144,10 +97,54 @@ func checkPoliteAcross(t *testing.T, srv *testweb.Server, log *bytes.Buffer, res
 	// A request repeated after a failed answer (5xx, a cut body) is a
 	// retry, not a duplicate fetch.
 	dups, dupList := testweb.Refetches(entries, 5)
+	if restarts {
+		dups = 0
+	}
 	if dups > 0 || rep.Forbidden > 0 || rep.MaxConnsPerHost > 1 || rep.MaxInFlightPerHost > 1 {
 		t.Errorf("impolite: %d duplicate fetches %v, %d forbidden %v, max %d connections per host (%s), max %d in flight",
 			dups, urlCounts(dupList), rep.Forbidden, head(rep.ForbiddenURLs, 5), rep.MaxConnsPerHost, rep.MaxConnsHost, rep.MaxInFlightPerHost)
 	}
+	return entries
+}
+
+// checkGaps checks the politeness delay in the web's log: between two
+// lists of a host (requests on different connections, robots.txt aside)
+// the host rests at least delay, and at least its robots.txt Crawl-delay
+// (capped at crawlDelayCap) when it has one. A list that needed a second
+// connection (the server closed the first) shows a gap of only the
+// reconnect gap: only hosts that behave normally are checked.
+func checkGaps(t *testing.T, entries []testweb.Entry, web *testweb.Web, delay, crawlDelayCap time.Duration) {
+	t.Helper()
+	byHost := map[string][]testweb.Entry{}
+	for _, e := range entries {
+		if e.Kind == "req" && e.Target != "/robots.txt" {
+			byHost[e.Host] = append(byHost[e.Host], e)
+		}
+	}
+	checked, delayed := 0, 0
+	for host, reqs := range byHost {
+		h, ok := web.Host(host)
+		if !ok || h.Behaviour != testweb.BehaviourNormal {
+			continue
+		}
+		want := delay
+		if cd := h.CrawlDelay(DefaultUserAgent); cd > 0 {
+			want = max(want, min(cd, crawlDelayCap))
+			delayed++
+		}
+		sort.Slice(reqs, func(i, j int) bool { return reqs[i].Start < reqs[j].Start })
+		for i := 1; i < len(reqs); i++ {
+			if reqs[i].Conn == reqs[i-1].Conn {
+				continue
+			}
+			checked++
+			if gap := time.Duration(reqs[i].Start - reqs[i-1].End); gap < want-time.Millisecond {
+				t.Errorf("%s: %v between two lists (%s then %s), want at least %v", host, gap, reqs[i-1].Target, reqs[i].Target, want)
+				return
+			}
+		}
+	}
+	t.Logf("gaps: %d list boundaries checked, %d hosts with a Crawl-delay", checked, delayed)
 }
 
 // withoutAbandoned drops the connections on which the server kept sending

@@ -194,7 +194,6 @@ Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
 	if err != nil {
 		return err
 	}
-	before := node.Counters()
 	progress("test web on http://%s (DNS %s); crawling to depth %d with one node in %s ...", srv.HTTPAddr(), srv.DNSAddr(), *depth, stateDir)
 	progCtx, stopProg := context.WithCancel(ctx)
 	progDone := make(chan struct{})
@@ -210,11 +209,11 @@ Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
 	sum, runErr := node.Run(ctx)
 	stopProg()
 	<-progDone
-	if err := errors.Join(node.Close(), runErr); err != nil && !errors.Is(runErr, spider.ErrInterrupted) {
-		return err
+	interrupted := errors.Is(runErr, spider.ErrInterrupted)
+	if closeErr := node.Close(); closeErr != nil || runErr != nil && !interrupted {
+		return errors.Join(runErr, closeErr)
 	}
-	_ = before
-	rep.Crawl, rep.Interrupted = sum, errors.Is(runErr, spider.ErrInterrupted)
+	rep.Crawl, rep.Interrupted = sum, interrupted
 
 	// What the store holds, from every run on this directory.
 	storedURLs, err := demoStore(&rep, filepath.Join(stateDir, "pages"), sum)

@@ -225,3 +225,33 @@ func TestDemoInterruptAndKill(t *testing.T) {
 		t.Errorf("the report says %d pages by earlier runs, %d were stored", rep.Store.Earlier, len(before))
 	}
 }
+
+// TestDemoBadDir: a --dir that is a file, or whose demo.json is damaged,
+// or that holds another kind of crawl, is exit 1 naming it.
+func TestDemoBadDir(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "demo", "--plain", "--hosts", "3", "--dir", file); code != 1 || !strings.Contains(errOut, file) {
+		t.Errorf("--dir is a file: exit %d, want 1 naming it:\n%s", code, errOut)
+	}
+	bad := filepath.Join(tmp, "bad")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, demoStateFile), []byte(`{"version":1,"hosts":3,"http_port":99999}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "demo", "--plain", "--hosts", "3", "--dir", bad); code != 1 || !strings.Contains(errOut, demoStateFile) {
+		t.Errorf("damaged demo.json: exit %d, want 1 naming it:\n%s", code, errOut)
+	}
+	other := filepath.Join(tmp, "other")
+	if err := os.MkdirAll(filepath.Join(other, "urls"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "demo", "--plain", "--hosts", "3", "--dir", other); code != 1 || !strings.Contains(errOut, "not a demo's") {
+		t.Errorf("a kspider run directory: exit %d, want 1:\n%s", code, errOut)
+	}
+}

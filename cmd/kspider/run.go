@@ -59,6 +59,9 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	}
 	if *seeds != "" {
 		cfg.Seeds, cfg.SeedsFile = strings.Split(*seeds, ","), ""
+		if err := spider.CheckSeeds(cfg.Seeds); err != nil {
+			return usagef("--seeds: %v", err)
+		}
 	}
 	if *statusAddr != "" {
 		cfg.Status = *statusAddr
@@ -72,6 +75,9 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	seedList, err := cfg.LoadSeeds()
 	if err != nil {
 		return err
+	}
+	if err := spider.CheckSeeds(seedList); err != nil {
+		return fmt.Errorf("seeds: %v", err)
 	}
 	rc, err := setupCluster(ctx, e, cfg, *nodeFlag)
 	if err != nil {
@@ -94,6 +100,9 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 		return fmt.Errorf("DNS resolver: %w", err)
 	}
 	defer res.Close()
+	if err := probeDNS(ctx, res, cfg.DNSServers, seedList); err != nil {
+		return err
+	}
 	var extra []*x509.Certificate
 	if *caFile != "" {
 		if extra, err = readCAFile(*caFile); err != nil {
@@ -104,8 +113,8 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	ncfg := spider.NodeConfig{
 		Dir: cfg.DataDir, StorageDirs: cfg.StorageDirs(), Codec: cfg.Storage.Codec, Seeds: seedList,
 		UserAgent: cfg.UserAgentHeader(), MaxDepth: cfg.Limits.MaxDepth, MaxLinks: cfg.Limits.MaxLinksPerPage, Scope: &sc,
-		MaxPages: cfg.Limits.MaxPages,
-		Lookup:   func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
+		MaxPages: cfg.Limits.MaxPages, RobotsStaleFor: cfg.RobotsStaleFor(),
+		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
 		Collector: collector.Config{From: cfg.From, ExtraCAs: extra, Fetchers: cfg.Fetchers, Pipeline: cfg.Pipelining,
 			ConnectTimeout: cfg.Limits.ConnectTimeout.Duration, TLSTimeout: cfg.Limits.TLSTimeout.Duration,
 			FirstByte: cfg.Limits.FirstByteTimeout.Duration, ResponseTimeout: cfg.Limits.ResponseTimeout.Duration,

@@ -15,22 +15,30 @@ import (
 	"github.com/kspider/kspider/tools/testweb"
 )
 
-// TestRunCommand runs `kspider run` on a plain test web: interrupted before
-// it starts (exit 1, "interrupted"), then again on the same directory to
-// the end (exit 0), with every page stored once; a third run finds nothing
-// left and a usage error is exit 2.
-func TestRunCommand(t *testing.T) {
-	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: 20, Seed: 5, MaxPages: 20, Seeds: 2, Plain: true}),
-		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
+// startRunWeb serves a test web on loopback for `kspider run` and writes
+// its CA certificate into a temporary directory: the web, the directory and
+// the certificate's file.
+func startRunWeb(t *testing.T, cfg testweb.Config) (*testweb.Server, string, string) {
+	t.Helper()
+	srv, err := testweb.Start(context.Background(), testweb.Generate(cfg), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	tmp := t.TempDir()
 	ca := filepath.Join(tmp, "ca.pem")
 	if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return srv, tmp, ca
+}
+
+// TestRunCommand runs `kspider run` on a plain test web: interrupted before
+// it starts (exit 1, "interrupted"), then again on the same directory to
+// the end (exit 0), with every page stored once; a third run finds nothing
+// left and a usage error is exit 2.
+func TestRunCommand(t *testing.T) {
+	srv, tmp, ca := startRunWeb(t, testweb.Config{Hosts: 20, Seed: 5, MaxPages: 20, Seeds: 2, Plain: true})
 	dir := filepath.Join(tmp, "data")
 	conf := filepath.Join(tmp, "crawl.toml")
 	toml := fmt.Sprintf("seeds = [%q]\ndata_dir = %q\nfetchers = 8\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\n"+

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// writeRunConfig writes a config for a crawl of seeds into tmp.
+func writeRunConfig(t *testing.T, tmp, dir, dns string, seeds ...string) string {
+	t.Helper()
+	conf := filepath.Join(tmp, "crawl.toml")
+	q := make([]string, len(seeds))
+	for i, s := range seeds {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	toml := fmt.Sprintf("seeds = [%s]\ndata_dir = %q\nfetchers = 4\ndns_servers = [%q]\ncontact = \"https://example.org/bot\"\n"+
+		"[politeness]\ndelay = \"10ms\"\n[limits]\nmax_depth = 1\n", strings.Join(q, ", "), dir, dns)
+	if err := os.WriteFile(conf, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return conf
+}
+
+// TestRunBadSeeds: a --seeds value that is not a URL is a usage error
+// (exit 2); one in the config is exit 1 naming it; nothing is created.
+func TestRunBadSeeds(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	conf := writeRunConfig(t, tmp, dir, "127.0.0.1:53", "http://a.example/")
+	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--seeds", "notaurl", "--quiet"); code != 2 || !strings.Contains(errOut, `"notaurl" is not an absolute http(s) URL`) {
+		t.Errorf("--seeds notaurl: exit %d, want 2 naming it:\n%s", code, errOut)
+	}
+	conf = writeRunConfig(t, tmp, dir, "127.0.0.1:53", "ftp://a.example/")
+	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--quiet"); code != 1 || !strings.Contains(errOut, "ftp://a.example/") {
+		t.Errorf("an ftp seed: exit %d, want 1 naming it:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+}
+
+// TestRunDNSNoAnswer: a DNS server that never answers stops the run at
+// once (exit 1) saying so, before the data directory is touched.
+func TestRunDNSNoAnswer(t *testing.T) {
+	mute, err := net.ListenPacket("udp4", "127.0.0.1:0") // reads nothing, answers nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	conf := writeRunConfig(t, tmp, dir, mute.LocalAddr().String(), "http://a.example/")
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--quiet")
+	if code != 1 || !strings.Contains(errOut, "DNS: no answer from dns_servers "+mute.LocalAddr().String()) {
+		t.Errorf("mute DNS server: exit %d, want 1 saying no answer:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+}
+
+// TestRunBadDataDir: a data directory that is a file, or whose state
+// files are damaged, is exit 1 with a message naming it, never a panic;
+// the pages already stored stay readable.
+func TestRunBadDataDir(t *testing.T) {
+	srv, tmp, ca := startRunWeb(t, testweb.Config{Hosts: 5, Seed: 9, MaxPages: 5, Seeds: 2, Plain: true})
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := writeRunConfig(t, tmp, file, srv.DNSAddr(), srv.SeedURLs()...)
+	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet"); code != 1 || !strings.Contains(errOut, file) {
+		t.Errorf("data_dir is a file: exit %d, want 1 naming it:\n%s", code, errOut)
+	}
+
+	dir := filepath.Join(tmp, "data")
+	conf = writeRunConfig(t, tmp, dir, srv.DNSAddr(), srv.SeedURLs()...)
+	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet"); code != 0 {
+		t.Fatalf("crawl: exit %d:\n%s", code, errOut)
+	}
+	pages := storedPages(t, dir)
+	if len(pages) == 0 {
+		t.Fatal("nothing stored")
+	}
+	// Damage each state file in turn (a copy of the directory each time).
+	for _, sub := range []string{"urls", "sched"} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			for _, how := range []string{"all", "middle"} {
+				if e.IsDir() {
+					continue
+				}
+				broken := filepath.Join(tmp, "broken-"+how+"-"+sub+"-"+e.Name())
+				if err := os.CopyFS(broken, os.DirFS(dir)); err != nil {
+					t.Fatal(err)
+				}
+				victim := filepath.Join(broken, sub, e.Name())
+				b, err := os.ReadFile(victim)
+				if err != nil || len(b) == 0 {
+					continue
+				}
+				if how == "all" {
+					for i := 0; i < len(b); i += 7 { // garble it all: header, records and checksums
+						b[i] ^= 0x5a
+					}
+				} else {
+					b[len(b)/2] ^= 0x5a // one byte past the header
+				}
+				if err := os.WriteFile(victim, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				c := writeRunConfig(t, tmp, broken, srv.DNSAddr(), srv.SeedURLs()...)
+				code, _, errOut := runCmd(t, "", "run", "--config", c, "--ca", ca, "--quiet")
+				t.Logf("%s/%s damaged (%s): exit %d: %s", sub, e.Name(), how, code, errOut[strings.LastIndex(strings.TrimSpace(errOut), "\n")+1:])
+				if code != 1 && code != 0 {
+					t.Errorf("%s/%s damaged: exit %d, want 1 (or 0 if it was rebuilt)", sub, e.Name(), code)
+				}
+				if code == 1 && !strings.Contains(errOut, e.Name()) && !strings.Contains(errOut, sub) {
+					t.Errorf("%s/%s damaged: the message does not name it:\n%s", sub, e.Name(), errOut)
+				}
+				if got := storedPages(t, broken); len(got) < len(pages) {
+					t.Errorf("%s/%s damaged: %d pages readable, %d were stored", sub, e.Name(), len(got), len(pages))
+				}
+			}
+		}
+	}
+}
