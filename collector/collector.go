@@ -151,7 +151,8 @@ type fetcher struct {
 	col       *Collector
 	ctx       context.Context
 	each      func(*Result)
-	linger    bool // List.Linger of the list running
+	linger    bool            // List.Linger of the list running
+	stop      <-chan struct{} // List.Stop of the list running
 	hdr       http.Header
 	br        *bufio.Reader // small (smallReader bytes)
 	brBig     *bufio.Reader // Config.MaxHeader bytes, for long heads

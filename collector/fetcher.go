@@ -53,8 +53,8 @@ type item struct {
 
 // run fetches list l into b.
 func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
-	f.ctx, f.each, f.linger = ctx, l.Each, l.Linger
-	defer func() { f.ctx, f.each, f.linger = nil, nil, false }()
+	f.ctx, f.each, f.linger, f.stop = ctx, l.Each, l.Linger, l.Stop
+	defer func() { f.ctx, f.each, f.linger, f.stop = nil, nil, false, nil }()
 	f.items = f.items[:0]
 	f.pending = f.pending[:0]
 	var o origin
@@ -154,7 +154,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	}
 	var lastEnd time.Time
 	for len(f.pending) > 0 || len(out) > 0 {
-		if f.ctx.Err() != nil {
+		if f.ctx.Err() != nil || len(out) == 0 && f.stopped() {
 			return
 		}
 		if c == nil {
@@ -188,7 +188,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			}
 		}
 		now := time.Now()
-		for len(out) < depth && len(f.pending) > 0 {
+		for len(out) < depth && len(f.pending) > 0 && !f.stopped() {
 			i := f.pending[0]
 			f.pending = f.pending[1:]
 			x := exchange{idx: i, req: f.request(c.sent%cfg.Pipeline, &f.items[i]), sent: now, pipelined: len(out) > 0}
@@ -206,6 +206,9 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 				b.Pipelined = true
 			}
 			out = append(out, x)
+		}
+		if len(out) == 0 { // stopped between the checks: the loop's test ends it
+			continue
 		}
 		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
 		if err := c.bw.Flush(); err != nil {
@@ -297,6 +300,16 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			f.close(c, true)
 			c = nil
 		}
+	}
+}
+
+// stopped reports whether the list's Stop channel is closed.
+func (f *fetcher) stopped() bool {
+	select {
+	case <-f.stop:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -80,3 +80,32 @@ func TestPoolBound(t *testing.T) {
 		t.Errorf("%d connections at once with 2 fetchers", m)
 	}
 }
+
+// TestStop ends a list gently while a response is awaited: that response
+// is still read, nothing more is sent, the rest come back not-tried.
+func TestStop(t *testing.T) {
+	stop := make(chan struct{})
+	var sent atomic.Int32
+	s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+		sent.Add(1)
+		if req.URL.Path == "/p3" {
+			close(stop)
+		}
+		cs.ok(req)
+		return true
+	})
+	c := rawCollector(t, Config{})
+	l := rawList(s, 8)
+	l.Stop = stop
+	b := c.Fetch(context.Background(), l)
+	defer c.Release(b)
+	checkBodies(t, b, 4, 5, 6, 7)
+	for _, r := range b.Results[4:] {
+		if r.Kind != NotTried || r.Attempts != 0 {
+			t.Errorf("%s: %s after %d attempts, want not-tried, never sent", r.URL, r.Kind, r.Attempts)
+		}
+	}
+	if n := sent.Load(); n != 4 {
+		t.Errorf("the server saw %d requests, want 4", n)
+	}
+}

@@ -30,6 +30,12 @@ type List struct {
 	// close. The server has then seen it closed before the caller's next
 	// list to the origin connects, so that it never sees two at once.
 	Linger bool
+	// Stop, when closed, ends the list gently: no further request is sent,
+	// and the responses to those already sent are read (within the usual
+	// timeouts); the rest come back NotTried. Cancelling Fetch's context
+	// instead cuts the response being read. A node stops this way so that
+	// a stop costs no page fetched twice.
+	Stop <-chan struct{}
 }
 
 // Batch is what a list gave.

@@ -31,8 +31,9 @@ package spider
 //
 // # Stop and resume
 //
-// Cancelling Run's context stops handing out lists; lists out may go on
-// for NodeConfig.StopGrace and are then cut (the collector returns the URLs
+// Cancelling Run's context stops handing out lists; lists out send no
+// further request (collector.List.Stop), read the responses they asked for
+// within NodeConfig.StopGrace, and are then cut (the collector returns the URLs
 // it did not send as NotTried, reported back as such), every page fetched
 // is stored, and the tree, scheduler and store are
 // synced and closed. Opening the same directory again continues: the

@@ -38,6 +38,7 @@ type control struct {
 	pausedD  time.Duration   // paused time before since
 	runCtx   context.Context // Run's, plus StopGrace; the lists' contexts derive from it
 	listCtx  context.Context
+	stopping <-chan struct{} // closed at a stop: lists send no more requests (collector.List.Stop)
 	cutLists context.CancelFunc
 	endNext  context.CancelFunc // Run's: stops handing out lists
 	limit    int                // lists at once; 0 = the configured fetchers
@@ -68,7 +69,7 @@ func (n *Node) startControl(runCtx, nextCtx context.Context, endNext context.Can
 	// new list at once (nextCtx) but lets the responses asked for arrive.
 	graceCtx, cutAll := context.WithCancel(context.WithoutCancel(runCtx))
 	context.AfterFunc(runCtx, func() { time.AfterFunc(n.cfg.StopGrace, cutAll) })
-	c.endNext, c.runCtx = endNext, graceCtx
+	c.endNext, c.runCtx, c.stopping = endNext, graceCtx, runCtx.Done()
 	c.listCtx, c.cutLists = context.WithCancel(runCtx)
 	if c.paused {
 		c.cutLists()

@@ -89,7 +89,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	}
 	var b *collector.Batch
 	if len(reqs) > 0 && ctx.Err() == nil {
-		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true})
+		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true, Stop: n.ctl.stopping})
 	}
 	// The results handed to the store keep their buffers until their pages
 	// are durable (Node.durable releases them); the rest go back now.

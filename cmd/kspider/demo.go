@@ -76,7 +76,7 @@ type demoState struct {
 const demoStateFile = "demo.json"
 
 func runDemo(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "demo", "demo [--hosts N] [--seed S] [--depth D] [--plain] [--dir DIR] [--json]", `
+	fs := newFlags(e, "demo", "demo [--hosts N] [--seed S] [--depth D] [--plain] [--dir DIR] [--status ADDR] [--json]", `
 Starts a generated test web on loopback (its own HTTP, HTTPS and DNS servers,
 with hostile hosts unless --plain), crawls it from its seed URLs to the end of
 the depth limit with one node (the same node as 'kspider run'), and prints a
@@ -87,7 +87,11 @@ this machine.
 With --dir the node's state is kept; running the demo again on the same
 directory serves the same web on the same ports and continues the crawl
 (after Ctrl-C, a kill, or to the end: then there is nothing left to fetch).
-Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
+Ctrl-C stops the crawl, keeps every page fetched and exits 1.
+
+The node's status page (dashboard, /status JSON, /metrics, control with
+'kspider ctl') listens on --status while the demo runs; 'kspider ctl drain'
+ends the crawl as Ctrl-C does, but with exit 0.`)
 	hosts := fs.Int("hosts", 300, "hosts in the test web")
 	seed := fs.Int64("seed", 1, "seed of the test web (same seed, same web)")
 	depth := fs.Int("depth", 4, "link depth limit (0: the seeds only)")
@@ -96,6 +100,7 @@ Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
 	dir := fs.String("dir", "", "keep the node's state (URL tree, pages) in DIR and continue a crawl kept there (default: a temporary directory, removed)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("v", false, "log every skipped URL and failed fetch to stderr")
+	statusAddr := fs.String("status", "127.0.0.1:7411", "status page `ADDR`ess (\"off\": none); busy: a warning, the demo goes on")
 	logFile := fs.String("log", "", "also write the test web's request log of this run to FILE (JSON lines; see testweb audit)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -195,6 +200,10 @@ Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
 		return err
 	}
 	progress("test web on http://%s (DNS %s); crawling to depth %d with one node in %s ...", srv.HTTPAddr(), srv.DNSAddr(), *depth, stateDir)
+	status, err := startStatus(ctx, e.stderr, node, *statusAddr, stateDir)
+	if err != nil { // the demo goes on without its page
+		fmt.Fprintf(e.stderr, "warning: %v\n", err)
+	}
 	progCtx, stopProg := context.WithCancel(ctx)
 	progDone := make(chan struct{})
 	if !*asJSON {
@@ -209,7 +218,9 @@ Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
 	sum, runErr := node.Run(ctx)
 	stopProg()
 	<-progDone
-	interrupted := errors.Is(runErr, spider.ErrInterrupted)
+	status.Close() // before the node closes: nothing reads it after
+	drained := errors.Is(runErr, spider.ErrDrained)
+	interrupted := errors.Is(runErr, spider.ErrInterrupted) || drained
 	if closeErr := node.Close(); closeErr != nil || runErr != nil && !interrupted {
 		return errors.Join(runErr, closeErr)
 	}
@@ -256,7 +267,7 @@ Ctrl-C stops the crawl, keeps every page fetched and exits 1.`)
 	} else {
 		printDemo(e.stdout, &rep)
 	}
-	if rep.Interrupted {
+	if rep.Interrupted && !drained {
 		if *dir == "" {
 			return errors.New("interrupted (the crawl's temporary directory is removed; with --dir DIR it is kept and can be continued)")
 		}

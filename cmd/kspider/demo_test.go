@@ -73,9 +73,12 @@ func TestDemoContinuesFinishedCrawl(t *testing.T) {
 // TestDemoDepthZero: --depth 0 fetches the seeds only.
 func TestDemoDepthZero(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
-	code, rep, errOut := demoJSON(t, "--plain", "--hosts", "30", "--seed", "2", "--depth", "0", "--dir", dir)
+	code, rep, errOut := demoJSON(t, "--plain", "--hosts", "30", "--seed", "2", "--depth", "0", "--dir", dir, "--status", "127.0.0.1:0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !statusLine.MatchString(errOut) { // the demo is a node like any other: it has the status page
+		t.Errorf("no status page announced:\n%s", errOut)
 	}
 	checkDemo(t, rep, "depth 0")
 	st, err := readDemoState(dir)
@@ -183,7 +186,7 @@ func TestDemoInterruptAndKill(t *testing.T) {
 		t.Skip("child")
 	}
 	dir := filepath.Join(t.TempDir(), "demo")
-	args := "demo --plain --hosts 40 --seed 6 --depth 3 --dir " + dir
+	args := "demo --plain --hosts 150 --seed 6 --depth 4 --status off --dir " + dir
 
 	cmd, out, pages := startDemoChild(t, args)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
