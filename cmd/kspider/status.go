@@ -44,7 +44,7 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}
 	s := &statusServer{Addr: ln.Addr().String(), Token: tok, done: make(chan struct{}),
-		srv: &http.Server{Handler: (&status.Server{Node: node, Control: node, Token: tok}).Handler(),
+		srv: &http.Server{Handler: (&status.Server{Node: node, Control: node, Token: tok, Loopback: status.IsLoopback(addr)}).Handler(),
 			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 			IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}}
 	go func() {

@@ -18,6 +18,13 @@
 // cross-site (Sec-Fetch-Site), is refused (403): a page of another site
 // open in the operator's browser cannot drive the node. Answers are JSON
 // ({"ok":true,"state":"paused"} or {"error":"..."}).
+//
+// # DNS rebinding
+//
+// A server listening on loopback (Server.Loopback) answers only requests
+// whose Host is an IP address or "localhost": a page of another site whose
+// name was made to resolve to 127.0.0.1 names that site in its Host and is
+// refused (421), so it cannot read the figures either.
 package status
 
 import (
@@ -53,8 +60,11 @@ type Server struct {
 	Token   string
 	// Refresh is the dashboard's self-refresh interval in seconds (5 when 0).
 	Refresh int
+	// Loopback: the server listens on loopback only, so every request
+	// names an IP address or localhost in its Host (see DNS rebinding).
+	Loopback bool
 
-	mux     *http.ServeMux
+	mux     http.Handler
 	metrics http.Handler
 }
 
@@ -70,7 +80,25 @@ func (s *Server) Handler() http.Handler {
 	m.Handle("GET /metrics", s.metrics)
 	m.HandleFunc("POST /control/{action}", s.control)
 	s.mux = m
-	return m
+	if s.Loopback {
+		s.mux = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !localHost(r.Host) {
+				reply(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q refused: this status page answers to IP addresses and localhost only", r.Host))
+				return
+			}
+			m.ServeHTTP(w, r)
+		})
+	}
+	return s.mux
+}
+
+// localHost reports whether a Host header names an IP address or localhost.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host) != nil
 }
 
 func (s *Server) json(w http.ResponseWriter, r *http.Request) {

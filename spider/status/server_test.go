@@ -3,6 +3,7 @@ package status
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -233,6 +234,31 @@ func TestIsLoopback(t *testing.T) {
 		"0.0.0.0:7411": false, ":7411": false, "10.1.2.3:80": false, "bad": false} {
 		if IsLoopback(addr) != want {
 			t.Errorf("IsLoopback(%q) = %v", addr, !want)
+		}
+	}
+}
+
+// TestLoopbackRefusesOtherHosts: on loopback, a request naming a host name
+// other than localhost (a DNS-rebinding page) is refused, for reading as
+// for control; IP addresses and localhost are served.
+func TestLoopbackRefusesOtherHosts(t *testing.T) {
+	f := &fakeNode{st: sampleStatus()}
+	srv := httptest.NewServer((&Server{Node: f, Control: f, Token: "secret-token-0123456789", Loopback: true}).Handler())
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for host, want := range map[string]int{"127.0.0.1:" + port: 200, "localhost:" + port: 200, "[::1]:" + port: 200,
+		"LOCALHOST": 200, "evil.example:" + port: http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest} {
+		for _, path := range []string{"/", "/status", "/metrics"} {
+			req, _ := http.NewRequest("GET", srv.URL+path, nil)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s with Host %q: %s, want %d", path, host, resp.Status, want)
+			}
 		}
 	}
 }
