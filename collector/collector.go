@@ -18,7 +18,9 @@ import (
 type Collector struct {
 	cfg    Config
 	tls    *tls.Config
-	free   chan *fetcher
+	free   chan struct{} // one token per fetcher slot
+	idleMu sync.Mutex
+	idle   []*fetcher // fetchers' states made so far and free, the last used on top
 	bufs   bufPool
 	nopipe hostSet
 
@@ -53,12 +55,12 @@ func New(cfg Config) (*Collector, error) {
 			NextProtos:         []string{"http/1.1"}, // never h2: we speak HTTP/1.1 only
 			ClientSessionCache: tls.NewLRUClientSessionCache(4096),
 		},
-		free:   make(chan *fetcher, cfg.Fetchers),
+		free:   make(chan struct{}, cfg.Fetchers),
 		nopipe: hostSet{max: cfg.NoPipelineHosts, set: map[string]struct{}{}},
 		bufs:   bufPool{max: cfg.PoolBytes},
 	}
 	for range cfg.Fetchers {
-		c.free <- nil // a fetcher's state is made on first use
+		c.free <- struct{}{} // a fetcher's state is made on first use
 	}
 	return c, nil
 }
@@ -81,19 +83,33 @@ func (c *Collector) Fetch(ctx context.Context, l *List) *Batch {
 	if l.Robots {
 		b.Robots = &Result{Kind: NotTried, ContentLength: -1}
 	}
-	var f *fetcher
 	select {
-	case f = <-c.free:
+	case <-c.free:
 	case <-ctx.Done():
 		return b
 	}
+	// The state used last is taken first: a node fetching a few lists at
+	// a time keeps a few warm states instead of cycling through (and
+	// making) one per slot, each holding its readers and decoders (a
+	// one-host crawl with 300 slots grew all 300).
+	c.idleMu.Lock()
+	var f *fetcher
+	if n := len(c.idle); n > 0 {
+		f, c.idle = c.idle[n-1], c.idle[:n-1]
+	}
+	c.idleMu.Unlock()
 	if f == nil {
 		f = &fetcher{col: c, hdr: http.Header{"User-Agent": {c.cfg.UserAgent}, "Accept-Encoding": {acceptEncoding}}}
 		if c.cfg.From != "" {
 			f.hdr["From"] = []string{c.cfg.From}
 		}
 	}
-	defer func() { c.free <- f }()
+	defer func() {
+		c.idleMu.Lock()
+		c.idle = append(c.idle, f)
+		c.idleMu.Unlock()
+		c.free <- struct{}{}
+	}()
 	f.run(ctx, l, b)
 	return b
 }

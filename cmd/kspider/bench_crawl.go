@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,7 @@ type crawlChildSpec struct {
 	PartialWait  time.Duration `json:"partial_wait"`
 	SyncInterval time.Duration `json:"sync_interval"`
 	CPUProfile   string        `json:"cpuprofile,omitempty"`
+	MemProfile   string        `json:"memprofile,omitempty"`
 }
 
 func benchCrawl(ctx context.Context, e env, args []string) error {
@@ -120,6 +122,7 @@ pages/s on the test web).`)
 	kspiderBin := fs.String("kspider", "", "the kspider binary the crawl children run (default: this one)")
 	inProcess := fs.Bool("in-process", false, "crawl in this process (CPU and RSS then include the test web server; for tests)")
 	cpuProfile := fs.String("cpuprofile", "", "write each kspider crawl's CPU profile to `PREFIX`-<corpus>.pprof")
+	memProfile := fs.String("memprofile", "", "write each kspider crawl's heap profile at its end to `PREFIX`-<corpus>.pprof")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	child := fs.Bool("child", false, "internal: run the crawl given as JSON on stdin and print its figures")
 	if err := parseFlags(e, fs, args); err != nil {
@@ -139,7 +142,7 @@ pages/s on the test web).`)
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	r := &crawlRunner{tmp: tmp, inProcess: *inProcess, bin: *kspiderBin, profile: *cpuProfile,
+	r := &crawlRunner{tmp: tmp, inProcess: *inProcess, bin: *kspiderBin, profile: *cpuProfile, memProfile: *memProfile,
 		spec: crawlChildSpec{MaxDepth: int(scope.NoDepth) - 1, Pipeline: *pipeline, Fetchers: *fetchers,
 			PartialWait: *partialWait, SyncInterval: *syncInterval}}
 	if r.bin == "" && !r.inProcess {
@@ -211,12 +214,13 @@ func printCrawlReport(w io.Writer, rep benchCrawlReport) {
 
 // crawlRunner runs kspider crawls, each in a child process (or in process).
 type crawlRunner struct {
-	tmp       string
-	inProcess bool
-	bin       string
-	profile   string
-	spec      crawlChildSpec // the fields every crawl shares
-	n         int
+	tmp        string
+	inProcess  bool
+	bin        string
+	profile    string
+	memProfile string
+	spec       crawlChildSpec // the fields every crawl shares
+	n          int
 }
 
 // web crawls a plain test web served by this process.
@@ -321,6 +325,9 @@ func (r *crawlRunner) crawl(ctx context.Context, name string, spec crawlChildSpe
 	if r.profile != "" {
 		spec.CPUProfile = r.profile + "-" + name + ".pprof"
 	}
+	if r.memProfile != "" {
+		spec.MemProfile = r.memProfile + "-" + name + ".pprof"
+	}
 	if r.inProcess {
 		cpu0, _ := rusageSelf()
 		f, err := runCrawlSpec(ctx, spec)
@@ -418,6 +425,11 @@ func runCrawlSpec(ctx context.Context, spec crawlChildSpec) (crawlFigures, error
 		return crawlFigures{}, err
 	}
 	sum, runErr := node.Run(ctx)
+	if spec.MemProfile != "" {
+		if err := writeHeapProfile(spec.MemProfile); err != nil {
+			return crawlFigures{}, err
+		}
+	}
 	closeErr := node.Close()
 	secs := time.Since(start).Seconds()
 	if err := errors.Join(runErr, closeErr); err != nil {
@@ -429,6 +441,19 @@ func runCrawlSpec(ctx context.Context, spec crawlChildSpec) (crawlFigures, error
 		f.MBPerS = float64(f.Bytes) / 1e6 / secs
 	}
 	return f, nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // buildCollybench builds tools/collybench (its own module) into dir.
