@@ -461,6 +461,13 @@ func (c *nodeCluster) state() cluster.State {
 	// A node whose config differs from a peer's is never idle: the crawl
 	// cannot end until the operator fixes the config.
 	idle := c.n.done() && !c.refuse.Load()
+	// Batches received but not yet taken by the writer (a peer's URLs, its
+	// hello with a config that may differ) are work too.
+	c.mu.Lock()
+	if len(c.inbox) > 0 {
+		idle = false
+	}
+	c.mu.Unlock()
 	for id := range c.cfg.Config.Members {
 		if id != c.self && c.ep.Backlog(communicator.NodeID(id)) > 0 {
 			idle = false
