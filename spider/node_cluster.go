@@ -212,19 +212,6 @@ func (n *Node) listContext(ctx context.Context, l scheduler.List) (context.Conte
 	return context.WithDeadline(ctx, l.Until)
 }
 
-// phase is the active phase for the progress line, -1 when no list may
-// start (guard interval, unsafe clock, configs differ).
-func (n *Node) phase() int {
-	if n.cl == nil {
-		return 0
-	}
-	p := n.cfg.Scheduler.Clock.Phase()
-	if !p.MayStart {
-		return -1
-	}
-	return p.Active
-}
-
 // handle is the communicator's handler: it copies the batch for the writer.
 func (c *nodeCluster) handle(from communicator.NodeID, n uint64, items []communicator.Item) {
 	cp := make([]communicator.Item, len(items))
