@@ -98,7 +98,8 @@ type NodeConfig struct {
 	Logf      func(string, ...any)
 
 	// Status hooks (node_status.go), all optional: the NTP clock's view of
-	// itself, the resolver's counters, the cluster's peers.
+	// itself (also the reason a cluster node logs when its clock is
+	// unsafe), the resolver's counters, the cluster's peers.
 	ClockStatus func() scheduler.Status
 	DNSStats    func() resolver.Stats
 	Peers       func() []PeerStatus

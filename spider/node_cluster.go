@@ -42,9 +42,6 @@ type NodeCluster struct {
 	// CommDir is the communicator's spill and state directory (default
 	// Dir/comm).
 	CommDir string
-	// ClockStatus, when set, says why the phase clock is unsafe, for the
-	// log line when fetching stops.
-	ClockStatus func() string
 	// RoundEvery is how often the coordinator (node 0) probes its peers
 	// while it is idle (default 250 ms).
 	RoundEvery time.Duration
@@ -188,8 +185,8 @@ func (g gate) Phase() scheduler.Phase {
 	c := n.cl
 	if !p.Safe {
 		why := "the phase clock is unsafe"
-		if c.cfg.ClockStatus != nil {
-			why += ": " + c.cfg.ClockStatus()
+		if f := n.cfg.ClockStatus; f != nil {
+			why += ": " + f().Reason
 		}
 		if old := c.clockUnsafe.Swap(&why); old == nil {
 			n.cfg.Logf("cluster: fetching nothing: %s", why)

@@ -300,7 +300,7 @@ func TestClusterUnsafeClock(t *testing.T) {
 	cfgs := clusterNodes(t, 1, srv, lookup, depth, time.Second, cluster.ByURL)
 	cfg := cfgs[0]
 	cfg.Scheduler.Clock = scheduler.NodeClock(clock, cfg.Cluster.Config.Schedule(), 0)
-	cfg.Cluster.ClockStatus = func() string { return clock.Status().Reason }
+	cfg.ClockStatus = clock.Status
 	n, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)

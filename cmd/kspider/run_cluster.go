@@ -82,7 +82,6 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 	}
 	go clock.Run(ctx)
 	rc.clock = scheduler.NodeClock(clock, cc.Schedule(), self)
-	rc.node.ClockStatus = func() string { return clock.Status().Reason }
 	rc.clockStatus = clock.Status
 	return rc, nil
 }
