@@ -42,44 +42,8 @@ func (f *fetcher) decode(r *Result) {
 		r.Body = r.WireBody
 		return
 	}
-	d := &f.dec
-	d.src.Reset(r.WireBody)
-	var zr io.Reader
-	var err error
-	switch enc {
-	case "gzip", "x-gzip":
-		if d.gz == nil {
-			d.gz, err = gzip.NewReader(&d.src)
-		} else {
-			err = d.gz.Reset(&d.src)
-		}
-		zr = d.gz
-	case "deflate":
-		// RFC 9110 says zlib; some servers send raw deflate.
-		if b := r.WireBody; len(b) >= 2 && b[0]&0x0f == 8 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0 {
-			if d.zl == nil {
-				d.zl, err = zlib.NewReader(&d.src)
-			} else {
-				err = d.zl.(zlib.Resetter).Reset(&d.src, nil)
-			}
-			zr = d.zl
-		} else {
-			if d.fl == nil {
-				d.fl = flate.NewReader(&d.src)
-			} else {
-				err = d.fl.(flate.Resetter).Reset(&d.src, nil)
-			}
-			zr = d.fl
-		}
-	case "zstd":
-		if d.zs == nil {
-			d.zs, err = zstd.NewReader(&d.src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
-				zstd.WithDecoderMaxWindow(zstdWindow), zstd.WithDecoderMaxMemory(uint64(f.col.cfg.MaxBody)+1))
-		} else {
-			err = d.zs.Reset(&d.src)
-		}
-		zr = d.zs
-	default:
+	zr, err := f.dec.reader(enc, r.WireBody, uint64(f.col.cfg.MaxBody)+1)
+	if errors.Is(err, errUnknownCoding) {
 		r.Body = r.WireBody
 		if r.Kind == OK {
 			r.Kind, r.Err = BadEncoding, fmt.Errorf("Content-Encoding %q is not one we decode", r.ContentEncoding)
@@ -108,6 +72,82 @@ func (f *fetcher) decode(r *Result) {
 	if err != nil && r.Kind == OK {
 		r.Kind, r.Err = BadEncoding, fmt.Errorf("%s body: %w", enc, err)
 	}
+}
+
+// errUnknownCoding: a content coding we do not decode.
+var errUnknownCoding = errors.New("not a content coding we decode")
+
+// reader returns d's decompressor for enc (lower case, not identity) over
+// b, reusing the one it made before; zstdMemory, when not 0, caps what a
+// zstd frame may make the decoder allocate.
+func (d *decoders) reader(enc string, b []byte, zstdMemory uint64) (io.Reader, error) {
+	d.src.Reset(b)
+	var err error
+	switch enc {
+	case "gzip", "x-gzip":
+		if d.gz == nil {
+			d.gz, err = gzip.NewReader(&d.src)
+		} else {
+			err = d.gz.Reset(&d.src)
+		}
+		return d.gz, err
+	case "deflate":
+		// RFC 9110 says zlib; some servers send raw deflate.
+		if len(b) >= 2 && b[0]&0x0f == 8 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0 {
+			if d.zl == nil {
+				d.zl, err = zlib.NewReader(&d.src)
+			} else {
+				err = d.zl.(zlib.Resetter).Reset(&d.src, nil)
+			}
+			return d.zl, err
+		}
+		if d.fl == nil {
+			d.fl = flate.NewReader(&d.src)
+		} else {
+			err = d.fl.(flate.Resetter).Reset(&d.src, nil)
+		}
+		return d.fl, err
+	case "zstd":
+		if d.zs == nil {
+			opts := []zstd.DOption{zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(zstdWindow)}
+			if zstdMemory > 0 {
+				opts = append(opts, zstd.WithDecoderMaxMemory(zstdMemory))
+			}
+			d.zs, err = zstd.NewReader(&d.src, opts...)
+		} else {
+			err = d.zs.Reset(&d.src)
+		}
+		return d.zs, err
+	}
+	return nil, errUnknownCoding
+}
+
+// DecodeBody undoes a stored response's Content-Encoding the way a fetch
+// does (gzip, deflate with or without its zlib wrapper, zstd), keeping at
+// most max bytes of the decoded body. A stream cut short keeps what
+// decoded, as a fetch does; an unknown coding, or a stream of which nothing
+// decodes, is an error.
+func DecodeBody(coding string, wire []byte, max int64) ([]byte, error) {
+	enc := strings.ToLower(strings.TrimSpace(coding))
+	if enc == "" || enc == "identity" {
+		return wire, nil
+	}
+	var d decoders
+	zr, err := d.reader(enc, wire, 0)
+	if d.zs != nil {
+		defer d.zs.Close()
+	}
+	if errors.Is(err, errUnknownCoding) {
+		return nil, fmt.Errorf("Content-Encoding %q is not one we decode", coding)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s body: %w", enc, err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, max))
+	if err != nil && len(out) == 0 {
+		return nil, fmt.Errorf("%s body: %w", enc, err)
+	}
+	return out, nil
 }
 
 // kindOf classifies an I/O error of the list's connection.

@@ -122,3 +122,43 @@ func TestEncodings(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBody: a stored body decodes as a fetch decodes it, zlib or raw
+// deflate alike, cut at max.
+func TestDecodeBody(t *testing.T) {
+	var gz, zl, fl bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte("<a href=x>"))
+	w.Close()
+	zw := zlib.NewWriter(&zl)
+	zw.Write([]byte("<a href=z>"))
+	zw.Close()
+	fw, _ := flate.NewWriter(&fl, flate.BestSpeed)
+	fw.Write([]byte("<a href=f>"))
+	fw.Close()
+	enc, _ := zstd.NewWriter(nil)
+	zs := enc.EncodeAll([]byte("<a href=s>"), nil)
+	enc.Close()
+	for _, c := range []struct {
+		coding string
+		in     []byte
+		want   string
+		err    bool
+	}{
+		{"", []byte("plain"), "plain", false},
+		{"GZIP", gz.Bytes(), "<a href=x>", false},
+		{"gzip", []byte("not gzip"), "", true},
+		{"br", []byte("x"), "", true},
+		{"deflate", zl.Bytes(), "<a href=z>", false},
+		{"deflate", fl.Bytes(), "<a href=f>", false},
+		{"zstd", zs, "<a href=s>", false},
+	} {
+		got, err := DecodeBody(c.coding, c.in, 1<<20)
+		if (err != nil) != c.err || string(got) != c.want {
+			t.Errorf("DecodeBody(%q): %q, %v", c.coding, got, err)
+		}
+	}
+	if got, err := DecodeBody("gzip", gz.Bytes(), 4); err != nil || string(got) != "<a h" {
+		t.Errorf("DecodeBody cut at 4 bytes: %q, %v", got, err)
+	}
+}

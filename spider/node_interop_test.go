@@ -136,7 +136,7 @@ func crawlDocs(t *testing.T, ng *testweb.Nginx, h testweb.NginxHost, lookup Look
 			t.Error(err)
 			return nil
 		}
-		body, err := decodeBody(hdr.Get("Content-Encoding"), p.Body)
+		body, err := collector.DecodeBody(hdr.Get("Content-Encoding"), p.Body, maxReexpandBody)
 		if err != nil {
 			t.Errorf("%s: decoding the stored body: %v", p.URL, err)
 			return nil

@@ -1,16 +1,10 @@
 package spider
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/klauspost/compress/flate"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zlib"
-	"github.com/klauspost/compress/zstd"
-
+	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -46,45 +40,9 @@ func (n *Node) storedLinks(id uint32) (pageLinks, error) {
 	}
 	var body []byte
 	if html {
-		if body, err = decodeBody(h.Get("Content-Encoding"), p.Body); err != nil {
+		if body, err = collector.DecodeBody(h.Get("Content-Encoding"), p.Body, maxReexpandBody); err != nil {
 			return pl, fmt.Errorf("page %d (%s): %w", id, p.URL, err)
 		}
 	}
 	return n.extractLinks(id, 0, p.URL, body, h, redirect), nil
-}
-
-// decodeBody undoes a stored body's content coding, at most
-// maxReexpandBody bytes of output.
-func decodeBody(coding string, b []byte) ([]byte, error) {
-	var r io.Reader
-	switch strings.ToLower(strings.TrimSpace(coding)) {
-	case "", "identity":
-		return b, nil
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		r = zr
-	case "deflate":
-		if zr, err := zlib.NewReader(bytes.NewReader(b)); err == nil {
-			r = zr
-		} else {
-			r = flate.NewReader(bytes.NewReader(b))
-		}
-	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxWindow(8<<20), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		defer zr.Close()
-		r = zr
-	default:
-		return nil, fmt.Errorf("unknown content coding %q", coding)
-	}
-	out, err := io.ReadAll(io.LimitReader(r, maxReexpandBody))
-	if err != nil && len(out) == 0 {
-		return nil, err
-	}
-	return out, nil // a cut stream keeps what decoded, as the collector does
 }

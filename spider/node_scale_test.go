@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/spider/robots"
 	"github.com/kspider/kspider/spider/scope"
 	"github.com/kspider/kspider/spider/urlnorm"
@@ -94,7 +95,7 @@ func TestNodeThousandHosts(t *testing.T) {
 			t.Errorf("%s: header: %v", p.URL, err)
 			return nil
 		}
-		body, err := decodeBody(hdr.Get("Content-Encoding"), p.Body)
+		body, err := collector.DecodeBody(hdr.Get("Content-Encoding"), p.Body, maxReexpandBody)
 		if err != nil {
 			t.Errorf("%s: body: %v", p.URL, err)
 			return nil

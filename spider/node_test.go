@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/robots"
@@ -253,29 +251,6 @@ func TestHostKeyAndHeaderLines(t *testing.T) {
 	} {
 		if got := string(headerLines([]byte(head))); got != want {
 			t.Errorf("headerLines(%q) = %q, want %q", head, got, want)
-		}
-	}
-}
-
-func TestDecodeBody(t *testing.T) {
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	w.Write([]byte("<a href=x>"))
-	w.Close()
-	for _, c := range []struct {
-		coding string
-		in     []byte
-		want   string
-		err    bool
-	}{
-		{"", []byte("plain"), "plain", false},
-		{"GZIP", gz.Bytes(), "<a href=x>", false},
-		{"gzip", []byte("not gzip"), "", true},
-		{"br", []byte("x"), "", true},
-	} {
-		got, err := decodeBody(c.coding, c.in)
-		if (err != nil) != c.err || string(got) != c.want {
-			t.Errorf("decodeBody(%q): %q, %v", c.coding, got, err)
 		}
 	}
 }
