@@ -13,8 +13,8 @@ package spider
 // otherwise a crash could leave pages whose ids a later run hands to other
 // URLs. The node enforces this with one writer goroutine, the only one that
 // adds to the tree and the scheduler: it syncs the tree, then the scheduler,
-// every NodeConfig.SyncInterval while it has unsynced additions, and on
-// demand, and then publishes the tree length it synced. A page is handed to
+// every NodeConfig.SyncInterval while it has unsynced additions, on
+// demand, and at once when no list is fetching (node_idle.go), and then publishes the tree length it synced. A page is handed to
 // store.Put only once that length is above its id (Node.waitSynced), so the
 // store, which syncs pages some time after Put, can never make a page durable
 // before its id.
@@ -129,6 +129,11 @@ type Node struct {
 	unfinished atomic.Int64
 	pending    atomic.Int64
 	inflight   atomic.Int64
+	fetchMu    sync.Mutex    // node_idle.go
+	fetching   int           // lists between their start and the end of their fetch
+	fetchGen   uint64        // counts the times fetching rose from 0
+	idleSync   atomic.Bool   // no list fetching for idleAfter: sync at once
+	fetchIdle  chan struct{} // poked when idleSync is set
 	idle       chan struct{} // poked when one of the three may have reached 0
 
 	syncMu     sync.Mutex
@@ -258,7 +263,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
 		depth: scope.Depth{Max: cfg.MaxDepth},
-		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1),
+		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	nodeRef = n

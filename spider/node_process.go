@@ -22,6 +22,8 @@ import (
 func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- found) {
 	ctx, cancel := n.listContext(ctx, l)
 	defer cancel()
+	fetchEnded := n.fetchStarted()
+	defer fetchEnded()
 	reported := 0
 	report := func(id uint32, o scheduler.Outcome) {
 		reported++
@@ -91,6 +93,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	if len(reqs) > 0 && ctx.Err() == nil {
 		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true, Stop: n.ctl.stopping})
 	}
+	fetchEnded()
 	// The results handed to the store keep their buffers until their pages
 	// are durable (Node.durable releases them); the rest go back now.
 	var kept []bool
@@ -98,6 +101,14 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		kept = make([]bool, len(b.Results))
 		defer n.releaseUnkept(b, kept)
 		n.ss.countList(l.Host, b, time.Now())
+	}
+	// The host's connection is closed: its next list may go out (after the
+	// politeness wait) while this one's links are extracted and its pages
+	// made durable. On a one-host crawl this overlaps the next fetch with
+	// this list's processing.
+	if err := n.sched.Release(l.Host); err != nil {
+		n.fail(fmt.Errorf("spider: scheduler release of host %d: %w", l.Host, err))
+		return
 	}
 	type item struct {
 		id    uint32
@@ -129,12 +140,6 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		if pl != nil {
 			msg.pages = append(msg.pages, *pl)
 		}
-	}
-	// The host's connection is closed: its next list may go out (after the
-	// politeness wait) while this one's pages are made durable.
-	if err := n.sched.Release(l.Host); err != nil {
-		n.fail(fmt.Errorf("spider: scheduler release of host %d: %w", l.Host, err))
-		return
 	}
 	// The links go to the writer first and the pages are stored once the
 	// links are durable: a page that survives a crash has its links in the

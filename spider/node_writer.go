@@ -79,6 +79,15 @@ func (n *Node) writer(msgs <-chan found) {
 			dirty = true
 			n.pending.Add(-1)
 			n.poke()
+			if len(waiting) > 0 && len(msgs) == 0 && n.idleSync.Load() {
+				sync() // nothing more is coming soon (node_idle.go)
+				dirty = false
+			}
+		case <-n.fetchIdle:
+			if len(waiting) > 0 {
+				sync()
+				dirty = false
+			}
 		case <-n.clusterReady():
 			dirty = n.takeRemote(outlinks) || dirty
 		case <-n.syncReq:

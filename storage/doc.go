@@ -82,7 +82,8 @@
 //
 // A record is durable once its saver has written and fdatasynced it; savers
 // sync every Config.SyncEvery records or Config.SyncInterval, whichever comes
-// first, and report the URL ids just made durable through Config.OnDurable
+// first (or as soon as their input is empty while Store.SyncWhenIdle is on),
+// and report the URL ids just made durable through Config.OnDurable
 // (Store.Durable counts them). After a crash (kill -9, power loss) the next
 // Open truncates a torn record at the tail of the last segment and re-indexes
 // the records after the checkpoint; every record reported durable is kept.

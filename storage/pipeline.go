@@ -111,6 +111,8 @@ type Store struct {
 
 	durable atomic.Uint64
 	lost    atomic.Uint64
+	// idleSync: savers sync as soon as their input is empty (SyncWhenIdle).
+	idleSync atomic.Bool
 
 	errMu    sync.Mutex
 	firstErr error
@@ -244,6 +246,24 @@ func (s *Store) deadError() error {
 
 // Durable returns how many records have been synced to disk so far.
 func (s *Store) Durable() uint64 { return s.durable.Load() }
+
+// SyncWhenIdle switches the savers between waiting SyncInterval (or
+// SyncEvery records) before a sync, which batches many pages into one
+// fdatasync while pages keep coming, and syncing as soon as their input is
+// empty. The node switches it on while it fetches nothing, so that the
+// last pages of a crawl (or of a burst) are durable at once instead of
+// after the interval.
+func (s *Store) SyncWhenIdle(on bool) {
+	if s.idleSync.Swap(on) == on || !on {
+		return
+	}
+	for _, sv := range s.savers {
+		select {
+		case sv.wake <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // Close stops accepting pages, waits until every accepted page is durable
 // (or lost because every saver failed), syncs and closes the files. It

@@ -18,7 +18,7 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	sv := &saver{s: s, dir: dir}
+	sv := &saver{s: s, dir: dir, wake: make(chan struct{}, 1)}
 	defer func() {
 		if err != nil {
 			sv.closeFiles()

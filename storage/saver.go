@@ -37,6 +37,7 @@ type saver struct {
 	sinceCheckpoint int64 // bytes synced since the index checkpoint
 	timer           *time.Timer
 	timerC          <-chan time.Time // timer.C while records wait for a sync
+	wake            chan struct{}    // Store.SyncWhenIdle switched on
 
 	stats saverStats // read by Store.Disks (stats.go) from other goroutines
 }
@@ -82,7 +83,12 @@ func (sv *saver) run() {
 			// Idle: hand buffered records to the kernel, and once the input
 			// has ended, make everything durable without waiting.
 			err = sv.flush()
-			if err == nil && in == nil && len(sv.pending) > 0 {
+			// Once the input has ended, or while the store's user has no
+			// more pages coming (SyncWhenIdle), make everything durable
+			// without waiting. With a sync already in flight, the next one
+			// starts when it completes (below), not by waiting here.
+			eager := in == nil || sv.s.idleSync.Load() && sv.inflight == nil
+			if err == nil && eager && len(sv.pending) > 0 {
 				err = sv.startSync()
 				if sv.inflight != nil {
 					syncDone = sv.syncDone
@@ -102,6 +108,7 @@ func (sv *saver) run() {
 				err = sv.applySync(b)
 			case <-sv.timerC:
 				err = sv.startSync()
+			case <-sv.wake:
 			case <-s.drained:
 				sv.finish()
 				return

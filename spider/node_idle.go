@@ -1,0 +1,63 @@
+package spider
+
+import "time"
+
+// While lists are fetched the node batches its syncs: the writer syncs the
+// tree and the scheduler every SyncInterval, the store's savers sync every
+// storage SyncInterval, so that one fdatasync covers many pages. Once no
+// list has been fetching for idleAfter, no new page is likely soon, and
+// waiting out those intervals only delays the pages already fetched (on a
+// small crawl, its end by up to 200 ms). Then the writer syncs at once and
+// the store syncs as soon as its input is empty (storage.Store.SyncWhenIdle),
+// until a list starts fetching again.
+//
+// idleAfter is longer than the gap between two lists of one host (under a
+// millisecond on loopback), so that a one-host crawl does not sync between
+// every two lists.
+const idleAfter = 5 * time.Millisecond
+
+// fetchStarted counts a list as fetching and returns the function that
+// ends it (idempotent, so that a deferred call is harmless).
+func (n *Node) fetchStarted() (ended func()) {
+	n.fetchMu.Lock()
+	n.fetching++
+	if n.fetching == 1 {
+		n.fetchGen++
+		n.idleSync.Store(false)
+		n.store.SyncWhenIdle(false)
+	}
+	n.fetchMu.Unlock()
+	done := false
+	return func() {
+		if done {
+			return
+		}
+		done = true
+		n.fetchMu.Lock()
+		defer n.fetchMu.Unlock()
+		n.fetching--
+		if n.fetching > 0 {
+			return
+		}
+		gen := n.fetchGen
+		time.AfterFunc(idleAfter, func() { n.fetchQuiet(gen) })
+	}
+}
+
+// fetchQuiet switches to syncing at once if no list has started fetching
+// since generation gen ended.
+func (n *Node) fetchQuiet(gen uint64) {
+	n.fetchMu.Lock()
+	quiet := n.fetching == 0 && n.fetchGen == gen
+	if quiet {
+		n.idleSync.Store(true)
+		n.store.SyncWhenIdle(true)
+	}
+	n.fetchMu.Unlock()
+	if quiet {
+		select {
+		case n.fetchIdle <- struct{}{}:
+		default:
+		}
+	}
+}
