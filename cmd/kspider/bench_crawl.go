@@ -47,6 +47,7 @@ type benchCrawlReport struct {
 type benchCrawlCase struct {
 	Corpus  string        `json:"corpus"`
 	Hosts   int           `json:"hosts"`
+	Rounds  int           `json:"rounds"` // crawls of each crawler; figures and ratios are their medians
 	KSpider crawlFigures  `json:"kspider"`
 	Colly   *crawlFigures `json:"colly,omitempty"`
 	VsColly *crawlRatios  `json:"vs_colly,omitempty"`
@@ -92,7 +93,7 @@ type crawlChildSpec struct {
 }
 
 func benchCrawl(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "bench crawl", "bench crawl [--web-hosts N] [--web-pages N] [--nginx] [--colly] [--pipeline N] [--cpuprofile PREFIX] [--json]",
+	fs := newFlags(e, "bench crawl", "bench crawl [--web-hosts N] [--web-pages N] [--nginx] [--colly] [--pipeline N] [--rounds N] [--cpuprofile PREFIX] [--json]",
 		`Crawls to the end, with politeness delay 0 and robots.txt obeyed:
 (a) a --plain test web of fixed seed and size, served by this process;
 (b) the Debian documentation tools/testweb/nginx.sh serves, each package on
@@ -116,6 +117,7 @@ pages/s on the test web).`)
 	only := fs.String("only", "", "crawl only the nginx packages whose label contains this (pgdocs, pydocs, javadocs)")
 	pipeline := fs.Int("pipeline", 8, "kspider's HTTP/1.1 requests in flight per connection (1: off)")
 	fetchers := fs.Int("fetchers", 300, "kspider's host lists fetched at once")
+	rounds := fs.Int("rounds", 3, "crawls of each corpus by each crawler, alternated; the medians are printed")
 	partialWait := fs.Duration("partial-wait", 20*time.Millisecond, "the scheduler's wait before a partial list goes out")
 	syncInterval := fs.Duration("sync", 100*time.Millisecond, "the node's tree and scheduler sync interval")
 	collyDir := fs.String("collybench", "", "the tools/collybench `DIR`ectory (default: found above the working directory)")
@@ -134,15 +136,15 @@ pages/s on the test web).`)
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	if *webHosts < 1 || *webPages < 1 || *hostsPerDoc < 1 || *pipeline < 1 || *fetchers < 1 {
-		return usagef("--web-hosts, --web-pages, --hosts-per-doc, --pipeline and --fetchers must be positive")
+	if *webHosts < 1 || *webPages < 1 || *hostsPerDoc < 1 || *pipeline < 1 || *fetchers < 1 || *rounds < 1 {
+		return usagef("--web-hosts, --web-pages, --hosts-per-doc, --pipeline, --fetchers and --rounds must be positive")
 	}
 	tmp, err := os.MkdirTemp("", "kspider-bench-crawl-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	r := &crawlRunner{tmp: tmp, inProcess: *inProcess, bin: *kspiderBin, profile: *cpuProfile, memProfile: *memProfile,
+	r := &crawlRunner{tmp: tmp, rounds: *rounds, inProcess: *inProcess, bin: *kspiderBin, profile: *cpuProfile, memProfile: *memProfile,
 		spec: crawlChildSpec{MaxDepth: int(scope.NoDepth) - 1, Pipeline: *pipeline, Fetchers: *fetchers,
 			PartialWait: *partialWait, SyncInterval: *syncInterval}}
 	if r.bin == "" && !r.inProcess {
@@ -190,6 +192,9 @@ pages/s on the test web).`)
 func printCrawlReport(w io.Writer, rep benchCrawlReport) {
 	fmt.Fprintf(w, "%d CPUs, load average %.2f %.2f %.2f before, %.2f %.2f %.2f after; kspider pipelining %d, measured in %s\n",
 		rep.CPUs, rep.LoadStart[0], rep.LoadStart[1], rep.LoadStart[2], rep.LoadEnd[0], rep.LoadEnd[1], rep.LoadEnd[2], rep.Pipeline, rep.Measured)
+	if len(rep.Crawls) > 0 && rep.Crawls[0].Rounds > 1 {
+		fmt.Fprintf(w, "figures and ratios: medians of %d rounds, kspider and colly alternated\n", rep.Crawls[0].Rounds)
+	}
 	fmt.Fprintf(w, "%-22s %-8s %6s %8s %9s %8s %8s %10s %8s %s\n", "corpus", "crawler", "hosts", "pages", "pages/s", "MB/s", "CPU ms/pg", "peak RSS", "errors", "")
 	row := func(c benchCrawlCase, who string, f crawlFigures) {
 		done := ""
@@ -215,6 +220,7 @@ func printCrawlReport(w io.Writer, rep benchCrawlReport) {
 // crawlRunner runs kspider crawls, each in a child process (or in process).
 type crawlRunner struct {
 	tmp        string
+	rounds     int
 	inProcess  bool
 	bin        string
 	profile    string
@@ -233,8 +239,16 @@ func (r *crawlRunner) web(ctx context.Context, cfg testweb.Config) (benchCrawlCa
 	c := benchCrawlCase{Corpus: "testweb-plain", Hosts: cfg.Hosts}
 	spec := r.spec
 	spec.Seeds, spec.DNS, spec.CA = srv.SeedURLs(), srv.DNSAddr(), srv.CACertPEM()
-	c.KSpider, err = r.crawl(ctx, "testweb", spec)
-	return c, err
+	var ks []crawlFigures
+	for range r.rounds {
+		f, err := r.crawl(ctx, "testweb", spec)
+		if err != nil {
+			return c, err
+		}
+		ks = append(ks, f)
+	}
+	c.Rounds, c.KSpider = len(ks), medianFigures(ks)
+	return c, nil
 }
 
 // nginx crawls each documentation package on its own hosts, then all of
@@ -293,17 +307,30 @@ func (r *crawlRunner) nginx(ctx context.Context, hostsPerDoc int, only, colly st
 		// colly's scope (tools/collybench): .html and / paths, no query,
 		// on the seeds' hosts.
 		spec.Include = []string{`^http://(` + strings.Join(quoted, "|") + `):` + strconv.Itoa(ng.Port) + `(/[^?#]*)?(\.html|/)$`}
-		if c.KSpider, err = r.crawl(ctx, names[i], spec); err != nil {
-			return nil, "", err
-		}
-		if colly != "" {
-			f, err := runCollybench(ctx, colly, ng.DNSAddr, seeds)
+		// Rounds alternate kspider and colly, so that a load that comes
+		// and goes weighs on both; each ratio is of one round's pair.
+		var ks, cs []crawlFigures
+		var rs []crawlRatios
+		for range r.rounds {
+			f, err := r.crawl(ctx, names[i], spec)
 			if err != nil {
 				return nil, "", err
 			}
-			c.Colly = &f
-			c.VsColly = &crawlRatios{PagesPerS: ratio(c.KSpider.PagesPerS, f.PagesPerS),
-				CPUPerPage: ratio(c.KSpider.CPUMsPerPage, f.CPUMsPerPage), PeakRSS: ratio(c.KSpider.PeakRSSMB, f.PeakRSSMB)}
+			ks = append(ks, f)
+			if colly != "" {
+				cf, err := runCollybench(ctx, colly, ng.DNSAddr, seeds)
+				if err != nil {
+					return nil, "", err
+				}
+				cs = append(cs, cf)
+				rs = append(rs, crawlRatios{PagesPerS: ratio(f.PagesPerS, cf.PagesPerS),
+					CPUPerPage: ratio(f.CPUMsPerPage, cf.CPUMsPerPage), PeakRSS: ratio(f.PeakRSSMB, cf.PeakRSSMB)})
+			}
+		}
+		c.Rounds, c.KSpider = len(ks), medianFigures(ks)
+		if len(cs) > 0 {
+			f, v := medianFigures(cs), medianRatios(rs)
+			c.Colly, c.VsColly = &f, &v
 		}
 		cases = append(cases, c)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,24 @@ func TestBenchCrawl(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "{not json", "bench", "crawl", "--child"); code != 1 || !strings.Contains(errOut, "crawl spec") {
 		t.Errorf("bad child spec: exit %d: %s", code, errOut)
+	}
+}
+
+func TestMedianFigures(t *testing.T) {
+	fs := []crawlFigures{
+		{Pages: 10, Seconds: 3, PagesPerS: 100, CPUMsPerPage: 0.5, PeakRSSMB: 40, Finished: true},
+		{Pages: 11, Seconds: 1, PagesPerS: 300, CPUMsPerPage: 0.9, PeakRSSMB: 20, Finished: true},
+		{Pages: 12, Seconds: 2, PagesPerS: 200, CPUMsPerPage: 0.7, PeakRSSMB: 30, Finished: false},
+	}
+	m := medianFigures(fs)
+	if m.Pages != 12 || m.PagesPerS != 200 || m.CPUMsPerPage != 0.7 || m.PeakRSSMB != 30 || m.Finished {
+		t.Errorf("median of three: %+v", m)
+	}
+	if fs[0].Seconds != 3 {
+		t.Error("medianFigures reordered its argument")
+	}
+	r := medianRatios([]crawlRatios{{PagesPerS: 2, CPUPerPage: 0.2, PeakRSS: 1}, {PagesPerS: 4, CPUPerPage: 0.4, PeakRSS: 0.5}})
+	if r.PagesPerS != 3 || math.Abs(r.CPUPerPage-0.3) > 1e-9 || r.PeakRSS != 0.75 {
+		t.Errorf("median of two: %+v", r)
 	}
 }
