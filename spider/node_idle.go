@@ -11,10 +11,10 @@ import "time"
 // the store syncs as soon as its input is empty (storage.Store.SyncWhenIdle),
 // until a list starts fetching again.
 //
-// idleAfter is longer than the gap between two lists of one host (under a
-// millisecond on loopback), so that a one-host crawl does not sync between
-// every two lists.
-const idleAfter = 5 * time.Millisecond
+// idleAfter is well above the gap between two lists of one host (under a
+// millisecond on loopback, a few on a loaded machine), so that a one-host
+// crawl does not sync between every two lists.
+const idleAfter = 20 * time.Millisecond
 
 // fetchStarted counts a list as fetching and returns the function that
 // ends it (idempotent, so that a deferred call is harmless).
