@@ -48,9 +48,10 @@ func Codecs() []string { return append([]string(nil), codecNames[:]...) }
 // encoder compresses bodies for one compressor goroutine, reusing its state
 // from record to record.
 type encoder struct {
-	codec Codec
-	lzo   *lzoCompressor
-	zstd  *zstd.Encoder
+	codec   Codec
+	lzo     *lzoCompressor
+	zstd    *zstd.Encoder
+	scratch []byte // the record being encoded (Store.compress)
 }
 
 func newEncoder(c Codec) (*encoder, error) {
