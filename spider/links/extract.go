@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/kspider/kspider/spider/links/htmltok"
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
@@ -389,35 +388,26 @@ func (t *tag) slot(key string) (uint32, *[]byte) {
 
 func (t *tag) has(bit uint32) bool { return t.seen&bit != 0 }
 
-// scan tokenizes the body, recording candidates and robots directives. It
-// returns the first <base href> if there is one.
+// scan reads the body's start tags (scanner), recording candidates and
+// robots directives. It returns the first <base href> if there is one.
 func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string, hasBase bool) {
-	z := htmltok.NewTokenizer(bytes.NewReader(body))
+	z := scanner{s: body}
 	var t tag
 	for {
-		tt := z.Next()
-		switch tt {
-		case html.ErrorToken:
-			// The end of the body: a bytes.Reader fails with nothing but
-			// io.EOF, and the tokenizer has no other errors without a
-			// buffer limit.
+		raw, ok := z.next()
+		if !ok {
 			return baseRef, hasBase
-		case html.StartTagToken, html.SelfClosingTagToken:
-		default:
-			continue
 		}
-		// The name is read from the raw token: TagName would copy it, and
-		// most tags are of no interest.
-		el, ok := elementName(rawTagName(z.Raw()))
+		el, ok := elementName(rawTagName(raw))
 		if !ok {
 			continue
 		}
 		if el == "noscript" || el == "noframes" {
-			z.NextIsNotRawText()
+			z.notRawText()
 			continue
 		}
-		if !t.readRaw(z.Raw()) {
-			t.readAttrs(z.Raw())
+		if !t.readRaw(raw) {
+			t.readAttrs(raw)
 		}
 		switch el {
 		case "a", "area", "link":
