@@ -394,19 +394,11 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 	z := scanner{s: body}
 	var t tag
 	for {
-		raw, ok := z.next()
+		raw, el, clean, ok := z.next(&t)
 		if !ok {
 			return baseRef, hasBase
 		}
-		el, ok := elementName(rawTagName(raw))
-		if !ok {
-			continue
-		}
-		if el == "noscript" || el == "noframes" {
-			z.notRawText()
-			continue
-		}
-		if !t.readRaw(raw) {
+		if !clean {
 			t.readAttrs(raw)
 		}
 		switch el {
@@ -476,77 +468,80 @@ func (x *Extractor) addSrcset(srcset []byte, el string) {
 	forEachSrcsetURL(srcset, func(u []byte) { x.add(u, el, "srcset", "", false) })
 }
 
-// rawTagName returns the tag name of a raw start tag ("<IMG src=...>")
-// in lower case, in a fixed array so that it does not escape; names longer
-// than any in the table come back empty.
-func rawTagName(raw []byte) (name [10]byte, n int) {
-	for i := 1; i < len(raw); i++ {
-		c := raw[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '/' || c == '>' {
-			break
-		}
-		if n == len(name) {
-			return name, 0
-		}
+// elementName maps a tag name (any case) to the table's constant, so that
+// links share the string instead of allocating one, or "" if it does not
+// matter to links; rawText is the name again if the tokenizer reads the
+// element's contents as raw text (token.go's readStartTag), else "".
+func elementName(name []byte) (el, rawText string) {
+	var lower [10]byte // no name of interest is longer
+	if len(name) > len(lower) {
+		return "", ""
+	}
+	for i, c := range name {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		name[n] = c
-		n++
+		lower[i] = c
 	}
-	return name, n
-}
-
-// elementName maps a tag name to the table's constant (so links share the
-// string instead of allocating one) and says whether it matters.
-func elementName(name [10]byte, n int) (string, bool) {
-	switch string(name[:n]) {
+	switch string(lower[:len(name)]) {
 	case "a":
-		return "a", true
+		return "a", ""
 	case "area":
-		return "area", true
+		return "area", ""
 	case "link":
-		return "link", true
+		return "link", ""
 	case "base":
-		return "base", true
+		return "base", ""
 	case "img":
-		return "img", true
+		return "img", ""
 	case "source":
-		return "source", true
+		return "source", ""
 	case "frame":
-		return "frame", true
+		return "frame", ""
 	case "iframe":
-		return "iframe", true
+		return "iframe", "iframe"
 	case "script":
-		return "script", true
+		return "script", "script"
 	case "embed":
-		return "embed", true
+		return "embed", ""
 	case "object":
-		return "object", true
+		return "object", ""
 	case "video":
-		return "video", true
+		return "video", ""
 	case "audio":
-		return "audio", true
+		return "audio", ""
 	case "track":
-		return "track", true
+		return "track", ""
 	case "input":
-		return "input", true
+		return "input", ""
 	case "blockquote":
-		return "blockquote", true
+		return "blockquote", ""
 	case "q":
-		return "q", true
+		return "q", ""
 	case "del":
-		return "del", true
+		return "del", ""
 	case "ins":
-		return "ins", true
+		return "ins", ""
 	case "meta":
-		return "meta", true
+		return "meta", ""
 	case "noscript":
-		return "noscript", true
+		return "noscript", "noscript"
 	case "noframes":
-		return "noframes", true
+		return "noframes", "noframes"
+	case "noembed":
+		return "", "noembed"
+	case "plaintext":
+		return "", "plaintext"
+	case "style":
+		return "", "style"
+	case "textarea":
+		return "", "textarea"
+	case "title":
+		return "", "title"
+	case "xmp":
+		return "", "xmp"
 	}
-	return "", false
+	return "", ""
 }
 
 // fromHeaders records the links and directives of the response headers.

@@ -20,27 +20,25 @@ import "bytes"
 // the end of the body is not a token). TestScannerSameTags and
 // FuzzScannerSameTags check this against upstream's tokenizer.
 
-// scanner yields the start tags of a body.
+// scanner yields the start tags of a body that the extractor reads.
 type scanner struct {
 	s      []byte
 	pos    int    // where the next token begins
 	rawTag string // the element whose raw text comes next, as token.go's rawTag
 	done   bool
+	all    bool // yield every start tag, not only the extractor's (tests)
 }
 
-// rawTextElements are the elements after whose start tag the tokenizer
-// reads raw text (or RCDATA) up to the matching end tag.
-var rawTextElements = [...]string{"iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp"}
-
-// notRawText is token.go's NextIsNotRawText: the current start tag's
-// contents are markup (the extractor reads noscript and noframes so).
-func (z *scanner) notRawText() { z.rawTag = "" }
-
-// next returns the raw bytes of the next start or self-closing tag, or
-// false at the end of the body.
-func (z *scanner) next() ([]byte, bool) {
+// next returns the next start or self-closing tag of an element in the
+// extractor's table (elementName): its raw bytes and element, with its
+// attributes of interest in t, or false at the end of the body. clean is
+// false when t is incomplete because a value needs decoding (readAttrs).
+// The contents of noscript and noframes are read as markup, as the
+// extractor wants (token.go's NextIsNotRawText), and the tags themselves
+// are not returned.
+func (z *scanner) next(t *tag) (raw []byte, el string, clean, ok bool) {
 	if z.done {
-		return nil, false
+		return nil, "", false, false
 	}
 	s := z.s
 	i := z.pos
@@ -60,136 +58,45 @@ func (z *scanner) next() ([]byte, bool) {
 		c := s[lt+1]
 		switch {
 		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-			end := tagEnd(s, lt+2)
-			if end < 0 {
-				break
+			ne := nameEnd(s, lt+2)
+			el, rawText := elementName(s[lt+1 : ne])
+			want := el != ""
+			if el == "noscript" || el == "noframes" {
+				want, rawText = false, ""
 			}
-			z.pos = end
-			z.rawTag = rawTextOf(s[lt+1:])
-			return s[lt:end], true
+			var end int
+			if want {
+				*t = tag{}
+				end, clean = tagAttrs(s, afterName(s, ne), t)
+			} else {
+				end, _ = tagAttrs(s, afterName(s, ne), nil)
+			}
+			if end < 0 {
+				z.done = true // a tag cut by the end of the body
+				return nil, "", false, false
+			}
+			i = end
+			if want || z.all {
+				z.pos, z.rawTag = i, rawText
+				return s[lt:end], el, clean, true
+			}
+			if rawText != "" {
+				z.rawTag = rawText
+				i = z.skipRawText(i)
+				z.rawTag = ""
+			}
 		case c == '/':
 			i = endTagEnd(s, lt+2)
-			continue
 		case c == '!':
 			i = markupEnd(s, lt+2)
-			continue
 		case c == '?':
 			i = closeAngle(s, lt+1)
-			continue
 		default:
 			i = lt + 1 // reconsume c
-			continue
 		}
-		break // a tag cut by the end of the body
 	}
 	z.done = true
-	return nil, false
-}
-
-// rawTextOf returns the element of a tag (s starts at its name) whose
-// contents the tokenizer reads as raw text, or "".
-func rawTextOf(s []byte) string {
-	n := 0
-	for n < len(s) && !isTagSpace(s[n]) && s[n] != '/' && s[n] != '>' {
-		n++
-	}
-	if n < len("xmp") || n > len("plaintext") {
-		return ""
-	}
-	for _, e := range rawTextElements {
-		if len(e) == n && equalFoldLower(s[:n], e) {
-			return e
-		}
-	}
-	return ""
-}
-
-// equalFoldLower reports whether b, with ASCII letters folded, is the
-// lower-case lower.
-func equalFoldLower(b []byte, lower string) bool {
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// tagEnd returns the index after the '>' that ends a start or end tag
-// whose name began at s[i-1], or -1 if the body ends first (readTag).
-func tagEnd(s []byte, i int) int {
-	// The name (readTagName): up to white space, which it consumes, or
-	// '/' or '>', which it does not.
-	for ; i < len(s); i++ {
-		c := s[i]
-		if isTagSpace(c) {
-			i++
-			break
-		}
-		if c == '/' || c == '>' {
-			break
-		}
-	}
-	for {
-		i = skipTagSpace(s, i)
-		if i >= len(s) {
-			return -1
-		}
-		if s[i] == '>' {
-			return i + 1
-		}
-		// The key (readTagAttrKey): '=' first is part of it.
-		ks := i
-		for ; i < len(s); i++ {
-			c := s[i]
-			if c == '=' && i == ks {
-				continue
-			}
-			if c == '=' || isTagSpace(c) || c == '/' || c == '>' {
-				break
-			}
-		}
-		// The value (readTagAttrVal).
-		i = skipTagSpace(s, i)
-		if i >= len(s) {
-			return -1
-		}
-		switch s[i] {
-		case '/':
-			i++
-			continue
-		case '=':
-		default:
-			continue
-		}
-		i = skipTagSpace(s, i+1)
-		if i >= len(s) {
-			return -1
-		}
-		switch q := s[i]; q {
-		case '>':
-		case '\'', '"':
-			e := bytes.IndexByte(s[i+1:], q)
-			if e < 0 {
-				return -1
-			}
-			i += 1 + e + 1
-		default:
-			for i++; i < len(s); i++ {
-				c := s[i]
-				if isTagSpace(c) {
-					i++
-					break
-				}
-				if c == '>' {
-					break
-				}
-			}
-		}
-	}
+	return nil, "", false, false
 }
 
 // endTagEnd returns where the token that begins "</" ends; i is after the
@@ -203,7 +110,7 @@ func endTagEnd(s []byte, i int) int {
 	case c == '>': // "</>" is an empty comment
 		return i + 1
 	case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-		if e := tagEnd(s, i+1); e >= 0 {
+		if e, _ := tagAttrs(s, afterName(s, nameEnd(s, i+1)), nil); e >= 0 {
 			return e
 		}
 		return len(s)

@@ -22,7 +22,7 @@ func oracleTags(body []byte) [][]byte {
 		case html.StartTagToken, html.SelfClosingTagToken:
 			raw := z.Raw()
 			tags = append(tags, bytes.Clone(raw))
-			if el, _ := elementName(rawTagName(raw)); el == "noscript" || el == "noframes" {
+			if el, _ := elementName(raw[1:nameEnd(raw, 1)]); el == "noscript" || el == "noframes" {
 				z.NextIsNotRawText()
 			}
 		}
@@ -31,17 +31,15 @@ func oracleTags(body []byte) [][]byte {
 
 // scannerTags is the same through scanner, as Extractor.scan uses it.
 func scannerTags(body []byte) [][]byte {
-	z := scanner{s: body}
+	z := scanner{s: body, all: true}
 	var tags [][]byte
+	var t tag
 	for {
-		raw, ok := z.next()
+		raw, _, _, ok := z.next(&t)
 		if !ok {
 			return tags
 		}
 		tags = append(tags, raw)
-		if el, _ := elementName(rawTagName(raw)); el == "noscript" || el == "noframes" {
-			z.notRawText()
-		}
 	}
 }
 
@@ -57,6 +55,36 @@ func compareTags(t testing.TB, name string, body []byte) {
 		}
 		if !bytes.Equal(w, g) {
 			t.Fatalf("%s: start tag %d of %d: tokenizer %q, scanner %q (of %d)", name, i, len(want), clip(w), clip(g), len(got))
+		}
+	}
+	compareWanted(t, name, body, want)
+}
+
+// compareWanted checks the scanner as the extractor runs it: the tags of
+// interest only, in the oracle's order, with the attributes that readRaw
+// reads from each tag alone.
+func compareWanted(t testing.TB, name string, body []byte, all [][]byte) {
+	var want [][]byte
+	for _, raw := range all {
+		if el, _ := elementName(raw[1:nameEnd(raw, 1)]); el != "" && el != "noscript" && el != "noframes" {
+			want = append(want, raw)
+		}
+	}
+	z := scanner{s: body}
+	var got, alone tag
+	for i := 0; ; i++ {
+		raw, _, clean, ok := z.next(&got)
+		if !ok {
+			if i != len(want) {
+				t.Fatalf("%s: %d tags of interest, scanner %d", name, len(want), i)
+			}
+			return
+		}
+		if i >= len(want) || !bytes.Equal(raw, want[i]) {
+			t.Fatalf("%s: tag of interest %d: scanner %q", name, i, clip(raw))
+		}
+		if aloneClean := alone.readRaw(raw); aloneClean != clean || clean && !equalTags(&got, &alone) {
+			t.Fatalf("%s: tag %q: in the page %+v (clean %v), alone %+v (clean %v)", name, clip(raw), got, clean, alone, aloneClean)
 		}
 	}
 }
