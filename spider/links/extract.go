@@ -105,6 +105,7 @@ type Extractor struct {
 	rawSeen map[uint64]int32
 	urlSeen map[uint64]int32
 	result  []int32 // per candidate: its link, or -1 dropped, -2 truncated
+	dec     []byte  // the tags' decoded attribute values (tag.dec)
 }
 
 // candidate is one raw link before resolution.
@@ -307,7 +308,11 @@ type tag struct {
 	lowres, data, cite, poster   []byte
 	rel, typ, httpEquiv, content []byte
 	name                         []byte
+	dec                          []byte // decoded values (set), reused from tag to tag
 }
+
+// reset empties t for the next tag, keeping its buffer.
+func (t *tag) reset() { *t = tag{dec: t.dec[:0]} }
 
 const (
 	aHref = 1 << iota
@@ -330,7 +335,7 @@ const (
 // tokenizer and its TagAttr: a start tag is tokenized the same alone as in
 // its page, since it can only begin in the data state.
 func (t *tag) readAttrs(raw []byte) {
-	*t = tag{}
+	t.reset()
 	z := html.NewTokenizer(bytes.NewReader(raw))
 	if tt := z.Next(); tt == html.StartTagToken || tt == html.SelfClosingTagToken {
 		t.fromTokenizer(z)
@@ -339,7 +344,7 @@ func (t *tag) readAttrs(raw []byte) {
 
 // fromTokenizer fills t from the current tag of upstream's tokenizer.
 func (t *tag) fromTokenizer(z *html.Tokenizer) {
-	*t = tag{}
+	t.reset()
 	for {
 		key, val, more := z.TagAttr()
 		bit, dst := t.slot(string(key))
@@ -392,7 +397,8 @@ func (t *tag) has(bit uint32) bool { return t.seen&bit != 0 }
 // robots directives. It returns the first <base href> if there is one.
 func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string, hasBase bool) {
 	z := scanner{s: body}
-	var t tag
+	t := tag{dec: x.dec}
+	defer func() { x.dec = t.dec[:0] }()
 	for {
 		raw, el, clean, ok := z.next(&t)
 		if !ok {

@@ -8,7 +8,7 @@ import "bytes"
 // splitting it exactly as the tokenizer does (readTag, readTagAttrKey and
 // readTagAttrVal of golang.org/x/net/html), and leaves to TagAttr only the
 // tags whose interesting values need its decoding: character references
-// ("&amp;"), NUL and CR.
+// ("&amp;") other than the common ones (unescape.go), NUL and CR.
 
 func isTagSpace(c byte) bool { return tagClass[c] == classSpace }
 
@@ -48,7 +48,7 @@ func afterName(s []byte, i int) int {
 // with t in an unspecified state, when a value needs decoding; the caller
 // then reads the tag with readAttrs.
 func (t *tag) readRaw(raw []byte) bool {
-	*t = tag{}
+	t.reset()
 	_, clean := tagAttrs(raw, afterName(raw, nameEnd(raw, 1)), t)
 	return clean
 }
@@ -126,7 +126,8 @@ func skipTagSpace(s []byte, i int) int {
 }
 
 // set records one attribute if it is of interest and the first of its
-// name. It returns false if the value needs the tokenizer's decoding.
+// name, decoding its character references into t.dec (unescape.go). It
+// returns false if the value needs the tokenizer's decoding.
 func (t *tag) set(key, val []byte) bool {
 	if len(key) > len("http-equiv") {
 		return true
@@ -142,8 +143,19 @@ func (t *tag) set(key, val []byte) bool {
 	if dst == nil || t.seen&bit != 0 {
 		return true
 	}
-	if bytes.IndexByte(val, '&') >= 0 || bytes.IndexByte(val, 0) >= 0 || bytes.IndexByte(val, '\r') >= 0 {
+	if bytes.IndexByte(val, 0) >= 0 || bytes.IndexByte(val, '\r') >= 0 {
 		return false
+	}
+	if bytes.IndexByte(val, '&') >= 0 {
+		start := len(t.dec)
+		var ok bool
+		if t.dec, ok = appendUnescaped(t.dec, val); !ok {
+			t.dec = t.dec[:start]
+			return false
+		}
+		// Later values are appended after this one: if t.dec moves,
+		// val keeps the old array.
+		val = t.dec[start:]
 	}
 	t.seen |= bit
 	*dst = val

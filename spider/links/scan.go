@@ -66,7 +66,7 @@ func (z *scanner) next(t *tag) (raw []byte, el string, clean, ok bool) {
 			}
 			var end int
 			if want {
-				*t = tag{}
+				t.reset()
 				end, clean = tagAttrs(s, afterName(s, ne), t)
 			} else {
 				end, _ = tagAttrs(s, afterName(s, ne), nil)
