@@ -245,11 +245,15 @@ func rawEndTag(s []byte, i int, tag string) (next int, found, eof bool) {
 // scriptEnd returns where the text of a script that begins at i ends: at
 // the "<" of its end tag, or the body's length. It is readScript's state
 // machine, with its byzantine rules for "<!--" and "<script" inside a
-// script; reading past the body's end ends the text there.
+// script; reading past the body's end ends the text there. readScript's
+// three escaped states (no dash, one, two) are one here, with dashes
+// counting the dashes just read up to two, and so are its three double
+// escaped states.
 func scriptEnd(s []byte, i int) int {
 	n := len(s)
 	var c byte
 	var found, eof bool
+	dashes := 0
 
 scriptData:
 	if k := bytes.IndexByte(s[i:], '<'); k >= 0 {
@@ -272,29 +276,19 @@ scriptData:
 		}
 		goto scriptData
 	case '!':
-		goto scriptDataEscapeStart
-	}
-	i--
-	goto scriptData
-
-scriptDataEscapeStart:
-	if i >= n {
-		return n
-	}
-	c = s[i]
-	i++
-	if c != '-' {
-		i--
-		goto scriptData
-	}
-	// scriptDataEscapeStartDash
-	if i >= n {
-		return n
-	}
-	c = s[i]
-	i++
-	if c == '-' {
-		goto scriptDataEscapedDashDash
+		// scriptDataEscapeStart and scriptDataEscapeStartDash: "<!--".
+		if i+1 >= n {
+			if i < n && s[i] != '-' {
+				goto scriptData
+			}
+			return n
+		}
+		if s[i] != '-' || s[i+1] != '-' {
+			goto scriptData // the byte that is not '-' is read again
+		}
+		i += 2
+		dashes = 2
+		goto scriptDataEscaped
 	}
 	i--
 	goto scriptData
@@ -307,43 +301,20 @@ scriptDataEscaped:
 	i++
 	switch c {
 	case '-':
-		goto scriptDataEscapedDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
-	}
-	goto scriptDataEscaped
-
-scriptDataEscapedDash:
-	if i >= n {
-		return n
-	}
-	c = s[i]
-	i++
-	switch c {
-	case '-':
-		goto scriptDataEscapedDashDash
-	case '<':
-		goto scriptDataEscapedLessThanSign
-	}
-	goto scriptDataEscaped
-
-scriptDataEscapedDashDash:
-	if i >= n {
-		return n
-	}
-	c = s[i]
-	i++
-	switch c {
-	case '-':
-		goto scriptDataEscapedDashDash
+		dashes = min(dashes+1, 2)
+		goto scriptDataEscaped
 	case '<':
 		goto scriptDataEscapedLessThanSign
 	case '>':
-		goto scriptData
+		if dashes == 2 {
+			goto scriptData
+		}
 	}
+	dashes = 0
 	goto scriptDataEscaped
 
 scriptDataEscapedLessThanSign:
+	dashes = 0
 	if i >= n {
 		return n
 	}
@@ -364,23 +335,19 @@ scriptDataEscapedLessThanSign:
 			if i >= n {
 				return n
 			}
-			c = s[i]
-			i++
-			if c != "script"[k] && c != "SCRIPT"[k] {
-				i--
-				goto scriptDataEscaped
+			if c = s[i]; c != "script"[k] && c != "SCRIPT"[k] {
+				goto scriptDataEscaped // c is read again
 			}
+			i++
 		}
 		if i >= n {
 			return n
 		}
-		c = s[i]
-		i++
-		switch c {
+		switch s[i] {
 		case ' ', '\n', '\r', '\t', '\f', '/', '>':
+			i++
 			goto scriptDataDoubleEscaped
 		}
-		i--
 		goto scriptDataEscaped
 	}
 	i--
@@ -394,56 +361,31 @@ scriptDataDoubleEscaped:
 	i++
 	switch c {
 	case '-':
-		goto scriptDataDoubleEscapedDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedDash:
-	if i >= n {
-		return n
-	}
-	c = s[i]
-	i++
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDashDash
-	case '<':
-		goto scriptDataDoubleEscapedLessThanSign
-	}
-	goto scriptDataDoubleEscaped
-
-scriptDataDoubleEscapedDashDash:
-	if i >= n {
-		return n
-	}
-	c = s[i]
-	i++
-	switch c {
-	case '-':
-		goto scriptDataDoubleEscapedDashDash
+		dashes = min(dashes+1, 2)
+		goto scriptDataDoubleEscaped
 	case '<':
 		goto scriptDataDoubleEscapedLessThanSign
 	case '>':
-		goto scriptData
+		if dashes == 2 {
+			dashes = 0
+			goto scriptData
+		}
 	}
+	dashes = 0
 	goto scriptDataDoubleEscaped
 
 scriptDataDoubleEscapedLessThanSign:
+	dashes = 0
 	if i >= n {
 		return n
 	}
-	c = s[i]
-	i++
-	if c != '/' {
-		i--
-		goto scriptDataDoubleEscaped
+	if s[i] != '/' {
+		goto scriptDataDoubleEscaped // read again
 	}
 	// scriptDataDoubleEscapeEnd: a "</script>" here ends the double
 	// escape, not the script.
-	if i, found, eof = rawEndTag(s, i, "script"); found {
-		i += 1 // after the terminator, where readScript goes on
+	if i, found, eof = rawEndTag(s, i+1, "script"); found {
+		i++ // after the terminator, where readScript goes on
 		goto scriptDataEscaped
 	} else if eof {
 		return n

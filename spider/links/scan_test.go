@@ -3,6 +3,7 @@ package links
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -155,6 +156,36 @@ func TestScannerSameTags(t *testing.T) {
 	compareTags(t, "all samples", []byte(all))
 	for _, h := range hostiles {
 		compareTags(t, h.name, []byte(h.page(4<<10)))
+	}
+}
+
+// TestScannerPieces compares the scanner with the tokenizer on many
+// short documents made of the pieces that move its states (script
+// escapes, raw text end tags, comments, quotes), drawn with a fixed seed.
+func TestScannerPieces(t *testing.T) {
+	alphabets := [][]string{{
+		"<script>", "</script>", "<SCRIPT ", "</scrip", "<script/", "<!--", "-->", "--!>", "-", "--",
+		"<", "/", ">", "!", "a", " ", "<a href=x>", "<title>", "</title>", "</TITLE ", "<style>",
+		"</style", "<noscript>", "<!", "<?", "</", "='", "\"", "'", "<a title='", "<img src=\"y\">",
+	}, {
+		// readScript's states only, behind one "<script>".
+		"<script>", "</script>", "<!--", "-", ">", "<", "/", "a", "<a href=x>",
+	}}
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 20000
+	if raceEnabled || testing.Short() {
+		n = 2000
+	}
+	var b strings.Builder
+	for _, pieces := range alphabets {
+		for i := 0; i < n; i++ {
+			b.Reset()
+			b.WriteString(pieces[0])
+			for k := r.IntN(16); k >= 0; k-- {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+			}
+			compareTags(t, fmt.Sprintf("pieces %q", b.String()), []byte(b.String()))
+		}
 	}
 }
 
