@@ -8,7 +8,6 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/kspider/kspider/spider/links/htmltok"
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
@@ -106,6 +105,7 @@ type Extractor struct {
 	rawSeen map[uint64]int32
 	urlSeen map[uint64]int32
 	result  []int32 // per candidate: its link, or -1 dropped, -2 truncated
+	dec     []byte  // the tags' decoded attribute values (tag.dec)
 }
 
 // candidate is one raw link before resolution.
@@ -308,7 +308,11 @@ type tag struct {
 	lowres, data, cite, poster   []byte
 	rel, typ, httpEquiv, content []byte
 	name                         []byte
+	dec                          []byte // decoded values (set), reused from tag to tag
 }
+
+// reset empties t for the next tag, keeping its buffer.
+func (t *tag) reset() { *t = tag{dec: t.dec[:0]} }
 
 const (
 	aHref = 1 << iota
@@ -331,7 +335,7 @@ const (
 // tokenizer and its TagAttr: a start tag is tokenized the same alone as in
 // its page, since it can only begin in the data state.
 func (t *tag) readAttrs(raw []byte) {
-	*t = tag{}
+	t.reset()
 	z := html.NewTokenizer(bytes.NewReader(raw))
 	if tt := z.Next(); tt == html.StartTagToken || tt == html.SelfClosingTagToken {
 		t.fromTokenizer(z)
@@ -340,7 +344,7 @@ func (t *tag) readAttrs(raw []byte) {
 
 // fromTokenizer fills t from the current tag of upstream's tokenizer.
 func (t *tag) fromTokenizer(z *html.Tokenizer) {
-	*t = tag{}
+	t.reset()
 	for {
 		key, val, more := z.TagAttr()
 		bit, dst := t.slot(string(key))
@@ -389,35 +393,19 @@ func (t *tag) slot(key string) (uint32, *[]byte) {
 
 func (t *tag) has(bit uint32) bool { return t.seen&bit != 0 }
 
-// scan tokenizes the body, recording candidates and robots directives. It
-// returns the first <base href> if there is one.
+// scan reads the body's start tags (scanner), recording candidates and
+// robots directives. It returns the first <base href> if there is one.
 func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string, hasBase bool) {
-	z := htmltok.NewTokenizer(bytes.NewReader(body))
-	var t tag
+	z := scanner{s: body}
+	t := tag{dec: x.dec}
+	defer func() { x.dec = t.dec[:0] }()
 	for {
-		tt := z.Next()
-		switch tt {
-		case html.ErrorToken:
-			// The end of the body: a bytes.Reader fails with nothing but
-			// io.EOF, and the tokenizer has no other errors without a
-			// buffer limit.
-			return baseRef, hasBase
-		case html.StartTagToken, html.SelfClosingTagToken:
-		default:
-			continue
-		}
-		// The name is read from the raw token: TagName would copy it, and
-		// most tags are of no interest.
-		el, ok := elementName(rawTagName(z.Raw()))
+		raw, el, clean, ok := z.next(&t)
 		if !ok {
-			continue
+			return baseRef, hasBase
 		}
-		if el == "noscript" || el == "noframes" {
-			z.NextIsNotRawText()
-			continue
-		}
-		if !t.readRaw(z.Raw()) {
-			t.readAttrs(z.Raw())
+		if !clean {
+			t.readAttrs(raw)
 		}
 		switch el {
 		case "a", "area", "link":
@@ -486,77 +474,80 @@ func (x *Extractor) addSrcset(srcset []byte, el string) {
 	forEachSrcsetURL(srcset, func(u []byte) { x.add(u, el, "srcset", "", false) })
 }
 
-// rawTagName returns the tag name of a raw start tag ("<IMG src=...>")
-// in lower case, in a fixed array so that it does not escape; names longer
-// than any in the table come back empty.
-func rawTagName(raw []byte) (name [10]byte, n int) {
-	for i := 1; i < len(raw); i++ {
-		c := raw[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '/' || c == '>' {
-			break
-		}
-		if n == len(name) {
-			return name, 0
-		}
+// elementName maps a tag name (any case) to the table's constant, so that
+// links share the string instead of allocating one, or "" if it does not
+// matter to links; rawText is the name again if the tokenizer reads the
+// element's contents as raw text (token.go's readStartTag), else "".
+func elementName(name []byte) (el, rawText string) {
+	var lower [10]byte // no name of interest is longer
+	if len(name) > len(lower) {
+		return "", ""
+	}
+	for i, c := range name {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		name[n] = c
-		n++
+		lower[i] = c
 	}
-	return name, n
-}
-
-// elementName maps a tag name to the table's constant (so links share the
-// string instead of allocating one) and says whether it matters.
-func elementName(name [10]byte, n int) (string, bool) {
-	switch string(name[:n]) {
+	switch string(lower[:len(name)]) {
 	case "a":
-		return "a", true
+		return "a", ""
 	case "area":
-		return "area", true
+		return "area", ""
 	case "link":
-		return "link", true
+		return "link", ""
 	case "base":
-		return "base", true
+		return "base", ""
 	case "img":
-		return "img", true
+		return "img", ""
 	case "source":
-		return "source", true
+		return "source", ""
 	case "frame":
-		return "frame", true
+		return "frame", ""
 	case "iframe":
-		return "iframe", true
+		return "iframe", "iframe"
 	case "script":
-		return "script", true
+		return "script", "script"
 	case "embed":
-		return "embed", true
+		return "embed", ""
 	case "object":
-		return "object", true
+		return "object", ""
 	case "video":
-		return "video", true
+		return "video", ""
 	case "audio":
-		return "audio", true
+		return "audio", ""
 	case "track":
-		return "track", true
+		return "track", ""
 	case "input":
-		return "input", true
+		return "input", ""
 	case "blockquote":
-		return "blockquote", true
+		return "blockquote", ""
 	case "q":
-		return "q", true
+		return "q", ""
 	case "del":
-		return "del", true
+		return "del", ""
 	case "ins":
-		return "ins", true
+		return "ins", ""
 	case "meta":
-		return "meta", true
+		return "meta", ""
 	case "noscript":
-		return "noscript", true
+		return "noscript", "noscript"
 	case "noframes":
-		return "noframes", true
+		return "noframes", "noframes"
+	case "noembed":
+		return "", "noembed"
+	case "plaintext":
+		return "", "plaintext"
+	case "style":
+		return "", "style"
+	case "textarea":
+		return "", "textarea"
+	case "title":
+		return "", "title"
+	case "xmp":
+		return "", "xmp"
 	}
-	return "", false
+	return "", ""
 }
 
 // fromHeaders records the links and directives of the response headers.

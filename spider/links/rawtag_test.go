@@ -14,6 +14,9 @@ func FuzzRawTag(f *testing.F) {
 		`<a href=x>`, `<a HREF="x" href='y' rel = nofollow>`, `<img =src=x src = "a b"/>`,
 		`<a href=x/>`, `<a/href=x>`, `<a href="x>`, `<a href= >`, `<a href="a&amp;b">`,
 		"<a\thref\n=\fx\rsrc='y'>", `<a href=>`, `<a href>`, `<a a=1 b c=2 href=3>`,
+		`<a href="a&#x41;&#65&#0;&#128;&#x9f;&#xD800;&#1114112;&#99999999999;&#;&#x;&#">`,
+		`<a href="&amp;&lt;&gt;&quot;&apos;&nbsp;&ampx&amp=&AMP;&;& &" src='&Amp;&amp'>`,
+		`<img src="x?a=1&amp;b=2" srcset="&#x31;.png 1x, 2&#46;png 2x" lowsrc=&amp;>`,
 	} {
 		f.Add([]byte(s))
 	}
