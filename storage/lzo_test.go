@@ -79,26 +79,85 @@ func lzoPages(tb testing.TB, perRoot int) [][]byte {
 	return pages
 }
 
-func TestLZOMatchesGoLZO(t *testing.T) {
-	var c lzoCompressor
+// lzoOffsetInputs put a repeat at each distance where the encoding of a
+// match changes (M2 up to 0x800, M3 up to 0x4000, M4 up to 0xbfff, none
+// beyond), and matches that run to the very last byte.
+func lzoOffsetInputs() [][]byte {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var in [][]byte
+	for _, d := range []int{4, 5, 8, 9, 0x7ff, 0x800, 0x801, 0x3fff, 0x4000, 0x4001, 0x4800, 0xbffe, 0xbfff, 0xc000, 0xc001} {
+		for _, n := range []int{4, 8, 9, 33, 34, 300} {
+			b := make([]byte, d+n)
+			for i := range d {
+				b[i] = byte(rng.IntN(256))
+			}
+			for i := d; i < len(b); i++ {
+				b[i] = b[i-d]
+			}
+			in = append(in, b, append(b, "tail of literals"...))
+		}
+	}
+	return in
+}
+
+// checkLZORoundTrip compresses in after a prefix and checks that the prefix
+// is intact and that both our decoder and go-lzo's read in back exactly.
+func checkLZORoundTrip(t testing.TB, c *lzoCompressor, in []byte) []byte {
 	prefix := []byte("prefix")
-	for i, in := range lzoInputs(t) {
-		want := lzo.Compress1X(in)
-		got := c.appendCompress(append([]byte(nil), prefix...), in)
-		if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
-			t.Fatalf("input %d (%d bytes): output differs from go-lzo's", i, len(in))
+	got := c.appendCompress(append([]byte(nil), prefix...), in)
+	if !bytes.Equal(got[:len(prefix)], prefix) {
+		t.Fatalf("%d-byte input: the compressor overwrote what dst held", len(in))
+	}
+	if max := len(in) + len(in)/16 + 64 + 3; len(got)-len(prefix) > max {
+		t.Fatalf("%d-byte input: compressed to %d bytes, more than the bound %d", len(in), len(got)-len(prefix), max)
+	}
+	z := got[len(prefix):]
+	back, err := lzoDecompress([]byte("x"), z, len(in))
+	if err != nil || back[0] != 'x' || !bytes.Equal(back[1:], in) {
+		t.Fatalf("%d-byte input: round trip failed: %v", len(in), err)
+	}
+	ref, err := lzo.Decompress1X(bytes.NewReader(z), len(z), len(in))
+	if err != nil || !bytes.Equal(ref, in) {
+		t.Fatalf("%d-byte input: go-lzo reads it back wrong: %v", len(in), err)
+	}
+	return z
+}
+
+func TestLZORoundTrip(t *testing.T) {
+	var c lzoCompressor
+	inputs := append(lzoInputs(t), lzoOffsetInputs()...)
+	inputs = append(inputs, lzoPages(t, 30)...)
+	corpus, _ := filepath.Glob("testdata/fuzz/*/*")
+	for _, f := range corpus {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
-		back, err := lzoDecompress([]byte("x"), got[len(prefix):], len(in))
-		if err != nil || back[0] != 'x' || !bytes.Equal(back[1:], in) {
-			t.Fatalf("input %d (%d bytes): round trip failed: %v", i, len(in), err)
-		}
-		if _, err := lzoDecompress(nil, got[len(prefix):], len(in)+1); err == nil {
+		inputs = append(inputs, b)
+	}
+	for i, in := range inputs {
+		z := checkLZORoundTrip(t, &c, in)
+		if _, err := lzoDecompress(nil, z, len(in)+1); err == nil {
 			t.Fatalf("input %d: decoded with a wrong length", i)
 		}
 		if len(in) > 0 {
-			if _, err := lzoDecompress(nil, got[len(prefix):], len(in)-1); err == nil {
+			if _, err := lzoDecompress(nil, z, len(in)-1); err == nil {
 				t.Fatalf("input %d: decoded into too short an output", i)
 			}
+		}
+	}
+}
+
+// TestLZOCompresses guards against a compressor that stays valid but stops
+// finding matches: runs and repeated markup must shrink by far.
+func TestLZOCompresses(t *testing.T) {
+	var c lzoCompressor
+	for _, in := range [][]byte{
+		bytes.Repeat([]byte("a"), 200000),
+		bytes.Repeat([]byte("<tr><td>cell</td></tr>\n"), 5000),
+	} {
+		if z := c.appendCompress(nil, in); len(z)*100 > len(in) {
+			t.Errorf("%q... (%d bytes) compressed to %d bytes", in[:8], len(in), len(z))
 		}
 	}
 }
@@ -155,6 +214,21 @@ func benchmarkLZOCompress(b *testing.B, in [][]byte) {
 				lzo.Compress1X(x)
 			}
 		}
+	})
+}
+
+// FuzzLZORoundTrip compresses arbitrary input: our decoder and go-lzo's
+// read it back exactly.
+func FuzzLZORoundTrip(f *testing.F) {
+	for _, in := range lzoInputs(f)[:40] {
+		f.Add(in)
+	}
+	for _, in := range lzoOffsetInputs()[:12] {
+		f.Add(in)
+	}
+	var c lzoCompressor
+	f.Fuzz(func(t *testing.T, in []byte) {
+		checkLZORoundTrip(t, &c, in)
 	})
 }
 
