@@ -32,9 +32,11 @@ const (
 	lzoDMask       = 1<<lzoDBits - 1
 )
 
-// lzoCompressor is the state of one LZO1X-1 compressor.
+// lzoCompressor is the state of one LZO1X-1 compressor: the last position
+// (modulo 1<<16) seen for each hash of 4 bytes. 32 KiB, so that it stays in
+// the L1 cache beside the page being compressed.
 type lzoCompressor struct {
-	dict [1 << lzoDBits]int32
+	dict [1 << lzoDBits]uint16
 }
 
 func lzoAppendMulti(out []byte, t int) []byte {
@@ -80,17 +82,13 @@ func (c *lzoCompressor) appendCompress(out, in []byte) []byte {
 func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 	clear(c.dict[:])
 	dict := &c.dict
-	ipEnd := len(in) - 20
 	ii, ip := 0, 4
-	for ip < ipEnd {
-		v := binary.LittleEndian.Uint32(in[ip:])
-		h := (v * 0x1824429d) >> (32 - lzoDBits) & lzoDMask
-		mPos := int(dict[h])
-		dict[h] = int32(ip)
-		if ip-mPos > lzoM4MaxOffset || binary.LittleEndian.Uint32(in[mPos:]) != v {
-			ip += 1 + (ip-ii)>>5
-			continue
+	for {
+		var mOff int
+		if ip, mOff = lzoFindMatch(dict, in, ii, ip); mOff == 0 {
+			return out, len(in) - ii
 		}
+		mPos := ip - mOff
 
 		// The literals before the match. The first match is at ip >= 4,
 		// so a run of at most 3 always follows a match, whose instruction
@@ -121,7 +119,6 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 			}
 			mLen += 8
 		}
-		mOff := ip - mPos
 		ip += mLen
 		ii = ip
 		switch {
@@ -148,7 +145,32 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 		}
 		out = append(out, byte(mOff<<2), byte(mOff>>6))
 	}
-	return out, len(in) - ii
+}
+
+// lzoFindMatch returns the first position from ip on, before the last 20
+// bytes of in, where the 4 bytes there occurred before, at most lzoM4MaxOffset
+// back, and the offset of that earlier occurrence; or 0 for no match. It
+// records the positions it tries in dict. Between matches it steps further
+// the longer the literal run since ii gets, as liblzo does, so that
+// incompressible data is crossed quickly. It is a function of its own so
+// that its few variables stay in registers: this loop is where the
+// compressor spends most of its time.
+//
+//go:noinline
+func lzoFindMatch(dict *[1 << lzoDBits]uint16, in []byte, ii, ip int) (int, int) {
+	for ip < len(in)-20 {
+		v := binary.LittleEndian.Uint32(in[ip : ip+4])
+		h := (v * 0x1824429d) >> (32 - lzoDBits) & lzoDMask
+		// An entry, a position modulo 1<<16, gives an offset; any offset
+		// is safe to try, since the compare checks its target.
+		mOff := int(uint16(ip) - dict[h])
+		dict[h] = uint16(ip)
+		if uint(mOff-1) < lzoM4MaxOffset && binary.LittleEndian.Uint32(in[ip-mOff:ip-mOff+4]) == v {
+			return ip, mOff
+		}
+		ip += 1 + (ip-ii)>>5
+	}
+	return ip, 0
 }
 
 // lzoDecoder is the state of one lzoDecompress call.
