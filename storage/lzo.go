@@ -82,11 +82,14 @@ func (c *lzoCompressor) appendCompress(out, in []byte) []byte {
 func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 	clear(c.dict[:])
 	dict := &c.dict
+	// The caller made room for the worst case: write by index, without
+	// append's checks and updates.
+	o, op := out[:cap(out)], len(out)
 	ii, ip := 0, 4
 	for {
 		var mOff int
 		if ip, mOff = lzoFindMatch(dict, in, ii, ip); mOff == 0 {
-			return out, len(in) - ii
+			return o[:op], len(in) - ii
 		}
 		mPos := ip - mOff
 
@@ -95,14 +98,23 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 		// has room for its length in the low bits of its second-last byte.
 		if t := ip - ii; t != 0 {
 			if t <= 3 {
-				out[len(out)-2] |= byte(t)
+				o[op-2] |= byte(t)
 			} else if t <= 18 {
-				out = append(out, byte(t-3))
+				o[op] = byte(t - 3)
+				op++
 			} else {
-				out = append(out, 0)
-				out = lzoAppendMulti(out, t-18)
+				o[op] = 0
+				op = len(lzoAppendMulti(o[:op+1], t-18))
 			}
-			out = append(out, in[ii:ip]...)
+			// Short runs, the most common, are copied as 16 bytes (in
+			// has 20 more after ip), the excess overwritten later.
+			if t <= 16 && op+16 <= len(o) {
+				binary.LittleEndian.PutUint64(o[op:], binary.LittleEndian.Uint64(in[ii:]))
+				binary.LittleEndian.PutUint64(o[op+8:], binary.LittleEndian.Uint64(in[ii+8:]))
+			} else {
+				copy(o[op:], in[ii:ip])
+			}
+			op += t
 		}
 
 		mLen := 4
@@ -124,26 +136,32 @@ func (c *lzoCompressor) compress(out, in []byte) ([]byte, int) {
 		switch {
 		case mLen <= lzoM2MaxLen && mOff <= lzoM2MaxOffset:
 			mOff--
-			out = append(out, byte((mLen-1)<<5|(mOff&7)<<2), byte(mOff>>3))
+			o[op] = byte((mLen-1)<<5 | (mOff&7)<<2)
+			o[op+1] = byte(mOff >> 3)
+			op += 2
 			continue
 		case mOff <= lzoM3MaxOffset:
 			mOff--
 			if mLen <= lzoM3MaxLen {
-				out = append(out, byte(lzoM3Marker|(mLen-2)))
+				o[op] = byte(lzoM3Marker | (mLen - 2))
+				op++
 			} else {
-				out = append(out, lzoM3Marker)
-				out = lzoAppendMulti(out, mLen-lzoM3MaxLen)
+				o[op] = lzoM3Marker
+				op = len(lzoAppendMulti(o[:op+1], mLen-lzoM3MaxLen))
 			}
 		default:
 			mOff -= 0x4000
 			if mLen <= lzoM4MaxLen {
-				out = append(out, byte(lzoM4Marker|(mOff&0x4000)>>11|(mLen-2)))
+				o[op] = byte(lzoM4Marker | (mOff&0x4000)>>11 | (mLen - 2))
+				op++
 			} else {
-				out = append(out, byte(lzoM4Marker|(mOff&0x4000)>>11))
-				out = lzoAppendMulti(out, mLen-lzoM4MaxLen)
+				o[op] = byte(lzoM4Marker | (mOff&0x4000)>>11)
+				op = len(lzoAppendMulti(o[:op+1], mLen-lzoM4MaxLen))
 			}
 		}
-		out = append(out, byte(mOff<<2), byte(mOff>>6))
+		o[op] = byte(mOff << 2)
+		o[op+1] = byte(mOff >> 6)
+		op += 2
 	}
 }
 
