@@ -205,6 +205,7 @@ func benchmarkLZOCompress(b *testing.B, in [][]byte) {
 			}
 		}
 		b.ReportMetric(100*float64(out)/float64(n), "%ratio")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in)), "ns/page")
 	})
 	b.Run("go-lzo", func(b *testing.B) {
 		b.SetBytes(int64(n))
