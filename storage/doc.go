@@ -39,8 +39,8 @@
 // out of the CRC; such records are still read.)
 //
 // Codecs: 0 none, 1 LZO1X-1 (the default, as in the thesis; lzo.go is
-// github.com/rasky/go-lzo's compressor made allocation-free, with the same
-// output, and a bounds-checked decoder), 2 S2 and 3 zstd
+// liblzo 2.10's lzo1x_1 compressor, allocation-free, whose output any LZO1X
+// decoder reads, and a bounds-checked decoder), 2 S2 and 3 zstd
 // (github.com/klauspost/compress). The codec is a
 // field of each record, so a store may mix them; a body the configured codec
 // does not shrink (an image, an archive) is stored with codec none.
