@@ -440,6 +440,15 @@ func (p *peer) tick(now time.Time) {
 	}
 }
 
+// timed reports whether the peer has work for the timer loop (p.mu held).
+func (p *peer) timed() bool {
+	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || p.rx.unsaved {
+		return true
+	}
+	s := p.spill
+	return s != nil && (s.unread() || len(s.buf) > 0 || s.dirty || s.consumed < s.end)
+}
+
 // down reports whether the peer has left batches unacknowledged for longer
 // than DownAfter.
 func (p *peer) down(now time.Time) bool {

@@ -59,6 +59,7 @@ func (e *Endpoint) readLoop() {
 			continue
 		}
 		r.receive(b[:n], src)
+		e.unpark()
 	}
 }
 

@@ -32,6 +32,13 @@ import (
 	"github.com/kspider/kspider/spider/cluster"
 )
 
+// clusterMaxWait is how long a cluster node's scheduler waits, with no
+// timer due, before it asks the phase clock again. The clock follows the
+// system clock (NTP-corrected, or the system clock itself), and the
+// scheduler wakes at the next slot's start by itself; the wait only bounds
+// how late it sees the clock become safe again.
+const clusterMaxWait = time.Second
+
 // NodeCluster makes a node one of a cluster.
 type NodeCluster struct {
 	Config cluster.Config
