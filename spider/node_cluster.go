@@ -52,6 +52,12 @@ type NodeCluster struct {
 	// RoundEvery is how often the coordinator (node 0) probes its peers
 	// while it is idle (default 250 ms).
 	RoundEvery time.Duration
+	// PrefetchHosts is how many hosts of its next slot a node resolves
+	// before the swap (node_prefetch.go); default 256, < 0: none.
+	PrefetchHosts int
+	// onPrefetch, when set (tests), is called after each prefetch round
+	// with the phase, the hosts and the round's deadline.
+	onPrefetch func(ph int, hosts []string, deadline time.Time)
 }
 
 // ClusterStats is the cluster part of a node's counters.
@@ -67,6 +73,9 @@ type ClusterStats struct {
 	Over              bool
 	Comm              communicator.Stats
 	TerminationRounds uint64
+	// DNS prefetch before the swap: rounds (one per slot), hosts resolved,
+	// failed (the failure is cached too), and cut off by the next slot's start.
+	PrefetchRounds, Prefetched, PrefetchFailed, PrefetchLate uint64
 }
 
 type inbound struct {
@@ -100,6 +109,9 @@ type nodeCluster struct {
 	sent, recv  atomic.Uint64
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
+
+	pf   prefetchStats
+	pfWG sync.WaitGroup // the prefetch loop, waited for by closeCluster
 
 	detMu    sync.Mutex
 	det      *cluster.Detector // node 0 only
@@ -468,8 +480,11 @@ func (c *nodeCluster) state() cluster.State {
 }
 
 // coordinate runs on node 0: while it is idle it probes its peers, one
-// round at a time.
+// round at a time. On every node it starts the DNS prefetch.
 func (c *nodeCluster) coordinate(ctx context.Context) {
+	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
+		c.pfWG.Go(func() { c.prefetchLoop(ctx, g.inner) })
+	}
 	if c.det == nil {
 		return
 	}
@@ -518,6 +533,7 @@ func (n *Node) closeCluster() error {
 	if c == nil {
 		return nil
 	}
+	c.pfWG.Wait() // its context ended with Run
 	if c.over.Load() && c.self != 0 {
 		stop := make(chan struct{})
 		t := time.AfterFunc(2*time.Second, func() { close(stop) })
@@ -539,6 +555,8 @@ func (n *Node) ClusterStats() ClusterStats {
 	if p := c.clockUnsafe.Load(); p != nil {
 		s.ClockUnsafe, s.Refusing = *p, true
 	}
+	s.PrefetchRounds, s.Prefetched = c.pf.rounds.Load(), c.pf.resolved.Load()
+	s.PrefetchFailed, s.PrefetchLate = c.pf.failed.Load(), c.pf.late.Load()
 	c.mismatchMu.Lock()
 	for id, d := range c.mismatch {
 		for _, l := range d {

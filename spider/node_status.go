@@ -33,7 +33,10 @@ package spider
 //	                   rows, rows_used, hosts_in_view, ready, out, ip_blocked,
 //	                   buckets {FREE, QUEUING, FETCHING, TIMEWAIT: hosts}
 //	fetchers           busy (lists out), max, politeness_delay_seconds
-//	dns                hits, misses, hit_rate, queries, timeouts
+//	dns                hits, misses, hit_rate, queries, timeouts;
+//	                   prefetched, prefetch_failed, prefetch_late: a cluster
+//	                   node's lookups of its next slot's hosts before the
+//	                   swap (resolved, failed, cut off at the slot's start)
 //	storage []         dir, bytes, records, free_bytes, size_bytes,
 //	                   write_bytes_per_second, failed
 //	http_statuses      {"200": count, ...} responses by status code
@@ -174,6 +177,10 @@ type DNSStatus struct {
 	HitRate  float64 `json:"hit_rate"`
 	Queries  int64   `json:"queries"`
 	Timeouts int64   `json:"timeouts"`
+
+	Prefetched     uint64 `json:"prefetched"`
+	PrefetchFailed uint64 `json:"prefetch_failed"`
+	PrefetchLate   uint64 `json:"prefetch_late"`
 }
 
 // DiskStatus is one page store directory.
@@ -499,6 +506,9 @@ func (n *Node) status(full bool) *Status {
 		if all := d.Hits + d.Lookups; all > 0 {
 			st.DNS.HitRate = float64(d.Hits) / float64(all)
 		}
+	}
+	if c := n.cl; c != nil {
+		st.DNS.Prefetched, st.DNS.PrefetchFailed, st.DNS.PrefetchLate = c.pf.resolved.Load(), c.pf.failed.Load(), c.pf.late.Load()
 	}
 	for code := range n.ss.statuses {
 		if c := n.ss.statuses[code].Load(); c > 0 {

@@ -30,7 +30,7 @@ var statusFields = map[string][]string{
 	"scheduler": {"window_size", "window_lo", "window_scan", "window_end", "rows", "rows_used", "hosts_in_view",
 		"ready", "out", "ip_blocked", "buckets"},
 	"fetchers":           {"busy", "max", "politeness_delay_seconds", "paused_seconds"},
-	"dns":                {"hits", "misses", "hit_rate", "queries", "timeouts"},
+	"dns":                {"hits", "misses", "hit_rate", "queries", "timeouts", "prefetched", "prefetch_failed", "prefetch_late"},
 	"storage[]":          {"dir", "bytes", "records", "free_bytes", "size_bytes", "write_bytes_per_second", "failed"},
 	"fetch_seconds":      {"buckets", "count", "sum"},
 	"top_queued_hosts[]": {"host", "queued"},

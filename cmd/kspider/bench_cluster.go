@@ -55,6 +55,7 @@ across nodes.`)
 	depth := fs.Int("depth", 4, "link depth")
 	phase := fs.Duration("phase-length", 2*time.Second, "phase length of the cluster")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	procs := fs.Int("node-procs", 0, "GOMAXPROCS of each node process of a cluster (0: the machine's CPUs shared out, at least 1)")
 	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -66,7 +67,7 @@ across nodes.`)
 	if err != nil {
 		return err
 	}
-	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile,
+	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile, procs: *procs,
 		command: func(args []string) *exec.Cmd { return exec.CommandContext(ctx, exe, args...) }}
 	runs, err := b.runAll(ctx, testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
 		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes)
@@ -97,6 +98,7 @@ type clusterBench struct {
 	depth                int
 	phase                time.Duration
 	profile              string // CPU profile path prefix, "" for none
+	procs                int    // GOMAXPROCS of a cluster's nodes; 0: shared out
 	seq                  int
 	log                  *logCounter
 }
@@ -228,7 +230,11 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 			// Each node gets its share of the cores, as it would have its
 			// own machine: Go's idle threads of n processes spinning on the
 			// same cores cost more than the crawl (see README).
-			cmd.Env = append(cmd.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/n)))
+			procs := b.procs
+			if procs <= 0 {
+				procs = max(1, runtime.NumCPU()/n)
+			}
+			cmd.Env = append(cmd.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
 		}
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
