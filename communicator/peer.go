@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,6 +48,10 @@ type peer struct {
 	macRing            *keyring
 
 	rx rxState
+
+	// drops counts the datagrams dropped that named this peer as their
+	// sender, by reason (it may not have sent them: forged, replayed).
+	drops [numReasons]atomic.Uint64
 }
 
 // batch is one in-flight datagram's items, kept until acknowledged.

@@ -101,6 +101,7 @@ type nodeCluster struct {
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
+	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
 	clockUnsafe atomic.Pointer[string]
@@ -123,7 +124,7 @@ type nodeCluster struct {
 func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
-		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), mismatch: map[int][]string{}, byes: map[int]bool{}}
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -392,6 +393,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.badControl.Add(1)
 			return
 		}
+		c.countProbe(from)
 		c.sendControl(from, cluster.TagState, cluster.EncodeState(r, c.state()))
 	case cluster.TagState:
 		r, st, err := cluster.DecodeState(it.URL)
@@ -399,6 +401,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.badControl.Add(1)
 			return
 		}
+		c.countProbe(from)
 		c.detMu.Lock()
 		_, over, err := c.det.Reply(from, r, st)
 		if over && c.finished == 0 {
