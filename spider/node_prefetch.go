@@ -47,9 +47,9 @@ func (c *nodeCluster) prefetchLoop(ctx context.Context, src scheduler.PhaseSourc
 	if c.cfg.PrefetchHosts < 0 || c.n.cfg.Lookup == nil || c.cfg.Config.Phases < 2 {
 		return
 	}
-	max := c.cfg.PrefetchHosts
-	if max == 0 {
-		max = 256
+	limit := c.cfg.PrefetchHosts
+	if limit == 0 {
+		limit = 256
 	}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -80,13 +80,13 @@ func (c *nodeCluster) prefetchLoop(ctx context.Context, src scheduler.PhaseSourc
 		next := (p.Active + 1) % c.cfg.Config.Phases
 		// The next slot's fetches may start at its guard's end: a lookup
 		// not done by then is no longer ahead of them.
-		c.prefetch(ctx, next, max, p.End.Add(p.Guard))
+		c.prefetch(ctx, next, limit, p.End.Add(p.Guard))
 	}
 }
 
-// prefetch resolves up to max hosts of phase ph by deadline.
-func (c *nodeCluster) prefetch(ctx context.Context, ph, max int, deadline time.Time) {
-	names := c.n.sched.PhaseHosts(ph, max, prefetchScan)
+// prefetch resolves up to limit hosts of phase ph by deadline.
+func (c *nodeCluster) prefetch(ctx context.Context, ph, limit int, deadline time.Time) {
+	names := c.n.sched.PhaseHosts(ph, limit, prefetchScan)
 	hosts := make([]string, 0, len(names))
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
