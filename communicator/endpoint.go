@@ -33,6 +33,7 @@ type Endpoint struct {
 	lastSave          time.Time
 
 	wake     chan struct{}
+	parked   atomic.Bool // the timer loop waits for wake alone: nothing to time
 	done     chan struct{}
 	wg       sync.WaitGroup
 	closeErr error
@@ -191,6 +192,7 @@ func (e *Endpoint) Send(to NodeID, tag uint64, url []byte) error {
 		e.ctr.refused.Add(1)
 		return err
 	}
+	e.unpark()
 	if e.cache != nil {
 		e.cache.add(h)
 	}
@@ -235,6 +237,16 @@ func (e *Endpoint) poke() {
 	select {
 	case e.wake <- struct{}{}:
 	default:
+	}
+}
+
+// unpark wakes the timer loop if it waits without a timer: something may
+// now need one (an item queued, a datagram to acknowledge, a position to
+// save). Called after the change, so that the loop, which parks before it
+// looks for work, either sees the change or is woken.
+func (e *Endpoint) unpark() {
+	if e.parked.Load() {
+		e.poke()
 	}
 }
 
@@ -285,19 +297,50 @@ func (e *Endpoint) saveState() error {
 }
 
 // timerLoop flushes partial batches, retransmits, sends pending acks and
-// saves state, every tick of the clock.
+// saves state, every tick of the clock while any of that is pending. With
+// nothing to time it waits for a wake alone: an idle node of a cluster
+// spends minutes waiting for its phase, and a tick costs about as much CPU
+// on a busy machine as a page fetched (README "Running a cluster").
 func (e *Endpoint) timerLoop() {
 	defer e.wg.Done()
 	tick := max(e.cfg.FlushInterval/5, time.Millisecond)
 	for {
-		select {
-		case <-e.done:
-			return
-		case <-e.cfg.Clock.After(tick):
-		case <-e.wake:
+		// Park first, then look: a change made after the look sees
+		// parked and wakes the loop (unpark).
+		e.parked.Store(true)
+		if e.timed() {
+			e.parked.Store(false)
+			select {
+			case <-e.done:
+				return
+			case <-e.cfg.Clock.After(tick):
+			case <-e.wake:
+			}
+		} else {
+			select {
+			case <-e.done:
+				return
+			case <-e.wake:
+			}
+			e.parked.Store(false)
 		}
 		e.onTick()
 	}
+}
+
+// timed reports whether some peer has work that a tick does: items queued
+// or spilled, batches unacknowledged, an acknowledgement or a receive
+// position not yet sent or saved, spill records not yet marked or synced.
+func (e *Endpoint) timed() bool {
+	for _, p := range e.order {
+		p.mu.Lock()
+		t := p.timed()
+		p.mu.Unlock()
+		if t {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Endpoint) onTick() {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,6 +48,10 @@ type peer struct {
 	macRing            *keyring
 
 	rx rxState
+
+	// drops counts the datagrams dropped that named this peer as their
+	// sender, by reason (it may not have sent them: forged, replayed).
+	drops [numReasons]atomic.Uint64
 }
 
 // batch is one in-flight datagram's items, kept until acknowledged.
@@ -438,6 +443,15 @@ func (p *peer) tick(now time.Time) {
 		p.upkeepAt = now
 		p.spillUpkeep()
 	}
+}
+
+// timed reports whether the peer has work for the timer loop (p.mu held).
+func (p *peer) timed() bool {
+	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || p.rx.unsaved {
+		return true
+	}
+	s := p.spill
+	return s != nil && (s.unread() || len(s.buf) > 0 || s.dirty || s.consumed < s.end)
 }
 
 // down reports whether the peer has left batches unacknowledged for longer

@@ -59,10 +59,18 @@ func (e *Endpoint) readLoop() {
 			continue
 		}
 		r.receive(b[:n], src)
+		e.unpark()
 	}
 }
 
 func (e *Endpoint) drop(reason int) { e.drops[reason].Add(1) }
+
+// dropFrom counts a drop of a datagram that names peer p as its sender
+// (forged, replayed or bad: PeerStats.Drops), and the endpoint's.
+func (e *Endpoint) dropFrom(p *peer, reason int) {
+	e.drops[reason].Add(1)
+	p.drops[reason].Add(1)
+}
 
 // receive handles one datagram from src. Every path that rejects it counts
 // one drop reason; none panics on any bytes.
@@ -97,27 +105,27 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		return
 	}
 	if src.Addr().Unmap() != p.addr.Addr() || src.Port() != p.addr.Port() {
-		e.drop(DropWrongAddress)
+		e.dropFrom(p, DropWrongAddress)
 		return
 	}
 	if !m.verify(b) {
-		e.drop(DropBadMAC)
+		e.dropFrom(p, DropBadMAC)
 		return
 	}
 	if h.to != e.cfg.Self {
-		e.drop(DropMisdirected)
+		e.dropFrom(p, DropMisdirected)
 		return
 	}
 	body := b[headerSize : len(b)-macSize]
 	var err error
 	r.ranges, body, err = parseRanges(body, int(h.nranges), h.ack, r.ranges[:0])
 	if err != nil || h.flags&^(flagData|flagRaw) != 0 || h.base == 0 || h.base > maxSeq+1 || h.seq > maxSeq || (h.flags&flagData == 0) != (len(body) == 0) || (h.flags&flagData != 0) != (h.seq != 0) {
-		e.drop(DropMalformed)
+		e.dropFrom(p, DropMalformed)
 		return
 	}
 	if h.flags&flagData != 0 {
 		if r.items, r.buf, err = decodeItems(body, h.flags&flagRaw != 0, e.cfg.MaxURL, r.items, r.buf); err != nil {
-			e.drop(DropMalformed)
+			e.dropFrom(p, DropMalformed)
 			return
 		}
 	}
@@ -126,7 +134,7 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	p.mu.Lock()
 	if !p.theirEpoch(h.epoch, now) {
 		p.mu.Unlock()
-		e.drop(DropStaleEpoch)
+		e.dropFrom(p, DropStaleEpoch)
 		return
 	}
 	if !p.rx.known || p.rx.epoch != h.epoch {
@@ -152,7 +160,7 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		p.rx.ackDirty = true
 		p.transmit(nil, now, false)
 		p.mu.Unlock()
-		e.drop(DropHandshake)
+		e.dropFrom(p, DropHandshake)
 		return
 	}
 	switch p.rx.check(h.seq) {
@@ -160,11 +168,11 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		// Our ack may have been lost: acknowledge again.
 		p.rx.ackDirty = true
 		p.mu.Unlock()
-		e.drop(DropDuplicate)
+		e.dropFrom(p, DropDuplicate)
 		return
 	case seqOutOfWindow:
 		p.mu.Unlock()
-		e.drop(DropWindow)
+		e.dropFrom(p, DropWindow)
 		return
 	}
 	n := e.deliveries.Add(1)

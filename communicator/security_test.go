@@ -87,12 +87,36 @@ func TestHostileDatagrams(t *testing.T) {
 		{"bad version", DropMalformed, reseal(good, testKey.Secret, func(b []byte) { b[0] = 2 })},
 		{"oversized", DropOversized, make([]byte, MaxPayload+1)},
 	}
+	// peerDrops is what ep1 counts against node 2, which every datagram
+	// here claims to come from.
+	peerDrops := func(reason string) uint64 {
+		for _, p := range ep1.Stats().Peers {
+			if p.ID == 2 {
+				return p.Drops[reason]
+			}
+		}
+		t.Fatal("no peer 2 in the stats")
+		return 0
+	}
 	for _, c := range cases {
-		before := ep1.Stats().Drops[DropName(c.reason)]
+		name := DropName(c.reason)
+		before, peerBefore := ep1.Stats().Drops[name], peerDrops(name)
 		inject(c.b)
-		waitUntil(t, 5*time.Second, c.name+" counted as "+DropName(c.reason), func() bool {
-			return ep1.Stats().Drops[DropName(c.reason)] > before
+		waitUntil(t, 5*time.Second, c.name+" counted as "+name, func() bool {
+			return ep1.Stats().Drops[name] > before
 		})
+		// Counted against the peer once the datagram names it (a known
+		// sender and key, a header that parses); else only overall.
+		switch after := peerDrops(name); c.reason {
+		case DropBadMAC, DropMisdirected, DropStaleEpoch, DropDuplicate:
+			if after != peerBefore+1 {
+				t.Errorf("%s: peer 2's %s drops %d, want %d", c.name, name, after, peerBefore+1)
+			}
+		case DropUnknownKey, DropUnknownNode, DropOversized:
+			if after != 0 {
+				t.Errorf("%s: counted against peer 2 (%s %d)", c.name, name, after)
+			}
+		}
 	}
 	// From an address that is not node 2's.
 	stranger, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -103,6 +127,9 @@ func TestHostileDatagrams(t *testing.T) {
 	before := ep1.Stats().Drops["wrong_address"]
 	stranger.WriteToUDPAddrPort(good, cl.addrs[1])
 	waitUntil(t, 5*time.Second, "wrong address counted", func() bool { return ep1.Stats().Drops["wrong_address"] > before })
+	if d := peerDrops("wrong_address"); d != 1 {
+		t.Errorf("a stranger's datagram in node 2's name: peer 2's wrong_address drops %d, want 1", d)
+	}
 
 	if c := cl.sinks[0].count(); c != 50 {
 		t.Fatalf("%d items delivered; want only the 50 genuine ones", c)

@@ -53,6 +53,12 @@ type PeerStats struct {
 	// all before it; RecvPending batches wait for Durable.
 	RecvAcked   uint32
 	RecvPending int
+	// Drops counts the datagrams dropped that named this peer as their
+	// sender, by reason (DropName; only reasons with a count): with a
+	// wrong address or MAC (forged), of an old epoch or already delivered
+	// (replayed, or retransmitted), misdirected, malformed or beyond the
+	// window. Datagrams that name no known peer count in Stats.Drops only.
+	Drops map[string]uint64
 }
 
 // Stats returns the endpoint's counters.
@@ -86,6 +92,14 @@ func (e *Endpoint) Stats() Stats {
 			ps.SpillSkipped, ps.SpillDamaged = sp.skippedBytes, sp.skippedRegions
 		}
 		p.mu.Unlock()
+		for i := range numReasons {
+			if v := p.drops[i].Load(); v > 0 {
+				if ps.Drops == nil {
+					ps.Drops = map[string]uint64{}
+				}
+				ps.Drops[dropNames[i]] = v
+			}
+		}
 		s.Peers = append(s.Peers, ps)
 	}
 	return s

@@ -156,7 +156,7 @@ func (r *Resolver) CacheLen() int { return r.cache.len(r.now()) }
 
 func (r *Resolver) now() int64 {
 	if r.coarse != nil {
-		return r.coarse.now.Load()
+		return r.coarse.read()
 	}
 	return r.cfg.Now().UnixNano()
 }

@@ -42,6 +42,13 @@ type Config struct {
 	MaxRetries    int           // temporary failures before a URL fails for good; default 3 (at most 15)
 	MaxHostsPerIP int           // hosts of one IP address fetching at once; 0: no limit
 
+	// MaxWait is the longest Next waits before it asks the clock again
+	// when no timer or Add is due sooner; default 100 ms, for clocks that
+	// are not the system clock (tests move them). A clock that follows the
+	// system clock (an NTP-corrected one) can take seconds: an idle node
+	// is then not woken ten times a second for nothing.
+	MaxWait time.Duration
+
 	// PhaseKey, when set, is the part of a host's name its phase is taken
 	// from: HostHash(PhaseKey(name)) mod Phases. A cluster node names its
 	// hosts by origin ("https:a.example:8443") but puts every origin of
@@ -78,6 +85,7 @@ func (c *Config) setDefaults() error {
 	defd(&c.ErrorDelay, 10*time.Second)
 	defd(&c.MaxBackoff, time.Hour)
 	defd(&c.MaxRetryAfter, time.Hour)
+	defd(&c.MaxWait, 100*time.Millisecond)
 	switch {
 	case c.Clock == nil:
 		return fmt.Errorf("%w: no clock", ErrConfig)
@@ -93,7 +101,7 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("%w: lists of %d ids", ErrConfig, c.ListLen)
 	case c.MaxRetries < 0 || c.MaxRetries > maxRetries:
 		return fmt.Errorf("%w: %d retries (want 0..%d)", ErrConfig, c.MaxRetries, maxRetries)
-	case c.MinDelay < 0 || c.PartialWait < 0 || c.MaxCrawlDelay < 0 || c.ErrorDelay < 0 || c.MaxBackoff < 0 || c.MaxRetryAfter < 0:
+	case c.MinDelay < 0 || c.PartialWait < 0 || c.MaxCrawlDelay < 0 || c.ErrorDelay < 0 || c.MaxBackoff < 0 || c.MaxRetryAfter < 0 || c.MaxWait < 0:
 		return fmt.Errorf("%w: negative duration", ErrConfig)
 	case c.MaxHostsPerIP < 0:
 		return fmt.Errorf("%w: %d hosts per IP", ErrConfig, c.MaxHostsPerIP)

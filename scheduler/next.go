@@ -70,6 +70,9 @@ func (s *Scheduler) TryNext() (l List, ok bool, wake time.Time, err error) {
 			if wake.IsZero() || wake.Before(g) {
 				wake = g
 			}
+		} else if g := p.End.Add(p.Guard); !p.End.IsZero() && (wake.IsZero() || g.Before(wake)) {
+			// The next slot's phase may have work: look then at the latest.
+			wake = g
 		}
 	}
 	return l, ok, wake, nil
@@ -85,8 +88,8 @@ func (s *Scheduler) Next(ctx context.Context) (List, error) {
 			return l, err
 		}
 		// Timers run on the scheduler's clock, which may not be the
-		// system clock: look again at least every 100 ms.
-		d := 100 * time.Millisecond
+		// system clock: look again at least every MaxWait.
+		d := s.cfg.MaxWait
 		if !wake.IsZero() {
 			d = min(d, max(time.Until(wake), time.Millisecond))
 		}

@@ -235,6 +235,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	var nodeRef *Node
 	if cfg.Cluster != nil {
 		cfg.Scheduler.Clock = gate{inner: cfg.Scheduler.Clock, n: &nodeRef}
+		if cfg.Scheduler.MaxWait == 0 {
+			cfg.Scheduler.MaxWait = clusterMaxWait
+		}
 		if cfg.Scheduler.PhaseKey == nil {
 			cfg.Scheduler.PhaseKey = phaseKey
 		}

@@ -32,6 +32,13 @@ import (
 	"github.com/kspider/kspider/spider/cluster"
 )
 
+// clusterMaxWait is how long a cluster node's scheduler waits, with no
+// timer due, before it asks the phase clock again. The clock follows the
+// system clock (NTP-corrected, or the system clock itself), and the
+// scheduler wakes at the next slot's start by itself; the wait only bounds
+// how late it sees the clock become safe again.
+const clusterMaxWait = time.Second
+
 // NodeCluster makes a node one of a cluster.
 type NodeCluster struct {
 	Config cluster.Config
@@ -45,6 +52,12 @@ type NodeCluster struct {
 	// RoundEvery is how often the coordinator (node 0) probes its peers
 	// while it is idle (default 250 ms).
 	RoundEvery time.Duration
+	// PrefetchHosts is how many hosts of its next slot a node resolves
+	// before the swap (node_prefetch.go); default 256, < 0: none.
+	PrefetchHosts int
+	// onPrefetch, when set (tests), is called after each prefetch round
+	// with the phase, the hosts and the round's deadline.
+	onPrefetch func(ph int, hosts []string, deadline time.Time)
 }
 
 // ClusterStats is the cluster part of a node's counters.
@@ -60,6 +73,9 @@ type ClusterStats struct {
 	Over              bool
 	Comm              communicator.Stats
 	TerminationRounds uint64
+	// DNS prefetch before the swap: rounds (one per slot), hosts resolved,
+	// failed (the failure is cached too), and cut off by the next slot's start.
+	PrefetchRounds, Prefetched, PrefetchFailed, PrefetchLate uint64
 }
 
 type inbound struct {
@@ -85,6 +101,7 @@ type nodeCluster struct {
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
+	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
 	clockUnsafe atomic.Pointer[string]
@@ -93,6 +110,9 @@ type nodeCluster struct {
 	sent, recv  atomic.Uint64
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
+
+	pf   prefetchStats
+	pfWG sync.WaitGroup // the prefetch loop, waited for by closeCluster
 
 	detMu    sync.Mutex
 	det      *cluster.Detector // node 0 only
@@ -104,7 +124,7 @@ type nodeCluster struct {
 func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
-		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), mismatch: map[int][]string{}, byes: map[int]bool{}}
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -373,6 +393,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.badControl.Add(1)
 			return
 		}
+		c.countProbe(from)
 		c.sendControl(from, cluster.TagState, cluster.EncodeState(r, c.state()))
 	case cluster.TagState:
 		r, st, err := cluster.DecodeState(it.URL)
@@ -380,6 +401,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.badControl.Add(1)
 			return
 		}
+		c.countProbe(from)
 		c.detMu.Lock()
 		_, over, err := c.det.Reply(from, r, st)
 		if over && c.finished == 0 {
@@ -461,8 +483,11 @@ func (c *nodeCluster) state() cluster.State {
 }
 
 // coordinate runs on node 0: while it is idle it probes its peers, one
-// round at a time.
+// round at a time. On every node it starts the DNS prefetch.
 func (c *nodeCluster) coordinate(ctx context.Context) {
+	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
+		c.pfWG.Go(func() { c.prefetchLoop(ctx, g.inner) })
+	}
 	if c.det == nil {
 		return
 	}
@@ -511,6 +536,7 @@ func (n *Node) closeCluster() error {
 	if c == nil {
 		return nil
 	}
+	c.pfWG.Wait() // its context ended with Run
 	if c.over.Load() && c.self != 0 {
 		stop := make(chan struct{})
 		t := time.AfterFunc(2*time.Second, func() { close(stop) })
@@ -532,6 +558,8 @@ func (n *Node) ClusterStats() ClusterStats {
 	if p := c.clockUnsafe.Load(); p != nil {
 		s.ClockUnsafe, s.Refusing = *p, true
 	}
+	s.PrefetchRounds, s.Prefetched = c.pf.rounds.Load(), c.pf.resolved.Load()
+	s.PrefetchFailed, s.PrefetchLate = c.pf.failed.Load(), c.pf.late.Load()
 	c.mismatchMu.Lock()
 	for id, d := range c.mismatch {
 		for _, l := range d {

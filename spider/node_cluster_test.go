@@ -84,6 +84,15 @@ func runCluster(t *testing.T, ctx context.Context, cfgs []NodeConfig) []ranNode 
 		if cs.Misrouted > 0 || cs.BadControl > 0 || len(cs.Mismatch) > 0 {
 			t.Errorf("node %d: misrouted %d, bad control %d, mismatch %v", i, cs.Misrouted, cs.BadControl, cs.Mismatch)
 		}
+		// The status page's peers: the end took two probe rounds at
+		// least, between node 0 and each other node.
+		st := n.Status()
+		checkFields(t, st)
+		for _, p := range st.Peers {
+			if (i == 0 || p.Node == 0) && p.ProbeRounds < 2 || len(p.ConfigMismatch) > 0 || p.DroppedForged > 0 {
+				t.Errorf("node %d's status of peer %d: %+v", i, p.Node, p)
+			}
+		}
 		if err := n.Close(); err != nil {
 			t.Errorf("node %d close: %v", i, err)
 		}
@@ -277,6 +286,11 @@ func TestClusterConfigMismatch(t *testing.T) {
 		if p := n.Counters().Pages; p != 0 {
 			t.Errorf("node %d fetched %d pages with a differing config", i, p)
 		}
+		st := n.Status()
+		checkFields(t, st)
+		if len(st.Peers) != 1 || !strings.Contains(strings.Join(st.Peers[0].ConfigMismatch, " "), "cluster.partition") {
+			t.Errorf("node %d: peers on the status page %+v; want cluster.partition in config_mismatch", i, st.Peers)
+		}
 	}
 }
 
@@ -412,6 +426,12 @@ func TestClusterForged(t *testing.T) {
 		if _, ok := n.tree.FindString(u); ok {
 			t.Errorf("forged URL %s admitted", u)
 		}
+	}
+	// The status page shows the impostor's datagrams against node 1.
+	st := n.Status()
+	checkFields(t, st)
+	if len(st.Peers) != 1 || st.Peers[0].Node != 1 || st.Peers[0].DroppedForged < cs.Comm.Drops["bad_mac"] {
+		t.Errorf("peers on the status page: %+v; want node 1 with dropped_forged >= %d", st.Peers, cs.Comm.Drops["bad_mac"])
 	}
 }
 

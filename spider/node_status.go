@@ -33,7 +33,10 @@ package spider
 //	                   rows, rows_used, hosts_in_view, ready, out, ip_blocked,
 //	                   buckets {FREE, QUEUING, FETCHING, TIMEWAIT: hosts}
 //	fetchers           busy (lists out), max, politeness_delay_seconds
-//	dns                hits, misses, hit_rate, queries, timeouts
+//	dns                hits, misses, hit_rate, queries, timeouts;
+//	                   prefetched, prefetch_failed, prefetch_late: a cluster
+//	                   node's lookups of its next slot's hosts before the
+//	                   swap (resolved, failed, cut off at the slot's start)
 //	storage []         dir, bytes, records, free_bytes, size_bytes,
 //	                   write_bytes_per_second, failed
 //	http_statuses      {"200": count, ...} responses by status code
@@ -42,7 +45,14 @@ package spider
 //	top_queued_hosts   [{host, queued}] most ids queued in the window first
 //	slowest_hosts      [{host, seconds_per_page, pages, at}] slowest first
 //	peers []           node, addr, up, queue, spilled_bytes, last_heard: the
-//	                   cluster's communicator's view, or NodeConfig.Peers
+//	                   cluster's communicator's view, or NodeConfig.Peers;
+//	                   dropped_forged (wrong address or MAC), dropped_replayed
+//	                   (old epoch, already delivered: replays and
+//	                   retransmissions), dropped_bad (misdirected, malformed,
+//	                   beyond the window): datagrams in the peer's name;
+//	                   config_mismatch [] (its cluster block's differing keys),
+//	                   probe_rounds (termination probes: answered by the
+//	                   peer on node 0, received from node 0 on the others)
 //
 // # Cost
 //
@@ -174,6 +184,10 @@ type DNSStatus struct {
 	HitRate  float64 `json:"hit_rate"`
 	Queries  int64   `json:"queries"`
 	Timeouts int64   `json:"timeouts"`
+
+	Prefetched     uint64 `json:"prefetched"`
+	PrefetchFailed uint64 `json:"prefetch_failed"`
+	PrefetchLate   uint64 `json:"prefetch_late"`
 }
 
 // DiskStatus is one page store directory.
@@ -223,6 +237,12 @@ type PeerStatus struct {
 	Queue        uint64    `json:"queue"`
 	SpilledBytes uint64    `json:"spilled_bytes"`
 	LastHeard    time.Time `json:"last_heard"`
+
+	DroppedForged   uint64   `json:"dropped_forged"`
+	DroppedReplayed uint64   `json:"dropped_replayed"`
+	DroppedBad      uint64   `json:"dropped_bad"`
+	ConfigMismatch  []string `json:"config_mismatch"`
+	ProbeRounds     uint64   `json:"probe_rounds"`
 }
 
 // Counters returns the part of s the progress line shows.
@@ -500,6 +520,9 @@ func (n *Node) status(full bool) *Status {
 			st.DNS.HitRate = float64(d.Hits) / float64(all)
 		}
 	}
+	if c := n.cl; c != nil {
+		st.DNS.Prefetched, st.DNS.PrefetchFailed, st.DNS.PrefetchLate = c.pf.resolved.Load(), c.pf.failed.Load(), c.pf.late.Load()
+	}
 	for code := range n.ss.statuses {
 		if c := n.ss.statuses[code].Load(); c > 0 {
 			st.HTTPStatuses[strconv.Itoa(code)] = c
@@ -605,9 +628,11 @@ func (n *Node) clusterPeers() []PeerStatus {
 		return out
 	}
 	for _, p := range n.ClusterStats().Comm.Peers {
-		out = append(out, PeerStatus{Node: int(p.ID), Addr: p.Addr.String(), Up: !p.Down,
+		ps := PeerStatus{Node: int(p.ID), Addr: p.Addr.String(), Up: !p.Down,
 			Queue:        uint64(max(p.Queued, 0)) + uint64(max(p.UnackedItems, 0)) + uint64(max(p.SpillItems, 0)),
-			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC()})
+			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC()}
+		n.cl.peerStatus(&ps, p.Drops)
+		out = append(out, ps)
 	}
 	return out
 }

@@ -30,11 +30,13 @@ var statusFields = map[string][]string{
 	"scheduler": {"window_size", "window_lo", "window_scan", "window_end", "rows", "rows_used", "hosts_in_view",
 		"ready", "out", "ip_blocked", "buckets"},
 	"fetchers":           {"busy", "max", "politeness_delay_seconds", "paused_seconds"},
-	"dns":                {"hits", "misses", "hit_rate", "queries", "timeouts"},
+	"dns":                {"hits", "misses", "hit_rate", "queries", "timeouts", "prefetched", "prefetch_failed", "prefetch_late"},
 	"storage[]":          {"dir", "bytes", "records", "free_bytes", "size_bytes", "write_bytes_per_second", "failed"},
 	"fetch_seconds":      {"buckets", "count", "sum"},
 	"top_queued_hosts[]": {"host", "queued"},
 	"slowest_hosts[]":    {"host", "seconds_per_page", "pages", "at"},
+	"peers[]": {"node", "addr", "up", "queue", "spilled_bytes", "last_heard", "dropped_forged", "dropped_replayed",
+		"dropped_bad", "config_mismatch", "probe_rounds"},
 }
 
 // checkFields fails unless the JSON of st has exactly the documented

@@ -19,6 +19,13 @@ import (
 // resolver.
 func startWeb(t *testing.T, cfg testweb.Config, log *bytes.Buffer) (*testweb.Server, LookupFunc) {
 	t.Helper()
+	srv, res := startWebResolver(t, cfg, log)
+	return srv, func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }
+}
+
+// startWebResolver is startWeb with the caching resolver itself.
+func startWebResolver(t *testing.T, cfg testweb.Config, log *bytes.Buffer) (*testweb.Server, *resolver.Resolver) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	srv, err := testweb.Start(ctx, testweb.Generate(cfg), testweb.ServeConfig{
@@ -38,7 +45,7 @@ func startWeb(t *testing.T, cfg testweb.Config, log *bytes.Buffer) (*testweb.Ser
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { res.Close() })
-	return srv, func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }
+	return srv, res
 }
 
 // scopeNone turns the trap filters off, so the crawl can be compared with

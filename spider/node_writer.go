@@ -30,8 +30,17 @@ type pageLinks struct {
 // scheduler. It syncs both (tree first) every SyncInterval while there are
 // unsynced additions and whenever a page waits for its id (waitSynced).
 func (n *Node) writer(msgs <-chan found) {
+	// The ticker runs only while something is unsynced: an idle node (a
+	// cluster node waiting for its phase) is not woken for nothing.
 	tick := time.NewTicker(n.cfg.SyncInterval)
 	defer tick.Stop()
+	ticking := true
+	arm := func() {
+		if !ticking {
+			tick.Reset(n.cfg.SyncInterval)
+			ticking = true
+		}
+	}
 	// outlinks keeps the links of fetched pages at depth > 0, in case a
 	// shorter path to the page turns up and its links must be followed
 	// again from the new depth (scope.Decision.Reexpand). Memory only: after
@@ -77,6 +86,7 @@ func (n *Node) writer(msgs <-chan found) {
 				waiting = append(waiting, m.done)
 			}
 			dirty = true
+			arm()
 			n.pending.Add(-1)
 			n.poke()
 			if len(waiting) > 0 && len(msgs) == 0 && n.idleSync.Load() {
@@ -89,7 +99,10 @@ func (n *Node) writer(msgs <-chan found) {
 				dirty = false
 			}
 		case <-n.clusterReady():
-			dirty = n.takeRemote(outlinks) || dirty
+			if n.takeRemote(outlinks) {
+				dirty = true
+				arm()
+			}
 		case <-n.syncReq:
 			sync()
 			dirty = false
@@ -97,6 +110,9 @@ func (n *Node) writer(msgs <-chan found) {
 			if dirty || len(waiting) > 0 {
 				sync()
 				dirty = false
+			} else {
+				tick.Stop()
+				ticking = false
 			}
 		}
 	}

@@ -28,6 +28,7 @@ type clusterBenchRun struct {
 	PagesPerS    float64 `json:"pages_per_s"`
 	CPUmsPerPage float64 `json:"cpu_ms_per_page"` // the node processes' user+system CPU per page stored
 	CPURatio     float64 `json:"cpu_ratio"`       // over the one node's
+	SysShare     float64 `json:"sys_share"`       // the part of that CPU in the kernel
 	URLsPerPage  float64 `json:"urls_sent_per_page"`
 	DgramPerPage float64 `json:"datagrams_per_page"`
 	BytesPerPage float64 `json:"bytes_per_page"`       // UDP payload bytes out, all nodes
@@ -40,7 +41,7 @@ type clusterBenchRun struct {
 }
 
 func benchCluster(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--json]",
+	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--cpuprofile PREFIX] [--json]",
 		`Crawls one test web (plain, on loopback) with one 'kspider run' process,
 then with a cluster of --nodes processes on this machine (UDP on
 127.0.0.1), partitioned by URL and then by host. Every crawl must store
@@ -54,6 +55,8 @@ across nodes.`)
 	depth := fs.Int("depth", 4, "link depth")
 	phase := fs.Duration("phase-length", 2*time.Second, "phase length of the cluster")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	procs := fs.Int("node-procs", 0, "GOMAXPROCS of each node process of a cluster (0: the machine's CPUs shared out, at least 1)")
+	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -64,7 +67,7 @@ across nodes.`)
 	if err != nil {
 		return err
 	}
-	b := clusterBench{depth: *depth, phase: *phase,
+	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile, procs: *procs,
 		command: func(args []string) *exec.Cmd { return exec.CommandContext(ctx, exe, args...) }}
 	runs, err := b.runAll(ctx, testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
 		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes)
@@ -94,6 +97,8 @@ type clusterBench struct {
 	seeds                []string
 	depth                int
 	phase                time.Duration
+	profile              string // CPU profile path prefix, "" for none
+	procs                int    // GOMAXPROCS of a cluster's nodes; 0: shared out
 	seq                  int
 	log                  *logCounter
 }
@@ -217,12 +222,19 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if n > 1 {
 			args = append(args, "--node", fmt.Sprint(i))
 		}
+		if b.profile != "" {
+			args = append(args, "--cpuprofile", fmt.Sprintf("%s-%d-%s-%d.pprof", b.profile, n, part, i))
+		}
 		cmd := b.command(args)
 		if n > 1 {
 			// Each node gets its share of the cores, as it would have its
 			// own machine: Go's idle threads of n processes spinning on the
 			// same cores cost more than the crawl (see README).
-			cmd.Env = append(cmd.Environ(), fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/n)))
+			procs := b.procs
+			if procs <= 0 {
+				procs = max(1, runtime.NumCPU()/n)
+			}
+			cmd.Env = append(cmd.Environ(), fmt.Sprintf("GOMAXPROCS=%d", procs))
 		}
 		out := &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
@@ -235,12 +247,13 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 			return r, nil, err
 		}
 	}
-	var cpu time.Duration
+	var cpu, sys time.Duration
 	for i, c := range cmds {
 		if err := c.Wait(); err != nil {
 			return r, nil, fmt.Errorf("node %d of %d: %v\n%s", i, n, err, outs[i].String())
 		}
 		cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+		sys += c.ProcessState.SystemTime()
 	}
 	r.Seconds = time.Since(start).Seconds()
 	conns1, reqs1 := b.log.counts()
@@ -276,6 +289,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	p := float64(r.Pages)
 	r.PagesPerS = p / r.Seconds
 	r.CPUmsPerPage = float64(cpu.Microseconds()) / 1000 / p
+	r.SysShare = float64(sys) / float64(max(cpu, 1))
 	r.URLsPerPage, r.DgramPerPage, r.BytesPerPage = float64(sent)/p, float64(dgrams)/p, float64(bytesOut)/p
 	r.ConnsPerPage, r.ReqsPerPage = float64(conns1-conns0)/p, float64(reqs1-reqs0)/p
 	most := 0

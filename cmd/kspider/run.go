@@ -43,9 +43,15 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
 	statusAddr := fs.String("status", "", "status page `ADDR`ess (host:port; \"off\": none), replacing the config's status")
 	nodeFlag := fs.Int("node", -1, "this node's `ID` in cluster.nodes (default: the node whose udp address is local, else cluster.node)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE`")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}

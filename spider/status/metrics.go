@@ -33,6 +33,7 @@ type nodeCollector struct {
 	rateP, rateB, fetchers, fetchersBusy, delay, paused, phaseActive, phases, toSwap, mayStart, clockSafe metric
 	clockOffset, windowSize, windowIDs, rows, rowsUsed, hosts, ready, out, dnsHits, dnsMisses, dnsQueries metric
 	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue   metric
+	peerDropped, peerMismatch, peerProbes                                                                 metric
 	fetchDur                                                                                              *prometheus.Desc
 }
 
@@ -79,6 +80,9 @@ func newMetrics(src Source) http.Handler {
 		peerQueue:    newMetric("peer_queue_urls", "URLs queued for the peer.", prometheus.GaugeValue, "node"),
 		peerSpilled:  newMetric("peer_spilled_bytes", "Bytes spilled to disk for the peer.", prometheus.GaugeValue, "node"),
 		peerHeard:    newMetric("peer_last_heard_timestamp_seconds", "When the peer was last heard from.", prometheus.GaugeValue, "node"),
+		peerDropped:  newMetric("peer_dropped_datagrams_total", "Datagrams in the peer's name dropped, by kind (forged, replayed, bad).", prometheus.CounterValue, "node", "kind"),
+		peerMismatch: newMetric("peer_config_mismatch", "1 when the peer's cluster block differs from ours.", prometheus.GaugeValue, "node"),
+		peerProbes:   newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", prometheus.CounterValue, "node"),
 		uptime:       newMetric("uptime_seconds", "Seconds since the crawl started.", prometheus.GaugeValue),
 		fetchDur:     prometheus.NewDesc(ns+"_fetch_duration_seconds", "Time to fetch one response.", nil, nil),
 	}
@@ -100,7 +104,7 @@ func (c *nodeCollector) all() []metric {
 		c.links, c.admitted, c.rateP, c.rateB, c.fetchers, c.fetchersBusy, c.delay, c.paused, c.phaseActive, c.phases,
 		c.toSwap, c.mayStart, c.clockSafe, c.clockOffset, c.windowSize, c.windowIDs, c.rows, c.rowsUsed, c.hosts,
 		c.ready, c.out, c.dnsHits, c.dnsMisses, c.dnsQueries, c.diskBytes, c.diskFree, c.diskSize, c.diskFailed,
-		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.uptime, c.queue}
+		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.uptime, c.queue}
 }
 
 func b2f(b bool) float64 {
@@ -182,6 +186,11 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			heard = float64(pe.LastHeard.UnixNano()) / float64(time.Second)
 		}
 		put(c.peerHeard, heard, id)
+		put(c.peerDropped, float64(pe.DroppedForged), id, "forged")
+		put(c.peerDropped, float64(pe.DroppedReplayed), id, "replayed")
+		put(c.peerDropped, float64(pe.DroppedBad), id, "bad")
+		put(c.peerMismatch, b2f(len(pe.ConfigMismatch) > 0), id)
+		put(c.peerProbes, float64(pe.ProbeRounds), id)
 	}
 	put(c.uptime, st.Uptime)
 	h := st.FetchSeconds

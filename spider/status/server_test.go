@@ -59,7 +59,8 @@ func sampleStatus() spider.Status {
 		FetchSeconds: spider.Histogram{Buckets: []spider.Bucket{{LE: 0.1, Count: 5}, {LE: 1, Count: 9}}, Count: 10, Sum: 4.5},
 		TopQueued:    []spider.HostQueued{{Host: "big.example", Queued: 99}},
 		Slowest:      []spider.HostSlow{{Host: "slow.example", Seconds: 2.5, Pages: 3}},
-		Peers:        []spider.PeerStatus{{Node: 2, Addr: "10.0.0.2:7400", Up: true, Queue: 12}},
+		Peers: []spider.PeerStatus{{Node: 2, Addr: "10.0.0.2:7400", Up: true, Queue: 12, DroppedForged: 7, DroppedReplayed: 5, DroppedBad: 3,
+			ConfigMismatch: []string{"cluster.partition: ours \"url\", theirs \"host\""}, ProbeRounds: 41}},
 	}
 }
 
@@ -89,7 +90,8 @@ func TestPageRendersNumbersAndChart(t *testing.T) {
 	body, h := get(t, srv.URL+"/")
 	for _, want := range []string{`id="t-pages" data-value="123456">123,456<`, `id="t-urls" data-value="777777">777,777<`,
 		`<svg id="chart" data-points="3"`, `id="line-pages"`, `points="0.0,`, "big.example", "slow.example", "90.0 %",
-		`http-equiv="refresh"`, "10.0.0.2:7400", "filtered: too-deep"} {
+		`http-equiv="refresh"`, "10.0.0.2:7400", "filtered: too-deep", ">7 / 5 / 3<", "<b>differs:</b> cluster.partition: ours &#34;url&#34;, theirs &#34;host&#34;",
+		">41<"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -123,7 +125,9 @@ func TestMetricsPassPromtool(t *testing.T) {
 	for _, want := range []string{"kspider_pages_fetched_total 130000", "kspider_pages_stored_total 123456",
 		"kspider_bytes_total 9e+08", `kspider_fetch_duration_seconds_bucket{le="0.1"} 5`, "kspider_fetch_duration_seconds_count 10",
 		`kspider_http_responses_total{code="404"} 5000`, `kspider_fetch_errors_total{kind="timeout"} 3`,
-		`kspider_urls{state="in-list"} 5000`, `kspider_peer_up{node="2"} 1`, "kspider_phase_active 1"} {
+		`kspider_urls{state="in-list"} 5000`, `kspider_peer_up{node="2"} 1`, "kspider_phase_active 1",
+		`kspider_peer_dropped_datagrams_total{kind="forged",node="2"} 7`, `kspider_peer_dropped_datagrams_total{kind="replayed",node="2"} 5`,
+		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %q", want)
 		}
