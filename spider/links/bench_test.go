@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/kspider/kspider/spider/links/htmltok"
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
@@ -151,7 +150,7 @@ func BenchmarkExtractVsDOM(b *testing.B) {
 	pages, total := loadPages(b)
 	b.SetBytes(total)
 	var x Extractor
-	var tExtract, tDOM, tDOMNetURL, tTokenize, tTokenizeOurs time.Duration
+	var tExtract, tDOM, tDOMNetURL, tTokenize time.Duration
 	links := 0
 	timed := func(d *time.Duration, pass func(p page)) {
 		b.StopTimer()
@@ -175,11 +174,6 @@ func BenchmarkExtractVsDOM(b *testing.B) {
 			for z.Next() != html.ErrorToken {
 			}
 		})
-		timed(&tTokenizeOurs, func(p page) {
-			z := htmltok.NewTokenizer(bytes.NewReader(p.body))
-			for z.Next() != html.ErrorToken {
-			}
-		})
 	}
 	mb := float64(total) * float64(b.N) / 1e6
 	b.ReportMetric(mb/tExtract.Seconds(), "extract-MB/s")
@@ -189,6 +183,4 @@ func BenchmarkExtractVsDOM(b *testing.B) {
 	b.ReportMetric(tDOM.Seconds()/tExtract.Seconds(), "speedup-vs-dom")
 	b.ReportMetric(tDOMNetURL.Seconds()/tExtract.Seconds(), "speedup-vs-dom-neturl")
 	b.ReportMetric(tTokenize.Seconds()/tExtract.Seconds(), "speed-vs-bare-tokenizer")
-	b.ReportMetric(mb/tTokenizeOurs.Seconds(), "htmltok-MB/s")
-	b.ReportMetric(tTokenizeOurs.Seconds()/tExtract.Seconds(), "speed-vs-bare-htmltok")
 }
