@@ -44,7 +44,8 @@ type Config struct {
 	MaxAttempts int   // sends of a request that got no response (default 3)
 	MaxInterim  int   // 1xx responses skipped before the final one (default 8)
 
-	// PoolBytes bounds the buffers kept for reuse (default 64 MiB).
+	// PoolBytes bounds the buffers kept for reuse (default 16 MiB: 64 made a
+	// one-host crawl's peak RSS 1.2x as large, at the same CPU per page).
 	PoolBytes int64
 
 	// NoPipelineHosts bounds the no-pipelining list (default 65536).
@@ -95,7 +96,7 @@ func (c *Config) setDefaults() error {
 	defInt(&c.MaxInterim, 8)
 	defInt(&c.NoPipelineHosts, 65536)
 	if c.PoolBytes <= 0 {
-		c.PoolBytes = 64 << 20
+		c.PoolBytes = 16 << 20
 	}
 	return nil
 }
