@@ -123,13 +123,32 @@ func (n *Node) robotsGap(ctx context.Context, origin string) bool {
 }
 
 // robotsDoer is the robots.Fetcher's client: one request, one collector
-// list. It does not follow redirects (the Fetcher does).
+// list. It does not follow redirects (the Fetcher does). A request whose
+// context carries a primedRobots is answered, once, from the robots.txt
+// response the collector already read on a list's connection
+// (node_robots_list.go), with no fetch.
 type robotsDoer struct{ n *Node }
 
 func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	n := d.n
 	u := req.URL.String()
 	origin := robots.OriginOf(u)
+	if p, _ := req.Context().Value(primedKey{}).(*primedRobots); p != nil && !p.used {
+		// The first hop, robots.txt of the list's origin, came on the
+		// list's connection. Recorded as a fetch (rulesFor's "fetched")
+		// and as a close now: a redirect hop to the same origin waits the
+		// gap after it.
+		p.used = true
+		n.robots.mu.Lock()
+		n.robots.connected[origin] = time.Now()
+		n.robots.mu.Unlock()
+		if p.err != nil {
+			return nil, p.err
+		}
+		resp := *p.resp
+		resp.Body, resp.Request = io.NopCloser(bytes.NewReader(p.body)), req
+		return &resp, nil
+	}
 	// A redirect to the same origin opens its next connection only after
 	// the gap.
 	if !n.robotsGap(req.Context(), origin) {
@@ -140,18 +159,40 @@ func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	n.robots.mu.Lock()
 	n.robots.connected[origin] = time.Now()
 	n.robots.mu.Unlock()
-	r := &b.Results[0]
+	p := primeRobots(&b.Results[0])
+	if p.err != nil {
+		return nil, p.err
+	}
+	p.resp.Body, p.resp.Request = io.NopCloser(bytes.NewReader(p.body)), req
+	return p.resp, nil
+}
+
+// primedRobots is a robots.txt response (or the error it amounts to) the
+// collector read on a list's connection, for robotsDoer to hand the
+// robots.Fetcher instead of fetching it. Its context key is primedKey.
+type primedRobots struct {
+	resp *http.Response // without Body and Request
+	body []byte
+	err  error
+	used bool
+}
+
+type primedKey struct{}
+
+// primeRobots turns the collector's robots.txt result into what the
+// robots.Fetcher reads, copied out of the collector's buffers.
+func primeRobots(r *collector.Result) *primedRobots {
 	switch {
 	case r.Status == 0:
-		return nil, fmt.Errorf("%s: %v: %v", u, r.Kind, r.Err)
+		return &primedRobots{err: fmt.Errorf("%s: %v: %v", r.URL, r.Kind, r.Err)}
 	case r.Status == 429:
 		// Too many requests: unreachable for now, not "no robots.txt".
-		return nil, fmt.Errorf("%s: status 429", u)
+		return &primedRobots{err: fmt.Errorf("%s: status 429", r.URL)}
 	case r.Status/100 == 2 && r.Kind != collector.OK && r.Kind != collector.TooLarge:
 		// A body cut short is not the file (RFC 9309 §2.3.1.4 would have
 		// us parse what came; a cut file may lose its Disallow lines).
-		return nil, fmt.Errorf("%s: %v: %v", u, r.Kind, r.Err)
+		return &primedRobots{err: fmt.Errorf("%s: %v: %v", r.URL, r.Kind, r.Err)}
 	}
-	return &http.Response{StatusCode: r.Status, Status: http.StatusText(r.Status), Header: r.Header.Clone(),
-		Body: io.NopCloser(bytes.NewReader(bytes.Clone(r.Body))), Request: req}, nil
+	return &primedRobots{resp: &http.Response{StatusCode: r.Status, Status: http.StatusText(r.Status), Header: r.Header.Clone()},
+		body: bytes.Clone(r.Body)}
 }
