@@ -63,15 +63,12 @@ func (s *robotsListSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // crawlRobotsList crawls a robotsListSite on loopback to the end, the
-// seed "/" alone in the host's first list, and returns what was stored
-// (paths) and the site for its records.
-func crawlRobotsList(t *testing.T, robotsTxt func(w http.ResponseWriter, r *http.Request, n int), minDelay time.Duration) (map[string]bool, *robotsListSite) {
+// seed "/" alone in the host's first list, a politeness delay of 10 ms
+// (set changes the config further, when not nil), and returns what was
+// stored (paths) and the site for its records.
+func crawlRobotsList(t *testing.T, robotsTxt func(w http.ResponseWriter, r *http.Request, n int), set func(*NodeConfig)) (map[string]bool, *robotsListSite) {
 	t.Helper()
 	site := &robotsListSite{robots: robotsTxt, hits: map[string]int{}}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := &http.Server{Handler: site,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			site.mu.Lock()
@@ -90,16 +87,39 @@ func crawlRobotsList(t *testing.T, robotsTxt func(w http.ResponseWriter, r *http
 				site.open--
 			}
 		}}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := crawlSite(t, srv, ln, "listsite.test", func(cfg *NodeConfig) {
+		cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond, MaxCrawlDelay: 2 * time.Second,
+			ErrorDelay: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetries: 2}
+		if set != nil {
+			set(cfg)
+		}
+	})
+	site.mu.Lock()
+	defer site.mu.Unlock()
+	if site.maxOpen > 1 {
+		t.Errorf("%d connections open at once", site.maxOpen)
+	}
+	return got, site
+}
+
+// crawlSite serves srv on ln, as host name host, and crawls it to the end
+// from "/" (depth 2, 2 fetchers, a 10 ms reconnect gap; set changes the
+// config further); it returns the paths stored.
+func crawlSite(t *testing.T, srv *http.Server, ln net.Listener, host string, set func(*NodeConfig)) map[string]bool {
+	t.Helper()
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	dir := t.TempDir()
-	seed := fmt.Sprintf("http://listsite.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	seed := fmt.Sprintf("http://%s:%d/", host, ln.Addr().(*net.TCPAddr).Port)
 	cfg := nodeConfigFor(t, dir, []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}, nil, 2)
-	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: minDelay, MaxCrawlDelay: 2 * time.Second,
-		ErrorDelay: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, MaxRetries: 2}
 	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond}
+	set(&cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sum, err := runNode(t, ctx, cfg)
@@ -110,12 +130,7 @@ func crawlRobotsList(t *testing.T, robotsTxt func(w http.ResponseWriter, r *http
 	for u := range storedURLs(t, dir) {
 		got[strings.TrimPrefix(u, strings.TrimSuffix(seed, "/"))] = true
 	}
-	site.mu.Lock()
-	defer site.mu.Unlock()
-	if site.maxOpen > 1 {
-		t.Errorf("%d connections open at once", site.maxOpen)
-	}
-	return got, site
+	return got
 }
 
 // connOf returns the connection of path's first request, 0 when none.
@@ -145,7 +160,7 @@ func wantCrawled(t *testing.T, got map[string]bool, s *robotsListSite) {
 // then the URLs it allows over one connection; the next list (rules
 // cached) over one more.
 func TestNodeRobotsOneConnection(t *testing.T) {
-	got, s := crawlRobotsList(t, servePrivateRules, 10*time.Millisecond)
+	got, s := crawlRobotsList(t, servePrivateRules, nil)
 	wantCrawled(t, got, s)
 	if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") != s.connOf("/") || s.conns != 2 {
 		t.Errorf("robots.txt asked %d times on connection %d, / on %d, %d connections; want once, one connection for both, 2 in all",
@@ -159,7 +174,7 @@ func TestNodeRobotsOneConnection(t *testing.T) {
 func TestNodeRobotsCrawlDelayFirst(t *testing.T) {
 	got, s := crawlRobotsList(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		fmt.Fprint(w, privateRules+"Crawl-delay: 0.3\n")
-	}, 10*time.Millisecond)
+	}, nil)
 	wantCrawled(t, got, s)
 	if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") == s.connOf("/") {
 		t.Errorf("robots.txt asked %d times, on connection %d, / on %d; want once, / on another", s.hits["/robots.txt"], s.connOf("/robots.txt"), s.connOf("/"))
@@ -188,7 +203,7 @@ func TestNodeRobotsRedirectFallback(t *testing.T) {
 			return
 		}
 		fmt.Fprint(w, privateRules)
-	}, 10*time.Millisecond)
+	}, nil)
 	wantCrawled(t, got, s)
 	if s.hits["/robots.txt"] != 1 || s.hits["/robots-moved.txt"] != 1 {
 		t.Errorf("requests %v; want robots.txt and robots-moved.txt once each", s.hits)
@@ -206,14 +221,14 @@ func TestNodeRobotsHostile(t *testing.T) {
 			w.Write([]byte("User-agent: *\nDisall"))
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
-		}, 10*time.Millisecond)
+		}, nil)
 		if len(got) != 0 || len(s.hits) != 1 || s.hits["/robots.txt"] < 2 {
 			t.Errorf("stored %v, requests %v; want nothing stored, robots.txt only, asked again", got, s.hits)
 		}
 	})
 	t.Run("too large", func(t *testing.T) {
 		big := privateRules + strings.Repeat("# padding to go past the parse limit\n", 600<<10/37)
-		got, s := crawlRobotsList(t, func(w http.ResponseWriter, r *http.Request, n int) { fmt.Fprint(w, big) }, 10*time.Millisecond)
+		got, s := crawlRobotsList(t, func(w http.ResponseWriter, r *http.Request, n int) { fmt.Fprint(w, big) }, nil)
 		wantCrawled(t, got, s)
 		if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") == s.connOf("/") {
 			t.Errorf("robots.txt asked %d times on connection %d, / on %d; want once, / on the next", s.hits["/robots.txt"], s.connOf("/robots.txt"), s.connOf("/"))
