@@ -18,6 +18,8 @@ import (
 // back-off after failures, the stale-copy rule) whose fetches go through
 // the collector, each hop of a redirect chain (up to 5, RFC 9309
 // §2.3.1.2) a list of its own, closed lingering, after the reconnect gap.
+// A host's first robots.txt usually comes on its list's own connection
+// instead (robotsFirst, node_robots_list.go), handed to the Source primed.
 // The cache is in memory: after a restart each host's robots.txt is
 // fetched again.
 type nodeRobots struct {
@@ -56,7 +58,8 @@ func newNodeRobots(n *Node) nodeRobots {
 
 // rulesFor returns host h's robots.txt rules for URL u's origin, and
 // records the status and Crawl-delay in the scheduler when robots.txt was
-// fetched. fetched: a connection was opened for robots.txt; !ok: robots.txt
+// fetched (on a connection of its own, or primed: read on the list's, see
+// robotsDoer). fetched: robots.txt was fetched; !ok: robots.txt
 // is unreachable (and no earlier copy may stand in for it), nothing may be
 // fetched for now.
 func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
