@@ -63,41 +63,70 @@ func newNodeRobots(n *Node) nodeRobots {
 // is unreachable (and no earlier copy may stand in for it), nothing may be
 // fetched for now.
 func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
-	origin := robots.OriginOf(u)
-	r = n.robots.src.Rules(ctx, origin)
+	v := n.robotsVerdictFor(ctx, u)
+	return v.rules, v.fetched, n.recordRobots(h, v)
+}
+
+// robotsVerdict is what the node's robots.Source said of an origin, before
+// the scheduler hears of it (recordRobots).
+type robotsVerdict struct {
+	origin   string
+	rules    *robots.Rules // nil when !ok
+	fetched  bool          // robots.txt was fetched for this answer
+	ok       bool          // false: unreachable with no copy to use, or ctx ended
+	failures int           // consecutive unreachable fetches
+}
+
+// robotsVerdictFor asks the Source for URL u's origin. It touches memory
+// only (and the network when the Source fetches): the robots hook calls it
+// while the list's connection is open.
+func (n *Node) robotsVerdictFor(ctx context.Context, u string) robotsVerdict {
+	v := robotsVerdict{origin: robots.OriginOf(u)}
+	v.rules = n.robots.src.Rules(ctx, v.origin)
 	n.robots.mu.Lock()
-	_, fetched = n.robots.connected[origin]
-	delete(n.robots.connected, origin) // processList waits the gap after it
+	_, v.fetched = n.robots.connected[v.origin]
+	delete(n.robots.connected, v.origin) // processList waits the gap after it
 	n.robots.mu.Unlock()
 	if ctx.Err() != nil {
-		return nil, fetched, false
+		v.rules = nil
+		return v
 	}
-	_, failures := n.robots.src.Cache.ID(origin)
-	if failures > 0 && r == robots.DisallowAll() {
+	_, v.failures = n.robots.src.Cache.ID(v.origin)
+	if v.failures > 0 && v.rules == robots.DisallowAll() {
 		// Unreachable, with no copy to use: the list waits (the Source's
 		// own DisallowAll says "not now", not "never").
-		if fetched {
-			n.st.errors.Add(1)
-			n.cfg.Logf("robots.txt of %s unreachable (%d times running)", origin, failures)
-			if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
-				n.fail(err)
-			}
-		}
-		return nil, fetched, false
+		v.rules = nil
+		return v
 	}
-	if fetched {
-		st := scheduler.RobotsOK
-		if r == robots.AllowAll() {
-			st = scheduler.RobotsNone // 4xx, too many redirects
-		}
-		if failures > 0 {
-			n.cfg.Logf("robots.txt of %s unreachable: using the copy fetched before", origin)
-		}
-		if err := n.sched.SetRobots(h, st, r.CrawlDelay); err != nil {
+	v.ok = true
+	return v
+}
+
+// recordRobots tells the scheduler (status, Crawl-delay) and the counters
+// what a fetched robots.txt gave, and returns v.ok.
+func (n *Node) recordRobots(h uint32, v robotsVerdict) bool {
+	if !v.fetched || v.rules == nil && v.failures == 0 {
+		return v.ok // nothing fetched, or the crawl stopped
+	}
+	if !v.ok {
+		n.st.errors.Add(1)
+		n.cfg.Logf("robots.txt of %s unreachable (%d times running)", v.origin, v.failures)
+		if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
 			n.fail(err)
 		}
+		return false
 	}
-	return r, fetched, true
+	st := scheduler.RobotsOK
+	if v.rules == robots.AllowAll() {
+		st = scheduler.RobotsNone // 4xx, too many redirects
+	}
+	if v.failures > 0 {
+		n.cfg.Logf("robots.txt of %s unreachable: using the copy fetched before", v.origin)
+	}
+	if err := n.sched.SetRobots(h, st, v.rules.CrawlDelay); err != nil {
+		n.fail(err)
+	}
+	return true
 }
 
 // robotsGap waits, before the next hop of a robots.txt redirect chain,

@@ -77,12 +77,21 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string)
 		return n.robotsSeparate(ctx, l, urls)
 	}
 	reqs = reqs[:k]
-	h := &robotsHook{n: n, ctx: ctx, host: l.Host, url: urls[0], reqs: reqs}
+	// The hook runs while the list's connection is open: it reads memory
+	// only. The scheduler (its lock may wait on a sync) hears of robots.txt
+	// once Fetch is back, the connection closed: a slow hook would keep it
+	// open, past a cluster slot's end.
+	crawlCap := cmp.Or(n.cfg.Scheduler.MaxCrawlDelay, 60*time.Second) // the scheduler's default cap
+	h := &robotsHook{n: n, ctx: ctx, url: urls[0], reqs: reqs, minDelay: n.sched.MinDelay(), crawlCap: crawlCap}
 	b := n.coll.Fetch(ctx, &collector.List{Requests: reqs, Robots: true, AfterRobots: h.after,
 		RobotsMaxBody: robots.DefaultMaxSize + 1, Linger: true, Stop: n.ctl.stopping})
 	drop := func() {
 		n.unreserve(k)
 		n.releaseUnkept(b, make([]bool, len(b.Results)))
+	}
+	if h.called && h.redirect == nil && !n.recordRobots(l.Host, h.verdict) && ctx.Err() == nil {
+		drop()
+		return robotsList{}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -95,13 +104,10 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string)
 	case h.later:
 		drop()
 		return robotsList{later: true}
-	case h.called && !h.ok:
-		drop()
-		return robotsList{}
 	case !h.called:
 		// No URL of the list parsed: the collector sent nothing, and
 		// every result says why (BadURL).
-		h.rules = robots.AllowAll()
+		h.verdict.rules = robots.AllowAll()
 	}
 	// The skipped (disallowed) results leave the batch: it then lines up
 	// with processList's allowed, not stored URLs.
@@ -115,7 +121,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string)
 	clear(b.Results[m:])
 	b.Results = b.Results[:m]
 	n.unreserve(k - m)
-	return robotsList{rules: h.rules, ok: true, batch: b, reserved: m}
+	return robotsList{rules: h.verdict.rules, ok: true, batch: b, reserved: m}
 }
 
 // robotsSeparate is the path for a host whose rules the node holds (or
@@ -128,21 +134,21 @@ func (n *Node) robotsSeparate(ctx context.Context, l scheduler.List, urls []stri
 
 // robotsHook is one list's List.AfterRobots and what it decided.
 type robotsHook struct {
-	n    *Node
-	ctx  context.Context
-	host uint32
-	url  string // the list's first URL
-	reqs []collector.Request
+	n                  *Node
+	ctx                context.Context
+	url                string // the list's first URL
+	reqs               []collector.Request
+	minDelay, crawlCap time.Duration // the politeness delay, the Crawl-delay cap
 
 	called   bool
-	rules    *robots.Rules
-	ok       bool
+	verdict  robotsVerdict // for recordRobots once the connection is closed
 	later    bool
 	redirect *primedRobots // robots.txt redirects: followed after the list
 }
 
-// after is List.AfterRobots: it runs on the collector's fetcher goroutine,
-// while processList waits in Fetch.
+// after is List.AfterRobots: it runs on the collector's fetcher goroutine
+// (processList's, inside Fetch) while the connection is open, so it
+// touches memory only.
 func (h *robotsHook) after(r *collector.Result) []bool {
 	h.called = true
 	all := func() []bool {
@@ -160,19 +166,18 @@ func (h *robotsHook) after(r *collector.Result) []bool {
 		h.redirect = p
 		return all()
 	}
-	n := h.n
-	h.rules, _, h.ok = n.rulesFor(context.WithValue(h.ctx, primedKey{}, p), h.host, h.url)
-	if !h.ok {
+	h.verdict = h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, p), h.url)
+	if !h.verdict.ok {
 		return all()
 	}
-	crawlCap := cmp.Or(n.cfg.Scheduler.MaxCrawlDelay, 60*time.Second) // the scheduler's default cap
-	if min(h.rules.CrawlDelay, crawlCap) > n.sched.MinDelay() {
+	rules := h.verdict.rules
+	if min(rules.CrawlDelay, h.crawlCap) > h.minDelay {
 		h.later = true
 		return all()
 	}
 	skip := make([]bool, len(h.reqs))
 	for i, rq := range h.reqs {
-		skip[i] = !h.rules.AllowedURL(rq.URL)
+		skip[i] = !rules.AllowedURL(rq.URL)
 	}
 	return skip
 }
