@@ -172,8 +172,12 @@ type fetcher struct {
 	col       *Collector
 	ctx       context.Context
 	each      func(*Result)
-	linger    bool            // List.Linger of the list running
-	stop      <-chan struct{} // List.Stop of the list running
+	linger    bool                 // List.Linger of the list running
+	stop      <-chan struct{}      // List.Stop of the list running
+	after     func(*Result) []bool // List.AfterRobots of the list running
+	robots    *Result              // the robots.txt result while not final; nil otherwise
+	robotsMax int64                // List.RobotsMaxBody
+	skipped   bool                 // AfterRobots marked items that are still pending
 	hdr       http.Header
 	br        *bufio.Reader // small (smallReader bytes)
 	brBig     *bufio.Reader // Config.MaxHeader bytes, for long heads

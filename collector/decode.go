@@ -35,14 +35,15 @@ type decoders struct {
 }
 
 // decode sets r.Body from r.WireBody, inflating gzip, deflate and zstd into a
-// pooled buffer of at most MaxBody bytes.
+// pooled buffer of at most MaxBody bytes (f.maxBody).
 func (f *fetcher) decode(r *Result) {
 	enc := strings.ToLower(strings.TrimSpace(r.ContentEncoding))
 	if enc == "" || enc == "identity" || len(r.WireBody) == 0 {
 		r.Body = r.WireBody
 		return
 	}
-	zr, err := f.dec.reader(enc, r.WireBody, uint64(f.col.cfg.MaxBody)+1)
+	maxBody := f.maxBody(r)
+	zr, err := f.dec.reader(enc, r.WireBody, uint64(maxBody)+1)
 	if errors.Is(err, errUnknownCoding) {
 		r.Body = r.WireBody
 		if r.Kind == OK {
@@ -50,14 +51,14 @@ func (f *fetcher) decode(r *Result) {
 		}
 		return
 	}
-	db := f.col.bufs.get(min(4*len(r.WireBody), int(f.col.cfg.MaxBody)))
+	db := f.col.bufs.get(min(4*len(r.WireBody), int(maxBody)))
 	if err == nil {
 		var complete bool
-		complete, err = f.col.bufs.readCapped(zr, &db, f.col.cfg.MaxBody)
+		complete, err = f.col.bufs.readCapped(zr, &db, maxBody)
 		if err == nil && !complete {
 			r.Truncated = true
 			if r.Kind == OK {
-				r.Kind, r.Err = TooLarge, fmt.Errorf("decoded body over %d bytes: truncated", f.col.cfg.MaxBody)
+				r.Kind, r.Err = TooLarge, fmt.Errorf("decoded body over %d bytes: truncated", maxBody)
 			}
 		}
 	}

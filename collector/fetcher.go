@@ -49,17 +49,23 @@ type item struct {
 	res  *Result
 	u    *url.URL
 	head bool
+	req  int  // index in List.Requests; -1 for robots.txt
+	skip bool // AfterRobots skipped it: never sent, ends Skipped
 }
 
 // run fetches list l into b.
 func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 	f.ctx, f.each, f.linger, f.stop = ctx, l.Each, l.Linger, l.Stop
-	defer func() { f.ctx, f.each, f.linger, f.stop = nil, nil, false, nil }()
+	f.after, f.robotsMax = l.AfterRobots, l.RobotsMaxBody
+	defer func() {
+		f.ctx, f.each, f.linger, f.stop = nil, nil, false, nil
+		f.after, f.robots, f.robotsMax, f.skipped = nil, nil, 0, false
+	}()
 	f.items = f.items[:0]
 	f.pending = f.pending[:0]
 	var o origin
 	have := false
-	add := func(r *Result, raw string, head bool) {
+	add := func(r *Result, raw string, head bool, req int) {
 		u, err := url.Parse(raw)
 		var ro origin
 		if err == nil {
@@ -77,7 +83,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 			o, have = ro, true
 		}
 		f.pending = append(f.pending, len(f.items))
-		f.items = append(f.items, item{res: r, u: u, head: head})
+		f.items = append(f.items, item{res: r, u: u, head: head, req: req})
 	}
 	if b.Robots != nil && len(l.Requests) > 0 {
 		// The list's origin comes from its first URL that parses.
@@ -91,11 +97,13 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 			}
 		}
 		if have {
-			add(b.Robots, b.Robots.URL, false)
+			// Item 0 until it is final: the list's requests wait for it.
+			add(b.Robots, b.Robots.URL, false, -1)
+			f.robots = b.Robots
 		}
 	}
 	for i := range l.Requests {
-		add(&b.Results[i], l.Requests[i].URL, l.Requests[i].Head)
+		add(&b.Results[i], l.Requests[i].URL, l.Requests[i].Head, i)
 	}
 	if len(f.pending) > 0 {
 		f.fetchAll(&o, b)
@@ -119,8 +127,24 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		for _, x := range out {
 			f.pending = append(f.pending, x.idx)
 		}
+		if f.robots != nil {
+			// robots.txt ends first, so that AfterRobots decides before
+			// the rest end.
+			for k, i := range f.pending {
+				if i == 0 {
+					copy(f.pending[1:k+1], f.pending[:k])
+					f.pending[0] = 0
+					break
+				}
+			}
+		}
 		for _, i := range f.pending {
 			r := f.items[i].res
+			if f.items[i].skip {
+				r.Kind, r.Err = Skipped, nil
+				f.finish(r)
+				continue
+			}
 			r.Kind, r.Err = NotTried, nil
 			if lastErr != nil && f.ctx.Err() == nil {
 				r.Kind, r.Err = lastKind, lastErr
@@ -154,6 +178,10 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	}
 	var lastEnd time.Time
 	for len(f.pending) > 0 || len(out) > 0 {
+		if f.skipped {
+			f.dropSkipped()
+			continue // the loop's test again: nothing may be left to send
+		}
 		if f.ctx.Err() != nil || len(out) == 0 && f.stopped() {
 			return
 		}
@@ -190,6 +218,11 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		now := time.Now()
 		for len(out) < depth && len(f.pending) > 0 && !f.stopped() {
 			i := f.pending[0]
+			if f.robots != nil && i != 0 {
+				// robots.txt is out and not answered yet: AfterRobots
+				// decides what follows it.
+				break
+			}
 			f.pending = f.pending[1:]
 			x := exchange{idx: i, req: f.request(c.sent%cfg.Pipeline, &f.items[i]), sent: now, pipelined: len(out) > 0}
 			c.sent++
@@ -319,8 +352,15 @@ func (f *fetcher) done(c *conn, r *Result, x exchange) {
 	f.finish(r)
 }
 
-// finish hands a final result to the list's Each.
+// finish hands a final result to the list's Each; robots.txt's goes to
+// AfterRobots first.
 func (f *fetcher) finish(r *Result) {
+	if r == f.robots {
+		f.robots = nil
+		if f.after != nil {
+			f.markSkipped(f.after(r))
+		}
+	}
 	if f.each != nil {
 		f.each(r)
 	}
@@ -355,4 +395,34 @@ func (f *fetcher) wait(d time.Duration) bool {
 	case <-f.ctx.Done():
 		return false
 	}
+}
+
+// markSkipped marks the items AfterRobots skipped; they leave the queue at
+// the top of fetchAll's loop (dropSkipped) or in its final sweep.
+func (f *fetcher) markSkipped(skip []bool) {
+	for k := range f.items {
+		it := &f.items[k]
+		if it.req >= 0 && it.req < len(skip) && skip[it.req] {
+			it.skip = true
+			f.skipped = true
+		}
+	}
+}
+
+// dropSkipped finishes the skipped items still queued, Skipped, and takes
+// them off the queue. None is out: nothing follows robots.txt before it is
+// final.
+func (f *fetcher) dropSkipped() {
+	f.skipped = false
+	keep := f.pending[:0]
+	for _, i := range f.pending {
+		if f.items[i].skip {
+			r := f.items[i].res
+			r.Kind, r.Err = Skipped, nil
+			f.finish(r)
+			continue
+		}
+		keep = append(keep, i)
+	}
+	f.pending = keep
 }

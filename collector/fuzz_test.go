@@ -14,6 +14,9 @@ import (
 // with pipelining off or on: every connection the fetcher opens answers
 // with the same bytes and closes. Whatever the bytes, Fetch must end within
 // its bounds, with a classified result per URL and no body over the cap.
+// With depth&8 the list asks for robots.txt first (RobotsMaxBody 100) and
+// AfterRobots skips the second URL: it must be called once, before any
+// other request is answered, and the skipped URL never sent.
 func FuzzResponses(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
@@ -27,6 +30,8 @@ func FuzzResponses(f *testing.F) {
 	} {
 		f.Add([]byte(s), uint8(1))
 		f.Add([]byte(s), uint8(3))
+		f.Add([]byte(s), uint8(9))
+		f.Add([]byte(s), uint8(11))
 	}
 	f.Fuzz(func(t *testing.T, server []byte, depth uint8) {
 		c, err := New(Config{UserAgent: testUA, Pipeline: 1 + int(depth%4), MaxBody: 1 << 16, MaxHeader: 4 << 10,
@@ -47,11 +52,33 @@ func FuzzResponses(f *testing.F) {
 			return cl, nil
 		}
 		l := &List{Requests: []Request{{ID: 1, URL: "http://a.test/1"}, {ID: 2, URL: "http://a.test/2", Head: true}, {ID: 3, URL: "http://a.test/3"}}}
+		calls, early := 0, 0
+		if depth&8 != 0 {
+			l.Robots, l.RobotsMaxBody = true, 100
+			l.AfterRobots = func(r *Result) []bool {
+				calls++
+				if len(r.Body) > 100 || len(r.WireBody) > 100 {
+					t.Errorf("robots.txt body %d, wire %d bytes over its cap", len(r.Body), len(r.WireBody))
+				}
+				return []bool{false, true}
+			}
+			l.Each = func(r *Result) {
+				if r.ID != 0 && r.Attempts > 0 && calls == 0 {
+					early++
+				}
+			}
+		}
 		start := time.Now()
 		b := c.Fetch(context.Background(), l)
 		defer c.Release(b)
 		if d := time.Since(start); d > 15*time.Second {
 			t.Fatalf("took %v", d)
+		}
+		if depth&8 != 0 {
+			if calls != 1 || early > 0 || b.Results[1].Kind != Skipped || b.Results[1].Attempts != 0 {
+				t.Fatalf("AfterRobots called %d times, %d requests answered before it; second URL %s after %d attempts",
+					calls, early, b.Results[1].Kind, b.Results[1].Attempts)
+			}
 		}
 		for i := range b.Results {
 			r := &b.Results[i]

@@ -162,18 +162,19 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	// this body by its chunks, then trust nothing after it.
 	conflict := chunked && bytes.Contains(bytes.ToLower(r.Head), []byte("\ncontent-length:"))
 
+	maxBody := f.maxBody(r)
 	hint := 16 << 10
 	if resp.ContentLength >= 0 {
 		// One more byte than announced: EOF then arrives without a grow.
-		hint = int(min(resp.ContentLength, cfg.MaxBody)) + 1
+		hint = int(min(resp.ContentLength, maxBody)) + 1
 	}
 	wb := f.col.bufs.get(hint)
-	complete, err := f.col.bufs.readCapped(resp.Body, &wb, cfg.MaxBody)
+	complete, err := f.col.bufs.readCapped(resp.Body, &wb, maxBody)
 	r.bufs[1] = wb
 	r.WireBody = *wb
 	switch {
 	case err == nil && !complete:
-		r.Kind, r.Err, r.Truncated = TooLarge, fmt.Errorf("body over %d bytes: truncated", cfg.MaxBody), true
+		r.Kind, r.Err, r.Truncated = TooLarge, fmt.Errorf("body over %d bytes: truncated", maxBody), true
 	case err != nil:
 		r.Short = true
 		r.Kind, r.Err = f.kindOf(err), fmt.Errorf("body after %d bytes: %w", len(r.WireBody), err)
@@ -183,6 +184,15 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	}
 	f.decode(r)
 	return info
+}
+
+// maxBody is the cap on r's body: Config.MaxBody, or List.RobotsMaxBody
+// when lower and r is robots.txt.
+func (f *fetcher) maxBody(r *Result) int64 {
+	if r == f.robots && f.robotsMax > 0 {
+		return min(f.robotsMax, f.col.cfg.MaxBody)
+	}
+	return f.col.cfg.MaxBody
 }
 
 // smallReader is the buffered reader a connection starts with: reads of a

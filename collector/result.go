@@ -17,8 +17,24 @@ type Request struct {
 type List struct {
 	Requests []Request
 	// Robots asks for /robots.txt of the list's origin first, on the same
-	// connection; its result is Batch.Robots.
+	// connection; its result is Batch.Robots. No request of the list is
+	// sent before the robots.txt response is read (or has failed).
 	Robots bool
+	// AfterRobots, when set with Robots, is called once with the
+	// robots.txt result as soon as it is final, whatever it is (an answer,
+	// a failure, or NotTried when the list ended first), in the fetcher's
+	// goroutine, before Each sees it and before any request of the list is
+	// sent. skip[i] true: Requests[i] is never sent and comes back
+	// Skipped; a short or nil skip skips nothing beyond its length. So a
+	// host's first list costs one connection: robots.txt, then the URLs
+	// it allows. The result's buffers are valid only during the call. It
+	// is not called when no URL of the list parses (nothing is fetched).
+	AfterRobots func(robots *Result) (skip []bool)
+	// RobotsMaxBody, when > 0 and below Config.MaxBody, caps robots.txt's
+	// body (on the wire and decoded): past it the result is TooLarge and
+	// Truncated, the connection is closed, and the list goes on over a new
+	// one after the reconnect gap.
+	RobotsMaxBody int64
 	// Each, when set, is called with every result as soon as it is final
 	// (in the fetcher's goroutine, in completion order), so that the caller
 	// can store a page and release its buffers (Collector.ReleaseResult)
@@ -65,9 +81,10 @@ const (
 	BadURL           // not an http(s) URL of the list's origin
 	Canceled         // the list was cancelled while this response was read
 	NotTried         // the list ended (cancelled, or its host failed) before this URL was sent
+	Skipped          // List.AfterRobots asked for it not to be sent
 )
 
-var kindNames = [...]string{"", "dns", "connect", "tls", "timeout", "reset", "too-large", "bad-response", "bad-encoding", "bad-url", "canceled", "not-tried"}
+var kindNames = [...]string{"", "dns", "connect", "tls", "timeout", "reset", "too-large", "bad-response", "bad-encoding", "bad-url", "canceled", "not-tried", "skipped"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

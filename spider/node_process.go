@@ -47,9 +47,12 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() {
 		return // (max_pages reached: the list waits, NotTried)
 	}
-	rules, fetched, ok := n.rulesFor(ctx, l.Host, urls[0])
+	// robots.txt on the list's connection when the node has no rules for
+	// the host (node_robots_list.go): rl.batch is then the list fetched.
+	rl := n.robotsFirst(ctx, l, urls)
+	rules, fetched, ok := rl.rules, rl.fetched, rl.ok
 	if !ok { // robots.txt unreachable (or the crawl stopped): everything waits
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || rl.later {
 			return
 		}
 		for _, id := range l.IDs {
@@ -73,7 +76,10 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 	}
 	// max_pages: fetch only what is left of it; the rest is cut (NotTried).
-	k := n.reserve(len(reqs))
+	k := rl.reserved
+	if rl.batch == nil {
+		k = n.reserve(len(reqs))
+	}
 	reqs, ids = reqs[:k], ids[:k]
 	storedN := 0
 	defer func() { n.unreserve(k - storedN) }()
@@ -89,8 +95,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		t.Stop()
 	}
-	var b *collector.Batch
-	if len(reqs) > 0 && ctx.Err() == nil {
+	b := rl.batch
+	if b == nil && len(reqs) > 0 && ctx.Err() == nil {
 		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true, Stop: n.ctl.stopping})
 	}
 	fetchEnded()

@@ -18,6 +18,8 @@ import (
 // back-off after failures, the stale-copy rule) whose fetches go through
 // the collector, each hop of a redirect chain (up to 5, RFC 9309
 // §2.3.1.2) a list of its own, closed lingering, after the reconnect gap.
+// A host's first robots.txt usually comes on its list's own connection
+// instead (robotsFirst, node_robots_list.go), handed to the Source primed.
 // The cache is in memory: after a restart each host's robots.txt is
 // fetched again.
 type nodeRobots struct {
@@ -56,45 +58,75 @@ func newNodeRobots(n *Node) nodeRobots {
 
 // rulesFor returns host h's robots.txt rules for URL u's origin, and
 // records the status and Crawl-delay in the scheduler when robots.txt was
-// fetched. fetched: a connection was opened for robots.txt; !ok: robots.txt
+// fetched (on a connection of its own, or primed: read on the list's, see
+// robotsDoer). fetched: robots.txt was fetched; !ok: robots.txt
 // is unreachable (and no earlier copy may stand in for it), nothing may be
 // fetched for now.
 func (n *Node) rulesFor(ctx context.Context, h uint32, u string) (r *robots.Rules, fetched, ok bool) {
-	origin := robots.OriginOf(u)
-	r = n.robots.src.Rules(ctx, origin)
+	v := n.robotsVerdictFor(ctx, u)
+	return v.rules, v.fetched, n.recordRobots(h, v)
+}
+
+// robotsVerdict is what the node's robots.Source said of an origin, before
+// the scheduler hears of it (recordRobots).
+type robotsVerdict struct {
+	origin   string
+	rules    *robots.Rules // nil when !ok
+	fetched  bool          // robots.txt was fetched for this answer
+	ok       bool          // false: unreachable with no copy to use, or ctx ended
+	failures int           // consecutive unreachable fetches
+}
+
+// robotsVerdictFor asks the Source for URL u's origin. It touches memory
+// only (and the network when the Source fetches): the robots hook calls it
+// while the list's connection is open.
+func (n *Node) robotsVerdictFor(ctx context.Context, u string) robotsVerdict {
+	v := robotsVerdict{origin: robots.OriginOf(u)}
+	v.rules = n.robots.src.Rules(ctx, v.origin)
 	n.robots.mu.Lock()
-	_, fetched = n.robots.connected[origin]
-	delete(n.robots.connected, origin) // processList waits the gap after it
+	_, v.fetched = n.robots.connected[v.origin]
+	delete(n.robots.connected, v.origin) // processList waits the gap after it
 	n.robots.mu.Unlock()
 	if ctx.Err() != nil {
-		return nil, fetched, false
+		v.rules = nil
+		return v
 	}
-	_, failures := n.robots.src.Cache.ID(origin)
-	if failures > 0 && r == robots.DisallowAll() {
+	_, v.failures = n.robots.src.Cache.ID(v.origin)
+	if v.failures > 0 && v.rules == robots.DisallowAll() {
 		// Unreachable, with no copy to use: the list waits (the Source's
 		// own DisallowAll says "not now", not "never").
-		if fetched {
-			n.st.errors.Add(1)
-			n.cfg.Logf("robots.txt of %s unreachable (%d times running)", origin, failures)
-			if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
-				n.fail(err)
-			}
-		}
-		return nil, fetched, false
+		v.rules = nil
+		return v
 	}
-	if fetched {
-		st := scheduler.RobotsOK
-		if r == robots.AllowAll() {
-			st = scheduler.RobotsNone // 4xx, too many redirects
-		}
-		if failures > 0 {
-			n.cfg.Logf("robots.txt of %s unreachable: using the copy fetched before", origin)
-		}
-		if err := n.sched.SetRobots(h, st, r.CrawlDelay); err != nil {
+	v.ok = true
+	return v
+}
+
+// recordRobots tells the scheduler (status, Crawl-delay) and the counters
+// what a fetched robots.txt gave, and returns v.ok.
+func (n *Node) recordRobots(h uint32, v robotsVerdict) bool {
+	if !v.fetched || v.rules == nil && v.failures == 0 {
+		return v.ok // nothing fetched, or the crawl stopped
+	}
+	if !v.ok {
+		n.st.errors.Add(1)
+		n.cfg.Logf("robots.txt of %s unreachable (%d times running)", v.origin, v.failures)
+		if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
 			n.fail(err)
 		}
+		return false
 	}
-	return r, fetched, true
+	st := scheduler.RobotsOK
+	if v.rules == robots.AllowAll() {
+		st = scheduler.RobotsNone // 4xx, too many redirects
+	}
+	if v.failures > 0 {
+		n.cfg.Logf("robots.txt of %s unreachable: using the copy fetched before", v.origin)
+	}
+	if err := n.sched.SetRobots(h, st, v.rules.CrawlDelay); err != nil {
+		n.fail(err)
+	}
+	return true
 }
 
 // robotsGap waits, before the next hop of a robots.txt redirect chain,
@@ -123,13 +155,32 @@ func (n *Node) robotsGap(ctx context.Context, origin string) bool {
 }
 
 // robotsDoer is the robots.Fetcher's client: one request, one collector
-// list. It does not follow redirects (the Fetcher does).
+// list. It does not follow redirects (the Fetcher does). A request whose
+// context carries a primedRobots is answered, once, from the robots.txt
+// response the collector already read on a list's connection
+// (node_robots_list.go), with no fetch.
 type robotsDoer struct{ n *Node }
 
 func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	n := d.n
 	u := req.URL.String()
 	origin := robots.OriginOf(u)
+	if p, _ := req.Context().Value(primedKey{}).(*primedRobots); p != nil && !p.used {
+		// The first hop, robots.txt of the list's origin, came on the
+		// list's connection. Recorded as a fetch (rulesFor's "fetched")
+		// and as a close now: a redirect hop to the same origin waits the
+		// gap after it.
+		p.used = true
+		n.robots.mu.Lock()
+		n.robots.connected[origin] = time.Now()
+		n.robots.mu.Unlock()
+		if p.err != nil {
+			return nil, p.err
+		}
+		resp := *p.resp
+		resp.Body, resp.Request = io.NopCloser(bytes.NewReader(p.body)), req
+		return &resp, nil
+	}
 	// A redirect to the same origin opens its next connection only after
 	// the gap.
 	if !n.robotsGap(req.Context(), origin) {
@@ -140,18 +191,40 @@ func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	n.robots.mu.Lock()
 	n.robots.connected[origin] = time.Now()
 	n.robots.mu.Unlock()
-	r := &b.Results[0]
+	p := primeRobots(&b.Results[0])
+	if p.err != nil {
+		return nil, p.err
+	}
+	p.resp.Body, p.resp.Request = io.NopCloser(bytes.NewReader(p.body)), req
+	return p.resp, nil
+}
+
+// primedRobots is a robots.txt response (or the error it amounts to) the
+// collector read on a list's connection, for robotsDoer to hand the
+// robots.Fetcher instead of fetching it. Its context key is primedKey.
+type primedRobots struct {
+	resp *http.Response // without Body and Request
+	body []byte
+	err  error
+	used bool
+}
+
+type primedKey struct{}
+
+// primeRobots turns the collector's robots.txt result into what the
+// robots.Fetcher reads, copied out of the collector's buffers.
+func primeRobots(r *collector.Result) *primedRobots {
 	switch {
 	case r.Status == 0:
-		return nil, fmt.Errorf("%s: %v: %v", u, r.Kind, r.Err)
+		return &primedRobots{err: fmt.Errorf("%s: %v: %v", r.URL, r.Kind, r.Err)}
 	case r.Status == 429:
 		// Too many requests: unreachable for now, not "no robots.txt".
-		return nil, fmt.Errorf("%s: status 429", u)
+		return &primedRobots{err: fmt.Errorf("%s: status 429", r.URL)}
 	case r.Status/100 == 2 && r.Kind != collector.OK && r.Kind != collector.TooLarge:
 		// A body cut short is not the file (RFC 9309 §2.3.1.4 would have
 		// us parse what came; a cut file may lose its Disallow lines).
-		return nil, fmt.Errorf("%s: %v: %v", u, r.Kind, r.Err)
+		return &primedRobots{err: fmt.Errorf("%s: %v: %v", r.URL, r.Kind, r.Err)}
 	}
-	return &http.Response{StatusCode: r.Status, Status: http.StatusText(r.Status), Header: r.Header.Clone(),
-		Body: io.NopCloser(bytes.NewReader(bytes.Clone(r.Body))), Request: req}, nil
+	return &primedRobots{resp: &http.Response{StatusCode: r.Status, Status: http.StatusText(r.Status), Header: r.Header.Clone()},
+		body: bytes.Clone(r.Body)}
 }

@@ -1,0 +1,183 @@
+package spider
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/robots"
+)
+
+// robots.txt on the list's own connection.
+//
+// A host whose rules the node does not hold (a new host, rules past their
+// TTL, a restart) gets robots.txt and its list over ONE connection: the
+// list goes to the collector with List.Robots, and List.AfterRobots
+// (robotsHook), called on the fetcher's goroutine once the robots.txt
+// response is read and before any of the list's requests is sent, hands
+// that response to the node's robots.Source (through robotsDoer, primed:
+// no second fetch) and so caches it, records status and Crawl-delay in the
+// scheduler, and applies the stale-copy rule exactly as rulesFor does; it
+// skips the URLs the rules disallow (the collector never sends them;
+// they are reported Denied). Before, robots.txt took a connection of its
+// own and the list waited the reconnect gap (50 ms) for a second one.
+//
+// Where the hook cannot decide at once, the list is not sent:
+//
+//   - robots.txt redirects (3xx): the chain is followed as before (each
+//     hop a list of its own, after the gap; the first hop's answer is the
+//     one already read, not asked again), then the list is fetched on a
+//     connection of its own after the gap (today's path);
+//   - the rules' Crawl-delay (capped at MaxCrawlDelay) is longer than the
+//     politeness delay: the robots.txt visit counts as the host's list, so
+//     every URL is reported NotTried and the scheduler hands the list out
+//     again after its TIMEWAIT, which the Crawl-delay now sets; the rules
+//     are cached by then;
+//   - robots.txt unreachable (5xx, 429, a connection failure, a body cut
+//     short) with no stale copy to use: every URL is reported FailedTemp,
+//     as before; with a stale copy the list goes on under it;
+//   - the crawl stopping (context cancelled): nothing is recorded, the URLs
+//     come back NotTried.
+//
+// A robots.txt body is read up to robots.DefaultMaxSize+1 bytes
+// (List.RobotsMaxBody), what robots.ParseLimit needs; a longer one is cut
+// there, its connection closed, and the list goes on over a new one after
+// the gap.
+
+// robotsList is what robotsFirst found for a list.
+type robotsList struct {
+	rules    *robots.Rules
+	fetched  bool // robots.txt came on a connection of its own: wait the gap
+	ok       bool // false: robots.txt unreachable, or the crawl stopped
+	later    bool // report the list NotTried: it goes out after TIMEWAIT
+	batch    *collector.Batch
+	reserved int // max_pages reserved for batch's fetches (its results)
+}
+
+// robotsFirst returns the rules for list l (urls, its URLs) and, when the
+// node held none for its origin, the batch of the list fetched after
+// robots.txt on one connection: only allowed, not stored URLs, in list
+// order, as many as max_pages allowed (reserved). batch nil: fetch the
+// list as before.
+func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string) robotsList {
+	origin := robots.OriginOf(urls[0])
+	if _, fresh := n.robots.src.Cache.Get(origin, time.Now()); fresh {
+		return n.robotsSeparate(ctx, l, urls)
+	}
+	var reqs []collector.Request
+	for i, u := range urls {
+		if !n.stored[l.IDs[i]] {
+			reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
+		}
+	}
+	k := n.reserve(len(reqs))
+	if k == 0 {
+		return n.robotsSeparate(ctx, l, urls)
+	}
+	reqs = reqs[:k]
+	// The hook runs while the list's connection is open: it reads memory
+	// only. The scheduler (its lock may wait on a sync) hears of robots.txt
+	// once Fetch is back, the connection closed: a slow hook would keep it
+	// open, past a cluster slot's end.
+	crawlCap := cmp.Or(n.cfg.Scheduler.MaxCrawlDelay, 60*time.Second) // the scheduler's default cap
+	h := &robotsHook{n: n, ctx: ctx, url: urls[0], reqs: reqs, minDelay: n.sched.MinDelay(), crawlCap: crawlCap}
+	b := n.coll.Fetch(ctx, &collector.List{Requests: reqs, Robots: true, AfterRobots: h.after,
+		RobotsMaxBody: robots.DefaultMaxSize + 1, Linger: true, Stop: n.ctl.stopping})
+	drop := func() {
+		n.unreserve(k)
+		n.releaseUnkept(b, make([]bool, len(b.Results)))
+	}
+	if h.called && h.redirect == nil && !n.recordRobots(l.Host, h.verdict) && ctx.Err() == nil {
+		drop()
+		return robotsList{}
+	}
+	switch {
+	case ctx.Err() != nil:
+		drop()
+		return robotsList{}
+	case h.redirect != nil:
+		drop()
+		rules, fetched, ok := n.rulesFor(context.WithValue(ctx, primedKey{}, h.redirect), l.Host, urls[0])
+		return robotsList{rules: rules, fetched: fetched, ok: ok}
+	case h.later:
+		drop()
+		return robotsList{later: true}
+	case !h.called:
+		// No URL of the list parsed: the collector sent nothing, and
+		// every result says why (BadURL).
+		h.verdict.rules = robots.AllowAll()
+	}
+	// The skipped (disallowed) results leave the batch: it then lines up
+	// with processList's allowed, not stored URLs.
+	m := 0
+	for i := range b.Results {
+		if b.Results[i].Kind != collector.Skipped {
+			b.Results[m] = b.Results[i]
+			m++
+		}
+	}
+	clear(b.Results[m:])
+	b.Results = b.Results[:m]
+	n.unreserve(k - m)
+	return robotsList{rules: h.verdict.rules, ok: true, batch: b, reserved: m}
+}
+
+// robotsSeparate is the path for a host whose rules the node holds (or
+// that has nothing left to fetch): rulesFor, which fetches robots.txt on a
+// connection of its own when needed.
+func (n *Node) robotsSeparate(ctx context.Context, l scheduler.List, urls []string) robotsList {
+	rules, fetched, ok := n.rulesFor(ctx, l.Host, urls[0])
+	return robotsList{rules: rules, fetched: fetched, ok: ok}
+}
+
+// robotsHook is one list's List.AfterRobots and what it decided.
+type robotsHook struct {
+	n                  *Node
+	ctx                context.Context
+	url                string // the list's first URL
+	reqs               []collector.Request
+	minDelay, crawlCap time.Duration // the politeness delay, the Crawl-delay cap
+
+	called   bool
+	verdict  robotsVerdict // for recordRobots once the connection is closed
+	later    bool
+	redirect *primedRobots // robots.txt redirects: followed after the list
+}
+
+// after is List.AfterRobots: it runs on the collector's fetcher goroutine
+// (processList's, inside Fetch) while the connection is open, so it
+// touches memory only.
+func (h *robotsHook) after(r *collector.Result) []bool {
+	h.called = true
+	all := func() []bool {
+		skip := make([]bool, len(h.reqs))
+		for i := range skip {
+			skip[i] = true
+		}
+		return skip
+	}
+	if h.ctx.Err() != nil {
+		return all() // the crawl stops: nothing learnt
+	}
+	p := primeRobots(r)
+	if p.err == nil && r.Status/100 == 3 {
+		h.redirect = p
+		return all()
+	}
+	h.verdict = h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, p), h.url)
+	if !h.verdict.ok {
+		return all()
+	}
+	rules := h.verdict.rules
+	if min(rules.CrawlDelay, h.crawlCap) > h.minDelay {
+		h.later = true
+		return all()
+	}
+	skip := make([]bool, len(h.reqs))
+	for i, rq := range h.reqs {
+		skip[i] = !rules.AllowedURL(rq.URL)
+	}
+	return skip
+}
