@@ -54,7 +54,7 @@ type benchCrawlCase struct {
 }
 
 // crawlFigures is what one crawl cost. CPU and peak RSS are the crawling
-// process's own (wait4's rusage of the child).
+// process's own (wait4's rusage of the child; VmHWM, see runPeakRSS).
 type crawlFigures struct {
 	Pages        int64   `json:"pages"` // responses (kspider: pages stored)
 	Bytes        int64   `json:"bytes"` // body bytes
@@ -103,7 +103,7 @@ Each kspider crawl is a node (spider.OpenNode, Run, as 'kspider run' does)
 in a child process, one connection per host; the same nginx crawls are run
 with colly v2.3.0 (tools/collybench, built with 'go build' into a temporary
 directory, queue mode, 16 threads) in a child process too, so both sides'
-CPU time and peak RSS are their own (wait4's rusage). Prints pages, pages/s,
+CPU time (wait4's rusage) and peak RSS (VmHWM) are their own. Prints pages, pages/s,
 MB/s, CPU ms per page and peak RSS of each, and kspider's over colly's
 (targets: pages/s >= 2x, CPU per page <= 0.3x, peak RSS <= 1x, and >= 4,000
 pages/s on the test web).`)
@@ -370,7 +370,8 @@ func (r *crawlRunner) crawl(ctx context.Context, name string, spec crawlChildSpe
 	cmd.Stdin = bytes.NewReader(in)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	rss, err := runPeakRSS(cmd)
+	if err != nil {
 		return crawlFigures{}, fmt.Errorf("kspider crawl of %s: %v\n%s", name, err, errOut.String())
 	}
 	var f crawlFigures
@@ -378,7 +379,7 @@ func (r *crawlRunner) crawl(ctx context.Context, name string, spec crawlChildSpe
 		return f, fmt.Errorf("kspider crawl of %s: %v (%q)", name, err, out.String())
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	setCPU(&f, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), float64(ru.Maxrss)/1024)
+	setCPU(&f, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), rss)
 	return f, nil
 }
 
@@ -399,7 +400,7 @@ func rusageSelf() (time.Duration, float64) {
 }
 
 // crawlChild is the child: it runs the crawl given on stdin and prints its
-// figures as JSON; the parent adds CPU time and peak RSS from wait4.
+// figures as JSON; the parent adds CPU time and peak RSS.
 func crawlChild(ctx context.Context, e env) error {
 	var spec crawlChildSpec
 	if err := json.NewDecoder(e.stdin).Decode(&spec); err != nil {
@@ -525,7 +526,8 @@ func runCollybench(ctx context.Context, bin, dns string, seeds []string) (crawlF
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--json", "--threads", "16", "--dns", dns}, seeds...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
+	rss, err := runPeakRSS(cmd)
+	if err != nil {
 		return crawlFigures{}, fmt.Errorf("collybench: %v\n%s", err, errOut.String())
 	}
 	var res struct {
@@ -542,7 +544,7 @@ func runCollybench(ctx context.Context, bin, dns string, seeds []string) (crawlF
 		f.MBPerS = float64(f.Bytes) / 1e6 / f.Seconds
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	setCPU(&f, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), float64(ru.Maxrss)/1024)
+	setCPU(&f, time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), rss)
 	return f, nil
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -60,4 +62,25 @@ func TestMedianFigures(t *testing.T) {
 	if r.PagesPerS != 3 || math.Abs(r.CPUPerPage-0.3) > 1e-9 || r.PeakRSS != 0.75 {
 		t.Errorf("median of two: %+v", r)
 	}
+}
+
+// TestPeakRSSIsTheChilds: a small child's peak RSS is its own, not this
+// (larger) test process's, which wait4's ru_maxrss would report.
+func TestPeakRSSIsTheChilds(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command")
+	}
+	ballast := make([]byte, 64<<20)
+	for i := range ballast {
+		ballast[i] = 1
+	}
+	mb, err := runPeakRSS(exec.Command(sleep, "0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb <= 0 || mb > 32 {
+		t.Errorf("sleep's peak RSS: %.1f MB, want (0, 32] (this process holds 64 MB more)", mb)
+	}
+	runtime.KeepAlive(ballast)
 }
