@@ -2,6 +2,8 @@ package spider
 
 import (
 	"fmt"
+	"hash/maphash"
+	"strings"
 
 	"github.com/kspider/kspider/spider/scope"
 )
@@ -21,11 +23,56 @@ type treeDepth struct {
 	id     uint32
 	inTree bool // id is u's tree id
 	known  bool // and the scheduler has a record for it
+
+	// seen caches the tree ids of URLs seen lately, direct-mapped by a
+	// hash of the URL: pages repeat links the tree already holds (javadoc
+	// pages hundreds of them), and a tree Find per sighting, which walks
+	// and decompresses the tree's entries, was a third of a crawl's CPU,
+	// all of it on the writer, the crawl's one serial goroutine. Tree ids
+	// never change, so an entry is never stale; a URL the cache does not
+	// hold is looked up in the tree.
+	seen     []seenEntry
+	seenSeed maphash.Seed
+}
+
+// seenEntry is one URL of treeDepth's cache: its own copy, since the
+// extractor's URLs share one string per page.
+type seenEntry struct {
+	u  string
+	id uint32
+}
+
+// seenSlots is the size of treeDepth's cache (a power of 2): about 1 MB,
+// plus the URLs.
+const seenSlots = 1 << 15
+
+// find is tree.FindString through the cache.
+func (s *treeDepth) find(u string) (uint32, bool) {
+	if s.seen == nil {
+		s.seen, s.seenSeed = make([]seenEntry, seenSlots), maphash.MakeSeed()
+	}
+	e := &s.seen[maphash.String(s.seenSeed, u)&(seenSlots-1)]
+	if e.u == u && u != "" {
+		return e.id, true
+	}
+	id, ok := s.n.tree.FindString(u)
+	if ok {
+		e.u, e.id = strings.Clone(u), id
+	}
+	return id, ok
+}
+
+// remember caches u's id once the writer has added it to the tree.
+func (s *treeDepth) remember(u string, id uint32) {
+	if s.seen != nil && u != "" {
+		e := &s.seen[maphash.String(s.seenSeed, u)&(seenSlots-1)]
+		e.u, e.id = strings.Clone(u), id
+	}
 }
 
 // Lower implements scope.DepthStore.
 func (s *treeDepth) Lower(u string, d uint8) (uint8, bool) {
-	s.id, s.inTree = s.n.tree.FindString(u)
+	s.id, s.inTree = s.find(u)
 	s.known = false
 	if !s.inTree {
 		return scope.NoDepth, true

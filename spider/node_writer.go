@@ -195,6 +195,7 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		n.st.rejected.Add(1)
 		return
 	}
+	ds.remember(u, id)
 	// New, or in the tree but lost by the scheduler in a crash (see
 	// recover): the scheduler learns it now.
 	isNew, err := n.sched.Add(id, hostKey(u), dec.Depth)
