@@ -158,13 +158,15 @@ func wantCrawled(t *testing.T, got map[string]bool, s *robotsListSite) {
 
 // TestNodeRobotsOneConnection: a host's first list fetches robots.txt and
 // then the URLs it allows over one connection; the next list (rules
-// cached) over one more.
+// cached) over one more, or two when /a and /b go out in two lists (the
+// partial wait is 1 ms: a slow writer may hand the scheduler /a before /b).
 func TestNodeRobotsOneConnection(t *testing.T) {
 	got, s := crawlRobotsList(t, servePrivateRules, nil)
 	wantCrawled(t, got, s)
-	if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") != s.connOf("/") || s.conns != 2 {
-		t.Errorf("robots.txt asked %d times on connection %d, / on %d, %d connections; want once, one connection for both, 2 in all",
-			s.hits["/robots.txt"], s.connOf("/robots.txt"), s.connOf("/"), s.conns)
+	if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") != s.connOf("/") || s.connOf("/a") == s.connOf("/") ||
+		s.conns < 2 || s.conns > 3 {
+		t.Errorf("robots.txt asked %d times on connection %d, / on %d, /a on %d, %d connections; want once, one connection for both, /a on another, 2 or 3 in all",
+			s.hits["/robots.txt"], s.connOf("/robots.txt"), s.connOf("/"), s.connOf("/a"), s.conns)
 	}
 }
 
