@@ -46,12 +46,17 @@ type seenEntry struct {
 // plus the URLs.
 const seenSlots = 1 << 15
 
-// find is tree.FindString through the cache.
-func (s *treeDepth) find(u string) (uint32, bool) {
+// slot is u's entry in the cache, which it makes on first use.
+func (s *treeDepth) slot(u string) *seenEntry {
 	if s.seen == nil {
 		s.seen, s.seenSeed = make([]seenEntry, seenSlots), maphash.MakeSeed()
 	}
-	e := &s.seen[maphash.String(s.seenSeed, u)&(seenSlots-1)]
+	return &s.seen[maphash.String(s.seenSeed, u)&(seenSlots-1)]
+}
+
+// find is tree.FindString through the cache.
+func (s *treeDepth) find(u string) (uint32, bool) {
+	e := s.slot(u)
 	if e.u == u && u != "" {
 		return e.id, true
 	}
@@ -64,8 +69,8 @@ func (s *treeDepth) find(u string) (uint32, bool) {
 
 // remember caches u's id once the writer has added it to the tree.
 func (s *treeDepth) remember(u string, id uint32) {
-	if s.seen != nil && u != "" {
-		e := &s.seen[maphash.String(s.seenSeed, u)&(seenSlots-1)]
+	if u != "" {
+		e := s.slot(u)
 		e.u, e.id = strings.Clone(u), id
 	}
 }
