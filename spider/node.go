@@ -239,7 +239,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 			cfg.Scheduler.MaxWait = clusterMaxWait
 		}
 		if cfg.Scheduler.PhaseKey == nil {
-			cfg.Scheduler.PhaseKey = phaseKey
+			// Every origin of one host (scheme, port) is in one phase, so
+			// that in a slot only one node fetches from the host.
+			cfg.Scheduler.PhaseKey = hostName
 		}
 	}
 	cc := cfg.Collector

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -573,21 +572,4 @@ func (n *Node) ClusterStats() ClusterStats {
 		c.detMu.Unlock()
 	}
 	return s
-}
-
-// phaseKey is the host name of a scheduler host name (hostKey: "a.example:8080",
-// "https:a.example:8443"): every origin of one host is in one phase, so
-// that in a slot only one node fetches from it.
-func phaseKey(name string) string {
-	name = strings.TrimPrefix(name, "https:")
-	if strings.HasPrefix(name, "[") { // IPv6 literal
-		if i := strings.IndexByte(name, ']'); i >= 0 {
-			return name[:i+1]
-		}
-		return name
-	}
-	if i := strings.LastIndexByte(name, ':'); i >= 0 {
-		return name[:i]
-	}
-	return name
 }

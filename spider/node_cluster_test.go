@@ -435,6 +435,8 @@ func TestClusterForged(t *testing.T) {
 	}
 }
 
+// TestPhaseKeyOfHostKey: a cluster's phase key (hostName) is the host
+// name of a scheduler host key, whatever its scheme and port.
 func TestPhaseKeyOfHostKey(t *testing.T) {
 	for name, want := range map[string]string{
 		"a.example":            "a.example",
@@ -445,8 +447,8 @@ func TestPhaseKeyOfHostKey(t *testing.T) {
 		"[::1]:80":             "[::1]",
 		"[::1":                 "[::1",
 	} {
-		if got := phaseKey(name); got != want {
-			t.Errorf("phaseKey(%q) = %q, want %q", name, got, want)
+		if got := hostName(name); got != want {
+			t.Errorf("hostName(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func (c *nodeCluster) prefetch(ctx context.Context, ph, limit int, deadline time
 	hosts := make([]string, 0, len(names))
 	seen := make(map[string]bool, len(names))
 	for _, name := range names {
-		h := phaseKey(name)
+		h := hostName(name)
 		if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
 			continue // an address needs no DNS
 		}
