@@ -37,8 +37,12 @@ func runBench(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stdout, "Runs a benchmark and prints its figures (--json for one JSON object).")
 		fmt.Fprintln(e.stdout)
 		fmt.Fprintln(e.stdout, "targets:")
+		width := 0
 		for _, b := range benchmarks() {
-			fmt.Fprintf(e.stdout, "  %-9s %s\n", b.name, b.summary)
+			width = max(width, len(b.name))
+		}
+		for _, b := range benchmarks() {
+			fmt.Fprintf(e.stdout, "  %-*s  %s\n", width, b.name, b.summary)
 		}
 	}
 	if len(args) == 0 {

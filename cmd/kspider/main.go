@@ -52,7 +52,7 @@ func commands() []command {
 		{"export", "export stored pages (warc)", runExport},
 		{"fetch", "fetch URLs through the collector (one connection per host, optional pipelining)", runFetch},
 		{"check", "verify a data directory's files; --repair rebuilds what it can", runCheck},
-		{"bench", "run a benchmark (urltree, storage, resolver, scheduler, collector, communicator)", runBench},
+		{"bench", "run a benchmark (crawl, cluster, urltree, storage, resolver, scheduler, collector, communicator)", runBench},
 		{"help", "list the subcommands, or show one's help", nil},
 	}
 }
