@@ -61,7 +61,7 @@ the file still holds every intact page, and the exit status is 1 unless
 
 The file is written under a temporary name and renamed when complete.`)
 	var dirs dataDirsFlag
-	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
+	fs.Var(&dirs, "data", "a store `DIR`ectory, or a node's data directory (its store is DIR/pages); repeat for each disk")
 	out := fs.String("out", "", "the WARC `FILE` to write (conventionally .warc.gz)")
 	allowDamage := allowDamageFlag(fs)
 	if err := parseDataFlags(e, fs, args); err != nil {
@@ -71,7 +71,7 @@ The file is written under a temporary name and renamed when complete.`)
 		return usagef("--out FILE is required")
 	}
 
-	r, err := storage.OpenReader(dirs)
+	r, err := storage.OpenReader(storeDirs(dirs))
 	if err != nil {
 		return err
 	}

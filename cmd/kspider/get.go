@@ -12,19 +12,6 @@ import (
 	"github.com/kspider/kspider/storage"
 )
 
-// dataDirs is a repeatable --data flag.
-type dataDirs []string
-
-func (d *dataDirs) String() string { return strings.Join(*d, ",") }
-
-func (d *dataDirs) Set(v string) error {
-	if v == "" {
-		return errors.New("empty directory")
-	}
-	*d = append(*d, v)
-	return nil
-}
-
 func runGet(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "get", "get --data DIR [--data DIR ...] [-i] URL|ID", `
 Prints the body of one stored page; with -i, the status line and the
@@ -36,8 +23,8 @@ is printed. A page is printed only if its record passes its checksum; damage
 met elsewhere in the store (a damaged index, which is then rebuilt from the
 segments in memory) is reported on stderr and makes the exit status 1 unless
 --allow-damage is given.`)
-	var dirs dataDirs
-	fs.Var(&dirs, "data", "a data directory of the store (repeat for each disk)")
+	var dirs dataDirsFlag
+	fs.Var(&dirs, "data", "a store `DIR`ectory, or a node's data directory (its store is DIR/pages); repeat for each disk")
 	withHeaders := fs.Bool("i", false, "print the status line and headers before the body")
 	allowDamage := allowDamageFlag(fs)
 	if err := parseFlags(e, fs, args); err != nil {
@@ -50,7 +37,7 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		return usagef("want exactly one URL or URL id, got %d arguments", fs.NArg())
 	}
 	arg := fs.Arg(0)
-	r, err := storage.OpenReader(dirs)
+	r, err := storage.OpenReader(storeDirs(dirs))
 	if err != nil {
 		return err
 	}

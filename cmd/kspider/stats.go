@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +29,7 @@ truncated segments) is skipped and reported on stderr with file and offset;
 the report covers the intact pages and the exit status is 1 unless
 --allow-damage is given.`)
 	var dirs dataDirsFlag
-	fs.Var(&dirs, "data", "a data `DIR`ectory of the store (repeat for each disk)")
+	fs.Var(&dirs, "data", "a store `DIR`ectory, or a node's data directory (its store is DIR/pages); repeat for each disk")
 	asJSON := fs.Bool("json", false, "print JSON instead of text tables")
 	htmlFile := fs.String("html", "", "write a self-contained HTML report with charts to `FILE`")
 	top := fs.Int("top", 20, "rows per table before \"(other)\" (-1: all)")
@@ -45,6 +44,7 @@ the report covers the intact pages and the exit status is 1 unless
 		return usagef("--top must be positive or -1")
 	}
 
+	dirs = storeDirs(dirs)
 	r, err := storage.OpenReader(dirs)
 	if err != nil {
 		return err
@@ -152,20 +152,4 @@ func segmentBytes(dirs []string) (int64, error) {
 		}
 	}
 	return n, nil
-}
-
-// dataDirsFlag is a repeatable --data flag.
-type dataDirsFlag []string
-
-func (d *dataDirsFlag) String() string { return strings.Join(*d, ",") }
-
-func (d *dataDirsFlag) Set(v string) error {
-	if v == "" {
-		return fmt.Errorf("empty directory")
-	}
-	if slices.Contains(*d, v) {
-		return fmt.Errorf("%s given twice", v)
-	}
-	*d = append(*d, v)
-	return nil
 }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOfflineToolsTakeNodeDir: get, stats and export accept a node's data
+// directory (the store in its pages/) as well as the store's own directory,
+// and a directory holding neither is an error naming it.
+func TestOfflineToolsTakeNodeDir(t *testing.T) {
+	dirs := getTestStore(t, 5)
+	node := t.TempDir()
+	if err := os.Rename(dirs[0], filepath.Join(node, "pages")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"get", "--data", node, "--data", dirs[1], "2"},
+		{"stats", "--data", node, "--data", dirs[1], "--json"},
+		{"export", "warc", "--data", node, "--data", dirs[1], "--out", filepath.Join(t.TempDir(), "x.warc.gz")},
+	} {
+		if code, _, errOut := runCmd(t, "", args...); code != 0 {
+			t.Errorf("%s on a node's directory: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+	empty := t.TempDir()
+	if code, _, errOut := runCmd(t, "", "stats", "--data", empty); code != 1 || !strings.Contains(errOut, empty) {
+		t.Errorf("stats on an empty directory: exit %d, want 1 naming it\n%s", code, errOut)
+	}
+}
