@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -208,11 +210,15 @@ func TestDemoInterruptAndKill(t *testing.T) {
 	before := storedPages(t, dir)
 	t.Logf("killed with %d pages stored (%d this run)", len(before), pages2)
 
-	code, rep, errOut := demoJSON(t, strings.Fields(args)[1:]...)
+	webLog := filepath.Join(t.TempDir(), "web.log")
+	code, rep, errOut := demoJSON(t, append(strings.Fields(args)[1:], "-v", "--log", webLog)...)
 	if code != 0 {
 		t.Fatalf("continued demo: exit %d\n%s", code, errOut)
 	}
 	checkDemo(t, rep, "continued demo")
+	if t.Failed() {
+		logRepeats(t, errOut, webLog)
+	}
 	after := storedPages(t, dir)
 	for u, n := range after {
 		if n > 1 {
@@ -256,5 +262,56 @@ func TestDemoBadDir(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "", "demo", "--plain", "--hosts", "3", "--dir", other); code != 1 || !strings.Contains(errOut, "not a demo's") {
 		t.Errorf("a kspider run directory: exit %d, want 1:\n%s", code, errOut)
+	}
+}
+
+// logRepeats logs, for a failed check, what the demo said of the URLs it
+// fetched more than once and the web's log of their hosts (requests and
+// connections, times in ms from the first), so that a failure seen once
+// under load says whether the client had given up on the first answer (a
+// timeout) or asked twice for one it got.
+func logRepeats(t *testing.T, errOut, webLog string) {
+	t.Helper()
+	hosts := map[string]bool{}
+	for _, line := range strings.Split(errOut, "\n") {
+		if strings.Contains(line, "audit:") || strings.Contains(line, "fetched ") && strings.Contains(line, " times: ") {
+			t.Log(line)
+			if u, err := url.Parse(line[strings.LastIndex(line, " ")+1:]); err == nil && u.Host != "" {
+				hosts[u.Hostname()] = true
+			}
+		}
+	}
+	for _, line := range strings.Split(errOut, "\n") {
+		for h := range hosts {
+			if strings.Contains(line, "://"+h) && !strings.Contains(line, " times: ") {
+				t.Log("demo: " + line)
+			}
+		}
+	}
+	f, err := os.Open(webLog)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer f.Close()
+	entries, err := testweb.ReadLog(f)
+	if err != nil || len(entries) == 0 {
+		t.Log("web log:", err)
+		return
+	}
+	t0, conns := entries[0].Start, map[string]bool{} // server address and conn id
+	ms := func(ns int64) float64 { return float64(ns-t0) / 1e6 }
+	lines := 0
+	for _, e := range entries {
+		if e.Kind == "req" && hosts[e.Host] && lines < 300 {
+			lines++
+			conns[fmt.Sprint(e.Server, e.Conn)] = true
+			t.Logf("web: req conn %d %s%s status %d %.1f-%.1f ms %s", e.Conn, e.Host, e.Target, e.Status, ms(e.Start), ms(e.End), e.Note)
+		}
+	}
+	for _, e := range entries {
+		if e.Kind == "conn" && conns[fmt.Sprint(e.Server, e.Conn)] {
+			t.Logf("web: conn %d %s %.1f-%.1f ms, %d requests %s", e.Conn, e.Server, ms(e.Start), ms(e.End), e.Requests, e.Note)
+		}
 	}
 }
