@@ -95,7 +95,10 @@ type NodeConfig struct {
 	// 3 s): a stop then costs no page fetched twice, unless a response
 	// takes longer than that.
 	StopGrace time.Duration
-	Logf      func(string, ...any)
+	// Logf receives the node's log lines, one call at a time (the node
+	// serialises its goroutines' calls: a logger writing to a plain
+	// buffer or file needs no lock of its own).
+	Logf func(string, ...any)
 
 	// Status hooks (node_status.go), all optional: the NTP clock's view of
 	// itself (also the reason a cluster node logs when its clock is
@@ -225,6 +228,8 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	} else {
+		cfg.Logf = serialLogf(cfg.Logf)
 	}
 	if len(cfg.StorageDirs) == 0 {
 		cfg.StorageDirs = []string{filepath.Join(cfg.Dir, "pages")}
@@ -505,4 +510,14 @@ func (n *Node) waitSynced(id uint32) error {
 		n.syncCond.Wait()
 	}
 	return n.syncErr
+}
+
+// serialLogf returns logf behind a mutex.
+func serialLogf(logf func(string, ...any)) func(string, ...any) {
+	var mu sync.Mutex
+	return func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logf(format, a...)
+	}
 }
