@@ -71,6 +71,7 @@ across nodes.`)
 	procs := fs.Int("node-procs", 0, "GOMAXPROCS of each node process of a cluster (0: the machine's CPUs shared out, at least 1)")
 	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
 	rounds := fs.Int("rounds", 1, "crawl each configuration this many times, in turn; report the medians")
+	logs := fs.String("logs", "", "keep each node's output, progress lines included, in `DIR`/<round>-<nodes>-<partition>-<node>.log")
 	partitions := fs.String("partitions", "url,host", "comma-separated partitions of the cluster's crawls (url, host, domain)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -91,7 +92,7 @@ across nodes.`)
 	if err != nil {
 		return err
 	}
-	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile, procs: *procs,
+	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile, procs: *procs, logs: *logs,
 		command: func(args []string) *exec.Cmd { return exec.CommandContext(ctx, exe, args...) }}
 	runs, err := b.runAll(ctx, testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
 		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes, parts, *rounds)
@@ -123,6 +124,7 @@ type clusterBench struct {
 	phase                time.Duration
 	profile              string // CPU profile path prefix, "" for none
 	procs                int    // GOMAXPROCS of a cluster's nodes; 0: shared out
+	logs                 string // directory for the nodes' output, "" for none
 	seq                  int
 	log                  *logCounter
 }
@@ -265,7 +267,10 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if err := os.WriteFile(conf, []byte(cf.String()), 0o644); err != nil {
 			return r, nil, err
 		}
-		args := []string{"run", "--config", conf, "--ca", b.ca, "--quiet"}
+		args := []string{"run", "--config", conf, "--ca", b.ca}
+		if b.logs == "" {
+			args = append(args, "--quiet")
+		}
 		if n > 1 {
 			args = append(args, "--node", fmt.Sprint(i))
 		}
@@ -310,6 +315,13 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		}
 	}
 	r.Seconds = time.Since(start).Seconds()
+	if b.logs != "" {
+		for i, out := range outs {
+			if err := os.WriteFile(filepath.Join(b.logs, fmt.Sprintf("%d-%d-%s-%d.log", b.seq, n, part, i)), out.Bytes(), 0o644); err != nil {
+				return r, nil, err
+			}
+		}
+	}
 	conns1, reqs1 := b.log.counts()
 	urls := map[string]bool{}
 	var sent, dgrams, bytesOut int
