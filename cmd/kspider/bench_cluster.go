@@ -70,7 +70,7 @@ across nodes.`)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	procs := fs.Int("node-procs", 0, "GOMAXPROCS of each node process of a cluster (0: the machine's CPUs shared out, at least 1)")
 	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
-	rounds := fs.Int("rounds", 1, "crawl each configuration this many times, in turn; report the medians")
+	rounds := fs.Int("rounds", 3, "crawl each configuration this many times, in turn; report the medians")
 	logs := fs.String("logs", "", "keep each node's output, progress lines included, in `DIR`/<round>-<nodes>-<partition>-<node>.log")
 	partitions := fs.String("partitions", "url,host", "comma-separated partitions of the cluster's crawls (url, host, domain)")
 	if err := parseFlags(e, fs, args); err != nil {
