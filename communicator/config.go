@@ -86,6 +86,15 @@ type Config struct {
 	// far apart (default 0: every tick). Sync still writes and fsyncs at
 	// once; a later mark only widens what a crash may deliver again.
 	SpillUpkeepEvery time.Duration
+	// Lazy leaves fsyncs to the caller's Sync, for a caller that calls it
+	// whenever it needs what it sent durable (a cluster node does, with
+	// its URL tree): the timer's spill upkeep writes records (marks of
+	// what was acknowledged, items spilled) without fsyncing them, and
+	// saves receive positions at most every SpillUpkeepEvery, on a tick
+	// that runs anyway (and at Close). Neither keeps the timer ticking.
+	// Both only narrow what a crash may deliver again, so a crash between
+	// them costs duplicates, which the receiver drops.
+	Lazy bool
 
 	Clock Clock
 	Hook  WireHook

@@ -204,18 +204,18 @@ const senderCrashEnv = "KSPIDER_COMMUNICATOR_SENDER_CRASH"
 // "send" it sends URL after URL (all spilled: its queue holds nothing) and
 // prints "synced N" after each Sync; with mode "drain" it sends nothing,
 // prints "drained" once its spill file is delivered, and exits when stdin
-// closes.
+// closes. With lazy "lazy" its endpoint is Lazy (as a cluster node's).
 func TestSenderCrashChild(t *testing.T) {
 	env := os.Getenv(senderCrashEnv)
 	if env == "" {
 		t.Skip("child process of TestSenderCrash only")
 	}
 	fail := func(err error) { fmt.Println("error", err); os.Exit(1) }
-	var dir, a1, a2, mode string
-	fmt.Sscan(strings.ReplaceAll(env, ",", " "), &dir, &a1, &a2, &mode)
+	var dir, a1, a2, mode, lazy string
+	fmt.Sscan(strings.ReplaceAll(env, ",", " "), &dir, &a1, &a2, &mode, &lazy)
 	addrs := map[NodeID]netip.AddrPort{1: netip.MustParseAddrPort(a1), 2: netip.MustParseAddrPort(a2)}
 	ep, err := New(Config{Self: 1, Peers: addrs, Keys: []Key{testKey}, SendKey: testKey.ID,
-		SpillDir: dir, QueueBytes: 1, Handler: func(NodeID, uint64, []Item) {},
+		SpillDir: dir, QueueBytes: 1, Handler: func(NodeID, uint64, []Item) {}, Lazy: lazy == "lazy",
 		RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond})
 	if err != nil {
 		fail(err)
@@ -255,11 +255,19 @@ func TestSenderCrashChild(t *testing.T) {
 
 // TestSenderCrash kills a sending node with SIGKILL while it spills (the
 // peer is down) and again while it delivers its spill file; every URL it
-// had synced to its spill file arrives, and repeats are bounded.
+// had synced to its spill file arrives, and repeats are bounded. Lazy or
+// not (marks of what was acknowledged fsynced by the upkeep or only by
+// Sync), the same holds.
 func TestSenderCrash(t *testing.T) {
 	if os.Getenv(senderCrashEnv) != "" {
 		t.Skip("in the child")
 	}
+	for _, lazy := range []string{"eager", "lazy"} {
+		t.Run(lazy, func(t *testing.T) { testSenderCrash(t, lazy) })
+	}
+}
+
+func testSenderCrash(t *testing.T, lazy string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +277,7 @@ func TestSenderCrash(t *testing.T) {
 	conns[0].Close() // the child binds node 1's address
 	start := func(mode string) (*exec.Cmd, io.WriteCloser, chan string) {
 		cmd := exec.Command(exe, "-test.run=^TestSenderCrashChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%s,%s", senderCrashEnv, dir, addrs[1], addrs[2], mode))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%s,%s,%s", senderCrashEnv, dir, addrs[1], addrs[2], mode, lazy))
 		in, _ := cmd.StdinPipe()
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {

@@ -345,7 +345,11 @@ func (e *Endpoint) timed() bool {
 
 func (e *Endpoint) onTick() {
 	now := e.cfg.Clock.Now()
-	if e.state.enabled() && now.Sub(e.lastSave) >= 2*e.cfg.FlushInterval {
+	every := 2 * e.cfg.FlushInterval
+	if e.cfg.Lazy {
+		every = max(every, e.cfg.SpillUpkeepEvery)
+	}
+	if e.state.enabled() && now.Sub(e.lastSave) >= every {
 		// Receive positions are saved a little after they move: they only
 		// narrow what a restart may deliver again (batches whose ack was
 		// lost), so they need not hold up the acks themselves.

@@ -447,11 +447,12 @@ func (p *peer) tick(now time.Time) {
 
 // timed reports whether the peer has work for the timer loop (p.mu held).
 func (p *peer) timed() bool {
-	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || p.rx.unsaved {
+	lazy := p.e.cfg.Lazy // unsynced records and unsaved positions wait for other work
+	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || (p.rx.unsaved && !lazy) {
 		return true
 	}
 	s := p.spill
-	return s != nil && (s.unread() || len(s.buf) > 0 || s.dirty || s.consumed < s.end)
+	return s != nil && (s.unread() || len(s.buf) > 0 || (s.dirty && !lazy) || s.consumed < s.end)
 }
 
 // down reports whether the peer has left batches unacknowledged for longer
@@ -491,7 +492,9 @@ func (p *peer) spillUpkeep() {
 	}
 	idle := p.sq.len() == 0 && !s.unread()
 	err := s.mark(off, idle)
-	if err == nil {
+	if err == nil && p.e.cfg.Lazy {
+		err = s.flush() // fsynced by the caller's next Sync
+	} else if err == nil {
 		err = s.sync()
 	}
 	if err != nil {

@@ -144,6 +144,11 @@ func (n *Node) openCluster() error {
 		cc.SpillDir = filepath.Join(n.cfg.Dir, "comm")
 	}
 	cc.QueueBytes = 1 // every item to the spill file: see the durability note above
+	// The writer's Sync makes what was sent durable when pages depend on
+	// it; the timer's own fsyncs (acknowledged marks, receive positions)
+	// only narrow redelivery after a crash, and each cost a node as much
+	// CPU as a page or two.
+	cc.Lazy = true
 	if cc.SpillUpkeepEvery <= 0 {
 		// The writer fsyncs the spill files when it must (syncCluster);
 		// the timer's own fsyncs only persist acknowledged positions.

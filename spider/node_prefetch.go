@@ -44,7 +44,7 @@ func prefetchLead(length time.Duration) time.Duration {
 // prefetchLoop runs for the node's crawl (ctx): once per slot, prefetchLead
 // before its end, it resolves the next slot's first hosts.
 func (c *nodeCluster) prefetchLoop(ctx context.Context, src scheduler.PhaseSource) {
-	if c.cfg.PrefetchHosts < 0 || c.n.cfg.Lookup == nil || c.cfg.Config.Phases < 2 {
+	if c.cfg.PrefetchHosts < 0 || c.n.cfg.Lookup == nil || c.n.cfg.Scheduler.Phases < 2 {
 		return
 	}
 	limit := c.cfg.PrefetchHosts
@@ -77,7 +77,7 @@ func (c *nodeCluster) prefetchLoop(ctx context.Context, src scheduler.PhaseSourc
 		if p.Active < 0 {
 			continue
 		}
-		next := (p.Active + 1) % c.cfg.Config.Phases
+		next := (p.Active + 1) % c.n.cfg.Scheduler.Phases
 		// The next slot's fetches may start at its guard's end: a lookup
 		// not done by then is no longer ahead of them.
 		c.prefetch(ctx, next, limit, p.End.Add(p.Guard))

@@ -10,42 +10,55 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
 // clusterBenchRun is one crawl of `kspider bench cluster`.
 type clusterBenchRun struct {
-	Nodes        int     `json:"nodes"`
-	Partition    string  `json:"partition"`
-	Pages        int     `json:"pages"`
-	Seconds      float64 `json:"seconds"`
-	PagesPerS    float64 `json:"pages_per_s"`
-	CPUmsPerPage float64 `json:"cpu_ms_per_page"` // the node processes' user+system CPU per page stored
-	CPURatio     float64 `json:"cpu_ratio"`       // over the one node's
-	SysShare     float64 `json:"sys_share"`       // the part of that CPU in the kernel
-	URLsPerPage  float64 `json:"urls_sent_per_page"`
-	DgramPerPage float64 `json:"datagrams_per_page"`
-	BytesPerPage float64 `json:"bytes_per_page"`       // UDP payload bytes out, all nodes
-	ConnsPerPage float64 `json:"connections_per_page"` // TCP connections the web accepted, robots.txt ones included
-	ReqsPerPage  float64 `json:"requests_per_page"`    // requests the web served (robots.txt, fetches cut at a slot's end)
-	PagesPerNode []int   `json:"pages_per_node"`
-	URLsPerNode  []int   `json:"urls_per_node"`
-	BytesPerNode []int64 `json:"bytes_per_node"` // page bytes stored
-	Balance      float64 `json:"balance"`        // most pages on one node / mean
+	Nodes        int       `json:"nodes"`
+	Partition    string    `json:"partition"`
+	Pages        int       `json:"pages"`
+	Seconds      float64   `json:"seconds"`
+	PagesPerS    float64   `json:"pages_per_s"`
+	CPUmsPerPage float64   `json:"cpu_ms_per_page"` // the node processes' user+system CPU per page stored
+	CPURatio     float64   `json:"cpu_ratio"`       // over the one node's (median of the rounds')
+	CPURatios    []float64 `json:"cpu_ratios"`      // each round's, in order
+	Rounds       int       `json:"rounds"`
+	SysShare     float64   `json:"sys_share"` // the part of that CPU in the kernel
+	// Per page stored, all node processes: context switches (voluntary and
+	// not) and minor page faults, from wait4's rusage.
+	CtxSwPerPage  float64 `json:"ctx_switches_per_page"`
+	FaultsPerPage float64 `json:"page_faults_per_page"`
+	// CPUmsPerNode is each node process's user+system CPU (ms), its start
+	// and exit included.
+	CPUmsPerNode []float64 `json:"cpu_ms_per_node"`
+	URLsPerPage  float64   `json:"urls_sent_per_page"`
+	DgramPerPage float64   `json:"datagrams_per_page"`
+	BytesPerPage float64   `json:"bytes_per_page"`       // UDP payload bytes out, all nodes
+	ConnsPerPage float64   `json:"connections_per_page"` // TCP connections the web accepted, robots.txt ones included
+	ReqsPerPage  float64   `json:"requests_per_page"`    // requests the web served (robots.txt, fetches cut at a slot's end)
+	PagesPerNode []int     `json:"pages_per_node"`
+	URLsPerNode  []int     `json:"urls_per_node"`
+	BytesPerNode []int64   `json:"bytes_per_node"` // page bytes stored
+	Balance      float64   `json:"balance"`        // most pages on one node / mean
 }
 
 func benchCluster(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--cpuprofile PREFIX] [--json]",
+	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--partitions url,host] [--rounds R] [--node-procs N] [--cpuprofile PREFIX] [--json]",
 		`Crawls one test web (plain, on loopback) with one 'kspider run' process,
 then with a cluster of --nodes processes on this machine (UDP on
-127.0.0.1), partitioned by URL and then by host. Every crawl must store
-the same pages (exit 1 otherwise). Reports pages/s, the node processes' CPU
+127.0.0.1), partitioned by URL and then by host (--partitions), --rounds
+times in turn (medians reported). Every crawl must store the same pages
+(exit 1 otherwise). Reports pages/s, the node processes' CPU
 ms per page and its ratio to the one node's (target <= 1.25), URLs sent,
 datagrams and UDP bytes per page, and the balance of pages, URLs and bytes
 across nodes.`)
@@ -57,20 +70,32 @@ across nodes.`)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	procs := fs.Int("node-procs", 0, "GOMAXPROCS of each node process of a cluster (0: the machine's CPUs shared out, at least 1)")
 	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
+	rounds := fs.Int("rounds", 3, "crawl each configuration this many times, in turn; report the medians")
+	logs := fs.String("logs", "", "keep each node's output, progress lines included, in `DIR`/<round>-<nodes>-<partition>-<node>.log")
+	partitions := fs.String("partitions", "url,host", "comma-separated partitions of the cluster's crawls (url, host, domain)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
 	if *nodes < 2 || *nodes > 64 {
 		return usagef("--nodes %d: want 2..64", *nodes)
 	}
+	if *rounds < 1 || *rounds > 100 {
+		return usagef("--rounds %d: want 1..100", *rounds)
+	}
+	parts := strings.Split(*partitions, ",")
+	for _, p := range parts {
+		if _, err := cluster.ParsePartition(p); err != nil || p == "" {
+			return usagef("--partitions %q: %q is not url, host or domain", *partitions, p)
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile, procs: *procs,
+	b := clusterBench{depth: *depth, phase: *phase, profile: *cpuProfile, procs: *procs, logs: *logs,
 		command: func(args []string) *exec.Cmd { return exec.CommandContext(ctx, exe, args...) }}
 	runs, err := b.runAll(ctx, testweb.Config{Hosts: *hosts, Seed: 1, MaxPages: *maxPages, MinPages: 2,
-		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes)
+		MeanPageSize: 4000, Seeds: 40, Plain: true}, *nodes, parts, *rounds)
 	if err != nil {
 		return err
 	}
@@ -99,6 +124,7 @@ type clusterBench struct {
 	phase                time.Duration
 	profile              string // CPU profile path prefix, "" for none
 	procs                int    // GOMAXPROCS of a cluster's nodes; 0: shared out
+	logs                 string // directory for the nodes' output, "" for none
 	seq                  int
 	log                  *logCounter
 }
@@ -138,9 +164,12 @@ func (l *logCounter) counts() (conns, reqs int) {
 	return l.conns, l.reqs
 }
 
-// runAll crawls web with one node, then with n by url and by host, and
-// checks that they store the same pages.
-func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int) ([]clusterBenchRun, error) {
+// runAll crawls web with one node, then with n partitioned by each of
+// parts ("url", "host", "domain"), rounds times in turn, and checks that
+// every crawl stores the same pages. Each configuration's figures are those
+// of its median round by CPU per page; its CPURatio is the median of the
+// rounds' ratios, each to the one node of the same round.
+func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, parts []string, rounds int) ([]clusterBenchRun, error) {
 	tmp, err := os.MkdirTemp("", "kspider-bench-cluster-")
 	if err != nil {
 		return nil, err
@@ -160,26 +189,46 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int) ([
 	if err := os.WriteFile(b.secret, []byte("bench-secret-0123456789abcdef"), 0o600); err != nil {
 		return nil, err
 	}
-	var runs []clusterBenchRun
-	var ref map[string]bool
-	for _, c := range []struct {
+	type config struct {
 		n    int
 		part string
-	}{{1, "url"}, {n, "url"}, {n, "host"}} {
-		r, urls, err := b.crawl(ctx, c.n, c.part)
-		if err != nil {
-			return nil, err
+	}
+	configs := []config{{1, "url"}}
+	for _, p := range parts {
+		configs = append(configs, config{n, p})
+	}
+	all := make([][]clusterBenchRun, len(configs))
+	var ref map[string]bool
+	for range max(rounds, 1) {
+		var one float64
+		for i, c := range configs {
+			r, urls, err := b.crawl(ctx, c.n, c.part)
+			if err != nil {
+				return nil, err
+			}
+			if ref == nil {
+				ref = urls
+			} else if d := diffCount(ref, urls); d > 0 {
+				return nil, fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
+			}
+			if i == 0 {
+				one = r.CPUmsPerPage
+			}
+			r.CPURatio = r.CPUmsPerPage / one
+			all[i] = append(all[i], r)
 		}
-		if ref == nil {
-			ref = urls
-		} else if d := diffCount(ref, urls); d > 0 {
-			return nil, fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
+	}
+	var runs []clusterBenchRun
+	for _, rs := range all {
+		byCPU := append([]clusterBenchRun(nil), rs...)
+		sort.Slice(byCPU, func(i, j int) bool { return byCPU[i].CPUmsPerPage < byCPU[j].CPUmsPerPage })
+		m := byCPU[len(byCPU)/2]
+		m.Rounds = len(rs)
+		m.CPURatio = medianOf(rs, func(r clusterBenchRun) float64 { return r.CPURatio })
+		for _, r := range rs {
+			m.CPURatios = append(m.CPURatios, r.CPURatio)
 		}
-		r.CPURatio = 1
-		if len(runs) > 0 {
-			r.CPURatio = r.CPUmsPerPage / runs[0].CPUmsPerPage
-		}
-		runs = append(runs, r)
+		runs = append(runs, m)
 	}
 	return runs, nil
 }
@@ -218,7 +267,10 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if err := os.WriteFile(conf, []byte(cf.String()), 0o644); err != nil {
 			return r, nil, err
 		}
-		args := []string{"run", "--config", conf, "--ca", b.ca, "--quiet"}
+		args := []string{"run", "--config", conf, "--ca", b.ca}
+		if b.logs == "" {
+			args = append(args, "--quiet")
+		}
 		if n > 1 {
 			args = append(args, "--node", fmt.Sprint(i))
 		}
@@ -248,14 +300,28 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		}
 	}
 	var cpu, sys time.Duration
+	var ctxsw, faults int64
 	for i, c := range cmds {
 		if err := c.Wait(); err != nil {
 			return r, nil, fmt.Errorf("node %d of %d: %v\n%s", i, n, err, outs[i].String())
 		}
-		cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+		own := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+		cpu += own
 		sys += c.ProcessState.SystemTime()
+		r.CPUmsPerNode = append(r.CPUmsPerNode, float64(own.Microseconds())/1000)
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			ctxsw += ru.Nvcsw + ru.Nivcsw
+			faults += ru.Minflt
+		}
 	}
 	r.Seconds = time.Since(start).Seconds()
+	if b.logs != "" {
+		for i, out := range outs {
+			if err := os.WriteFile(filepath.Join(b.logs, fmt.Sprintf("%d-%d-%s-%d.log", b.seq, n, part, i)), out.Bytes(), 0o644); err != nil {
+				return r, nil, err
+			}
+		}
+	}
 	conns1, reqs1 := b.log.counts()
 	urls := map[string]bool{}
 	var sent, dgrams, bytesOut int
@@ -290,6 +356,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	r.PagesPerS = p / r.Seconds
 	r.CPUmsPerPage = float64(cpu.Microseconds()) / 1000 / p
 	r.SysShare = float64(sys) / float64(max(cpu, 1))
+	r.CtxSwPerPage, r.FaultsPerPage = float64(ctxsw)/p, float64(faults)/p
 	r.URLsPerPage, r.DgramPerPage, r.BytesPerPage = float64(sent)/p, float64(dgrams)/p, float64(bytesOut)/p
 	r.ConnsPerPage, r.ReqsPerPage = float64(conns1-conns0)/p, float64(reqs1-reqs0)/p
 	most := 0

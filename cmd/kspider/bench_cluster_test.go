@@ -22,7 +22,7 @@ func TestBenchCluster(t *testing.T) {
 		cmd.Env = append(os.Environ(), "KSPIDER_LAB_CHILD=run", "KSPIDER_LAB_ARGS="+strings.Join(args, "\x1f"))
 		return cmd
 	}}
-	runs, err := b.runAll(ctx, testweb.Config{Hosts: 30, Seed: 2, MaxPages: 5, Seeds: 5, Plain: true}, 3)
+	runs, err := b.runAll(ctx, testweb.Config{Hosts: 30, Seed: 2, MaxPages: 5, Seeds: 5, Plain: true}, 3, []string{"url", "host"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

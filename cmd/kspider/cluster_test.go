@@ -243,18 +243,36 @@ func (c *labCluster) check(t *testing.T) {
 			}
 			by[k] = ip
 		}
+		if part != cluster.ByURL {
+			// No turns: a host has one owner, the only node it ever sees.
+			first := map[string]string{}
+			for _, e := range all {
+				ip, _, _ := strings.Cut(e.Client, ":")
+				if e.Kind != "req" {
+					continue
+				}
+				if o, ok := first[e.Host]; ok && o != ip {
+					bad++
+					if bad <= 3 {
+						t.Errorf("host %s (partition %s) served to %s and %s", e.Host, c.partition, o, ip)
+					}
+				}
+				first[e.Host] = ip
+			}
+		}
 	}
 	t.Logf("audit: %d requests, %d connections, %d duplicate fetches (robots.txt per node included)", rep.Requests, rep.Connections, rep.DuplicateFetches)
 }
 
 // TestClusterCrawl: 3 and 4 `kspider run` processes, each in its own
 // network namespace with its own data directory, crawl a 1,000-host test
-// web together.
+// web together: 3 partitioned by host (no turns: each host served by its
+// owner alone), 4 by URL (turns).
 func TestClusterCrawl(t *testing.T) {
-	for _, n := range []int{3, 4} {
-		t.Run(fmt.Sprintf("%d-nodes", n), func(t *testing.T) {
+	for n, part := range map[int]string{3: "host", 4: "url"} {
+		t.Run(fmt.Sprintf("%d-nodes-%s", n, part), func(t *testing.T) {
 			c := newLabCluster(t, n, testweb.Config{Hosts: 1000, Seed: 3, MaxPages: 6, MinPages: 1, MeanPageSize: 1500, Seeds: 40, Plain: true},
-				"url", 2, 2*time.Second)
+				part, 2, 2*time.Second)
 			c.startRef()
 			for i := range n {
 				c.start(i)

@@ -66,12 +66,17 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 			fmt.Fprintf(e.stderr, "node %d: %s\n", self, msg)
 		}
 	}
-	rc := &runCluster{phases: cc.Phases, logf: logf,
+	sch := cc.FetchSchedule()
+	rc := &runCluster{phases: sch.Phases, logf: logf,
 		node: &spider.NodeCluster{Config: cc, Secret: secret}}
-	fmt.Fprintf(e.stderr, "cluster: this is node %d of %d (%s), %d phases of %v, partition by %s\n",
-		self, cc.N(), how, cc.Phases, cc.PhaseLength, cc.Partition)
+	turns := fmt.Sprintf("%d phases of %v", cc.Phases, cc.PhaseLength)
+	if !cc.Turns() {
+		turns = "no turns (a host is fetched by its owner only)"
+	}
+	fmt.Fprintf(e.stderr, "cluster: this is node %d of %d (%s), %s, partition by %s\n",
+		self, cc.N(), how, turns, cc.Partition)
 	if len(cfg.NTPServers) == 0 {
-		rc.clock = cluster.SystemClock(cc.Schedule(), self, clusterGuard, nil)
+		rc.clock = cluster.SystemClock(sch, self, clusterGuard, nil)
 		fmt.Fprintf(e.stderr, "cluster: no ntp_servers: the phase clock is the system clock as is, guard %v (keep the nodes' clocks within %v of each other)\n",
 			clusterGuard, clusterGuard/2)
 		return rc, nil
@@ -81,7 +86,7 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 		return nil, err
 	}
 	go clock.Run(ctx)
-	rc.clock = scheduler.NodeClock(clock, cc.Schedule(), self)
+	rc.clock = scheduler.NodeClock(clock, sch, self)
 	rc.clockStatus = clock.Status
 	return rc, nil
 }

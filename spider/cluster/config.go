@@ -60,6 +60,25 @@ func (c *Config) Schedule() scheduler.Cluster {
 	return scheduler.Cluster{Epoch: c.Epoch, PhaseLength: c.PhaseLength, Phases: c.Phases, Nodes: len(c.Members)}
 }
 
+// Turns reports whether the nodes take turns on hosts, phase by phase
+// (node i on phase (i + t) mod P in slot t). They must with url
+// partitioning, where every node owns URLs of every host. With host or
+// domain partitioning all of a host's URLs sit on one node, the only one
+// that ever fetches from it, so no two nodes can fetch from one host at
+// once without turns; the slots would only make every host wait for its
+// owner's turn, P-1 slots of P.
+func (c *Config) Turns() bool { return c.Partition == ByURL }
+
+// FetchSchedule is the schedule a node's scheduler follows: Schedule with
+// turns; without (Turns), one phase in day-long slots, as for a node alone
+// (the slots' ends only make the scheduler rescan).
+func (c *Config) FetchSchedule() scheduler.Cluster {
+	if c.Turns() {
+		return c.Schedule()
+	}
+	return scheduler.Cluster{Epoch: c.Epoch, PhaseLength: 24 * time.Hour, Phases: 1, Nodes: 1}
+}
+
 // Partitioner is the URL → node map.
 func (c *Config) Partitioner() Partitioner {
 	return Partitioner{By: c.Partition, Nodes: len(c.Members)}
