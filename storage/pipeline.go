@@ -368,8 +368,31 @@ func (s *Store) encodeRecord(enc *encoder, p *Page, r *record) {
 	}
 }
 
+// recycleBuf moves the buffer of a record written but not yet durable to
+// the free pool, in a record of its own.
+func (s *Store) recycleBuf(r *record) {
+	b := r.buf
+	r.buf = nil
+	c := int64(cap(b))
+	if c > maxScratch || s.freeBytes.Load()+c > freeBufferBytes {
+		return
+	}
+	s.freeBytes.Add(c)
+	select {
+	case s.free <- &record{buf: b[:0]}:
+	default:
+		s.freeBytes.Add(-c)
+	}
+}
+
 // recordDone accounts for a record that is durable or lost.
 func (s *Store) recordDone(r *record) {
+	if r.buf == nil { // its buffer went back when it was written (recycleBuf)
+		if s.outstanding.Add(-1) == 0 {
+			s.checkDrained()
+		}
+		return
+	}
 	c := int64(cap(r.buf))
 	if c > maxScratch || s.freeBytes.Load()+c > freeBufferBytes {
 		r.buf, c = nil, 0 // do not keep the odd huge page's buffer around

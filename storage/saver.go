@@ -27,8 +27,9 @@ type saver struct {
 	segOff int64 // end of the records handed to the file or the buffer
 	synced int64 // end of the records known durable in seg
 
-	unwritten    [][]byte  // records not yet written to seg (their bufs)
+	unwritten    []*record // records not yet written to seg
 	unwrittenN   int       // their bytes
+	iov          [][]byte  // scratch for writev
 	pending      []*record // written or buffered, no sync started for them
 	pendingBytes int
 	spare        []*record // a drained batch slice, for reuse
@@ -158,19 +159,30 @@ func (sv *saver) write(r *record) error {
 			return err
 		}
 	}
-	sv.unwritten = append(sv.unwritten, r.buf)
+	sv.unwritten = append(sv.unwritten, r)
 	sv.unwrittenN += len(r.buf)
 	return nil
 }
 
-// flush writes the gathered records to the segment.
+// flush writes the gathered records to the segment. The only saver of a
+// store then hands their buffers back at once, long before their sync:
+// if this saver fails there is no other to write them again.
 func (sv *saver) flush() error {
 	if len(sv.unwritten) == 0 {
 		return nil
 	}
-	err := sv.writeFile(sv.unwritten)
-	clear(sv.unwritten) // the records are not this slice's to keep alive
-	sv.unwritten, sv.unwrittenN = sv.unwritten[:0], 0
+	for _, r := range sv.unwritten {
+		sv.iov = append(sv.iov, r.buf)
+	}
+	err := sv.writeFile(sv.iov)
+	if err == nil && len(sv.s.savers) == 1 {
+		for _, r := range sv.unwritten {
+			sv.s.recycleBuf(r)
+		}
+	}
+	clear(sv.iov) // the records are not these slices' to keep alive
+	clear(sv.unwritten)
+	sv.iov, sv.unwritten, sv.unwrittenN = sv.iov[:0], sv.unwritten[:0], 0
 	return err
 }
 
