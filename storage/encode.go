@@ -88,25 +88,5 @@ func (s *Store) PutEncoded(ctx context.Context, e Encoded) error {
 	if e.r == nil {
 		return errors.New("storage: PutEncoded of a zero Encoded")
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	select {
-	case <-s.dead:
-		return s.deadError()
-	default:
-	}
-	s.outstanding.Add(1)
-	select {
-	case s.compressed <- e.r:
-		return nil
-	case <-ctx.Done():
-		s.outstanding.Add(-1)
-		return ctx.Err()
-	case <-s.dead:
-		s.outstanding.Add(-1)
-		return s.deadError()
-	}
+	return enqueue(s, ctx, s.compressed, e.r)
 }

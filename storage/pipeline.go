@@ -220,6 +220,12 @@ func (s *Store) Put(ctx context.Context, p *Page) error {
 	if err := s.checkPut(p); err != nil {
 		return err
 	}
+	return enqueue(s, ctx, s.incoming, p)
+}
+
+// enqueue sends v, a page (Put) or a record (PutEncoded), to its pool,
+// counted outstanding until it is durable or lost.
+func enqueue[T any](s *Store, ctx context.Context, pool chan<- T, v T) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -232,7 +238,7 @@ func (s *Store) Put(ctx context.Context, p *Page) error {
 	}
 	s.outstanding.Add(1)
 	select {
-	case s.incoming <- p:
+	case pool <- v:
 		return nil
 	case <-ctx.Done():
 		s.outstanding.Add(-1)
