@@ -157,7 +157,6 @@ type Node struct {
 
 	awaitMu  sync.Mutex
 	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
-	held     map[uint32]*collector.Result // their results, whose buffers the store reads; released when durable
 
 	errMu sync.Mutex
 	err   error // first fatal error

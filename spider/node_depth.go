@@ -30,8 +30,11 @@ type treeDepth struct {
 	// and decompresses the tree's entries, was a third of a crawl's CPU,
 	// all of it on the writer, the crawl's one serial goroutine. Tree ids
 	// never change, so an entry is never stale; a URL the cache does not
-	// hold is looked up in the tree.
+	// hold is looked up in the tree. It starts small and doubles whenever
+	// half its slots are taken, up to seenSlots: made at full size, it was
+	// a tenth of the live heap of a small crawl.
 	seen     []seenEntry
+	seenUsed int // slots taken
 	seenSeed maphash.Seed
 }
 
@@ -42,16 +45,42 @@ type seenEntry struct {
 	id uint32
 }
 
-// seenSlots is the size of treeDepth's cache (a power of 2): about 1 MB,
-// plus the URLs.
-const seenSlots = 1 << 15
+// seenSlots is the largest size of treeDepth's cache (a power of 2):
+// about 1 MB, plus the URLs; seenMinSlots its first.
+const (
+	seenSlots    = 1 << 15
+	seenMinSlots = 1 << 10
+)
 
 // slot is u's entry in the cache, which it makes on first use.
 func (s *treeDepth) slot(u string) *seenEntry {
 	if s.seen == nil {
-		s.seen, s.seenSeed = make([]seenEntry, seenSlots), maphash.MakeSeed()
+		s.seen, s.seenSeed = make([]seenEntry, seenMinSlots), maphash.MakeSeed()
 	}
-	return &s.seen[maphash.String(s.seenSeed, u)&(seenSlots-1)]
+	return &s.seen[maphash.String(s.seenSeed, u)&uint64(len(s.seen)-1)]
+}
+
+// put fills e, u's slot, and grows the cache once half of it is taken (e
+// is then stale).
+func (s *treeDepth) put(e *seenEntry, u string, id uint32) {
+	if e.u == "" {
+		s.seenUsed++
+	}
+	e.u, e.id = strings.Clone(u), id
+	if s.seenUsed <= len(s.seen)/2 || len(s.seen) >= seenSlots {
+		return
+	}
+	old := s.seen
+	s.seen, s.seenUsed = make([]seenEntry, 2*len(old)), 0
+	for _, o := range old {
+		if o.u != "" {
+			n := s.slot(o.u)
+			if n.u == "" {
+				s.seenUsed++
+			}
+			*n = o
+		}
+	}
 }
 
 // find is tree.FindString through the cache.
@@ -62,7 +91,7 @@ func (s *treeDepth) find(u string) (uint32, bool) {
 	}
 	id, ok := s.n.tree.FindString(u)
 	if ok {
-		e.u, e.id = strings.Clone(u), id
+		s.put(e, u, id)
 	}
 	return id, ok
 }
@@ -70,8 +99,7 @@ func (s *treeDepth) find(u string) (uint32, bool) {
 // remember caches u's id once the writer has added it to the tree.
 func (s *treeDepth) remember(u string, id uint32) {
 	if u != "" {
-		e := s.slot(u)
-		e.u, e.id = strings.Clone(u), id
+		s.put(s.slot(u), u, id)
 	}
 }
 

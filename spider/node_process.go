@@ -100,8 +100,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true, Stop: n.ctl.stopping})
 	}
 	fetchEnded()
-	// The results handed to the store keep their buffers until their pages
-	// are durable (Node.durable releases them); the rest go back now.
+	// The results to store give their buffers back once their pages are
+	// encoded (Node.encodePage); the rest go back when the list is done.
 	var kept []bool
 	if b != nil {
 		kept = make([]bool, len(b.Results))
@@ -114,6 +114,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		ri    int // index in b.Results
 		o     scheduler.Outcome
 		store bool
+		enc   storage.Encoded // the page's record, while it waits for its links
+		size  int             // its body's bytes
 	}
 	var items []item
 	var msg found
@@ -151,6 +153,17 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	// The links go to the writer first and the pages are stored once the
 	// links are durable: a page that survives a crash has its links in the
 	// tree and the scheduler, so after a restart it needs no fetch again.
+	// The pages wait for that sync compressed (node_held.go).
+	for i := range items {
+		if it := &items[i]; it.store {
+			it.size = len(it.r.WireBody)
+			var err error
+			if it.enc, err = n.encodePage(it.id, it.r); err != nil {
+				n.fail(err)
+				return
+			}
+		}
+	}
 	if len(msg.pages) > 0 {
 		msg.done = make(chan struct{})
 		n.pending.Add(1) // before any report, so the crawl cannot look finished
@@ -164,7 +177,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	for _, it := range items {
 		if it.store {
 			// Reported by the store's OnDurable (Node.durable).
-			if err := n.storeResult(ctx, it.id, it.r, it.o); err != nil {
+			if err := n.storeResult(ctx, it.id, it.r.URL, it.enc, it.size, it.o); err != nil {
 				n.fail(err)
 				return
 			}
@@ -257,36 +270,24 @@ func (n *Node) extractLinks(id uint32, d int, u string, body []byte, h http.Head
 	return p
 }
 
-// storeResult stores the collector's faithful record of one response: the
-// header block as received (without the status line) and the body with
-// its content coding, once the id is durable (see the durability order).
-// The store's context is not the crawl's: a page fetched before an
+// storeResult stores the collector's faithful record of one response,
+// encoded by encodePage, once the id is durable (see the durability
+// order). The store's context is not the crawl's: a page fetched before an
 // interruption is stored all the same.
-func (n *Node) storeResult(ctx context.Context, id uint32, r *collector.Result, o scheduler.Outcome) error {
+func (n *Node) storeResult(ctx context.Context, id uint32, url string, e storage.Encoded, size int, o scheduler.Outcome) error {
 	if err := n.waitSynced(id); err != nil {
 		return err
 	}
-	// No copies: the store reads the page after Put returns, so the
-	// result keeps its collector buffers until the page is durable
-	// (Node.durable releases them). Copying every page cost 9% of the
-	// crawl's CPU.
-	p := &storage.Page{URLID: uint64(id), URL: r.URL, FetchTime: time.Now().Add(-r.Timings.Total).UTC(),
-		Duration: r.Timings.Total, Status: r.Status, Header: headerLines(r.Head), Body: r.WireBody}
-	if r.Addr.IsValid() {
-		p.ServerIP = r.Addr.Addr()
-	}
-	n.st.bytes.Add(uint64(len(r.WireBody)))
+	n.st.bytes.Add(uint64(size))
 	n.awaitMu.Lock()
 	n.awaiting[id] = o
-	n.holdResult(id, r)
 	n.awaitMu.Unlock()
-	if err := n.store.Put(context.WithoutCancel(ctx), p); err != nil {
+	if err := n.store.PutEncoded(context.WithoutCancel(ctx), e); err != nil {
 		n.awaitMu.Lock()
 		delete(n.awaiting, id)
-		delete(n.held, id)
 		n.awaitMu.Unlock()
-		n.st.bytes.Add(^uint64(len(r.WireBody) - 1))
-		return fmt.Errorf("spider: storing %s (id %d): %w", r.URL, id, err)
+		n.st.bytes.Add(^uint64(size - 1))
+		return fmt.Errorf("spider: storing %s (id %d): %w", url, id, err)
 	}
 	n.st.pages.Add(1)
 	return nil
@@ -312,12 +313,7 @@ func (n *Node) durable(ids []uint64) {
 		n.awaitMu.Lock()
 		o, ok := n.awaiting[uint32(id)]
 		delete(n.awaiting, uint32(id))
-		r := n.held[uint32(id)]
-		delete(n.held, uint32(id))
 		n.awaitMu.Unlock()
-		if r != nil {
-			n.coll.ReleaseResult(r)
-		}
 		if ok {
 			n.report(uint32(id), o)
 		}

@@ -43,8 +43,9 @@ func (n *Node) writer(msgs <-chan found) {
 	}
 	// outlinks keeps the links of fetched pages at depth > 0, in case a
 	// shorter path to the page turns up and its links must be followed
-	// again from the new depth (scope.Decision.Reexpand). Memory only: after
-	// a restart a lowered page is not re-expanded.
+	// again from the new depth (scope.Decision.Reexpand), until the page is
+	// durable (pruneOutlinks); later, and after a restart, reexpand reads
+	// them back from the store.
 	outlinks := map[uint32]pageLinks{}
 	var waiting []chan struct{} // done channels of messages processed since the last sync
 	sync := func() {
@@ -53,6 +54,7 @@ func (n *Node) writer(msgs <-chan found) {
 				close(c)
 			}
 			waiting = waiting[:0]
+			n.pruneOutlinks(outlinks) // node_outlinks.go
 		}
 	}
 	dirty := false

@@ -9,6 +9,11 @@
 // free, so a fast disk takes more records than a slow one and a failed disk
 // takes none.
 //
+// A caller that must hold a page back before it may be stored can compress
+// it first (Encode, on its own goroutine), reuse the page's buffers at once,
+// and later hand the record to the compressed pool (PutEncoded): it then
+// holds the compressed record, not the page, while it waits.
+//
 // # Directory layout
 //
 // A data directory holds

@@ -125,6 +125,8 @@ type Store struct {
 	// 170 MB crawling the javadoc).
 	free      chan *record
 	freeBytes atomic.Int64
+
+	lend encoders // Encode's
 }
 
 // freeBufferBytes bounds the record buffers kept for reuse.
@@ -164,6 +166,7 @@ func Open(cfg Config) (*Store, error) {
 		incoming:   make(chan *Page, cfg.QueueLen),
 		compressed: make(chan *record, cfg.QueueLen),
 		retry:      make(chan *record),
+		lend:       encoders{codec: codec, spare: make(chan *encoder, cfg.Compressors)},
 		dead:       make(chan struct{}),
 		drained:    make(chan struct{}),
 	}
@@ -214,12 +217,15 @@ func Open(cfg Config) (*Store, error) {
 // modify it after Put. Put returning nil does not make p durable; see
 // Config.OnDurable and Durable.
 func (s *Store) Put(ctx context.Context, p *Page) error {
-	if err := checkPage(p); err != nil {
+	if err := s.checkPut(p); err != nil {
 		return err
 	}
-	if p.URLID > s.cfg.MaxURLID {
-		return fmt.Errorf("storage: page %d (%s): URL id above the configured maximum %d", p.URLID, p.URL, s.cfg.MaxURLID)
-	}
+	return enqueue(s, ctx, s.incoming, p)
+}
+
+// enqueue sends v, a page (Put) or a record (PutEncoded), to its pool,
+// counted outstanding until it is durable or lost.
+func enqueue[T any](s *Store, ctx context.Context, pool chan<- T, v T) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -232,7 +238,7 @@ func (s *Store) Put(ctx context.Context, p *Page) error {
 	}
 	s.outstanding.Add(1)
 	select {
-	case s.incoming <- p:
+	case pool <- v:
 		return nil
 	case <-ctx.Done():
 		s.outstanding.Add(-1)
@@ -241,6 +247,17 @@ func (s *Store) Put(ctx context.Context, p *Page) error {
 		s.outstanding.Add(-1)
 		return s.deadError()
 	}
+}
+
+// checkPut checks a page Put or Encode is given.
+func (s *Store) checkPut(p *Page) error {
+	if err := checkPage(p); err != nil {
+		return err
+	}
+	if p.URLID > s.cfg.MaxURLID {
+		return fmt.Errorf("storage: page %d (%s): URL id above the configured maximum %d", p.URLID, p.URL, s.cfg.MaxURLID)
+	}
+	return nil
 }
 
 func (s *Store) deadError() error {
@@ -282,6 +299,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.incoming)
 	s.mu.Unlock()
+	s.lend.closeAll() // Encode, under mu, has given every encoder back
 
 	s.saversDone.Wait()
 	// If every saver failed, what is still in the pipeline is lost; count it.
@@ -301,43 +319,8 @@ func (s *Store) compress(enc *encoder) {
 	defer s.compressorsDone.Done()
 	defer enc.close()
 	for p := range s.incoming {
-		var r *record
-		select {
-		case r = <-s.free:
-			s.freeBytes.Add(-int64(cap(r.buf)))
-		default:
-			r = new(record)
-		}
-		r.urlID = p.URLID
-		// Compress into the compressor's scratch buffer, which has room
-		// for the worst case (more than the page), and keep only the
-		// record's bytes: a record buffer sized for the worst case held
-		// three to four times what it carries while it waited for its
-		// sync, and allocating and zeroing such buffers was 9 % of a
-		// crawl's CPU.
-		dst := enc.scratch[:0]
-		if enc.codec == CodecNone { // the record's size is known: no scratch
-			dst = r.buf[:0]
-		}
-		rec := appendRecordPrefix(dst, p, enc.codec)
-		prefix := len(rec)
-		rec = enc.appendEncoded(rec, p.Body)
-		if len(rec)-prefix >= len(p.Body) && enc.codec != CodecNone {
-			// Incompressible (an image, an archive): store it as it is,
-			// which also keeps the record within maxRecordSize.
-			rec[5] = byte(CodecNone)
-			rec = append(rec[:prefix], p.Body...)
-		}
-		finishRecord(rec, len(rec)-prefix)
-		if enc.codec == CodecNone {
-			r.buf = rec
-		} else {
-			r.buf = append(r.buf[:0], rec...)
-			enc.scratch = rec[:0]
-			if cap(enc.scratch) > maxScratch {
-				enc.scratch = nil // do not keep the odd huge page's buffer around
-			}
-		}
+		r := s.newRecord()
+		s.encodeRecord(enc, p, r)
 		select {
 		case s.compressed <- r:
 		case <-s.dead:
@@ -346,8 +329,76 @@ func (s *Store) compress(enc *encoder) {
 	}
 }
 
+// newRecord is a record from the free pool, or a new one.
+func (s *Store) newRecord() *record {
+	select {
+	case r := <-s.free:
+		s.freeBytes.Add(-int64(cap(r.buf)))
+		return r
+	default:
+		return new(record)
+	}
+}
+
+// encodeRecord makes r p's record; p is not read afterwards.
+func (s *Store) encodeRecord(enc *encoder, p *Page, r *record) {
+	r.urlID = p.URLID
+	// Compress into the compressor's scratch buffer, which has room
+	// for the worst case (more than the page), and keep only the
+	// record's bytes: a record buffer sized for the worst case held
+	// three to four times what it carries while it waited for its
+	// sync, and allocating and zeroing such buffers was 9 % of a
+	// crawl's CPU.
+	dst := enc.scratch[:0]
+	if enc.codec == CodecNone { // the record's size is known: no scratch
+		dst = r.buf[:0]
+	}
+	rec := appendRecordPrefix(dst, p, enc.codec)
+	prefix := len(rec)
+	rec = enc.appendEncoded(rec, p.Body)
+	if len(rec)-prefix >= len(p.Body) && enc.codec != CodecNone {
+		// Incompressible (an image, an archive): store it as it is,
+		// which also keeps the record within maxRecordSize.
+		rec[5] = byte(CodecNone)
+		rec = append(rec[:prefix], p.Body...)
+	}
+	finishRecord(rec, len(rec)-prefix)
+	if enc.codec == CodecNone {
+		r.buf = rec
+	} else {
+		r.buf = append(r.buf[:0], rec...)
+		enc.scratch = rec[:0]
+		if cap(enc.scratch) > maxScratch {
+			enc.scratch = nil // do not keep the odd huge page's buffer around
+		}
+	}
+}
+
+// recycleBuf moves the buffer of a record written but not yet durable to
+// the free pool, in a record of its own.
+func (s *Store) recycleBuf(r *record) {
+	b := r.buf
+	r.buf = nil
+	c := int64(cap(b))
+	if c > maxScratch || s.freeBytes.Load()+c > freeBufferBytes {
+		return
+	}
+	s.freeBytes.Add(c)
+	select {
+	case s.free <- &record{buf: b[:0]}:
+	default:
+		s.freeBytes.Add(-c)
+	}
+}
+
 // recordDone accounts for a record that is durable or lost.
 func (s *Store) recordDone(r *record) {
+	if r.buf == nil { // its buffer went back when it was written (recycleBuf)
+		if s.outstanding.Add(-1) == 0 {
+			s.checkDrained()
+		}
+		return
+	}
 	c := int64(cap(r.buf))
 	if c > maxScratch || s.freeBytes.Load()+c > freeBufferBytes {
 		r.buf, c = nil, 0 // do not keep the odd huge page's buffer around

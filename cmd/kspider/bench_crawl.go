@@ -416,6 +416,9 @@ func crawlChild(ctx context.Context, e env) error {
 // runCrawlSpec crawls as one node, as `kspider run` would with the spec's
 // settings, and times it from OpenNode to Close.
 func runCrawlSpec(ctx context.Context, spec crawlChildSpec) (crawlFigures, error) {
+	if spec.MemProfile != "" {
+		heapProfiling()
+	}
 	stopProfile, err := startCPUProfile(spec.CPUProfile)
 	if err != nil {
 		return crawlFigures{}, err
