@@ -227,21 +227,28 @@ func (c *labCluster) check(t *testing.T) {
 			host string
 			slot int64
 		}
-		by := map[hs]string{}
+		type served struct {
+			ip string
+			at time.Duration // into the slot
+		}
+		by := map[hs]served{}
 		bad := 0
 		for _, e := range all {
 			if e.Kind != "req" {
 				continue
 			}
-			k := hs{e.Host, (e.Start - c.epoch.UnixNano()) / int64(c.slot)}
+			since := e.Start - c.epoch.UnixNano()
+			k := hs{e.Host, since / int64(c.slot)}
 			ip, _, _ := strings.Cut(e.Client, ":")
-			if o, ok := by[k]; ok && o != ip {
+			at := time.Duration(since % int64(c.slot))
+			if o, ok := by[k]; ok && o.ip != ip {
 				bad++
 				if bad <= 3 {
-					t.Errorf("host %s served to %s and %s in slot %d", e.Host, o, ip, k.slot)
+					// The offsets say which side broke its guard interval.
+					t.Errorf("host %s served to %s (%v into the slot) and %s (%v) in slot %d", e.Host, o.ip, o.at, ip, at, k.slot)
 				}
 			}
-			by[k] = ip
+			by[k] = served{ip, at}
 		}
 		if part != cluster.ByURL {
 			// No turns: a host has one owner, the only node it ever sees.
