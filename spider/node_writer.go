@@ -47,14 +47,8 @@ func (n *Node) writer(msgs <-chan found) {
 	// a restart a lowered page is not re-expanded.
 	outlinks := map[uint32]pageLinks{}
 	var waiting []chan struct{} // done channels of messages processed since the last sync
-	sync := func() {
-		if n.syncAll() {
-			for _, c := range waiting {
-				close(c)
-			}
-			waiting = waiting[:0]
-		}
-	}
+	var ws writerSync           // node_sync.go
+	sync := func() { waiting = ws.sync(n, waiting) }
 	dirty := false
 	if n.cl != nil { // what peers sent before the start: a differing config stops fetches first
 		n.takeRemote(outlinks)
@@ -63,7 +57,12 @@ func (n *Node) writer(msgs <-chan found) {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
-				sync()
+				ws.wait(n)
+				if n.syncAll() {
+					for _, c := range waiting {
+						close(c)
+					}
+				}
 				return
 			}
 			for _, u := range m.seeds {
@@ -103,6 +102,8 @@ func (n *Node) writer(msgs <-chan found) {
 				dirty = true
 				arm()
 			}
+		case ok := <-ws.results():
+			waiting = ws.done(n, ok, waiting)
 		case <-n.syncReq:
 			sync()
 			dirty = false
@@ -120,11 +121,14 @@ func (n *Node) writer(msgs <-chan found) {
 
 // syncAll syncs the tree, then the scheduler, and publishes the length.
 // On failure it stops the crawl and closes n.syncFailed.
-func (n *Node) syncAll() bool {
-	l := n.tree.Len()
+func (n *Node) syncAll() bool { return n.syncTo(n.tree.Len()) }
+
+// syncTo is syncAll publishing length l, taken by the writer when every id
+// below it was in the tree and the scheduler (node_sync.go).
+func (n *Node) syncTo(l int) bool {
 	err := n.tree.Sync()
 	if err == nil {
-		err = n.sched.Sync()
+		err = n.sched.SyncUpTo(uint64(l)) // not past the tree's commit
 	}
 	if err == nil {
 		err = n.syncCluster()
