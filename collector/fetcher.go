@@ -182,6 +182,19 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			f.pending = append(back, f.pending...)
 		}
 	}
+	// stale handles a connection kept from an earlier list (idle.go) that
+	// failed before its first response: the server closed it while it was
+	// idle. Its requests go back, their sends not counted.
+	stale := func() bool {
+		if !c.reused || c.answered > 0 {
+			return false
+		}
+		f.requeueStale(out)
+		out = out[:0]
+		f.close(c, false)
+		c = nil
+		return true
+	}
 	var lastEnd time.Time
 	for len(f.pending) > 0 || len(out) > 0 {
 		if f.skipped {
@@ -265,11 +278,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		}
 		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
 		if err := c.bw.Flush(); err != nil {
-			if c.reused && c.answered == 0 {
-				f.requeueStale(out)
-				out = out[:0]
-				f.close(c, false)
-				c = nil
+			if stale() {
 				continue
 			}
 			if c.answered == 0 {
@@ -300,11 +309,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		lastEnd = time.Now()
 		switch info.out {
 		case unanswered:
-			if c.reused && c.answered == 0 {
-				f.requeueStale(out)
-				out = out[:0]
-				f.close(c, false)
-				c = nil
+			if stale() {
 				continue
 			}
 			if c.answered == 0 {
@@ -464,10 +469,9 @@ func (f *fetcher) dropSkipped() {
 	f.pending = keep
 }
 
-// requeueStale puts back the requests sent on a connection kept from an
-// earlier list (conn.reused) that failed before its first response: the
-// server closed it while it was idle. They go to the front of the queue for
-// a new connection, their sends not counted against MaxAttempts.
+// requeueStale puts back the requests sent on a stale kept connection (see
+// fetchAll's stale): to the front of the queue for a new connection, their
+// sends not counted against MaxAttempts.
 func (f *fetcher) requeueStale(out []exchange) {
 	back := make([]int, 0, len(out)+len(f.pending))
 	for _, x := range out {
