@@ -14,10 +14,11 @@ const nodeKeepIdle = 5 * time.Second
 
 // keepIdle is the collector's KeepIdle for cfg: none in a cluster (the
 // host's next list may be another node's, in another phase slot, and the
-// kept connection would overlap it) or when the politeness delay outlasts
-// the keeping anyway.
+// kept connection would overlap it), with a per-IP limit (a connection
+// kept to one host of an address would be open while another host of it
+// fetches), or when the politeness delay outlasts the keeping anyway.
 func keepIdle(cfg NodeConfig) time.Duration {
-	if cfg.Cluster != nil || cfg.Scheduler.MinDelay >= nodeKeepIdle {
+	if cfg.Cluster != nil || cfg.Scheduler.MaxHostsPerIP > 0 || cfg.Scheduler.MinDelay >= nodeKeepIdle {
 		return 0
 	}
 	return nodeKeepIdle
