@@ -23,6 +23,7 @@ type Collector struct {
 	idle   []*fetcher // fetchers' states made so far and free, the last used on top
 	bufs   bufPool
 	nopipe hostSet
+	kept   idleConns // connections between lists (Config.KeepIdle)
 
 	dialRaw func(ctx context.Context) (net.Conn, error) // tests: replaces lookup and dial
 }

@@ -38,6 +38,10 @@ type Config struct {
 	IdleRead        time.Duration // between two reads of one response (default 20 s)
 	Linger          time.Duration // drain of a connection we gave up on (default 2 s)
 	ReconnectGap    time.Duration // between a list's connections (default 50 ms)
+	// KeepIdle is how long a list's connection, healthy at its end, is
+	// kept for the next list of its origin (idle.go; Collector.CloseIdle
+	// closes them); 0: closed at the end of each list.
+	KeepIdle time.Duration
 
 	MaxHeader   int   // status line and header block (default 64 KiB)
 	MaxBody     int64 // body, on the wire and decoded (default 10 MiB)

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"time"
@@ -31,6 +30,7 @@ type conn struct {
 	sent      int  // requests sent
 	written   int64
 	setupUsed bool // setup timings already given to a result
+	reused    bool // kept from an earlier list (idle.go), not dialled for this one
 }
 
 // pos is the stream offset of the next byte ReadResponse would see.
@@ -176,14 +176,38 @@ func (f *fetcher) close(c *conn, linger bool) {
 	f.writes += f.cw.writes
 	f.cw.writes = 0
 	if linger {
-		if tc, ok := c.raw.(*net.TCPConn); ok {
-			tc.CloseWrite()
-		}
-		c.raw.SetReadDeadline(time.Now().Add(f.col.cfg.Linger))
-		// Drain the socket, not the TLS layer: only the server's close
-		// matters here. At most 1 MiB, then a reset ends an endless sender.
-		io.CopyN(io.Discard, c.raw, 1<<20)
+		closeLingering(c.raw, f.col.cfg.Linger)
+	} else {
+		c.raw.Close()
 	}
-	c.raw.Close()
 	f.lastClose = time.Now()
+}
+
+// park leaves c, at the end of a list that used it cleanly, for its
+// origin's next list (idle.go); false: the caller closes it.
+func (f *fetcher) park(o *origin, c *conn) bool {
+	cfg := &f.col.cfg
+	if cfg.KeepIdle <= 0 || f.ctx.Err() != nil || f.stopped() || c.answered == 0 || c.br.Buffered() > 0 || c.bw.Buffered() > 0 {
+		return false
+	}
+	if !c.stop() { // the list's cancellation closed the socket
+		return false
+	}
+	c.stop = func() bool { return true }
+	if !f.col.kept.park(o.host, o.key, c, cfg.KeepIdle, cfg.Linger, max(cfg.Fetchers, minKept)) {
+		return false
+	}
+	f.reads += c.wire.reads
+	f.writes += f.cw.writes
+	f.cw.writes = 0
+	c.br, c.bw = nil, nil // the fetcher's, which its next list resets
+	return true
+}
+
+// reuse readies a parked connection for this fetcher's list, as setup
+// readies a dialled one; the per-list counts start again.
+func (f *fetcher) reuse(ctx context.Context, c *conn) *conn {
+	canPipe := c.canPipe
+	*c = conn{raw: c.raw, c: c.c, addr: c.addr, canPipe: canPipe, reused: true}
+	return f.setup(ctx, c)
 }

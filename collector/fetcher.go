@@ -120,9 +120,15 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	var lastKind Kind
 	var lastErr error
 	out := f.out[:0]
+	if cfg.KeepIdle > 0 {
+		f.col.kept.begin(o.host)
+	}
 	defer func() {
-		if c != nil {
+		if c != nil && (len(out) > 0 || len(f.pending) > 0 || !f.park(o, c)) {
 			f.close(c, f.linger && f.ctx.Err() == nil)
+		}
+		if cfg.KeepIdle > 0 {
+			f.col.kept.end(o.host) // after park: this list counts there
 		}
 		for _, x := range out {
 			f.pending = append(f.pending, x.idx)
@@ -176,6 +182,19 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			f.pending = append(back, f.pending...)
 		}
 	}
+	// stale handles a connection kept from an earlier list (idle.go) that
+	// failed before its first response: the server closed it while it was
+	// idle. Its requests go back, their sends not counted.
+	stale := func() bool {
+		if !c.reused || c.answered > 0 {
+			return false
+		}
+		f.requeueStale(out)
+		out = out[:0]
+		f.close(c, false)
+		c = nil
+		return true
+	}
 	var lastEnd time.Time
 	for len(f.pending) > 0 || len(out) > 0 {
 		if f.skipped {
@@ -193,7 +212,21 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 				return
 			}
 			var err error
-			c, err = f.dial(f.ctx, o)
+			if b.Connections == 0 && cfg.KeepIdle > 0 {
+				// The origin's connection kept from its last list, if
+				// any (idle.go); or, when one of its host is being
+				// closed, the wait for it.
+				kept, closed, ok := f.col.kept.take(f.ctx, o.host, o.key, cfg.Linger)
+				if !ok || closed && !f.wait(cfg.ReconnectGap) {
+					return
+				}
+				if kept != nil {
+					c = f.reuse(f.ctx, kept)
+				}
+			}
+			if c == nil {
+				c, err = f.dial(f.ctx, o)
+			}
 			if err != nil {
 				if f.ctx.Err() == nil {
 					var de *dialError
@@ -245,6 +278,9 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		}
 		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
 		if err := c.bw.Flush(); err != nil {
+			if stale() {
+				continue
+			}
 			if c.answered == 0 {
 				barren++
 			}
@@ -273,6 +309,9 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		lastEnd = time.Now()
 		switch info.out {
 		case unanswered:
+			if stale() {
+				continue
+			}
 			if c.answered == 0 {
 				barren++
 			}
@@ -322,7 +361,10 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			}
 			requeue(out, Reset, errors.New("the server closed the connection"))
 			out = out[:0]
-			f.close(c, !info.serverClose || r.Kind != OK)
+			// With connections kept between lists (idle.go) a server's
+			// "Connection: close" often ends a list, and the host's next
+			// list dials at once: wait for the server's close first.
+			f.close(c, !info.serverClose || r.Kind != OK || cfg.KeepIdle > 0)
 			c = nil
 		case len(out) == 0 && c.br.Buffered() > 0:
 			// Bytes nobody asked for: a second response, or a body longer
@@ -425,4 +467,16 @@ func (f *fetcher) dropSkipped() {
 		keep = append(keep, i)
 	}
 	f.pending = keep
+}
+
+// requeueStale puts back the requests sent on a stale kept connection (see
+// fetchAll's stale): to the front of the queue for a new connection, their
+// sends not counted against MaxAttempts.
+func (f *fetcher) requeueStale(out []exchange) {
+	back := make([]int, 0, len(out)+len(f.pending))
+	for _, x := range out {
+		f.items[x.idx].res.Attempts--
+		back = append(back, x.idx)
+	}
+	f.pending = append(back, f.pending...)
 }

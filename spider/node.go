@@ -258,6 +258,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cc.RootCAs == nil {
 		cc.RootCAs = cfg.RootCAs
 	}
+	if cc.KeepIdle == 0 {
+		cc.KeepIdle = keepIdle(cfg) // node_keep.go
+	}
 	filter, err := scope.New(*cfg.Scope)
 	if err != nil {
 		return nil, err
@@ -477,6 +480,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	}
 	endNext()
 	lists.Wait()
+	n.coll.CloseIdle() // node_keep.go
 	close(msgs)
 	<-writerDone
 	sum := &NodeSummary{Fetched: n.st.fetched.Load(), Stored: n.st.pages.Load(), Bytes: n.st.bytes.Load(),

@@ -160,8 +160,9 @@ func wantCrawled(t *testing.T, got map[string]bool, s *robotsListSite) {
 // then the URLs it allows over one connection; the next list (rules
 // cached) over one more, or two when /a and /b go out in two lists (the
 // partial wait is 1 ms: a slow writer may hand the scheduler /a before /b).
+// (Connections are not kept between lists here: TestNodeKeepsConnection.)
 func TestNodeRobotsOneConnection(t *testing.T) {
-	got, s := crawlRobotsList(t, servePrivateRules, nil)
+	got, s := crawlRobotsList(t, servePrivateRules, noKeepIdle)
 	wantCrawled(t, got, s)
 	if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") != s.connOf("/") || s.connOf("/a") == s.connOf("/") ||
 		s.conns < 2 || s.conns > 3 {
@@ -176,7 +177,7 @@ func TestNodeRobotsOneConnection(t *testing.T) {
 func TestNodeRobotsCrawlDelayFirst(t *testing.T) {
 	got, s := crawlRobotsList(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		fmt.Fprint(w, privateRules+"Crawl-delay: 0.3\n")
-	}, nil)
+	}, noKeepIdle)
 	wantCrawled(t, got, s)
 	if s.hits["/robots.txt"] != 1 || s.connOf("/robots.txt") == s.connOf("/") {
 		t.Errorf("robots.txt asked %d times, on connection %d, / on %d; want once, / on another", s.hits["/robots.txt"], s.connOf("/robots.txt"), s.connOf("/"))
@@ -192,6 +193,21 @@ func TestNodeRobotsCrawlDelayFirst(t *testing.T) {
 	}
 	if gap := rootStart.Sub(robotsEnd); gap < 300*time.Millisecond-time.Millisecond {
 		t.Errorf("/ asked %v after robots.txt, want at least the Crawl-delay 300ms", gap)
+	}
+}
+
+// noKeepIdle closes each list's connection at its end (collector.Config.KeepIdle).
+func noKeepIdle(cfg *NodeConfig) { cfg.Collector.KeepIdle = -1 }
+
+// TestNodeKeepsConnection: with connections kept between lists (the
+// node's default, node_keep.go), robots.txt and every list of the host go
+// over one connection, never two at once.
+func TestNodeKeepsConnection(t *testing.T) {
+	got, s := crawlRobotsList(t, servePrivateRules, nil)
+	wantCrawled(t, got, s)
+	if s.hits["/robots.txt"] != 1 || s.conns != 1 || s.connOf("/a") != s.connOf("/") {
+		t.Errorf("robots.txt asked %d times, / on connection %d, /a on %d, %d connections; want once, all on one",
+			s.hits["/robots.txt"], s.connOf("/"), s.connOf("/a"), s.conns)
 	}
 }
 

@@ -44,16 +44,14 @@ func (n *Node) writer(msgs <-chan found) {
 	// outlinks keeps the links of fetched pages at depth > 0, in case a
 	// shorter path to the page turns up and its links must be followed
 	// again from the new depth (scope.Decision.Reexpand), until the page is
-	// durable (pruneOutlinks); later, and after a restart, reexpand reads
-	// them back from the store.
+	// durable (pruneOutlinks, after each sync); later, and after a restart,
+	// reexpand reads them back from the store.
 	outlinks := map[uint32]pageLinks{}
 	var waiting []chan struct{} // done channels of messages processed since the last sync
+	var ws writerSync           // node_sync.go
 	sync := func() {
-		if n.syncAll() {
-			for _, c := range waiting {
-				close(c)
-			}
-			waiting = waiting[:0]
+		waiting = ws.sync(n, waiting)
+		if n.cl != nil { // synced on the writer (node_sync.go)
 			n.pruneOutlinks(outlinks) // node_outlinks.go
 		}
 	}
@@ -65,7 +63,12 @@ func (n *Node) writer(msgs <-chan found) {
 		select {
 		case m, ok := <-msgs:
 			if !ok {
-				sync()
+				ws.wait(n)
+				if n.syncAll() {
+					for _, c := range waiting {
+						close(c)
+					}
+				}
 				return
 			}
 			for _, u := range m.seeds {
@@ -105,6 +108,9 @@ func (n *Node) writer(msgs <-chan found) {
 				dirty = true
 				arm()
 			}
+		case ok := <-ws.results():
+			waiting = ws.done(n, ok, waiting)
+			n.pruneOutlinks(outlinks)
 		case <-n.syncReq:
 			sync()
 			dirty = false
@@ -122,17 +128,14 @@ func (n *Node) writer(msgs <-chan found) {
 
 // syncAll syncs the tree, then the scheduler, and publishes the length.
 // On failure it stops the crawl and closes n.syncFailed.
-func (n *Node) syncAll() bool {
-	l := n.tree.Len()
-	var err error
-	// The tree only grows, so with no URL added since the last sync (every
-	// link of the lists known already or sent to its owner) its last
-	// commit holds it all: four fdatasyncs saved.
-	if l != n.syncedLen {
-		err = n.tree.Sync()
-	}
+func (n *Node) syncAll() bool { return n.syncTo(n.tree.Len()) }
+
+// syncTo is syncAll publishing length l, taken by the writer when every id
+// below it was in the tree and the scheduler (node_sync.go).
+func (n *Node) syncTo(l int) bool {
+	err := n.tree.Sync()
 	if err == nil {
-		err = n.sched.Sync()
+		err = n.sched.SyncUpTo(uint64(l)) // not past the tree's commit
 	}
 	if err == nil {
 		err = n.syncCluster()

@@ -120,8 +120,18 @@ func (m *mappedFile) sync() error {
 		return nil
 	}
 	// On Linux the pages of a shared mapping live in the page cache, so
-	// fdatasync writes them back just as msync(MS_SYNC) would.
-	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+	// fdatasync writes them back just as msync(MS_SYNC) would. Sync calls
+	// this without the tree's lock: Control holds the descriptor open
+	// meanwhile, so a close (a failed remap closes the files) cannot hand
+	// its number to another file.
+	rc, err := m.f.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) { err = unix.Fdatasync(int(fd)) })
+		if err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
 	}
 	return nil

@@ -38,10 +38,16 @@ type Options struct {
 }
 
 // Tree is a prefix-compressed URL set assigning dense ids. One writer and
-// any number of readers may use it concurrently: Add and Sync take a write
-// lock, Find, Get and Len a read lock.
+// any number of readers may use it concurrently: Add takes a write lock,
+// Find, Get and Len a read lock, Sync a read lock while it takes its commit
+// (not while it writes the files back).
 type Tree struct {
-	mu        sync.RWMutex
+	mu     sync.RWMutex
+	syncMu sync.Mutex // one Sync or Close at a time; taken before mu
+	synced struct {   // the commit the last Sync wrote (under syncMu)
+		c  commit
+		ok bool
+	}
 	dir       string
 	maxURLLen int
 	readOnly  bool
@@ -376,14 +382,55 @@ func (t *Tree) Lost() int {
 }
 
 // Sync makes every URL added so far durable.
+//
+// The fdatasyncs run under a read lock only on the commit, not on the
+// files (they took 50 ms on average, up to 400, on a busy disk, and Add
+// and Get waited on them): the commit is taken first and covers only the
+// entries written before it; entries added meanwhile lie past it, where
+// Open trusts nothing, and bytes below it do not change (the arena is
+// append-only; a block's trailer is written once the block is full, past
+// the commit's end). syncMu keeps one Sync (or Close) at a time on the
+// meta file.
 func (t *Tree) Sync() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	t.mu.RLock()
 	if t.closed {
+		t.mu.RUnlock()
 		return ErrClosed
 	}
-	return t.commit(0)
+	if t.readOnly {
+		t.mu.RUnlock()
+		return nil
+	}
+	c := t.commitRecord(0)
+	arenF, ptrF, meta := t.arenF, t.ptrF, t.meta
+	t.mu.RUnlock()
+	if t.synced.ok && c == t.synced.c {
+		// Nothing added since the last Sync: its commit stands. (A node
+		// syncs on a timer and at its end, often with nothing new, and
+		// each Sync is four fdatasyncs.)
+		return nil
+	}
+	if err := arenF.sync(); err != nil {
+		return err
+	}
+	// Block pointers are written once, when a block starts: with no new
+	// block since the last Sync the file holds nothing new.
+	if !t.synced.ok || blocks(c.count) != blocks(t.synced.c.count) {
+		if err := ptrF.sync(); err != nil {
+			return err
+		}
+	}
+	if err := meta.write(c); err != nil {
+		return err
+	}
+	t.synced.c, t.synced.ok = c, true
+	return nil
 }
+
+// blocks is the number of entry blocks (and block pointers) of count URLs.
+func blocks(count uint64) uint64 { return (count + ptrBlock - 1) / ptrBlock }
 
 func (t *Tree) commit(flags uint32) error {
 	if t.readOnly {
@@ -428,6 +475,8 @@ func (t *Tree) nodesCRC() uint32 {
 // Close syncs the tree, marks its node array clean (so the next Open need
 // not rebuild it) and releases the files.
 func (t *Tree) Close() error {
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {

@@ -1,0 +1,174 @@
+package collector
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scriptedServer answers GETs on loopback with "ok"; on the connections
+// listed in dropSecond it closes instead of answering its second request
+// (as a server that closed an idle connection just as a request came).
+type scriptedServer struct {
+	ln         net.Listener
+	dropSecond map[int]bool
+	mu         sync.Mutex
+	accepted   int
+	closed     chan int // connection numbers, as each ends
+	wg         sync.WaitGroup
+}
+
+func startScripted(t *testing.T, dropSecond ...int) *scriptedServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &scriptedServer{ln: ln, dropSecond: map[int]bool{}, closed: make(chan int, 16)}
+	for _, n := range dropSecond {
+		s.dropSecond[n] = true
+	}
+	s.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.accepted++
+			n := s.accepted
+			s.mu.Unlock()
+			s.wg.Go(func() { s.serve(n, c) })
+		}
+	})
+	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	return s
+}
+
+func (s *scriptedServer) serve(n int, c net.Conn) {
+	defer func() { c.Close(); s.closed <- n }()
+	br := bufio.NewReader(c)
+	for req := 1; ; req++ {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return
+		}
+		for { // the header block
+			h, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if h == "\r\n" {
+				break
+			}
+		}
+		if req == 2 && s.dropSecond[n] {
+			return
+		}
+		if !strings.HasPrefix(line, "GET ") {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok")
+	}
+}
+
+func (s *scriptedServer) conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted
+}
+
+func idleCollector(t *testing.T, s *scriptedServer) (*Collector, string) {
+	t.Helper()
+	c, err := New(Config{UserAgent: testUA, KeepIdle: time.Minute,
+		Lookup: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, fmt.Sprintf("http://keep.test:%d/", s.ln.Addr().(*net.TCPAddr).Port)
+}
+
+func fetchOne(t *testing.T, c *Collector, u string) *Batch {
+	t.Helper()
+	b := c.Fetch(context.Background(), listOf([]string{u}))
+	if r := &b.Results[0]; r.Kind != OK || string(r.Body) != "ok" {
+		t.Fatalf("%s: %v (%v), body %q", u, r.Kind, r.Err, r.Body)
+	}
+	return b
+}
+
+// TestKeepIdleReuses: consecutive lists of one origin share one
+// connection, and CloseIdle closes it.
+func TestKeepIdleReuses(t *testing.T) {
+	s := startScripted(t)
+	c, base := idleCollector(t, s)
+	for i := range 3 {
+		fetchOne(t, c, base+fmt.Sprint(i))
+	}
+	if n := s.conns(); n != 1 {
+		t.Errorf("%d connections for 3 lists of one origin, want 1", n)
+	}
+	c.CloseIdle()
+	select {
+	case <-s.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CloseIdle left the connection open")
+	}
+}
+
+// TestKeepIdleStale: a kept connection the server closes as the next
+// list's request comes costs that request no attempt: it is asked again on
+// a new connection.
+func TestKeepIdleStale(t *testing.T) {
+	s := startScripted(t, 1)
+	c, base := idleCollector(t, s)
+	fetchOne(t, c, base+"a")
+	b := fetchOne(t, c, base+"b")
+	if r := &b.Results[0]; r.Attempts != 1 {
+		t.Errorf("attempts %d, want 1 (the send on the stale connection not counted)", r.Attempts)
+	}
+	if n := s.conns(); n != 2 || b.Connections != 2 {
+		t.Errorf("server saw %d connections, the list used %d; want 2 and 2", n, b.Connections)
+	}
+	c.CloseIdle()
+}
+
+// TestKeepIdleServerClosed: a kept connection the server closed while it
+// was idle is not used (or, if its close comes late, used as a stale one).
+func TestKeepIdleServerClosed(t *testing.T) {
+	s := startScripted(t, 1)
+	c, base := idleCollector(t, s)
+	fetchOne(t, c, base+"a")
+	// Connection 1, kept, is closed by the server at its second request:
+	// send one on it behind the collector's back, and wait for the close.
+	c.kept.mu.Lock()
+	ic := c.kept.conns["keep.test"]
+	c.kept.mu.Unlock()
+	if ic == nil {
+		t.Fatal("no kept connection after a clean list")
+	}
+	if _, err := ic.c.raw.Write([]byte("GET /x HTTP/1.1\r\nHost: keep.test\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not close")
+	}
+	b := fetchOne(t, c, base+"b")
+	if r := &b.Results[0]; r.Attempts != 1 {
+		t.Errorf("attempts %d, want 1", r.Attempts)
+	}
+	if n := s.conns(); n != 2 {
+		t.Errorf("server saw %d connections, want 2", n)
+	}
+	c.CloseIdle()
+}
