@@ -144,6 +144,7 @@ type Node struct {
 	syncedLen  int   // tree ids below this are durable in tree and scheduler
 	syncErr    error // the writer's fatal error
 	syncReq    chan struct{}
+	prunes     atomic.Uint64 // passes of pruneOutlinks (node_outlinks.go)
 	syncFailed chan struct{} // closed when syncErr is set
 
 	// stored holds the ids a crash left stored but unfinished in the

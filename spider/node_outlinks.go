@@ -15,4 +15,5 @@ func (n *Node) pruneOutlinks(outlinks map[uint32]pageLinks) {
 			delete(outlinks, id)
 		}
 	}
+	n.prunes.Add(1)
 }

@@ -100,8 +100,10 @@ func TestNodeReexpandsDurablePage(t *testing.T) {
 }
 
 // waitDurableAndSynced waits until url's page is durable (its URL
-// completed) and the writer has then finished a sync, after which its
-// outlinks are pruned; false if ctx ends first.
+// completed) and the writer has then pruned its outlinks: two passes of
+// pruneOutlinks ended since (the writer prunes after each sync, which runs
+// on a goroutine of its own, so one ending may have begun before); false if
+// ctx ends first.
 func waitDurableAndSynced(ctx context.Context, n *Node, url string) bool {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -115,13 +117,13 @@ func waitDurableAndSynced(ctx context.Context, n *Node, url string) bool {
 		case <-tick.C:
 		}
 	}
-	// syncReq holds one request: the third send goes through only once
-	// the writer has taken the second, so it has finished the first sync.
-	for range 3 {
+	start := n.prunes.Load()
+	for n.prunes.Load() < start+2 {
 		select {
 		case n.syncReq <- struct{}{}:
 		case <-ctx.Done():
 			return false
+		case <-tick.C:
 		}
 	}
 	return true
