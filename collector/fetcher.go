@@ -189,7 +189,10 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		if !c.reused || c.answered > 0 {
 			return false
 		}
-		f.requeueStale(out)
+		for _, x := range out {
+			f.items[x.idx].res.Attempts-- // this send does not count
+		}
+		requeue(out, Reset, errors.New("the kept connection was closed by the server"))
 		out = out[:0]
 		f.close(c, false)
 		c = nil
@@ -467,16 +470,4 @@ func (f *fetcher) dropSkipped() {
 		keep = append(keep, i)
 	}
 	f.pending = keep
-}
-
-// requeueStale puts back the requests sent on a stale kept connection (see
-// fetchAll's stale): to the front of the queue for a new connection, their
-// sends not counted against MaxAttempts.
-func (f *fetcher) requeueStale(out []exchange) {
-	back := make([]int, 0, len(out)+len(f.pending))
-	for _, x := range out {
-		f.items[x.idx].res.Attempts--
-		back = append(back, x.idx)
-	}
-	f.pending = append(back, f.pending...)
 }
