@@ -172,9 +172,7 @@ func (f *fetcher) setup(ctx context.Context, c *conn) *conn {
 // next connection opens.
 func (f *fetcher) close(c *conn, linger bool) {
 	c.stop()
-	f.reads += c.wire.reads
-	f.writes += f.cw.writes
-	f.cw.writes = 0
+	f.release(c)
 	if linger {
 		closeLingering(c.raw, f.col.cfg.Linger)
 	} else {
@@ -197,11 +195,17 @@ func (f *fetcher) park(o *origin, c *conn) bool {
 	if !f.col.kept.park(o.host, o.key, c, cfg.KeepIdle, cfg.Linger, max(cfg.Fetchers, minKept)) {
 		return false
 	}
+	f.release(c)
+	c.br, c.bw = nil, nil // the fetcher's, which its next list resets
+	return true
+}
+
+// release adds c's reads and writes to the list's counts as c leaves the
+// list, closed or parked.
+func (f *fetcher) release(c *conn) {
 	f.reads += c.wire.reads
 	f.writes += f.cw.writes
 	f.cw.writes = 0
-	c.br, c.bw = nil, nil // the fetcher's, which its next list resets
-	return true
 }
 
 // reuse readies a parked connection for this fetcher's list, as setup
