@@ -379,26 +379,24 @@ func (s *Store) encodeRecord(enc *encoder, p *Page, r *record) {
 func (s *Store) recycleBuf(r *record) {
 	b := r.buf
 	r.buf = nil
-	c := int64(cap(b))
-	if c > maxScratch || s.freeBytes.Load()+c > freeBufferBytes {
-		return
-	}
-	s.freeBytes.Add(c)
-	select {
-	case s.free <- &record{buf: b[:0]}:
-	default:
-		s.freeBytes.Add(-c)
+	if int64(cap(b)) <= maxScratch {
+		s.toFree(&record{buf: b[:0]})
 	}
 }
 
 // recordDone accounts for a record that is durable or lost.
 func (s *Store) recordDone(r *record) {
-	if r.buf == nil { // its buffer went back when it was written (recycleBuf)
-		if s.outstanding.Add(-1) == 0 {
-			s.checkDrained()
-		}
-		return
+	if r.buf != nil { // else its buffer went back when it was written (recycleBuf)
+		s.toFree(r)
 	}
+	if s.outstanding.Add(-1) == 0 {
+		s.checkDrained()
+	}
+}
+
+// toFree offers r to the free pool for reuse, without its buffer when that
+// is huge or the pool holds enough bytes already.
+func (s *Store) toFree(r *record) {
 	c := int64(cap(r.buf))
 	if c > maxScratch || s.freeBytes.Load()+c > freeBufferBytes {
 		r.buf, c = nil, 0 // do not keep the odd huge page's buffer around
@@ -408,9 +406,6 @@ func (s *Store) recordDone(r *record) {
 	case s.free <- r:
 	default:
 		s.freeBytes.Add(-c)
-	}
-	if s.outstanding.Add(-1) == 0 {
-		s.checkDrained()
 	}
 }
 
