@@ -14,9 +14,10 @@ package spider
 // URLs. The node enforces this with one writer goroutine, the only one that
 // adds to the tree and the scheduler: it syncs the tree, then the scheduler,
 // every NodeConfig.SyncInterval while it has unsynced additions, on
-// demand, and at once when no list is fetching (node_idle.go), and then publishes the tree length it synced. A page is handed to
-// store.Put only once that length is above its id (Node.waitSynced), so the
-// store, which syncs pages some time after Put, can never make a page durable
+// demand, and at once when no list is fetching (node_idle.go), and then
+// publishes the tree length it synced. A page is handed to the store only
+// once that length is above its id (Node.waitSynced), so the store, which
+// syncs pages some time after they are put, can never make a page durable
 // before its id.
 //
 // A list's links go the same way, one step earlier: they are sent to the

@@ -34,13 +34,7 @@ type writerSync struct {
 // wanted.
 func (ws *writerSync) sync(n *Node, waiting []chan struct{}) []chan struct{} {
 	if n.cl != nil {
-		if n.syncAll() {
-			for _, c := range waiting {
-				close(c)
-			}
-			waiting = waiting[:0]
-		}
-		return waiting
+		return syncHere(n, waiting)
 	}
 	if ws.running {
 		ws.again = true
@@ -88,4 +82,17 @@ func (ws *writerSync) results() <-chan bool {
 		return nil
 	}
 	return ws.result
+}
+
+// syncHere syncs on the caller's goroutine (the writer's) and closes the
+// done channels of waiting once it succeeded; it returns the slice to
+// collect the next ones in.
+func syncHere(n *Node, waiting []chan struct{}) []chan struct{} {
+	if !n.syncAll() {
+		return waiting
+	}
+	for _, c := range waiting {
+		close(c)
+	}
+	return waiting[:0]
 }

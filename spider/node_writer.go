@@ -64,11 +64,7 @@ func (n *Node) writer(msgs <-chan found) {
 		case m, ok := <-msgs:
 			if !ok {
 				ws.wait(n)
-				if n.syncAll() {
-					for _, c := range waiting {
-						close(c)
-					}
-				}
+				syncHere(n, waiting)
 				return
 			}
 			for _, u := range m.seeds {
