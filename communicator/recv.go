@@ -68,7 +68,7 @@ func (e *Endpoint) drop(reason int) { e.drops[reason].Add(1) }
 // dropFrom counts a drop of a datagram that names peer p as its sender
 // (forged, replayed or bad: PeerStats.Drops), and the endpoint's.
 func (e *Endpoint) dropFrom(p *peer, reason int) {
-	e.drops[reason].Add(1)
+	e.drop(reason)
 	p.drops[reason].Add(1)
 }
 
