@@ -42,8 +42,10 @@ import (
 // — a reader then rebuilds its view from the segments rather than take the
 // id for one this directory never stored, which could make Get return an
 // older fetch from another directory as the current one. At or above
-// dense an all-zero entry is an id not written yet (or after the
-// checkpoint: re-indexed from the segments at open).
+// the checkpoint's dense every entry was written after the checkpoint,
+// and the segments answer for those ids (re-indexed at open): an all-zero
+// entry there is an id not written yet, and one failing its CRC was torn
+// by a writer killed between put's stores, not damage.
 //
 // Version 1 had 12-byte entries without a CRC, version 2 no "none"
 // entries (all-zero for no record); such an index is rebuilt from the
@@ -233,18 +235,24 @@ func (ix *index) lookup(id uint64) (seg uint32, off int64, st entryState) {
 		return 0, 0, entryEmpty
 	}
 	seg, off, st = decodeEntry(id, ix.data[indexHeaderSize+id*indexEntrySize:])
-	return seg, off, ix.zero(id, st)
+	return seg, off, ix.judge(id, st)
 }
 
-// zero resolves decodeEntry's entryZero for id: damage below dense.
-func (ix *index) zero(id uint64, st entryState) entryState {
-	if st != entryZero {
-		return st
-	}
-	if id < ix.dense {
+// judge resolves what decodeEntry found in id's entry against dense, as
+// the header has it (the checkpoint's). Below it, a zeroed or failing
+// entry is damage. At or above it every entry was written after the
+// checkpoint, and so are the records they name, which the segments answer
+// for (they are re-indexed at open): such an entry that is zero is not
+// written yet, and one that fails its checksum was torn by a crash between
+// put's stores (or is being written by a live writer), not damage.
+func (ix *index) judge(id uint64, st entryState) entryState {
+	switch {
+	case st == entryZero && id < ix.dense:
 		return entryBad
+	case st == entryZero || st == entryBad && id >= ix.dense:
+		return entryEmpty
 	}
-	return entryEmpty
+	return st
 }
 
 func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {

@@ -161,7 +161,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 			continue // the unwritten tail: skip it fast
 		}
 		seg, off, st := decodeEntry(id, e)
-		switch v.ix.zero(id, st) {
+		switch v.ix.judge(id, st) {
 		case entryEmpty:
 			continue
 		case entryBad:
