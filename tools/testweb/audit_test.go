@@ -121,7 +121,10 @@ func TestAuditExact(t *testing.T) {
 			continue
 		}
 		if fetched > 0 {
-			time.Sleep(50 * time.Millisecond)
+			// 30 ms more than the gap checked below: the server stamps a
+			// request's end after its write returns, which under load can
+			// come after the client has read the response and begun its pause.
+			time.Sleep(80 * time.Millisecond)
 		}
 		rc.get(target, ua)
 		fetched++
