@@ -185,15 +185,18 @@ func (s *Scheduler) AdmitPage(h uint32, limit uint32) (bool, error) {
 }
 
 // SetIP tells the scheduler host h's address, for MaxHostsPerIP. It is
-// kept in memory only.
-func (s *Scheduler) SetIP(h uint32, ip netip.Addr) error {
+// kept in memory only. over reports that h has a list out that now makes
+// more than MaxHostsPerIP hosts of ip fetch at once, which happens when
+// the list went out before its host's address was known: the caller gives
+// it back unfetched (NotTried), and the host's next list waits its turn
+// on ip.
+func (s *Scheduler) SetIP(h uint32, ip netip.Addr) (over bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usableHost(h); err != nil {
-		return err
+		return false, err
 	}
-	s.rt.setIP(s, h, ip)
-	return nil
+	return s.rt.setIP(s, h, ip), nil
 }
 
 // phaseOf is the phase of the host with the given hash and name.

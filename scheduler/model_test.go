@@ -264,8 +264,23 @@ func runModel(t *testing.T, seed uint64) {
 				s.SetRobots(num, RobotsOK, cd)
 				m.crawl[h] = cd
 				if _, ok := ipOf[h]; !ok {
-					ipOf[h] = netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + r.IntN(3))})
-					s.SetIP(num, ipOf[h])
+					ip := netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + r.IntN(3))})
+					ipOf[h] = ip
+					over, err := s.SetIP(num, ip)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Over: h's list is out, and with it more than the
+					// limit of ip's hosts.
+					n := 0
+					for o := range m.out {
+						if ipOf[o] == ip {
+							n++
+						}
+					}
+					if want := m.out[h] != nil && cfg.MaxHostsPerIP > 0 && n > cfg.MaxHostsPerIP; over != want {
+						t.Fatalf("step %d: SetIP(%s, %v) over = %v with %d hosts of it out, want %v", step, h, ip, over, n, want)
+					}
 				}
 			}
 		case op < 97:

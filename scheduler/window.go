@@ -316,8 +316,9 @@ func (rt *windowState) bucketState(s *Scheduler, h uint32) BucketState {
 
 // setIP records h's address. A host learns its address while its list
 // is out (the node resolves the name to fetch it), so a list out counts
-// against the new address from now on.
-func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) {
+// against the new address from now on; over reports that it is one too
+// many there (SetIP).
+func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) (over bool) {
 	ip = ip.Unmap()
 	if ip.IsValid() {
 		rt.ipOf[h] = ip
@@ -326,11 +327,11 @@ func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) {
 	}
 	i := s.runIdx[h]
 	if i == 0 {
-		return
+		return false
 	}
 	r := &rt.runs[i-1]
 	if r.state != Fetching || (r.ipBusy && r.ip == ip) {
-		return
+		return false
 	}
 	if r.ipBusy {
 		r.ipBusy = false
@@ -339,7 +340,12 @@ func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) {
 	if ip.IsValid() {
 		r.ip, r.ipBusy = ip, true
 		rt.ipBusy[ip]++
+		if k := s.cfg.MaxHostsPerIP; k > 0 && int(rt.ipBusy[ip]) > k {
+			s.counter.IPBlocked++ // given back: held back like the others
+			return true
+		}
 	}
+	return false
 }
 
 // ipDone counts a fetch on ip as over and lets one blocked host go.

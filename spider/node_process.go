@@ -44,8 +44,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		urls[i] = string(buf)
 	}
-	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() {
-		return // (max_pages reached: the list waits, NotTried)
+	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() || n.overIPLimit(ctx, l) {
+		return // (max_pages reached, or the host's address busy: the list waits, NotTried)
 	}
 	// robots.txt on the list's connection when the node has no rules for
 	// the host (node_robots_list.go): rl.batch is then the list fetched.
