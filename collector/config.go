@@ -42,6 +42,11 @@ type Config struct {
 	// kept for the next list of its origin (idle.go; Collector.CloseIdle
 	// closes them); 0: closed at the end of each list.
 	KeepIdle time.Duration
+	// KeepPerAddr: a list about to dial an address first closes the
+	// connections kept there for other hosts (idle.go), so that kept
+	// connections never add to an address's connections; for a
+	// scheduler that limits the hosts of one address fetching at once.
+	KeepPerAddr bool
 
 	MaxHeader   int   // status line and header block (default 64 KiB)
 	MaxBody     int64 // body, on the wire and decoded (default 10 MiB)

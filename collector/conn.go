@@ -117,6 +117,9 @@ func (f *fetcher) dial(ctx context.Context, o *origin) (*conn, error) {
 			break
 		}
 		ap := netip.AddrPortFrom(ip.Unmap(), o.port)
+		if cfg.KeepIdle > 0 && cfg.KeepPerAddr && !f.col.kept.evict(ctx, ap.Addr(), o.host, cfg.Linger) {
+			return nil, &dialError{Connect, ctx.Err()}
+		}
 		raw, err := d.DialContext(ctx, "tcp", ap.String())
 		if err == nil {
 			c.raw, c.addr = raw, ap

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +30,14 @@ import (
 // if no other list of its host name (another origin) is running, which
 // has a connection of its own: kept, the two would overlap.
 //
+// With Config.KeepPerAddr, a list about to dial an address first closes
+// the connections kept there for other hosts, and waits for any being
+// closed: kept connections then never add to the connections to one
+// address. Given the scheduler's limit on hosts of one address fetching at
+// once, the collector's connections to it stay within that limit: after
+// each dial they are those of the lists out, and parking and taking a
+// kept connection only move one between a list and the pool.
+//
 // The server may have closed an idle connection meanwhile: take peeks at
 // the socket (a non-blocking MSG_PEEK) and closes one that reads EOF or
 // holds bytes nobody asked for. A server that closes it just after the peek
@@ -45,8 +54,15 @@ const minKept = 1024
 type idleConns struct {
 	mu      sync.Mutex
 	conns   map[string]*idleConn
-	closing map[string]chan struct{} // host names whose expired connection is being closed
-	running map[string]int           // lists running, by host name
+	closing map[string]*closingConn // host names whose expired connection is being closed
+	running map[string]int          // lists running, by host name
+	atAddr  map[netip.Addr]int      // kept or closing connections, by address
+}
+
+// closingConn is a kept connection being closed: done is closed once it is.
+type closingConn struct {
+	done chan struct{}
+	addr netip.Addr
 }
 
 // begin counts a list of host key as running until end.
@@ -73,6 +89,8 @@ type idleConn struct {
 	timer  *time.Timer
 }
 
+func (ic *idleConn) addr() netip.Addr { return ic.c.addr.Addr() }
+
 // park leaves c, whose list ended cleanly, for the next list of host key
 // (c of origin origin). It reports false (the caller closes c) when the
 // host holds one already, another list of the host runs, or max are idle.
@@ -80,7 +98,7 @@ func (p *idleConns) park(key, origin string, c *conn, keep, linger time.Duration
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns == nil {
-		p.conns, p.closing = map[string]*idleConn{}, map[string]chan struct{}{}
+		p.conns, p.closing, p.atAddr = map[string]*idleConn{}, map[string]*closingConn{}, map[netip.Addr]int{}
 	}
 	if _, ok := p.conns[key]; ok || len(p.conns) >= max || p.closing[key] != nil || p.running[key] > 1 {
 		return false
@@ -88,6 +106,7 @@ func (p *idleConns) park(key, origin string, c *conn, keep, linger time.Duration
 	ic := &idleConn{c: c, origin: origin}
 	ic.timer = time.AfterFunc(keep, func() { p.expire(key, ic, linger) })
 	p.conns[key] = ic
+	p.atAddr[ic.addr()]++
 	return true
 }
 
@@ -98,15 +117,77 @@ func (p *idleConns) expire(key string, ic *idleConn, linger time.Duration) {
 		p.mu.Unlock()
 		return
 	}
-	delete(p.conns, key)
-	done := make(chan struct{})
-	p.closing[key] = done
+	cc := p.startClose(key, ic)
 	p.mu.Unlock()
+	p.finishClose(key, ic, cc, linger)
+}
+
+// startClose moves ic, host key's kept connection, to closing; p.mu held.
+func (p *idleConns) startClose(key string, ic *idleConn) *closingConn {
+	delete(p.conns, key)
+	ic.timer.Stop()
+	cc := &closingConn{done: make(chan struct{}), addr: ic.addr()}
+	p.closing[key] = cc
+	return cc
+}
+
+// finishClose closes ic, lingering, and ends its closing; p.mu not held.
+func (p *idleConns) finishClose(key string, ic *idleConn, cc *closingConn, linger time.Duration) {
 	closeLingering(ic.c.raw, linger)
 	p.mu.Lock()
 	delete(p.closing, key)
+	p.dropAddr(cc.addr)
 	p.mu.Unlock()
-	close(done)
+	close(cc.done)
+}
+
+// dropAddr counts one connection at addr as gone; p.mu held.
+func (p *idleConns) dropAddr(addr netip.Addr) {
+	if p.atAddr[addr]--; p.atAddr[addr] <= 0 {
+		delete(p.atAddr, addr)
+	}
+}
+
+// evict closes the connections kept at addr for hosts other than key, and
+// waits until those and any others there being closed are (KeepPerAddr).
+// ok is false when ctx ended meanwhile.
+func (p *idleConns) evict(ctx context.Context, addr netip.Addr, key string, linger time.Duration) (ok bool) {
+	p.mu.Lock()
+	if p.atAddr[addr] == 0 {
+		p.mu.Unlock()
+		return true
+	}
+	type closing struct {
+		key string
+		ic  *idleConn
+		cc  *closingConn
+	}
+	var mine []closing
+	var others []chan struct{}
+	for k, ic := range p.conns {
+		if k != key && ic.addr() == addr {
+			mine = append(mine, closing{k, ic, p.startClose(k, ic)})
+		}
+	}
+	for _, cc := range p.closing {
+		if cc.addr == addr {
+			others = append(others, cc.done)
+		}
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range mine {
+		wg.Go(func() { p.finishClose(c.key, c.ic, c.cc, linger) })
+	}
+	wg.Wait()
+	for _, done := range others {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
 }
 
 // take returns host key's idle connection if it is of origin origin and
@@ -119,7 +200,7 @@ func (p *idleConns) expire(key string, ic *idleConn, linger time.Duration) {
 func (p *idleConns) take(ctx context.Context, key, origin string, linger time.Duration) (c *conn, closed, ok bool) {
 	p.mu.Lock()
 	for p.closing[key] != nil {
-		done := p.closing[key]
+		done := p.closing[key].done
 		p.mu.Unlock()
 		select {
 		case <-done:
@@ -130,7 +211,10 @@ func (p *idleConns) take(ctx context.Context, key, origin string, linger time.Du
 		p.mu.Lock()
 	}
 	ic := p.conns[key]
-	delete(p.conns, key)
+	if ic != nil {
+		delete(p.conns, key)
+		p.dropAddr(ic.addr())
+	}
 	p.mu.Unlock()
 	if ic == nil {
 		return nil, closed, true
@@ -158,12 +242,13 @@ func (p *idleConns) closeAll(linger time.Duration) {
 	var wg sync.WaitGroup
 	for key, ic := range p.conns {
 		delete(p.conns, key)
+		p.dropAddr(ic.addr())
 		ic.timer.Stop()
 		wg.Go(func() { closeLingering(ic.c.raw, linger) })
 	}
 	var closing []chan struct{}
-	for _, done := range p.closing {
-		closing = append(closing, done)
+	for _, cc := range p.closing {
+		closing = append(closing, cc.done)
 	}
 	p.mu.Unlock()
 	wg.Wait()

@@ -20,7 +20,9 @@ type scriptedServer struct {
 	dropSecond map[int]bool
 	mu         sync.Mutex
 	accepted   int
-	closed     chan int // connection numbers, as each ends
+	ended      int         // connections closed
+	endedAt    map[int]int // ended as each connection was accepted
+	closed     chan int    // connection numbers, as each ends
 	wg         sync.WaitGroup
 }
 
@@ -30,7 +32,7 @@ func startScripted(t *testing.T, dropSecond ...int) *scriptedServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &scriptedServer{ln: ln, dropSecond: map[int]bool{}, closed: make(chan int, 16)}
+	s := &scriptedServer{ln: ln, dropSecond: map[int]bool{}, endedAt: map[int]int{}, closed: make(chan int, 16)}
 	for _, n := range dropSecond {
 		s.dropSecond[n] = true
 	}
@@ -43,6 +45,7 @@ func startScripted(t *testing.T, dropSecond ...int) *scriptedServer {
 			s.mu.Lock()
 			s.accepted++
 			n := s.accepted
+			s.endedAt[n] = s.ended
 			s.mu.Unlock()
 			s.wg.Go(func() { s.serve(n, c) })
 		}
@@ -52,7 +55,13 @@ func startScripted(t *testing.T, dropSecond ...int) *scriptedServer {
 }
 
 func (s *scriptedServer) serve(n int, c net.Conn) {
-	defer func() { c.Close(); s.closed <- n }()
+	defer func() {
+		s.mu.Lock()
+		s.ended++ // before the close: the client may see it at once
+		s.mu.Unlock()
+		c.Close()
+		s.closed <- n
+	}()
 	br := bufio.NewReader(c)
 	for req := 1; ; req++ {
 		line, err := br.ReadString('\n')
@@ -86,10 +95,18 @@ func (s *scriptedServer) conns() int {
 
 func idleCollector(t *testing.T, s *scriptedServer) (*Collector, string) {
 	t.Helper()
-	c, err := New(Config{UserAgent: testUA, KeepIdle: time.Minute,
-		Lookup: func(context.Context, string) ([]netip.Addr, error) {
-			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-		}})
+	return idleCollectorCfg(t, s, Config{})
+}
+
+// idleCollectorCfg is idleCollector with cfg's other fields: every host
+// name is the server's address.
+func idleCollectorCfg(t *testing.T, s *scriptedServer, cfg Config) (*Collector, string) {
+	t.Helper()
+	cfg.UserAgent, cfg.KeepIdle = testUA, time.Minute
+	cfg.Lookup = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +188,30 @@ func TestKeepIdleServerClosed(t *testing.T) {
 		t.Errorf("server saw %d connections, want 2", n)
 	}
 	c.CloseIdle()
+}
+
+// TestKeepPerAddr: with KeepPerAddr, a list that dials an address first
+// closes what is kept there for another host (the server has seen it
+// closed when the new connection comes); without, both stay open.
+func TestKeepPerAddr(t *testing.T) {
+	for _, perAddr := range []bool{false, true} {
+		s := startScripted(t)
+		c, base := idleCollectorCfg(t, s, Config{KeepPerAddr: perAddr})
+		fetchOne(t, c, base+"a")
+		other := strings.Replace(base, "keep.test", "other.test", 1)
+		fetchOne(t, c, other+"b")
+		s.mu.Lock()
+		ended := s.endedAt[2]
+		s.mu.Unlock()
+		if want := map[bool]int{false: 0, true: 1}[perAddr]; ended != want {
+			t.Errorf("KeepPerAddr %v: %d connections closed when the other host's opened, want %d", perAddr, ended, want)
+		}
+		// The other host's connection is kept in turn; the first host's
+		// next list dials again and closes it first.
+		fetchOne(t, c, base+"c")
+		if n := s.conns(); n != 3 && perAddr {
+			t.Errorf("%d connections, want 3", n)
+		}
+		c.CloseIdle()
+	}
 }

@@ -263,6 +263,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cc.KeepIdle == 0 {
 		cc.KeepIdle = keepIdle(cfg) // node_keep.go
 	}
+	cc.KeepPerAddr = cc.KeepPerAddr || cfg.Scheduler.MaxHostsPerIP > 0
 	filter, err := scope.New(*cfg.Scope)
 	if err != nil {
 		return nil, err

@@ -14,11 +14,12 @@ const nodeKeepIdle = 5 * time.Second
 
 // keepIdle is the collector's KeepIdle for cfg: none in a cluster (the
 // host's next list may be another node's, in another phase slot, and the
-// kept connection would overlap it), with a per-IP limit (a connection
-// kept to one host of an address would be open while another host of it
-// fetches), or when the politeness delay outlasts the keeping anyway.
+// kept connection would overlap it), or when the politeness delay
+// outlasts the keeping anyway. With a per-IP limit the collector closes
+// the connections kept at an address before it dials there
+// (collector.Config.KeepPerAddr), so that they never add to it.
 func keepIdle(cfg NodeConfig) time.Duration {
-	if cfg.Cluster != nil || cfg.Scheduler.MaxHostsPerIP > 0 || cfg.Scheduler.MinDelay >= nodeKeepIdle {
+	if cfg.Cluster != nil || cfg.Scheduler.MinDelay >= nodeKeepIdle {
 		return 0
 	}
 	return nodeKeepIdle

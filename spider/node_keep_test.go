@@ -8,7 +8,7 @@ import (
 )
 
 // TestKeepIdle: connections are kept between a host's lists unless a
-// cluster, a per-IP limit or a long politeness delay says otherwise.
+// cluster or a long politeness delay says otherwise.
 func TestKeepIdle(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -18,7 +18,7 @@ func TestKeepIdle(t *testing.T) {
 		{"alone", NodeConfig{}, nodeKeepIdle},
 		{"short delay", NodeConfig{Scheduler: scheduler.Config{MinDelay: time.Second}}, nodeKeepIdle},
 		{"long delay", NodeConfig{Scheduler: scheduler.Config{MinDelay: nodeKeepIdle}}, 0},
-		{"per-IP limit", NodeConfig{Scheduler: scheduler.Config{MaxHostsPerIP: 1}}, 0},
+		{"per-IP limit", NodeConfig{Scheduler: scheduler.Config{MaxHostsPerIP: 1}}, nodeKeepIdle},
 		{"cluster", NodeConfig{Cluster: &NodeCluster{}}, 0},
 	} {
 		if got := keepIdle(c.cfg); got != c.want {
