@@ -177,8 +177,10 @@ func TestStatusAndCtl(t *testing.T) {
 	if out := ctl(1, "set", "fetchers=1000", "--status", addr, "--dir", dir); !strings.Contains(out, "fetchers") {
 		t.Errorf("ctl set fetchers=1000: %s", out)
 	}
-	ctl(0, "set", "delay=50ms", "fetchers=4", "--status", addr, "--dir", dir)
-	if f := getStatus(t, addr).Fetchers; f.Max != 4 || f.DelaySecs != 0.05 {
+	// A longer delay, not a shorter one: the crawl must still be running
+	// when the drain below reaches it (with 50 ms it once ended first).
+	ctl(0, "set", "delay=3s", "fetchers=4", "--status", addr, "--dir", dir)
+	if f := getStatus(t, addr).Fetchers; f.Max != 4 || f.DelaySecs != 3 {
 		t.Errorf("after set: %+v", f)
 	}
 	ctl(0, "resume", "--status", addr, "--dir", dir)
