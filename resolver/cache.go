@@ -90,15 +90,26 @@ type bucket struct {
 // its bucket (a quarter of the names do not sit in their preferred slot at
 // half load), which is what lets get's common hit run without a loop.
 type cache struct {
-	seed0   uint64 // hash seeds, random per cache
-	seed1   uint64
+	seed0 uint64 // hash seeds, random per cache
+	seed1 uint64
+	slots int
+	words int // tag words per bucket: slots/8 rounded up
+	max   int // buckets of the largest table (cache_grow.go)
+
+	tab  atomic.Pointer[table] // the current table; readers load it once per lookup
+	grow sync.RWMutex          // put holds it shared, a growth exclusively
+}
+
+// table is the cache's storage at one size: buckets × slots entries and
+// their tags. A table is replaced by one four times larger (cache_grow.go)
+// but never changes size.
+type table struct {
 	mask    uint64
-	slots   int
-	words   int             // tag words per bucket: slots/8 rounded up
 	tags    []atomic.Uint64 // bucket b owns tags[b*words : (b+1)*words]; slot i is byte i%8 of word i/8
 	buckets []bucket
 	entries []entry  // bucket b owns entries[b*slots : (b+1)*slots]
 	born    []uint32 // per entry: its bucket's count when it was inserted (writers only)
+	filled  atomic.Int64
 }
 
 // tagOf is the tag of a hash: its top byte, 0 turned to 1 so that 0 can
@@ -114,8 +125,10 @@ const (
 	bytesHi = 0x8080808080808080
 )
 
-// newCache returns a cache with at least buckets buckets (rounded up to a
-// power of two) of slots (1..MaxSlots) slots each.
+// newCache returns a cache of up to buckets buckets (rounded up to a power
+// of two) of slots (1..MaxSlots) slots each. It starts with at most
+// firstBuckets and grows as names come (cache_grow.go): made at full size,
+// the default table was 1 MB of a small crawl's 8 MB live heap.
 func newCache(buckets, slots int) *cache {
 	n := 1
 	for n < buckets {
@@ -123,26 +136,34 @@ func newCache(buckets, slots int) *cache {
 	}
 	var seed [16]byte
 	rand.Read(seed[:]) // never fails on Linux; a zero seed is still correct
-	entries := make([]entry, n*slots)
+	c := &cache{
+		seed0: binary.LittleEndian.Uint64(seed[:8]),
+		seed1: binary.LittleEndian.Uint64(seed[8:]),
+		slots: slots,
+		words: (slots + 7) / 8,
+		max:   n,
+	}
+	c.tab.Store(c.newTable(min(n, firstBuckets)))
+	return c
+}
+
+// newTable returns an empty table of n buckets (a power of two).
+func (c *cache) newTable(n int) *table {
+	entries := make([]entry, n*c.slots)
 	hugePageHint(unsafe.Pointer(unsafe.SliceData(entries)), uintptr(len(entries))*unsafe.Sizeof(entry{}))
-	words := (slots + 7) / 8
-	return &cache{
-		seed0:   binary.LittleEndian.Uint64(seed[:8]),
-		seed1:   binary.LittleEndian.Uint64(seed[8:]),
+	return &table{
 		mask:    uint64(n - 1),
-		slots:   slots,
-		words:   words,
-		tags:    make([]atomic.Uint64, n*words),
+		tags:    make([]atomic.Uint64, n*c.words),
 		buckets: make([]bucket, n),
 		entries: entries,
-		born:    make([]uint32, n*slots),
+		born:    make([]uint32, n*c.slots),
 	}
 }
 
 // place returns the bucket and preferred slot of a hash: the bucket from
 // the low bits, the slot from the high ones.
-func (c *cache) place(h uint64) (first, pref int) {
-	return int(h&c.mask) * c.slots, int((h >> 32) * uint64(c.slots) >> 32) // no division on the hit path
+func (c *cache) place(t *table, h uint64) (first, pref int) {
+	return int(h&t.mask) * c.slots, int((h >> 32) * uint64(c.slots) >> 32) // no division on the hit path
 }
 
 // key is a name folded for lookup: its first 32 bytes lower-cased into
@@ -276,11 +297,12 @@ func (c *cache) get(name []byte, now int64, dst []netip.Addr) ([]netip.Addr, sta
 		w2 := binary.LittleEndian.Uint64(name[o2:]) >> (8 * uint(16-o2))
 		w3 := binary.LittleEndian.Uint64(name[o3:]) >> (8 * uint(24-o3))
 		h := hashWords(c.seed0, c.seed1, n, w0, w1, w2, w3)
-		b := int(h & c.mask)
-		x := c.tags[b*c.words].Load() ^ bytesLo*tagOf(h)
+		t := c.tab.Load()
+		b := int(h & t.mask)
+		x := t.tags[b*c.words].Load() ^ bytesLo*tagOf(h)
 		// i is 8 (no slot) when no tag matches.
 		if i := bits.TrailingZeros64((x-bytesLo)&^x&bytesHi) / 8; i < c.slots {
-			e := &c.entries[b*c.slots+i]
+			e := &t.entries[b*c.slots+i]
 			seq := e.seq.Load()
 			meta := e.meta.Load()
 			expires := e.expires.Load()
@@ -306,11 +328,12 @@ func (c *cache) lookup(name []byte, now int64, dst []netip.Addr) ([]netip.Addr, 
 
 // find looks k up at time now.
 func (c *cache) find(k *key, now int64, dst []netip.Addr) (_ []netip.Addr, st status, ok bool) {
-	b := int(k.hash & c.mask)
+	t := c.tab.Load()
+	b := int(k.hash & t.mask)
 	want := bytesLo * tagOf(k.hash)
 	n := len(dst)
 	for w := 0; w < c.words; w++ {
-		x := c.tags[b*c.words+w].Load() ^ want
+		x := t.tags[b*c.words+w].Load() ^ want
 		// The top bit of each byte of x that is zero (a tag match); a
 		// borrow may also flag the byte above a match, which the name
 		// comparison then rejects.
@@ -319,7 +342,7 @@ func (c *cache) find(k *key, now int64, dst []netip.Addr) (_ []netip.Addr, st st
 			if i >= c.slots {
 				break
 			}
-			e := &c.entries[b*c.slots+i]
+			e := &t.entries[b*c.slots+i]
 			for {
 				seq := e.seq.Load()
 				if seq&1 != 0 {
@@ -391,13 +414,30 @@ func addrFrom4(a uint32) netip.Addr {
 // put stores what is known about name until expires, at time now: over
 // the name's own entry if it has one, else in a free or expired slot
 // (the preferred one if it is), else over the bucket's oldest insertion.
+// A table smaller than the largest grows first when it is a quarter full
+// or the name's bucket has no free slot (cache_grow.go).
 func (c *cache) put(name string, st status, addrs []netip.Addr, expires, now int64) {
 	var k key
 	if !k.fold(c, stringBytes(name)) {
 		return
 	}
-	first, pref := c.place(k.hash)
-	bk := &c.buckets[int(k.hash&c.mask)]
+	for {
+		c.grow.RLock()
+		t := c.tab.Load()
+		done := c.putIn(t, &k, st, addrs, expires, now, len(t.buckets) < c.max)
+		c.grow.RUnlock()
+		if done {
+			return
+		}
+		c.growFrom(t)
+	}
+}
+
+// putIn is put in table t. With mayGrow it stores nothing and returns false
+// when t should grow first.
+func (c *cache) putIn(t *table, k *key, st status, addrs []netip.Addr, expires, now int64, mayGrow bool) bool {
+	first, pref := c.place(t, k.hash)
+	bk := &t.buckets[int(k.hash&t.mask)]
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	slot, free, oldest := -1, -1, 0
@@ -406,8 +446,8 @@ func (c *cache) put(name string, st status, addrs []netip.Addr, expires, now int
 		if i >= c.slots {
 			i -= c.slots
 		}
-		e := &c.entries[first+i]
-		if int(e.meta.Load()&0xff) == k.n && e.expires.Load() != 0 && e.matches(&k) {
+		e := &t.entries[first+i]
+		if int(e.meta.Load()&0xff) == k.n && e.expires.Load() != 0 && e.matches(k) {
 			slot = i
 			break
 		}
@@ -416,29 +456,49 @@ func (c *cache) put(name string, st status, addrs []netip.Addr, expires, now int
 		}
 		// Ages count back from the bucket's insertion counter, so the
 		// comparison survives its wrapping.
-		if bk.count-c.born[first+i] > bk.count-c.born[first+oldest] {
+		if bk.count-t.born[first+i] > bk.count-t.born[first+oldest] {
 			oldest = i
 		}
 	}
 	switch {
 	case slot >= 0:
+	case mayGrow && (free < 0 || t.entries[first+free].expires.Load() == 0 && t.full()):
+		return false
 	case free >= 0:
 		slot = free
 	default:
 		slot = oldest
 	}
+	e := c.claim(t, k.hash, slot)
+	c.write(e, k, st, addrs, expires)
+	c.publish(t, k.hash, slot, e)
+	return true
+}
+
+// claim dates slot of the bucket of hash h in t, whose lock the caller
+// holds, and makes its entry's seq odd for the caller to write it.
+func (c *cache) claim(t *table, h uint64, slot int) *entry {
+	first := int(h&t.mask) * c.slots
+	bk := &t.buckets[int(h&t.mask)]
 	bk.count++
-	c.born[first+slot] = bk.count
-	e := &c.entries[first+slot]
+	t.born[first+slot] = bk.count
+	e := &t.entries[first+slot]
+	if e.expires.Load() == 0 {
+		t.filled.Add(1)
+	}
 	e.seq.Add(1) // odd: readers of this entry wait
-	c.write(e, &k, st, addrs, expires)
+	return e
+}
+
+// publish ends the write of a claimed entry and tags its slot.
+func (c *cache) publish(t *table, h uint64, slot int, e *entry) {
 	e.seq.Add(1)
 	// The tag goes in after the entry: a reader that sees the tag finds
 	// the entry written, and one that does not see it yet misses, as it
 	// would have a moment earlier.
-	tw := &c.tags[int(k.hash&c.mask)*c.words+slot/8]
+	tw := &t.tags[int(h&t.mask)*c.words+slot/8]
 	shift := 8 * uint(slot%8)
-	tw.Store(tw.Load()&^(0xff<<shift) | tagOf(k.hash)<<shift)
+	tw.Store(tw.Load()&^(0xff<<shift) | tagOf(h)<<shift)
 }
 
 // write fills e, whose seq its caller has made odd, with what is known
@@ -471,8 +531,9 @@ func (c *cache) write(e *entry, k *key, st status, addrs []netip.Addr, expires i
 // len counts the live entries at time now (for statistics and tests).
 func (c *cache) len(now int64) int {
 	n := 0
-	for i := range c.entries {
-		if c.entries[i].expires.Load() > now {
+	t := c.tab.Load()
+	for i := range t.entries {
+		if t.entries[i].expires.Load() > now {
 			n++
 		}
 	}

@@ -210,7 +210,7 @@ func TestCacheCompare(t *testing.T) {
 				other[i] = b
 				var k key
 				k.fold(c, other)
-				c.tags[0].Store(tagOf(k.hash)) // slot 0 now claims other's tag
+				c.tab.Load().tags[0].Store(tagOf(k.hash)) // slot 0 now claims other's tag
 				if got, _, ok := c.get(other, 50, nil); ok {
 					t.Fatalf("%q cached, %q hit: %v", name, other, got)
 				}

@@ -19,7 +19,8 @@
 // the next server without marking the first one down.
 //
 // The cache is the thesis's hash table of buckets × slots with FIFO
-// replacement inside a bucket (2048 × 8 by default). Entries honour the
+// replacement inside a bucket (2048 × 8 by default, at most: it starts at
+// 16 × 8 and grows fourfold as names come, cache_grow.go). Entries honour the
 // records' TTLs clamped to [MinTTL, MaxTTL]; NXDOMAIN and "no address"
 // answers are cached for NegativeTTL, SERVFAIL and timeouts for ServFailTTL.
 // CNAME chains are followed up to MaxCNAME links, and loops are detected.

@@ -18,7 +18,7 @@ type Config struct {
 	Timeout time.Duration // per query and server; default 2 s
 	DownFor time.Duration // how long a server that timed out is skipped; default 10 s
 
-	Buckets int // cache buckets (rounded up to a power of two); default 2048
+	Buckets int // cache buckets at most (rounded up to a power of two; the cache starts with 16 and grows); default 2048
 	Slots   int // cache slots per bucket, at most MaxSlots; default 8
 
 	MinTTL      time.Duration // floor on cached TTLs; default 30 s

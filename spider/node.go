@@ -146,6 +146,7 @@ type Node struct {
 	syncErr    error // the writer's fatal error
 	syncReq    chan struct{}
 	prunes     atomic.Uint64 // passes of pruneOutlinks (node_outlinks.go)
+	held       atomic.Int64  // bytes of records waiting for their links' sync (node_held.go)
 	syncFailed chan struct{} // closed when syncErr is set
 
 	// stored holds the ids a crash left stored but unfinished in the

@@ -154,6 +154,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	// links are durable: a page that survives a crash has its links in the
 	// tree and the scheduler, so after a restart it needs no fetch again.
 	// The pages wait for that sync compressed (node_held.go).
+	var held int64 // node_held.go
 	for i := range items {
 		if it := &items[i]; it.store {
 			it.size = len(it.r.WireBody)
@@ -162,10 +163,14 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 				n.fail(err)
 				return
 			}
+			held += int64(it.enc.Len())
 		}
 	}
+	n.held.Add(held)
+	defer n.held.Add(-held)
 	if len(msg.pages) > 0 {
 		msg.done = make(chan struct{})
+		msg.syncSoon = n.held.Load() > heldSyncBytes
 		n.pending.Add(1) // before any report, so the crawl cannot look finished
 		msgs <- msg
 		select {

@@ -13,9 +13,10 @@ import (
 // list's pages. done, when set, is closed once the links are durable in the
 // tree and the scheduler (the pages are stored only then).
 type found struct {
-	seeds []string
-	pages []pageLinks
-	done  chan struct{}
+	seeds    []string
+	pages    []pageLinks
+	done     chan struct{}
+	syncSoon bool // too many bytes wait for a sync (node_held.go)
 }
 
 // pageLinks are the links of one page.
@@ -90,7 +91,7 @@ func (n *Node) writer(msgs <-chan found) {
 			arm()
 			n.pending.Add(-1)
 			n.poke()
-			if len(waiting) > 0 && len(msgs) == 0 && n.idleSync.Load() {
+			if len(waiting) > 0 && (m.syncSoon || len(msgs) == 0 && n.idleSync.Load()) {
 				sync() // nothing more is coming soon (node_idle.go)
 				dirty = false
 			}

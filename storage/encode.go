@@ -81,6 +81,14 @@ func (s *Store) Encode(p *Page) (Encoded, error) {
 	return Encoded{r: r}, nil
 }
 
+// Len is the record's size in bytes (0 for a zero Encoded).
+func (e Encoded) Len() int {
+	if e.r == nil {
+		return 0
+	}
+	return len(e.r.buf)
+}
+
 // PutEncoded hands a record made by Encode to the savers, as Put does a
 // page (blocking while they are behind, the same errors); e must not be
 // used again, whatever PutEncoded returns.

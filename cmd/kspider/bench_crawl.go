@@ -124,7 +124,7 @@ pages/s on the test web).`)
 	kspiderBin := fs.String("kspider", "", "the kspider binary the crawl children run (default: this one)")
 	inProcess := fs.Bool("in-process", false, "crawl in this process (CPU and RSS then include the test web server; for tests)")
 	cpuProfile := fs.String("cpuprofile", "", "write each kspider crawl's CPU profile to `PREFIX`-<corpus>.pprof")
-	memProfile := fs.String("memprofile", "", "write each kspider crawl's heap profile at its end to `PREFIX`-<corpus>.pprof")
+	memProfile := fs.String("memprofile", "", "write each kspider crawl's heap profile at its end to `PREFIX`-<corpus>.pprof, and at the peak of its live heap to PREFIX-<corpus>.pprof-peak")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	child := fs.Bool("child", false, "internal: run the crawl given as JSON on stdin and print its figures")
 	if err := parseFlags(e, fs, args); err != nil {
@@ -416,8 +416,9 @@ func crawlChild(ctx context.Context, e env) error {
 // runCrawlSpec crawls as one node, as `kspider run` would with the spec's
 // settings, and times it from OpenNode to Close.
 func runCrawlSpec(ctx context.Context, spec crawlChildSpec) (crawlFigures, error) {
+	stopHeap := func() (uint64, error) { return 0, nil }
 	if spec.MemProfile != "" {
-		heapProfiling()
+		stopHeap = heapProfiling(spec.MemProfile + "-peak")
 	}
 	stopProfile, err := startCPUProfile(spec.CPUProfile)
 	if err != nil {
@@ -457,6 +458,9 @@ func runCrawlSpec(ctx context.Context, spec crawlChildSpec) (crawlFigures, error
 	}
 	sum, runErr := node.Run(ctx)
 	if spec.MemProfile != "" {
+		if _, err := stopHeap(); err != nil {
+			return crawlFigures{}, err
+		}
 		if err := writeHeapProfile(spec.MemProfile); err != nil {
 			return crawlFigures{}, err
 		}

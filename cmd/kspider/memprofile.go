@@ -1,6 +1,14 @@
 package main
 
-import "runtime"
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"sync"
+	"time"
+)
 
 // Heap profiling is off in every command: none serves heap profiles, and
 // the runtime's sampling (one allocation per 512 KiB) builds a bucket table
@@ -9,5 +17,63 @@ import "runtime"
 // --memprofile` turns it back on for its crawls (heapProfiling).
 func init() { runtime.MemProfileRate = 0 }
 
-// heapProfiling turns heap profiling on at the runtime's default rate.
-func heapProfiling() { runtime.MemProfileRate = 512 << 10 }
+// heapProfiling turns heap profiling on, sampling every 8 KiB (the
+// runtime's default of 512 KiB sees a few dozen allocations in a small
+// crawl's heap), and watches for the peak of the live heap: the
+// profile written at the end of a crawl, after its buffers went back,
+// says little about what made its peak RSS. stop writes the profile of
+// the peak to path and returns the live heap then.
+func heapProfiling(path string) (stop func() (peak uint64, err error)) {
+	runtime.MemProfileRate = 8 << 10
+	w := &heapPeakWatch{done: make(chan struct{})}
+	w.wg.Add(1)
+	go w.run()
+	return func() (uint64, error) {
+		close(w.done)
+		w.wg.Wait()
+		if w.prof.Len() == 0 {
+			return 0, nil
+		}
+		return w.peak, os.WriteFile(path, w.prof.Bytes(), 0o644)
+	}
+}
+
+// heapPeakWatch samples the live heap after each garbage collection and
+// keeps the heap profile of the largest: a heap profile describes the
+// live heap as of the last collection, which is what sets the next
+// collection's goal and so the heap's peak.
+type heapPeakWatch struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+	prof bytes.Buffer
+}
+
+func (w *heapPeakWatch) run() {
+	defer w.wg.Done()
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}}
+	var cycles uint64
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+			return // a runtime without these metrics
+		}
+		c, live := s[0].Value.Uint64(), s[1].Value.Uint64()
+		if c == cycles || live <= w.peak {
+			cycles = c
+			continue
+		}
+		cycles, w.peak = c, live
+		w.prof.Reset()
+		if err := pprof.Lookup("heap").WriteTo(&w.prof, 0); err != nil {
+			w.prof.Reset()
+		}
+	}
+}

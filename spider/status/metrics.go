@@ -1,14 +1,11 @@
 package status
 
 import (
+	"bytes"
 	"net/http"
 	"sort"
 	"strconv"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metric names, Prometheus style: counters end in _total, units are base
@@ -17,12 +14,13 @@ import (
 const ns = "kspider"
 
 type metric struct {
-	desc *prometheus.Desc
-	typ  prometheus.ValueType
+	name, help string
+	typ        valueType
+	labels     []string // label names, in the order Collect gives their values
 }
 
-func newMetric(name, help string, typ prometheus.ValueType, labels ...string) metric {
-	return metric{prometheus.NewDesc(ns+"_"+name, help, labels, nil), typ}
+func newMetric(name, help string, typ valueType, labels ...string) metric {
+	return metric{ns + "_" + name, help, typ, labels}
 }
 
 // nodeCollector turns one Status per scrape into metrics.
@@ -34,69 +32,73 @@ type nodeCollector struct {
 	clockOffset, windowSize, windowIDs, rows, rowsUsed, hosts, ready, out, dnsHits, dnsMisses, dnsQueries metric
 	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue   metric
 	peerDropped, peerMismatch, peerProbes                                                                 metric
-	fetchDur                                                                                              *prometheus.Desc
+	fetchDur                                                                                              metric
 }
 
-func newMetrics(src Source) http.Handler {
+func newMetrics(src Source) *nodeCollector {
 	c := &nodeCollector{src: src,
-		pagesFetched: newMetric("pages_fetched_total", "Responses received.", prometheus.CounterValue),
-		pagesStored:  newMetric("pages_stored_total", "Pages handed to the page store.", prometheus.CounterValue),
-		bytes:        newMetric("bytes_total", "Body bytes stored.", prometheus.CounterValue),
-		fetchErrors:  newMetric("fetch_errors_total", "Failed fetches by kind.", prometheus.CounterValue, "kind"),
-		responses:    newMetric("http_responses_total", "Responses by HTTP status code.", prometheus.CounterValue, "code"),
-		urlsKnown:    newMetric("urls_known", "URLs in the URL tree.", prometheus.GaugeValue),
-		queue:        newMetric("urls_unfinished", "URLs waiting to be fetched.", prometheus.GaugeValue),
-		urls:         newMetric("urls", "URLs per scheduler state.", prometheus.GaugeValue, "state"),
-		filtered:     newMetric("urls_filtered_total", "Link sightings refused, by reason.", prometheus.CounterValue, "reason"),
-		links:        newMetric("links_total", "Links extracted.", prometheus.CounterValue),
-		admitted:     newMetric("urls_admitted_total", "New URLs added.", prometheus.CounterValue),
-		rateP:        newMetric("pages_per_second", "Pages stored per second over the last 10 s.", prometheus.GaugeValue),
-		rateB:        newMetric("bytes_per_second", "Body bytes stored per second over the last 10 s.", prometheus.GaugeValue),
-		fetchers:     newMetric("fetchers", "Lists fetched at once at most.", prometheus.GaugeValue),
-		fetchersBusy: newMetric("fetchers_busy", "Lists out now.", prometheus.GaugeValue),
-		delay:        newMetric("politeness_delay_seconds", "Wait after each list of a host.", prometheus.GaugeValue),
-		paused:       newMetric("paused", "1 while paused or draining.", prometheus.GaugeValue),
-		phaseActive:  newMetric("phase_active", "The active phase, -1 when none may start.", prometheus.GaugeValue),
-		phases:       newMetric("phases", "Phases of the cluster.", prometheus.GaugeValue),
-		toSwap:       newMetric("phase_swap_seconds", "Seconds to the next phase swap.", prometheus.GaugeValue),
-		mayStart:     newMetric("phase_may_start", "1 when new fetches may start.", prometheus.GaugeValue),
-		clockSafe:    newMetric("clock_safe", "1 when the phase clock is safe.", prometheus.GaugeValue),
-		clockOffset:  newMetric("clock_offset_seconds", "Offset applied to the system clock.", prometheus.GaugeValue),
-		windowSize:   newMetric("scheduler_window_size", "Ids the sliding window may cover.", prometheus.GaugeValue),
-		windowIDs:    newMetric("scheduler_window_ids", "Ids the sliding window covers now.", prometheus.GaugeValue),
-		rows:         newMetric("scheduler_rows", "Bucket rows in all.", prometheus.GaugeValue),
-		rowsUsed:     newMetric("scheduler_rows_used", "Bucket rows held by hosts.", prometheus.GaugeValue),
-		hosts:        newMetric("scheduler_hosts", "Hosts with runtime state, by bucket state.", prometheus.GaugeValue, "bucket"),
-		ready:        newMetric("scheduler_ready_hosts", "Hosts whose list may go out now.", prometheus.GaugeValue),
-		out:          newMetric("scheduler_ids_out", "Ids handed out and not reported.", prometheus.GaugeValue),
-		dnsHits:      newMetric("dns_cache_hits_total", "Lookups answered from the DNS cache.", prometheus.CounterValue),
-		dnsMisses:    newMetric("dns_cache_misses_total", "Lookups resolved over the network.", prometheus.CounterValue),
-		dnsQueries:   newMetric("dns_queries_total", "DNS queries sent.", prometheus.CounterValue),
-		diskBytes:    newMetric("storage_written_bytes_total", "Record bytes made durable, by store directory.", prometheus.CounterValue, "dir"),
-		diskFree:     newMetric("storage_free_bytes", "Free bytes on the store directory's file system.", prometheus.GaugeValue, "dir"),
-		diskSize:     newMetric("storage_size_bytes", "Size of the store directory's file system.", prometheus.GaugeValue, "dir"),
-		diskFailed:   newMetric("storage_failed", "1 when the directory's saver stopped after an I/O error.", prometheus.GaugeValue, "dir"),
-		peerUp:       newMetric("peer_up", "1 when the peer is up.", prometheus.GaugeValue, "node"),
-		peerQueue:    newMetric("peer_queue_urls", "URLs queued for the peer.", prometheus.GaugeValue, "node"),
-		peerSpilled:  newMetric("peer_spilled_bytes", "Bytes spilled to disk for the peer.", prometheus.GaugeValue, "node"),
-		peerHeard:    newMetric("peer_last_heard_timestamp_seconds", "When the peer was last heard from.", prometheus.GaugeValue, "node"),
-		peerDropped:  newMetric("peer_dropped_datagrams_total", "Datagrams in the peer's name dropped, by kind (forged, replayed, bad).", prometheus.CounterValue, "node", "kind"),
-		peerMismatch: newMetric("peer_config_mismatch", "1 when the peer's cluster block differs from ours.", prometheus.GaugeValue, "node"),
-		peerProbes:   newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", prometheus.CounterValue, "node"),
-		uptime:       newMetric("uptime_seconds", "Seconds since the crawl started.", prometheus.GaugeValue),
-		fetchDur:     prometheus.NewDesc(ns+"_fetch_duration_seconds", "Time to fetch one response.", nil, nil),
+		pagesFetched: newMetric("pages_fetched_total", "Responses received.", counterValue),
+		pagesStored:  newMetric("pages_stored_total", "Pages handed to the page store.", counterValue),
+		bytes:        newMetric("bytes_total", "Body bytes stored.", counterValue),
+		fetchErrors:  newMetric("fetch_errors_total", "Failed fetches by kind.", counterValue, "kind"),
+		responses:    newMetric("http_responses_total", "Responses by HTTP status code.", counterValue, "code"),
+		urlsKnown:    newMetric("urls_known", "URLs in the URL tree.", gaugeValue),
+		queue:        newMetric("urls_unfinished", "URLs waiting to be fetched.", gaugeValue),
+		urls:         newMetric("urls", "URLs per scheduler state.", gaugeValue, "state"),
+		filtered:     newMetric("urls_filtered_total", "Link sightings refused, by reason.", counterValue, "reason"),
+		links:        newMetric("links_total", "Links extracted.", counterValue),
+		admitted:     newMetric("urls_admitted_total", "New URLs added.", counterValue),
+		rateP:        newMetric("pages_per_second", "Pages stored per second over the last 10 s.", gaugeValue),
+		rateB:        newMetric("bytes_per_second", "Body bytes stored per second over the last 10 s.", gaugeValue),
+		fetchers:     newMetric("fetchers", "Lists fetched at once at most.", gaugeValue),
+		fetchersBusy: newMetric("fetchers_busy", "Lists out now.", gaugeValue),
+		delay:        newMetric("politeness_delay_seconds", "Wait after each list of a host.", gaugeValue),
+		paused:       newMetric("paused", "1 while paused or draining.", gaugeValue),
+		phaseActive:  newMetric("phase_active", "The active phase, -1 when none may start.", gaugeValue),
+		phases:       newMetric("phases", "Phases of the cluster.", gaugeValue),
+		toSwap:       newMetric("phase_swap_seconds", "Seconds to the next phase swap.", gaugeValue),
+		mayStart:     newMetric("phase_may_start", "1 when new fetches may start.", gaugeValue),
+		clockSafe:    newMetric("clock_safe", "1 when the phase clock is safe.", gaugeValue),
+		clockOffset:  newMetric("clock_offset_seconds", "Offset applied to the system clock.", gaugeValue),
+		windowSize:   newMetric("scheduler_window_size", "Ids the sliding window may cover.", gaugeValue),
+		windowIDs:    newMetric("scheduler_window_ids", "Ids the sliding window covers now.", gaugeValue),
+		rows:         newMetric("scheduler_rows", "Bucket rows in all.", gaugeValue),
+		rowsUsed:     newMetric("scheduler_rows_used", "Bucket rows held by hosts.", gaugeValue),
+		hosts:        newMetric("scheduler_hosts", "Hosts with runtime state, by bucket state.", gaugeValue, "bucket"),
+		ready:        newMetric("scheduler_ready_hosts", "Hosts whose list may go out now.", gaugeValue),
+		out:          newMetric("scheduler_ids_out", "Ids handed out and not reported.", gaugeValue),
+		dnsHits:      newMetric("dns_cache_hits_total", "Lookups answered from the DNS cache.", counterValue),
+		dnsMisses:    newMetric("dns_cache_misses_total", "Lookups resolved over the network.", counterValue),
+		dnsQueries:   newMetric("dns_queries_total", "DNS queries sent.", counterValue),
+		diskBytes:    newMetric("storage_written_bytes_total", "Record bytes made durable, by store directory.", counterValue, "dir"),
+		diskFree:     newMetric("storage_free_bytes", "Free bytes on the store directory's file system.", gaugeValue, "dir"),
+		diskSize:     newMetric("storage_size_bytes", "Size of the store directory's file system.", gaugeValue, "dir"),
+		diskFailed:   newMetric("storage_failed", "1 when the directory's saver stopped after an I/O error.", gaugeValue, "dir"),
+		peerUp:       newMetric("peer_up", "1 when the peer is up.", gaugeValue, "node"),
+		peerQueue:    newMetric("peer_queue_urls", "URLs queued for the peer.", gaugeValue, "node"),
+		peerSpilled:  newMetric("peer_spilled_bytes", "Bytes spilled to disk for the peer.", gaugeValue, "node"),
+		peerHeard:    newMetric("peer_last_heard_timestamp_seconds", "When the peer was last heard from.", gaugeValue, "node"),
+		peerDropped:  newMetric("peer_dropped_datagrams_total", "Datagrams in the peer's name dropped, by kind (forged, replayed, bad).", counterValue, "node", "kind"),
+		peerMismatch: newMetric("peer_config_mismatch", "1 when the peer's cluster block differs from ours.", gaugeValue, "node"),
+		peerProbes:   newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", counterValue, "node"),
+		uptime:       newMetric("uptime_seconds", "Seconds since the crawl started.", gaugeValue),
+		fetchDur:     newMetric("fetch_duration_seconds", "Time to fetch one response.", histogramValue),
 	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return c
 }
 
-// Describe sends every descriptor.
-func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range c.all() {
-		ch <- m.desc
-	}
-	ch <- c.fetchDur
+// ServeHTTP answers a scrape: the node's metrics, the Go runtime's and the
+// process's (metrics_proc.go).
+func (c *nodeCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := newScrape()
+	c.collect(s)
+	goMetrics(s)
+	processMetrics(s)
+	var b bytes.Buffer
+	s.write(&b)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.Write(b.Bytes())
 }
 
 func (c *nodeCollector) all() []metric {
@@ -114,11 +116,16 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Collect reads one Status and sends it as metrics.
-func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+// collect reads one Status into s (a family with no sample, peers of a
+// lone node say, is left out of the scrape).
+func (c *nodeCollector) collect(s *scrape) {
 	st := c.src.Status()
-	put := func(m metric, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, v, labels...)
+	put := func(m metric, v float64, values ...string) {
+		kv := make([]string, 0, 2*len(values))
+		for i, l := range m.labels {
+			kv = append(kv, l, values[i])
+		}
+		s.family(m.name, m.help, m.typ).add(v, kv...)
 	}
 	t := &st.Totals
 	put(c.pagesFetched, float64(t.Fetched))
@@ -157,16 +164,16 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	put(c.mayStart, b2f(p.MayStart))
 	put(c.clockSafe, b2f(p.ClockSafe))
 	put(c.clockOffset, p.ClockOffset)
-	s := &st.Scheduler
-	put(c.windowSize, float64(s.WindowSize))
-	put(c.windowIDs, float64(s.WindowEnd-min(s.WindowLo, s.WindowEnd)))
-	put(c.rows, float64(s.Rows))
-	put(c.rowsUsed, float64(s.RowsUsed))
-	for _, k := range sortedKeys(s.Buckets) {
-		put(c.hosts, float64(s.Buckets[k]), k)
+	sc := &st.Scheduler
+	put(c.windowSize, float64(sc.WindowSize))
+	put(c.windowIDs, float64(sc.WindowEnd-min(sc.WindowLo, sc.WindowEnd)))
+	put(c.rows, float64(sc.Rows))
+	put(c.rowsUsed, float64(sc.RowsUsed))
+	for _, k := range sortedKeys(sc.Buckets) {
+		put(c.hosts, float64(sc.Buckets[k]), k)
 	}
-	put(c.ready, float64(s.Ready))
-	put(c.out, float64(s.Out))
+	put(c.ready, float64(sc.Ready))
+	put(c.out, float64(sc.Out))
 	put(c.dnsHits, float64(st.DNS.Hits))
 	put(c.dnsMisses, float64(st.DNS.Misses))
 	put(c.dnsQueries, float64(st.DNS.Queries))
@@ -198,7 +205,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range h.Buckets {
 		buckets[b.LE] = b.Count
 	}
-	ch <- prometheus.MustNewConstHistogram(c.fetchDur, h.Count, h.Sum, buckets)
+	s.family(c.fetchDur.name, c.fetchDur.help, c.fetchDur.typ).histogram(h.Count, h.Sum, buckets)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
