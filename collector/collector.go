@@ -16,14 +16,19 @@ import (
 // calls Fetch from as many goroutines as it likes, and at most
 // Config.Fetchers lists are fetched at once.
 type Collector struct {
-	cfg    Config
-	tls    *tls.Config
-	free   chan struct{} // one token per fetcher slot
-	idleMu sync.Mutex
-	idle   []*fetcher // fetchers' states made so far and free, the last used on top
-	bufs   bufPool
-	nopipe hostSet
-	kept   idleConns // connections between lists (Config.KeepIdle)
+	cfg Config
+	// tls is made on the first TLS dial (tlsConfig): with ExtraCAs it
+	// holds a copy of the system's roots, whose loading was 50 ms and
+	// 1,000 page faults of every process's start, also of a crawl (a
+	// cluster node, a plain-HTTP web) that never dials TLS.
+	tlsOnce sync.Once
+	tls     *tls.Config
+	free    chan struct{} // one token per fetcher slot
+	idleMu  sync.Mutex
+	idle    []*fetcher // fetchers' states made so far and free, the last used on top
+	bufs    bufPool
+	nopipe  hostSet
+	kept    idleConns // connections between lists (Config.KeepIdle)
 
 	dialRaw func(ctx context.Context) (net.Conn, error) // tests: replaces lookup and dial
 }
@@ -33,6 +38,20 @@ func New(cfg Config) (*Collector, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	c := &Collector{
+		cfg:    cfg,
+		free:   make(chan struct{}, cfg.Fetchers),
+		nopipe: hostSet{max: cfg.NoPipelineHosts, set: map[string]struct{}{}},
+		bufs:   bufPool{max: cfg.PoolBytes},
+	}
+	for range cfg.Fetchers {
+		c.free <- struct{}{} // a fetcher's state is made on first use
+	}
+	return c, nil
+}
+
+// newTLSConfig is the collector's TLS configuration for cfg.
+func newTLSConfig(cfg Config) *tls.Config {
 	roots := cfg.RootCAs
 	if len(cfg.ExtraCAs) > 0 {
 		if roots == nil {
@@ -48,30 +67,21 @@ func New(cfg Config) (*Collector, error) {
 			roots.AddCert(c)
 		}
 	}
-	c := &Collector{
-		cfg: cfg,
-		tls: &tls.Config{
-			RootCAs:    roots,
-			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"http/1.1"}, // never h2: we speak HTTP/1.1 only
-			// Classic key exchanges only: the default hybrid post-quantum
-			// one (X25519MLKEM768) doubled the client's handshake CPU,
-			// 5 % of a crawl of an https web, to protect pages that are
-			// public and stored in the clear anyway.
-			CurvePreferences:   []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384},
-			ClientSessionCache: tls.NewLRUClientSessionCache(4096),
-		},
-		free:   make(chan struct{}, cfg.Fetchers),
-		nopipe: hostSet{max: cfg.NoPipelineHosts, set: map[string]struct{}{}},
-		bufs:   bufPool{max: cfg.PoolBytes},
+	return &tls.Config{
+		RootCAs:    roots,
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"}, // never h2: we speak HTTP/1.1 only
+		// Classic key exchanges only: the default hybrid post-quantum
+		// one (X25519MLKEM768) doubled the client's handshake CPU,
+		// 5 % of a crawl of an https web, to protect pages that are
+		// public and stored in the clear anyway.
+		CurvePreferences:   []tls.CurveID{tls.X25519, tls.CurveP256, tls.CurveP384},
+		ClientSessionCache: tls.NewLRUClientSessionCache(4096),
 	}
-	for range cfg.Fetchers {
-		c.free <- struct{}{} // a fetcher's state is made on first use
-	}
-	return c, nil
 }
 
 func (c *Collector) tlsConfig(host string) *tls.Config {
+	c.tlsOnce.Do(func() { c.tls = newTLSConfig(c.cfg) })
 	t := c.tls.Clone()
 	t.ServerName = host
 	return t
