@@ -12,13 +12,15 @@ import "time"
 // connection; Run closes those left when the crawl ends.
 const nodeKeepIdle = 5 * time.Second
 
-// keepIdle is the collector's KeepIdle for cfg: none in a cluster (the
-// host's next list may be another node's, in another phase slot, and the
-// kept connection would overlap it), with a per-IP limit (a connection
+// keepIdle is the collector's KeepIdle for cfg: none in a cluster with
+// turns (url partitioning: the host's next list may be another node's, in
+// another phase slot, and the kept connection would overlap it; by host
+// or domain a host has one owner, the only node that ever connects to it,
+// which keeps connections as a node alone does), with a per-IP limit (a connection
 // kept to one host of an address would be open while another host of it
 // fetches), or when the politeness delay outlasts the keeping anyway.
 func keepIdle(cfg NodeConfig) time.Duration {
-	if cfg.Cluster != nil || cfg.Scheduler.MaxHostsPerIP > 0 || cfg.Scheduler.MinDelay >= nodeKeepIdle {
+	if (cfg.Cluster != nil && cfg.Cluster.Config.Turns()) || cfg.Scheduler.MaxHostsPerIP > 0 || cfg.Scheduler.MinDelay >= nodeKeepIdle {
 		return 0
 	}
 	return nodeKeepIdle
