@@ -209,13 +209,15 @@ func (e *Endpoint) Flush() {
 }
 
 // Sync writes every peer's buffered spill records to its file and fsyncs
-// it: items spilled before Sync survive a crash of this process.
+// it if items were spilled since the last fsync: items spilled before Sync
+// survive a crash of this process. Marks of what was acknowledged are
+// made durable with them, by the timer (not Lazy) or at Close.
 func (e *Endpoint) Sync() error {
 	var errs []error
 	for _, p := range e.order {
 		p.mu.Lock()
 		if p.spill != nil {
-			errs = append(errs, p.spill.sync())
+			errs = append(errs, p.spill.syncItems())
 		}
 		p.mu.Unlock()
 	}

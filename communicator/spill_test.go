@@ -191,3 +191,50 @@ func TestSpillCorrupt(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestSpillSyncItems: Endpoint.Sync fsyncs a spill file only for items
+// appended since its last fsync; marks alone wait (they only narrow what a
+// crash delivers again), and are durable after the next items' fsync.
+func TestSpillSyncItems(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if s.items {
+		t.Fatal("a new spill file has items to sync")
+	}
+	for k := range 3 {
+		if err := s.append(uint64(k), []byte(testURL(1, 2, k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.items {
+		t.Fatal("items appended, nothing to sync")
+	}
+	if err := s.syncItems(); err != nil {
+		t.Fatal(err)
+	}
+	if s.items || s.dirty || len(s.buf) > 0 {
+		t.Fatalf("after syncItems: items %v, dirty %v, %d bytes buffered", s.items, s.dirty, len(s.buf))
+	}
+	if err := s.mark(s.end-1, false); err != nil { // a mark alone
+		t.Fatal(err)
+	}
+	if err := s.syncItems(); err != nil {
+		t.Fatal(err)
+	}
+	if s.items || len(s.buf) == 0 {
+		t.Fatalf("a mark alone: items %v, %d bytes buffered (want it left for later)", s.items, len(s.buf))
+	}
+	if err := s.append(9, []byte(testURL(1, 2, 9))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.syncItems(); err != nil {
+		t.Fatal(err)
+	}
+	if s.items || s.dirty || len(s.buf) > 0 {
+		t.Fatalf("mark and item synced: items %v, dirty %v, %d bytes buffered", s.items, s.dirty, len(s.buf))
+	}
+}

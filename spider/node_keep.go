@@ -12,14 +12,16 @@ import "time"
 // connection; Run closes those left when the crawl ends.
 const nodeKeepIdle = 5 * time.Second
 
-// keepIdle is the collector's KeepIdle for cfg: none in a cluster (the
-// host's next list may be another node's, in another phase slot, and the
-// kept connection would overlap it), or when the politeness delay
-// outlasts the keeping anyway. With a per-IP limit the collector closes
-// the connections kept at an address before it dials there
+// keepIdle is the collector's KeepIdle for cfg: none in a cluster with
+// turns (url partitioning: the host's next list may be another node's, in
+// another phase slot, and the kept connection would overlap it; by host
+// or domain a host has one owner, the only node that ever connects to it,
+// which keeps connections as a node alone does), or when the politeness
+// delay outlasts the keeping anyway. With a per-IP limit the collector
+// closes the connections kept at an address before it dials there
 // (collector.Config.KeepPerAddr), so that they never add to it.
 func keepIdle(cfg NodeConfig) time.Duration {
-	if cfg.Cluster != nil || cfg.Scheduler.MinDelay >= nodeKeepIdle {
+	if (cfg.Cluster != nil && cfg.Cluster.Config.Turns()) || cfg.Scheduler.MinDelay >= nodeKeepIdle {
 		return 0
 	}
 	return nodeKeepIdle

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/cluster"
 )
 
 // TestKeepIdle: connections are kept between a host's lists unless a
-// cluster or a long politeness delay says otherwise.
+// cluster with turns or a long politeness delay says otherwise.
 func TestKeepIdle(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -19,7 +20,9 @@ func TestKeepIdle(t *testing.T) {
 		{"short delay", NodeConfig{Scheduler: scheduler.Config{MinDelay: time.Second}}, nodeKeepIdle},
 		{"long delay", NodeConfig{Scheduler: scheduler.Config{MinDelay: nodeKeepIdle}}, 0},
 		{"per-IP limit", NodeConfig{Scheduler: scheduler.Config{MaxHostsPerIP: 1}}, nodeKeepIdle},
-		{"cluster", NodeConfig{Cluster: &NodeCluster{}}, 0},
+		{"cluster by url", NodeConfig{Cluster: &NodeCluster{Config: cluster.Config{Partition: cluster.ByURL}}}, 0},
+		{"cluster by host", NodeConfig{Cluster: &NodeCluster{Config: cluster.Config{Partition: cluster.ByHost}}}, nodeKeepIdle},
+		{"cluster by domain", NodeConfig{Cluster: &NodeCluster{Config: cluster.Config{Partition: cluster.ByDomain}}}, nodeKeepIdle},
 	} {
 		if got := keepIdle(c.cfg); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
