@@ -197,7 +197,8 @@ reject_cgi = {{.Scope.RejectCGI}}
 # Least time between the starts of two requests to one host (one
 # connection per host at any time whatever this says).
 delay = {{q .Politeness.Delay.String}}
-# Connections open at once to one IP address (hosts sharing a server).
+# Connections this node has open at once to one IP address (hosts
+# sharing a server); kept connections count. Per node in a cluster.
 per_ip = {{.Politeness.PerIP}}
 # A robots.txt Crawl-delay longer than the delay is obeyed up to this.
 crawl_delay_cap = {{q .Politeness.CrawlDelayCap.String}}
