@@ -44,8 +44,9 @@ import (
 // older fetch from another directory as the current one. At or above
 // the checkpoint's dense every entry was written after the checkpoint,
 // and the segments answer for those ids (re-indexed at open): an all-zero
-// entry there is an id not written yet, and one failing its CRC was torn
-// by a writer killed between put's stores, not damage.
+// entry there is an id not written yet, and one failing its CRC with the
+// CRC field still zero was torn by a writer killed between put's stores
+// (put writes the CRC last), not damage.
 //
 // Version 1 had 12-byte entries without a CRC, version 2 no "none"
 // entries (all-zero for no record); such an index is rebuilt from the
@@ -216,6 +217,7 @@ const (
 	entrySet                     // a record's location, checksum verified
 	entryBad                     // fails its checksum, or zeroed below dense: the index is damaged
 	entryZero                    // all zero (decodeEntry only): empty at or above dense, else bad
+	entryTorn                    // fields set, CRC field zero (decodeEntry only): a torn put at or above dense, else bad
 )
 
 // noneOffset is the offset field of a "none" entry (segment 0).
@@ -239,17 +241,18 @@ func (ix *index) lookup(id uint64) (seg uint32, off int64, st entryState) {
 }
 
 // judge resolves what decodeEntry found in id's entry against dense, as
-// the header has it (the checkpoint's). Below it, a zeroed or failing
-// entry is damage. At or above it every entry was written after the
-// checkpoint, and so are the records they name, which the segments answer
-// for (they are re-indexed at open): such an entry that is zero is not
-// written yet, and one that fails its checksum was torn by a crash between
-// put's stores (or is being written by a live writer), not damage.
+// the header has it (the checkpoint's). Below it, a zeroed or torn entry
+// is damage. At or above it every entry was written after the checkpoint,
+// and so are the records they name, which the segments answer for (they
+// are re-indexed at open): such an entry that is zero is not written yet,
+// and one whose CRC field is still zero was torn by a writer killed
+// between put's stores (or is being written by a live writer), not
+// damage. Any other entry failing its CRC is damage wherever it is.
 func (ix *index) judge(id uint64, st entryState) entryState {
 	switch {
-	case st == entryZero && id < ix.dense:
+	case (st == entryZero || st == entryTorn) && id < ix.dense:
 		return entryBad
-	case st == entryZero || st == entryBad && id >= ix.dense:
+	case st == entryZero || st == entryTorn:
 		return entryEmpty
 	}
 	return st
@@ -262,6 +265,8 @@ func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 	switch {
 	case seg == 0 && crc == 0 && off == 0:
 		return 0, 0, entryZero
+	case crc != entryCRC(id, e) && crc == 0:
+		return seg, off, entryTorn // put writes the CRC last
 	case crc != entryCRC(id, e):
 		return seg, off, entryBad
 	case seg == 0 && uint64(off) == noneOffset:
