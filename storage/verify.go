@@ -122,6 +122,24 @@ func (r *Reader) checkCheckpoint(dr *dirReader) {
 	}
 }
 
+// TornEntries reports index entries written after the checkpoint that a
+// writer killed mid-put left half written, as the segments' TornTail
+// reports a half-written record: harmless (the segments answer for those
+// ids, and the next writer's open rewrites the entries), but damage if no
+// crash came (a stray write looks the same).
+type TornEntries struct {
+	Index string
+	N     int64  // entries
+	First uint64 // the first one's URL id
+}
+
+func (e *TornEntries) Error() string {
+	return fmt.Sprintf("storage: index %s: %d entries after the checkpoint are torn, the first of URL id %d at offset %d, as an interrupted write leaves (the segments answer for them; the next writer rewrites them)",
+		e.Index, e.N, e.First, entryOffset(e.First))
+}
+
+func (e *TornEntries) Unwrap() error { return ErrCorrupt }
+
 // verifyIndex runs after a Scan of dr: it checks every entry of the index
 // (unless the view was rebuilt, the index being known damaged) and counts
 // the pages the index knew whose records Scan could not read: in a damaged
@@ -144,6 +162,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		beyond     = map[uint32]int64{} // pages past the end of a segment
 		missing    = map[uint32]int64{} // pages in a missing segment
 		lost       int64
+		torn       = &TornEntries{Index: v.ix.path}
 	)
 	// Entries at or after the end of the last segment as OpenReader saw it
 	// may be a live writer's or a crash's torn tail's: not judged here.
@@ -161,16 +180,21 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 			continue // the unwritten tail: skip it fast
 		}
 		seg, off, st := decodeEntry(id, e)
+		if _, later := v.extra[id]; id >= v.ix.dense && (st == entryTorn || st == entryBad && later) {
+			// Written after the checkpoint and torn: fresh (the CRC
+			// field still zero), or over an entry put since (a refetch,
+			// a recovery's "none" fill) with a record after the
+			// checkpoint, which answers for id.
+			if torn.N == 0 {
+				torn.First = id
+			}
+			torn.N++
+			continue
+		}
 		switch v.ix.judge(id, st) {
 		case entryEmpty:
 			continue
 		case entryBad:
-			if _, ok := v.extra[id]; ok && id >= v.ix.dense {
-				// Written after the checkpoint, over an entry put since
-				// (a refetch, a recovery's "none" fill) and torn: the
-				// record after the checkpoint answers for id.
-				continue
-			}
 			if badEntries == 0 {
 				firstBad = id
 			}
@@ -201,6 +225,9 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		lost++
 	}
 	r.lost.Add(lost)
+	if torn.N > 0 {
+		r.noteDamage(torn)
+	}
 	if badEntries > 0 {
 		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries fail their CRC-32C or are zeroed, the first of URL id %d at offset %d (kspider check --repair rebuilds the index)",
 			v.ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
