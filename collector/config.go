@@ -53,7 +53,8 @@ type Config struct {
 	MaxAttempts int   // sends of a request that got no response (default 3)
 	MaxInterim  int   // 1xx responses skipped before the final one (default 8)
 
-	// PoolBytes bounds the buffers kept for reuse (default 16 MiB: 64 made a
+	// PoolBytes bounds the buffers kept for reuse, which are also never more
+	// than the most that were out at once (default 16 MiB: 64 made a
 	// one-host crawl's peak RSS 1.2x as large, at the same CPU per page).
 	PoolBytes int64
 

@@ -77,8 +77,9 @@
 // and 1xx responses; TLS record overhead is not counted).
 //
 // Head, WireBody and Body live in buffers of a pool in power-of-two size
-// classes (512 bytes to 1 MiB, at most Config.PoolBytes kept) that garbage
-// collections do not empty. Collector.Release hands a batch's buffers
+// classes (512 bytes to 1 MiB, at most Config.PoolBytes kept, and no more
+// than the most that were out at once) that garbage collections do not
+// empty. Collector.Release hands a batch's buffers
 // back; List.Each sees every result as soon as it is final, so that a
 // caller can store a page and release it (Collector.ReleaseResult) while
 // the rest of a long list is fetched, instead of holding all its bodies.
