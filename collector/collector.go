@@ -24,7 +24,8 @@ type Collector struct {
 	// faults of every process's start, also of one that never dials TLS.
 	tlsOnce sync.Once
 	tls     *tls.Config
-	free    chan struct{} // one token per fetcher slot
+	extra   *x509.CertPool // ExtraCAs to verify with first (newTLSConfig), or nil
+	free    chan struct{}  // one token per fetcher slot
 	idleMu  sync.Mutex
 	idle    []*fetcher // fetchers' states made so far and free, the last used on top
 	bufs    bufPool
@@ -51,8 +52,10 @@ func New(cfg Config) (*Collector, error) {
 	return c, nil
 }
 
-// newTLSConfig is the collector's TLS configuration for cfg.
-func newTLSConfig(cfg Config) *tls.Config {
+// newTLSConfig is the collector's TLS configuration for cfg, and the
+// pool of cfg.ExtraCAs that tlsConfig verifies with (verifyEither) when
+// there are no RootCAs (nil otherwise).
+func newTLSConfig(cfg Config) (*tls.Config, *x509.CertPool) {
 	t := &tls.Config{
 		RootCAs:    cfg.RootCAs,
 		MinVersion: tls.VersionTLS12,
@@ -65,7 +68,7 @@ func newTLSConfig(cfg Config) *tls.Config {
 		ClientSessionCache: tls.NewLRUClientSessionCache(4096),
 	}
 	if len(cfg.ExtraCAs) == 0 {
-		return t
+		return t, nil
 	}
 	extra := x509.NewCertPool()
 	for _, c := range cfg.ExtraCAs {
@@ -76,7 +79,7 @@ func newTLSConfig(cfg Config) *tls.Config {
 		for _, c := range cfg.ExtraCAs {
 			t.RootCAs.AddCert(c)
 		}
-		return t
+		return t, nil
 	}
 	// The system's roots and the extra CAs: a chain is trusted if it
 	// verifies to either (a root ends a chain, so this is their union).
@@ -85,19 +88,21 @@ func newTLSConfig(cfg Config) *tls.Config {
 	// into one pool was 40 ms of every process that dials TLS once (a
 	// cluster node crawling a test web). The standard verification is
 	// replaced by the same one (name, chain, time, server auth) in
-	// VerifyConnection, which also runs on resumed sessions.
+	// VerifyConnection, which also runs on resumed sessions; tlsConfig
+	// sets it with the host's name (this one refuses: no name).
 	t.InsecureSkipVerify = true
-	t.VerifyConnection = func(cs tls.ConnectionState) error { return verifyEither(cs, extra) }
-	return t
+	t.VerifyConnection = func(tls.ConnectionState) error { return errors.New("tls: no host name to verify") }
+	return t, extra
 }
 
-// verifyEither verifies the server's chain and name against the extra
-// CAs, then against the system's roots.
-func verifyEither(cs tls.ConnectionState, extra *x509.CertPool) error {
+// verifyEither verifies the server's chain and its name against the
+// extra CAs, then against the system's roots. name is the host's (the
+// connection state's ServerName is the SNI, empty for an IP address).
+func verifyEither(cs tls.ConnectionState, name string, extra *x509.CertPool) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("tls: the server sent no certificate")
 	}
-	opts := x509.VerifyOptions{DNSName: cs.ServerName, Roots: extra, Intermediates: x509.NewCertPool()}
+	opts := x509.VerifyOptions{DNSName: name, Roots: extra, Intermediates: x509.NewCertPool()}
 	for _, c := range cs.PeerCertificates[1:] {
 		opts.Intermediates.AddCert(c)
 	}
@@ -112,9 +117,12 @@ func verifyEither(cs tls.ConnectionState, extra *x509.CertPool) error {
 }
 
 func (c *Collector) tlsConfig(host string) *tls.Config {
-	c.tlsOnce.Do(func() { c.tls = newTLSConfig(c.cfg) })
+	c.tlsOnce.Do(func() { c.tls, c.extra = newTLSConfig(c.cfg) })
 	t := c.tls.Clone()
 	t.ServerName = host
+	if extra := c.extra; extra != nil {
+		t.VerifyConnection = func(cs tls.ConnectionState) error { return verifyEither(cs, host, extra) }
+	}
 	return t
 }
 

@@ -54,6 +54,29 @@ func TestTLSExtraCAs(t *testing.T) {
 	if r := fetch("https://example.com:" + port(other) + "/x"); r.Kind != TLS {
 		t.Errorf("neither an extra CA nor a system root: %s (%v)", r.Kind, r.Err)
 	}
+	if r := fetch("https://127.0.0.1:" + port(srv) + "/ip"); r.Kind != OK {
+		t.Errorf("extra CA, IP address in the certificate: %s (%v)", r.Kind, r.Err)
+	}
+	// An IP address sends no SNI: its name must still be checked.
+	c, err = New(Config{UserAgent: testUA, Lookup: lookup, ExtraCAs: []*x509.Certificate{x509Of(t, other)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := fetch("https://example.com:" + port(other) + "/x"); r.Kind != OK {
+		t.Errorf("the other server trusted, good name: %s (%v)", r.Kind, r.Err)
+	}
+	if r := fetch("https://127.0.0.1:" + port(other) + "/ip"); r.Kind != TLS {
+		t.Errorf("the other server trusted, an IP address its certificate does not name: %s (%v)", r.Kind, r.Err)
+	}
+}
+
+// x509Of is the certificate a TLS test server serves.
+func x509Of(t *testing.T, s *httptest.Server) *x509.Certificate {
+	c, err := x509.ParseCertificate(s.TLS.Certificates[0].Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // selfSigned is a self-signed certificate and key for name.

@@ -224,6 +224,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.SyncInterval <= 0 {
 		cfg.SyncInterval = 100 * time.Millisecond
+		if cfg.Cluster != nil {
+			cfg.SyncInterval = clusterSyncInterval // node_cluster.go
+		}
 	}
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 3 * time.Second

@@ -56,6 +56,8 @@ func (n *Node) writer(msgs <-chan found) {
 			n.pruneOutlinks(outlinks) // node_outlinks.go
 		}
 	}
+	// A cluster node syncs on the ticker only (clusterSyncInterval).
+	paced := n.cl != nil
 	dirty := false
 	if n.cl != nil { // what peers sent before the start: a differing config stops fetches first
 		n.takeRemote(outlinks)
@@ -91,12 +93,12 @@ func (n *Node) writer(msgs <-chan found) {
 			arm()
 			n.pending.Add(-1)
 			n.poke()
-			if len(waiting) > 0 && (m.syncSoon || len(msgs) == 0 && n.idleSync.Load()) {
+			if len(waiting) > 0 && (m.syncSoon || len(msgs) == 0 && n.idleSync.Load() && !paced) {
 				sync() // nothing more is coming soon (node_idle.go)
 				dirty = false
 			}
 		case <-n.fetchIdle:
-			if len(waiting) > 0 {
+			if len(waiting) > 0 && !paced {
 				sync()
 				dirty = false
 			}
@@ -109,8 +111,10 @@ func (n *Node) writer(msgs <-chan found) {
 			waiting = ws.done(n, ok, waiting)
 			n.pruneOutlinks(outlinks)
 		case <-n.syncReq:
-			sync()
-			dirty = false
+			if !paced {
+				sync()
+				dirty = false
+			}
 		case <-tick.C:
 			if dirty || len(waiting) > 0 {
 				sync()
