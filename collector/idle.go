@@ -44,6 +44,7 @@ import (
 // leaves the list's first requests unanswered: requests sent on a reused
 // connection that got no response at all are asked again on a new one, the
 // send not counted against MaxAttempts (fetchAll, conn.reused).
+
 // minKept is the least number of idle connections kept (at most
 // max(Fetchers, minKept)): a crawl of many hosts, each handed out again
 // while the others' lists run, finds its host's connection still there.
@@ -157,30 +158,21 @@ func (p *idleConns) evict(ctx context.Context, addr netip.Addr, key string, ling
 		p.mu.Unlock()
 		return true
 	}
-	type closing struct {
-		key string
-		ic  *idleConn
-		cc  *closingConn
-	}
-	var mine []closing
-	var others []chan struct{}
 	for k, ic := range p.conns {
 		if k != key && ic.addr() == addr {
-			mine = append(mine, closing{k, ic, p.startClose(k, ic)})
+			cc := p.startClose(k, ic)
+			go p.finishClose(k, ic, cc, linger) // it takes p.mu once we let go
 		}
 	}
+	// Those just started are closing now too: one wait covers all.
+	var closing []chan struct{}
 	for _, cc := range p.closing {
 		if cc.addr == addr {
-			others = append(others, cc.done)
+			closing = append(closing, cc.done)
 		}
 	}
 	p.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, c := range mine {
-		wg.Go(func() { p.finishClose(c.key, c.ic, c.cc, linger) })
-	}
-	wg.Wait()
-	for _, done := range others {
+	for _, done := range closing {
 		select {
 		case <-done:
 		case <-ctx.Done():
