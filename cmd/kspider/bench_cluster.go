@@ -57,11 +57,15 @@ func benchCluster(ctx context.Context, e env, args []string) error {
 		`Crawls one test web (plain, on loopback) with one 'kspider run' process,
 then with a cluster of --nodes processes on this machine (UDP on
 127.0.0.1), partitioned by URL and then by host (--partitions), --rounds
-times in turn (medians reported). Every crawl must store the same pages
-(exit 1 otherwise). Reports pages/s, the node processes' CPU
-ms per page and its ratio to the one node's (target <= 1.25), URLs sent,
-datagrams and UDP bytes per page, and the balance of pages, URLs and bytes
-across nodes.`)
+times in turn (medians reported). Every cluster crawl must store the same
+pages as the one node (exit 1 otherwise). Reports pages/s, the node
+processes' CPU ms per page and its ratio to the one node's (target <=
+1.25), URLs sent, datagrams and UDP bytes per page, and the balance of
+pages, URLs and bytes across nodes.
+The pseudo-partition "separate" runs --nodes independent nodes instead,
+no cluster, each crawling a test web of its own with hosts/nodes hosts,
+the webs together as large as the cluster's: the floor of the ratio on
+this machine, what that many processes cost without any cluster code.`)
 	nodes := fs.Int("nodes", 4, "nodes of the cluster")
 	hosts := fs.Int("hosts", 1000, "hosts of the test web")
 	maxPages := fs.Int("max-pages", 400, "pages of the largest host")
@@ -72,7 +76,7 @@ across nodes.`)
 	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
 	rounds := fs.Int("rounds", 3, "crawl each configuration this many times, in turn; report the medians")
 	logs := fs.String("logs", "", "keep each node's output, progress lines included, in `DIR`/<round>-<nodes>-<partition>-<node>.log")
-	partitions := fs.String("partitions", "url,host", "comma-separated partitions of the cluster's crawls (url, host, domain)")
+	partitions := fs.String("partitions", "url,host,separate", "comma-separated partitions of the cluster's crawls (url, host, domain; separate: independent nodes, no cluster)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -84,8 +88,8 @@ across nodes.`)
 	}
 	parts := strings.Split(*partitions, ",")
 	for _, p := range parts {
-		if _, err := cluster.ParsePartition(p); err != nil || p == "" {
-			return usagef("--partitions %q: %q is not url, host or domain", *partitions, p)
+		if _, err := cluster.ParsePartition(p); (err != nil || p == "") && p != separatePart {
+			return usagef("--partitions %q: %q is not url, host, domain or separate", *partitions, p)
 		}
 	}
 	exe, err := os.Executable()
@@ -127,6 +131,16 @@ type clusterBench struct {
 	logs                 string // directory for the nodes' output, "" for none
 	seq                  int
 	log                  *logCounter
+	separate             []separateWeb     // the webs of the "separate" crawls
+	servers              []*testweb.Server // every web, for FlushLog
+}
+
+// counts flushes the webs' request logs and counts their lines.
+func (b *clusterBench) counts() (conns, reqs int) {
+	for _, s := range b.servers {
+		s.FlushLog()
+	}
+	return b.log.counts()
 }
 
 // logCounter counts the test web's request log lines by kind.
@@ -165,8 +179,9 @@ func (l *logCounter) counts() (conns, reqs int) {
 }
 
 // runAll crawls web with one node, then with n partitioned by each of
-// parts ("url", "host", "domain"), rounds times in turn, and checks that
-// every crawl stores the same pages. Each configuration's figures are those
+// parts ("url", "host", "domain"; "separate": n nodes without a cluster,
+// each on a web of its own), rounds times in turn, and checks that every
+// cluster crawl stores the same pages. Each configuration's figures are those
 // of its median round by CPU per page; its CPURatio is the median of the
 // rounds' ratios, each to the one node of the same round.
 func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, parts []string, rounds int) ([]clusterBenchRun, error) {
@@ -181,6 +196,7 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 		return nil, err
 	}
 	defer srv.Close()
+	b.servers = []*testweb.Server{srv}
 	b.tmp, b.ca, b.secret = tmp, filepath.Join(tmp, "ca.pem"), filepath.Join(tmp, "secret")
 	b.seeds, b.dns = srv.SeedURLs(), srv.DNSAddr()
 	if err := os.WriteFile(b.ca, srv.CACertPEM(), 0o644); err != nil {
@@ -188,6 +204,18 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 	}
 	if err := os.WriteFile(b.secret, []byte("bench-secret-0123456789abcdef"), 0o600); err != nil {
 		return nil, err
+	}
+	for _, p := range parts {
+		if p == separatePart && b.separate == nil {
+			webs, servers, err := startSeparate(ctx, web, n, b.depth, tmp, b.log)
+			for _, s := range servers {
+				defer s.Close()
+			}
+			if err != nil {
+				return nil, err
+			}
+			b.separate, b.servers = webs, append(b.servers, servers...)
+		}
 	}
 	type config struct {
 		n    int
@@ -208,7 +236,7 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 			}
 			if ref == nil {
 				ref = urls
-			} else if d := diffCount(ref, urls); d > 0 {
+			} else if d := diffCount(ref, urls); d > 0 && c.part != separatePart {
 				return nil, fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
 			}
 			if i == 0 {
@@ -250,13 +278,18 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	var dirs []string
+	separate := part == separatePart
 	for i := range n {
 		dir := filepath.Join(b.tmp, fmt.Sprintf("run%d-node%d", b.seq, i))
+		seeds, dns, ca := b.seeds, b.dns, b.ca
+		if separate {
+			seeds, dns, ca = b.separate[i].seeds, b.separate[i].dns, b.separate[i].ca
+		}
 		var cf strings.Builder
 		fmt.Fprintf(&cf, "seeds = [%s]\ndata_dir = %q\nfetchers = 32\ndns_servers = [%q]\ncontact = \"https://example.org/bench\"\nstatus = \"\"\n",
-			quoteStrings(b.seeds), dir, b.dns)
+			quoteStrings(seeds), dir, dns)
 		fmt.Fprintf(&cf, "[politeness]\ndelay = \"10ms\"\n[scope]\nmax_subdomains = 0\n[limits]\nmax_depth = %d\n", b.depth)
-		if n > 1 {
+		if n > 1 && !separate {
 			fmt.Fprintf(&cf, "[cluster]\nphases = %d\nphase_length = %q\nepoch = %s\nsecret_file = %q\npartition = %q\n",
 				n, b.phase.String(), epoch.Format(time.RFC3339), b.secret, part)
 			for j := range n {
@@ -267,11 +300,11 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if err := os.WriteFile(conf, []byte(cf.String()), 0o644); err != nil {
 			return r, nil, err
 		}
-		args := []string{"run", "--config", conf, "--ca", b.ca}
+		args := []string{"run", "--config", conf, "--ca", ca}
 		if b.logs == "" {
 			args = append(args, "--quiet")
 		}
-		if n > 1 {
+		if n > 1 && !separate {
 			args = append(args, "--node", fmt.Sprint(i))
 		}
 		if b.profile != "" {
@@ -292,7 +325,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		cmd.Stdout, cmd.Stderr = out, out
 		cmds, outs, dirs = append(cmds, cmd), append(outs, out), append(dirs, dir)
 	}
-	conns0, reqs0 := b.log.counts()
+	conns0, reqs0 := b.counts()
 	start := time.Now()
 	for _, c := range cmds {
 		if err := c.Start(); err != nil {
@@ -322,7 +355,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 			}
 		}
 	}
-	conns1, reqs1 := b.log.counts()
+	conns1, reqs1 := b.counts()
 	urls := map[string]bool{}
 	var sent, dgrams, bytesOut int
 	for i := range n {
@@ -338,6 +371,9 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 			return r, nil, err
 		}
 		for u := range got {
+			if separate {
+				u = fmt.Sprintf("%d %s", i, u) // the webs' names may coincide
+			}
 			if urls[u] {
 				return r, nil, fmt.Errorf("%s stored by two nodes", u)
 			}
