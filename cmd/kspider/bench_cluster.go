@@ -24,10 +24,14 @@ import (
 
 // clusterBenchRun is one crawl of `kspider bench cluster`.
 type clusterBenchRun struct {
-	Nodes        int       `json:"nodes"`
-	Partition    string    `json:"partition"`
-	Pages        int       `json:"pages"`
-	Seconds      float64   `json:"seconds"`
+	Nodes     int     `json:"nodes"`
+	Partition string  `json:"partition"`
+	Pages     int     `json:"pages"`
+	Seconds   float64 `json:"seconds"`
+	// TailSeconds is how long the last node process ran after the web
+	// answered its last request: the end of the crawl (the cluster's
+	// termination detection, the final syncs) and the processes' exits.
+	TailSeconds  float64   `json:"tail_seconds"`
 	PagesPerS    float64   `json:"pages_per_s"`
 	CPUmsPerPage float64   `json:"cpu_ms_per_page"` // the node processes' user+system CPU per page stored
 	CPURatio     float64   `json:"cpu_ratio"`       // over the one node's (median of the rounds')
@@ -112,9 +116,9 @@ this machine, what that many processes cost without any cluster code.`)
 		}{*hosts, runs})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\tCPU ms/page\tratio\tURLs sent/page\tdatagrams/page\tbytes/page\tconns/page\treqs/page\tbalance\tpages per node\t")
+	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\ttail s\tCPU ms/page\tratio\tURLs sent/page\tdatagrams/page\tbytes/page\tconns/page\treqs/page\tbalance\tpages per node\t")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS, r.TailSeconds,
 			r.CPUmsPerPage, r.CPURatio, r.URLsPerPage, r.DgramPerPage, r.BytesPerPage, r.ConnsPerPage, r.ReqsPerPage, r.Balance, r.PagesPerNode)
 	}
 	return tw.Flush()
@@ -148,6 +152,7 @@ type logCounter struct {
 	mu          sync.Mutex
 	part        []byte
 	conns, reqs int
+	lastEnd     int64 // the latest "end" of a request, Unix ns
 }
 
 func (l *logCounter) Write(p []byte) (int, error) {
@@ -165,11 +170,27 @@ func (l *logCounter) Write(p []byte) (int, error) {
 			l.conns++
 		case bytes.Contains(line, []byte(`"ev":"req"`)):
 			l.reqs++
+			if i := bytes.Index(line, []byte(`"end":`)); i >= 0 {
+				var end int64
+				for _, c := range line[i+len(`"end":`):] {
+					if c < '0' || c > '9' {
+						break
+					}
+					end = end*10 + int64(c-'0')
+				}
+				l.lastEnd = max(l.lastEnd, end)
+			}
 		}
 		l.part = l.part[i+1:]
 	}
 	l.part = append(l.part[:0:0], l.part...)
 	return len(p), nil
+}
+
+func (l *logCounter) last() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastEnd
 }
 
 func (l *logCounter) counts() (conns, reqs int) {
@@ -347,7 +368,8 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 			faults += ru.Minflt
 		}
 	}
-	r.Seconds = time.Since(start).Seconds()
+	exited := time.Now()
+	r.Seconds = exited.Sub(start).Seconds()
 	if b.logs != "" {
 		for i, out := range outs {
 			if err := os.WriteFile(filepath.Join(b.logs, fmt.Sprintf("%d-%d-%s-%d.log", b.seq, n, part, i)), out.Bytes(), 0o644); err != nil {
@@ -356,6 +378,9 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		}
 	}
 	conns1, reqs1 := b.counts()
+	if last := b.log.last(); last > start.UnixNano() {
+		r.TailSeconds = float64(exited.UnixNano()-last) / 1e9
+	}
 	urls := map[string]bool{}
 	var sent, dgrams, bytesOut int
 	for i := range n {
