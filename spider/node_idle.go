@@ -28,7 +28,15 @@ const soloMaxWait = 10 * time.Second
 
 // fetchStarted counts a list as fetching and returns the function that
 // ends it (idempotent, so that a deferred call is harmless).
+//
+// A cluster node keeps to its intervals: its writer syncs on its ticker
+// only (clusterSyncInterval), so the pause would only make its store sync
+// early, and the timer armed at every pause (a node a quarter as busy
+// pauses often) woke it once more each time.
 func (n *Node) fetchStarted() (ended func()) {
+	if n.cl != nil {
+		return func() {}
+	}
 	n.fetchMu.Lock()
 	n.fetching++
 	if n.fetching == 1 {
