@@ -241,6 +241,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	if cfg.Scheduler.Clock == nil {
 		cfg.Scheduler.Clock = SoloClock()
+		if cfg.Scheduler.MaxWait == 0 {
+			cfg.Scheduler.MaxWait = soloMaxWait // node_idle.go
+		}
 	}
 	var nodeRef *Node
 	if cfg.Cluster != nil {

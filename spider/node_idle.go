@@ -16,9 +16,27 @@ import "time"
 // crawl does not sync between every two lists.
 const idleAfter = 20 * time.Millisecond
 
+// soloMaxWait is how long the scheduler of a node on SoloClock waits, with
+// no timer due and nothing added, before it looks again. Its clock is the
+// system clock, on which the scheduler's own timers (politeness, retries,
+// the slot's end) run, so looking again finds nothing new: the scheduler's
+// default (100 ms, for clocks tests move) woke an idle node ten times a
+// second, each wake-up a few context switches and a sysmon round. A wall
+// clock stepped back by more than this only delays the timers due by the
+// step, as it would with any bound.
+const soloMaxWait = 10 * time.Second
+
 // fetchStarted counts a list as fetching and returns the function that
 // ends it (idempotent, so that a deferred call is harmless).
+//
+// A cluster node keeps to its intervals: its writer syncs on its ticker
+// only (clusterSyncInterval), so the pause would only make its store sync
+// early, and the timer armed at every pause (a node a quarter as busy
+// pauses often) woke it once more each time.
 func (n *Node) fetchStarted() (ended func()) {
+	if n.cl != nil {
+		return func() {}
+	}
 	n.fetchMu.Lock()
 	n.fetching++
 	if n.fetching == 1 {

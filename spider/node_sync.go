@@ -20,6 +20,16 @@ package spider
 // A cluster node syncs on the writer as before: syncCluster reads the
 // writer's own state (what peers delivered).
 
+// clusterHeldSyncBytes is heldSyncBytes for a cluster node, whose writer
+// otherwise syncs on its ticker only (clusterSyncInterval). At
+// heldSyncBytes a node of the bench's 4-node cluster (some 200 pages a
+// second of 10-30 KB records) asked for a sync after nearly every list:
+// 80 syncs of about ten fsyncs each in a 5 s crawl, two or three times
+// its ticks, each fsync a hand-off of the node's one P and a round of the
+// runtime's sysmon. Records of 200 ms at that rate are well under this;
+// it still bounds what a busy cluster node holds.
+const clusterHeldSyncBytes = 4 << 20
+
 // writerSync is the writer's view of its background sync.
 type writerSync struct {
 	running bool

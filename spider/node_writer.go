@@ -93,7 +93,8 @@ func (n *Node) writer(msgs <-chan found) {
 			arm()
 			n.pending.Add(-1)
 			n.poke()
-			if len(waiting) > 0 && (m.syncSoon || len(msgs) == 0 && n.idleSync.Load() && !paced) {
+			soon := m.syncSoon && (!paced || n.held.Load() > clusterHeldSyncBytes) // node_sync.go
+			if len(waiting) > 0 && (soon || len(msgs) == 0 && n.idleSync.Load() && !paced) {
 				sync() // nothing more is coming soon (node_idle.go)
 				dirty = false
 			}
