@@ -194,5 +194,8 @@ func checkStateFile(path string, rep *SpillReport) error {
 		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: off, Damage: true,
 			What: fmt.Sprintf("%v; the endpoint refuses to start until it is removed, and peers may then deliver acknowledged batches again", err)})
 	}
+	for _, w := range s.warnings {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: w.off, Damage: true, What: w.what})
+	}
 	return nil
 }

@@ -55,9 +55,18 @@ func TestStateFile(t *testing.T) {
 	if ent, ok := s.entry(2); !ok || ent.epoch != 77 || ent.cum != 1234 {
 		t.Errorf("entry %+v, %v", ent, ok)
 	}
+	s.close()
 	path := filepath.Join(dir, "state")
 	b, _ := os.ReadFile(path)
 	b[len(b)-6] ^= 1
+	os.WriteFile(path, b, 0o644)
+	// One slot damaged: the other opens, and the damage is reported.
+	if s, err := openState(dir); err != nil || len(s.warnings) != 1 || !strings.Contains(s.warnings[0].what, "checksum mismatch at offset") {
+		t.Errorf("one damaged slot: %v %+v", err, s)
+	} else {
+		s.close()
+	}
+	b[len(b)/2-6] ^= 1
 	os.WriteFile(path, b, 0o644)
 	if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "checksum mismatch at offset") {
 		t.Errorf("damaged state file: %v", err)

@@ -92,8 +92,14 @@ func New(cfg Config) (*Endpoint, error) {
 	if e.state, err = openState(cfg.SpillDir); err != nil {
 		return nil, err
 	}
+	for _, w := range e.state.warnings {
+		cfg.Logf("communicator: state file %s: %s", e.state.path, w.what)
+	}
 	e.epoch = e.state.nextEpoch(cfg.Clock.Now())
-	if err := e.state.save(e.epoch, nil); err != nil {
+	// The positions read stay saved with the new epoch: a crash before the
+	// next save must not forget them.
+	if err := e.state.save(e.epoch, e.state.list()); err != nil {
+		e.state.close()
 		return nil, err
 	}
 	for id, addr := range cfg.Peers {
@@ -132,6 +138,7 @@ func (e *Endpoint) closePeers() {
 	for _, p := range e.order {
 		p.closeSpill()
 	}
+	e.state.close()
 }
 
 // newEpoch is the epoch of a start at now: milliseconds since 1970 in the
@@ -273,6 +280,9 @@ func (e *Endpoint) Close() error {
 		}
 		if err := e.saveState(); err != nil {
 			errs = append(errs, err)
+		}
+		if err := e.state.close(); err != nil {
+			errs = append(errs, fmt.Errorf("communicator: %s: %w", e.state.path, err))
 		}
 		if lost > 0 {
 			errs = append(errs, fmt.Errorf("communicator: %d queued or unacknowledged items not delivered (no spill directory)", lost))

@@ -30,6 +30,11 @@ import (
 // to the end of the file is moved to <file>.bad-<offset> for the operator
 // (new records are appended there); one in the middle stays in place and
 // the reader jumps over it. A bad header moves the whole file aside.
+//
+// Write-through: items appended in this run are also kept in memory (up
+// to memCap bytes of URLs per file) and sent from there, so the file is
+// written (and fsynced by the caller's Sync) but read only for items of
+// an earlier run or items beyond memCap (spillmem.go).
 const (
 	spillMagic   = "kspl"
 	spillVersion = 1
@@ -62,6 +67,8 @@ type spill struct {
 	errs           []string
 	rbuf           []byte
 	scratch        []byte
+
+	mem spillMem // items appended in this run, not yet read (spillmem.go)
 }
 
 func spillPath(dir string, self, peer NodeID) string {
@@ -98,6 +105,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 			return nil, fmt.Errorf("communicator: %s: %w", path, err)
 		}
 		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
+		s.mem.start(s.end)
 		return s, nil
 	}
 	if err != nil {
@@ -149,6 +157,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	s.skippedBytes, s.skippedRegions = sc.skipped()
 	s.end, s.flushed, s.consumed, s.readOff = sc.good, sc.good, sc.consumed, sc.consumed
 	s.unreadItems = int64(sc.unread)
+	s.mem.start(s.end) // what is there already is read from the file
 	return s, nil
 }
 
@@ -182,10 +191,14 @@ func (s *spill) appendRecord(payload []byte) {
 // append adds one item to the file (buffered; written at the next tick
 // or when 64 KB have gathered).
 func (s *spill) append(tag uint64, url []byte) error {
+	if !s.mem.on && s.readOff == s.end {
+		s.mem.start(s.end) // the reader caught up: keep items again
+	}
 	s.scratch = append(s.scratch[:0], recItem)
 	s.scratch = binary.AppendUvarint(s.scratch, tag)
 	s.scratch = append(s.scratch, url...)
 	s.appendRecord(s.scratch)
+	s.mem.keep(tag, url, s.end)
 	s.items = true
 	s.unreadItems++
 	s.spilledItems++
@@ -213,14 +226,23 @@ func (s *spill) flush() error {
 func (s *spill) unread() bool { return s.readOff < s.end }
 
 // readChunk reads item records from readOff into q until q holds limit
-// bytes or the file ends.
+// bytes or the file ends: from memory where it holds them (spillmem.go),
+// else from the file, up to where memory takes over.
 func (s *spill) readChunk(q *queue, limit int) error {
+	if s.mem.covers(s.readOff) {
+		s.readMem(q, limit)
+		return nil
+	}
 	if err := s.flush(); err != nil {
 		return err
 	}
 	want := int64(limit) + int64(recHead+1+binary.MaxVarintLen64+s.maxURL)
-	if want > s.flushed-s.readOff {
-		want = s.flushed - s.readOff
+	upTo := s.flushed
+	if s.mem.on {
+		upTo = min(upTo, s.mem.from)
+	}
+	if want > upTo-s.readOff {
+		want = upTo - s.readOff
 	}
 	if int64(cap(s.rbuf)) < want {
 		s.rbuf = make([]byte, want)
@@ -247,21 +269,21 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		}
 		n := int(binary.BigEndian.Uint32(b))
 		if n > len(b)-recHead {
-			if int64(len(b)) < s.flushed-s.readOff {
+			if int64(len(b)) < upTo-s.readOff {
 				break // the rest of the record is beyond this read
 			}
-			err := fmt.Errorf("spill file %s: record at offset %d runs past the end; %d bytes not delivered", s.path, s.readOff, s.end-s.readOff)
+			err := fmt.Errorf("spill file %s: record at offset %d runs past the end; %d bytes not delivered", s.path, s.readOff, upTo-s.readOff)
 			s.errs = append(s.errs, err.Error())
-			s.readOff, s.unreadItems = s.end, 0
+			s.skipTo(upTo)
 			return err
 		}
 		pl := b[recHead : recHead+n]
 		if crc32.Checksum(pl, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
 			// The file changed under us (it was checked on open and
 			// written by us since): skip the rest rather than loop.
-			err := fmt.Errorf("spill file %s: checksum mismatch in record at offset %d; %d bytes after it not delivered", s.path, s.readOff, s.end-s.readOff)
+			err := fmt.Errorf("spill file %s: checksum mismatch in record at offset %d; %d bytes after it not delivered", s.path, s.readOff, upTo-s.readOff)
 			s.errs = append(s.errs, err.Error())
-			s.readOff, s.unreadItems = s.end, 0
+			s.skipTo(upTo)
 			return err
 		}
 		if pl[0] == recItem {
@@ -276,9 +298,9 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	}
 	if hungry && s.readOff == start && s.readOff < s.end {
 		// Nothing readable where something should be: never spin on it.
-		err := fmt.Errorf("spill file %s: no whole record at offset %d; %d bytes not delivered", s.path, s.readOff, s.end-s.readOff)
+		err := fmt.Errorf("spill file %s: no whole record at offset %d; %d bytes not delivered", s.path, s.readOff, upTo-s.readOff)
 		s.errs = append(s.errs, err.Error())
-		s.readOff, s.unreadItems = s.end, 0
+		s.skipTo(upTo)
 		return err
 	}
 	return nil
@@ -300,6 +322,7 @@ func (s *spill) mark(off int64, idle bool) error {
 		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
 		s.bad = nil
 		s.dirty = true
+		s.mem.start(s.end)
 		return nil
 	}
 	var p [9]byte

@@ -9,24 +9,54 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// State file (SpillDir/state), replaced whole by write-to-temp, fsync,
-// rename:
+// State file (SpillDir/state), version 2: two slots of S bytes each (S a
+// multiple of 512, at least 512; the file is 2S bytes and never changes
+// size), each a whole copy of the state:
+//
+//	offset size
+//	0      8    magic "kspstate"
+//	8      4    version = 2
+//	12     4    S, the slot size
+//	16     8    write counter: the valid slot with the larger one wins
+//	24     8    epoch
+//	32     4    count
+//	36     14×count  entries: node id u16 | sender epoch u64 | cum u32
+//	...         zeros
+//	S-4    4    CRC-32C of the slot's bytes before it
+//
+// all big-endian. epoch is this endpoint's last epoch (the next start
+// takes a larger one even if the wall clock stepped back); each entry is
+// how far a sender's batches are acknowledged, so a restarted receiver
+// still drops what it acknowledged.
+//
+// A save overwrites the older slot in place and fdatasyncs (bbolt's meta
+// pages): one write and one fdatasync, where version 1 took a temporary
+// file, two fsyncs and a rename. A torn or damaged slot leaves the other,
+// the previous save, which only widens what a restart may deliver again;
+// the open reports it (Endpoint logs it, CheckSpill lists it). Both slots
+// bad is an error. The file is made whole (write to state.tmp, fsync,
+// rename, fsync the directory) only when it is created, converted from
+// version 1, or the entries outgrow the slots.
+//
+// Version 1 (still read, then rewritten as version 2 by the next save):
 //
 //	magic "kspstate" | version u32 = 1 | epoch u64 | count u32 |
 //	count × (node id u16 | sender epoch u64 | cum u32) | CRC-32C u32
 //
-// all big-endian; the CRC covers every byte before it. epoch is this
-// endpoint's last epoch (the next start takes a larger one even if the
-// wall clock stepped back); each entry is how far a sender's batches are
-// acknowledged, so a restarted receiver still drops what it acknowledged.
+// with one CRC over every byte before it.
 const (
 	stateMagic     = "kspstate"
-	stateVersion   = 1
+	stateVersion1  = 1
+	stateVersion   = 2
 	stateEntrySize = 14
+	stateSlotHead  = 36
+	stateSlotAlign = 512
 )
 
 type stateEntry struct {
@@ -39,6 +69,21 @@ type stateFile struct {
 	path    string // "" when there is no SpillDir
 	last    uint64
 	entries map[NodeID]stateEntry
+
+	f       *os.File // open for in-place saves; nil: the next save makes the file whole
+	slot    int64    // slot size of f
+	cur     int      // the slot holding the newest save
+	counter uint64   // its write counter
+	// warnings are damage the open survived (a bad slot), for the log
+	// and CheckSpill.
+	warnings []stateWarning
+	buf      []byte
+}
+
+// stateWarning is a problem found at offset off of the state file.
+type stateWarning struct {
+	off  int64
+	what string
 }
 
 func openState(dir string) (*stateFile, error) {
@@ -60,21 +105,33 @@ func openState(dir string) (*stateFile, error) {
 	if _, err := s.parse(b); err != nil {
 		return nil, fmt.Errorf("communicator: state file %s: %w (remove it to start afresh; peers may then deliver acknowledged batches again)", s.path, err)
 	}
+	if s.slot > 0 {
+		if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0); err != nil {
+			return nil, fmt.Errorf("communicator: %w", err)
+		}
+	}
 	return s, nil
 }
 
-// parse reads a state file's contents; a problem comes with the offset it
-// was found at.
+// parse reads a state file's contents, of either version; a problem comes
+// with the offset it was found at. A version 2 file with one bad slot
+// parses, with the problem in s.warnings.
 func (s *stateFile) parse(b []byte) (int64, error) {
+	if len(b) >= 12 && string(b[:8]) == stateMagic && binary.BigEndian.Uint32(b[8:]) == stateVersion1 {
+		off, err := s.parseV1(b)
+		if err == nil || len(b) < 2*stateSlotAlign || len(b)%(2*stateSlotAlign) != 0 {
+			return off, err
+		}
+		// The size of a version 2 file: slot 0's version may be what is
+		// damaged.
+	}
+	return s.parseV2(b)
+}
+
+func (s *stateFile) parseV1(b []byte) (int64, error) {
 	const fixed = 8 + 4 + 8 + 4
 	if len(b) < fixed+4 {
 		return int64(len(b)), fmt.Errorf("%d bytes, shorter than a header", len(b))
-	}
-	if string(b[:8]) != stateMagic {
-		return 0, errors.New("bad magic at offset 0")
-	}
-	if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion {
-		return 8, fmt.Errorf("format version %d at offset 8; this build reads version %d", v, stateVersion)
 	}
 	n := int(binary.BigEndian.Uint32(b[20:]))
 	if n > 1<<16 || len(b) != fixed+n*stateEntrySize+4 {
@@ -85,11 +142,85 @@ func (s *stateFile) parse(b []byte) (int64, error) {
 		return int64(end), fmt.Errorf("checksum mismatch at offset %d", end)
 	}
 	s.last = binary.BigEndian.Uint64(b[12:])
+	s.readEntries(b[fixed:], n)
+	return 0, nil
+}
+
+func (s *stateFile) readEntries(b []byte, n int) {
 	for i := range n {
-		r := b[fixed+i*stateEntrySize:]
+		r := b[i*stateEntrySize:]
 		e := stateEntry{NodeID(binary.BigEndian.Uint16(r)), binary.BigEndian.Uint64(r[2:]), binary.BigEndian.Uint32(r[10:])}
 		s.entries[e.id] = e
 	}
+}
+
+// stateSlot is what one version 2 slot holds.
+type stateSlot struct {
+	counter, epoch uint64
+	count          int
+	body           []byte // the entries
+}
+
+// checkSlot verifies the slot at off of size slot in b; a problem names
+// the offset it was found at.
+func checkSlot(b []byte, off, slot int64) (stateSlot, int64, error) {
+	p := b[off : off+slot]
+	if string(p[:8]) != stateMagic {
+		return stateSlot{}, off, fmt.Errorf("bad magic at offset %d", off)
+	}
+	if v := binary.BigEndian.Uint32(p[8:]); v != stateVersion {
+		return stateSlot{}, off + 8, fmt.Errorf("format version %d at offset %d; this build reads versions %d and %d", v, off+8, stateVersion1, stateVersion)
+	}
+	end := slot - 4
+	if crc32.Checksum(p[:end], castagnoli) != binary.BigEndian.Uint32(p[end:]) {
+		return stateSlot{}, off + end, fmt.Errorf("checksum mismatch at offset %d", off+end)
+	}
+	if size := int64(binary.BigEndian.Uint32(p[12:])); size != slot {
+		return stateSlot{}, off + 12, fmt.Errorf("slot size %d at offset %d in a file of two %d-byte slots", size, off+12, slot)
+	}
+	n := int64(binary.BigEndian.Uint32(p[32:]))
+	if stateSlotHead+n*stateEntrySize > end {
+		return stateSlot{}, off + 32, fmt.Errorf("%d entries at offset %d do not fit a %d-byte slot", n, off+32, slot)
+	}
+	return stateSlot{binary.BigEndian.Uint64(p[16:]), binary.BigEndian.Uint64(p[24:]), int(n), p[stateSlotHead:]}, 0, nil
+}
+
+func (s *stateFile) parseV2(b []byte) (int64, error) {
+	if len(b) < 2*stateSlotAlign || len(b)%(2*stateSlotAlign) != 0 {
+		if len(b) < 12 {
+			return int64(len(b)), fmt.Errorf("%d bytes, shorter than a header", len(b))
+		}
+		if string(b[:8]) != stateMagic {
+			return 0, errors.New("bad magic at offset 0")
+		}
+		if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion {
+			return 8, fmt.Errorf("format version %d at offset 8; this build reads versions %d and %d", v, stateVersion1, stateVersion)
+		}
+		return int64(len(b)), fmt.Errorf("%d bytes: not two slots of a multiple of %d bytes", len(b), stateSlotAlign)
+	}
+	slot := int64(len(b) / 2)
+	var good [2]stateSlot
+	var offs [2]int64
+	var errs [2]error
+	for i := range 2 {
+		good[i], offs[i], errs[i] = checkSlot(b, int64(i)*slot, slot)
+	}
+	pick := 0
+	switch {
+	case errs[0] != nil && errs[1] != nil:
+		return offs[0], fmt.Errorf("neither slot is valid: slot 0: %v; slot 1: %v", errs[0], errs[1])
+	case errs[0] != nil:
+		pick = 1
+	case errs[1] != nil:
+	case good[1].counter > good[0].counter:
+		pick = 1
+	}
+	if bad := 1 - pick; errs[bad] != nil {
+		s.warnings = append(s.warnings, stateWarning{offs[bad], fmt.Sprintf("slot %d: %v (a write cut short by a crash, or damage); using slot %d, save %d: receive positions saved after it are lost, which only lets peers deliver again what they delivered", bad, errs[bad], pick, good[pick].counter)})
+	}
+	g := good[pick]
+	s.slot, s.cur, s.counter, s.last = slot, pick, g.counter, g.epoch
+	s.readEntries(g.body, g.count)
 	return 0, nil
 }
 
@@ -98,6 +229,15 @@ func (s *stateFile) enabled() bool { return s.path != "" }
 func (s *stateFile) entry(id NodeID) (stateEntry, bool) {
 	e, ok := s.entries[id]
 	return e, ok
+}
+
+// list returns the entries read at open.
+func (s *stateFile) list() []stateEntry {
+	out := make([]stateEntry, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, e)
+	}
+	return out
 }
 
 // nextEpoch returns the epoch of this start: larger than the last one.
@@ -109,33 +249,80 @@ func (s *stateFile) nextEpoch(now time.Time) uint64 {
 	return e
 }
 
-// save replaces the file with epoch and ents.
+// encodeSlot fills s.buf with a slot of size slot holding counter, epoch
+// and ents.
+func (s *stateFile) encodeSlot(slot int64, counter, epoch uint64, ents []stateEntry) []byte {
+	if int64(cap(s.buf)) < slot {
+		s.buf = make([]byte, slot)
+	}
+	b := s.buf[:slot]
+	clear(b)
+	copy(b, stateMagic)
+	binary.BigEndian.PutUint32(b[8:], stateVersion)
+	binary.BigEndian.PutUint32(b[12:], uint32(slot))
+	binary.BigEndian.PutUint64(b[16:], counter)
+	binary.BigEndian.PutUint64(b[24:], epoch)
+	binary.BigEndian.PutUint32(b[32:], uint32(len(ents)))
+	for i, e := range ents {
+		r := b[stateSlotHead+i*stateEntrySize:]
+		binary.BigEndian.PutUint16(r, uint16(e.id))
+		binary.BigEndian.PutUint64(r[2:], e.epoch)
+		binary.BigEndian.PutUint32(r[10:], e.cum)
+	}
+	binary.BigEndian.PutUint32(b[slot-4:], crc32.Checksum(b[:slot-4], castagnoli))
+	return b
+}
+
+// save records epoch and ents: in place, in the older slot, if the file
+// is open and they fit; else by making the file whole.
 func (s *stateFile) save(epoch uint64, ents []stateEntry) error {
 	if s.path == "" {
 		return nil
 	}
-	b := make([]byte, 0, 28+len(ents)*stateEntrySize)
-	b = append(b, stateMagic...)
-	b = binary.BigEndian.AppendUint32(b, stateVersion)
-	b = binary.BigEndian.AppendUint64(b, epoch)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(ents)))
-	for _, e := range ents {
-		b = binary.BigEndian.AppendUint16(b, uint16(e.id))
-		b = binary.BigEndian.AppendUint64(b, e.epoch)
-		b = binary.BigEndian.AppendUint32(b, e.cum)
+	need := int64(stateSlotHead + len(ents)*stateEntrySize + 4)
+	var err error
+	if s.f != nil && need <= s.slot {
+		err = s.saveSlot(epoch, ents)
+	} else {
+		err = s.create(max(stateSlotAlign, (need+stateSlotAlign-1)/stateSlotAlign*stateSlotAlign), epoch, ents)
 	}
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if err != nil {
+		return fmt.Errorf("communicator: saving %s: %w", s.path, err)
+	}
+	s.last = epoch
+	return nil
+}
+
+// saveSlot overwrites the older slot and fdatasyncs: the file's size and
+// name do not change, so neither does its metadata.
+func (s *stateFile) saveSlot(epoch uint64, ents []stateEntry) error {
+	next := 1 - s.cur
+	b := s.encodeSlot(s.slot, s.counter+1, epoch, ents)
+	if _, err := s.f.WriteAt(b, int64(next)*s.slot); err != nil {
+		return err
+	}
+	if err := unix.Fdatasync(int(s.f.Fd())); err != nil {
+		return err
+	}
+	s.cur, s.counter = next, s.counter+1
+	return nil
+}
+
+// create writes the whole file, both slots the same save, to a temporary
+// file and renames it over the state file.
+func (s *stateFile) create(slot int64, epoch uint64, ents []stateEntry) error {
+	counter := s.counter + 1
+	one := s.encodeSlot(slot, counter, epoch, ents)
+	b := make([]byte, 0, 2*slot)
+	b = append(append(b, one...), one...)
 	tmp := s.path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return fmt.Errorf("communicator: %w", err)
+		return err
 	}
 	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(tmp, s.path)
@@ -144,10 +331,24 @@ func (s *stateFile) save(epoch uint64, ents []stateEntry) error {
 		err = syncDir(filepath.Dir(s.path))
 	}
 	if err != nil {
-		return fmt.Errorf("communicator: saving %s: %w", s.path, err)
+		f.Close()
+		return err
 	}
-	s.last = epoch
+	if s.f != nil {
+		s.f.Close()
+	}
+	s.f, s.slot, s.cur, s.counter = f, slot, 0, counter
 	return nil
+}
+
+// close closes the file kept open for saves.
+func (s *stateFile) close() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
 }
 
 func syncDir(dir string) error {

@@ -157,7 +157,10 @@ func (n *Node) openCluster() error {
 	if cc.SpillDir == "" {
 		cc.SpillDir = filepath.Join(n.cfg.Dir, "comm")
 	}
-	cc.QueueBytes = 1 // every item to the spill file: see the durability note above
+	// Every item to the spill file: see the durability note above. The
+	// communicator sends this run's items from its write-through copy,
+	// so the file is written and fsynced but not read back.
+	cc.QueueBytes = 1
 	// The writer's Sync makes what was sent durable when pages depend on
 	// it; the timer's own fsyncs (acknowledged marks, receive positions)
 	// only narrow redelivery after a crash, and each cost a node as much
