@@ -328,12 +328,15 @@ func (s *stateFile) create(slot int64, epoch uint64, ents []stateEntry) error {
 	if err == nil {
 		err = syncDir(filepath.Dir(s.path))
 	}
+	if s.f != nil {
+		// Replaced, or perhaps replaced (an error after the rename):
+		// the next save makes the file whole again.
+		s.f.Close()
+		s.f = nil
+	}
 	if err != nil {
 		f.Close()
 		return err
-	}
-	if s.f != nil {
-		s.f.Close()
 	}
 	s.f, s.slot, s.cur, s.counter = f, slot, 0, counter
 	return nil
