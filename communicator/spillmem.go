@@ -10,6 +10,7 @@ package communicator
 // the file. The file stays the truth for marks and after a restart; the
 // order and offsets are the file's, so marks mean the same either way.
 type spillMem struct {
+	limit int // URL bytes kept at most (memCap; tests lower it)
 	on    bool
 	from  int64 // when on: every item record at or after from is held
 	items []memItem
@@ -30,6 +31,9 @@ const memCap = 512 << 10
 
 // start keeps every item appended from off on (the current end).
 func (m *spillMem) start(off int64) {
+	if m.limit == 0 {
+		m.limit = memCap
+	}
 	m.on, m.from = true, off
 	m.reset()
 }
@@ -44,7 +48,7 @@ func (m *spillMem) keep(tag uint64, url []byte, recEnd int64) {
 	if !m.on {
 		return
 	}
-	if len(m.slab)+len(url) > memCap {
+	if len(m.slab)+len(url) > m.limit {
 		m.on = false
 		m.reset()
 		return

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -301,7 +299,7 @@ func (s *stateFile) saveSlot(epoch uint64, ents []stateEntry) error {
 	if _, err := s.f.WriteAt(b, int64(next)*s.slot); err != nil {
 		return err
 	}
-	if err := unix.Fdatasync(int(s.f.Fd())); err != nil {
+	if err := fdatasync(s.f); err != nil {
 		return err
 	}
 	s.cur, s.counter = next, s.counter+1
@@ -330,12 +328,15 @@ func (s *stateFile) create(slot int64, epoch uint64, ents []stateEntry) error {
 	if err == nil {
 		err = syncDir(filepath.Dir(s.path))
 	}
+	if s.f != nil {
+		// Replaced, or perhaps replaced (an error after the rename):
+		// the next save makes the file whole again.
+		s.f.Close()
+		s.f = nil
+	}
 	if err != nil {
 		f.Close()
 		return err
-	}
-	if s.f != nil {
-		s.f.Close()
 	}
 	s.f, s.slot, s.cur, s.counter = f, slot, 0, counter
 	return nil

@@ -278,3 +278,33 @@ func FuzzStateFile(f *testing.F) {
 		}
 	})
 }
+
+// TestEndpointStateV1: an endpoint started on a version 1 state file takes
+// its epoch and positions, and leaves a version 2 file holding them.
+func TestEndpointStateV1(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	const oldEpoch = 1 << 60
+	os.WriteFile(path, stateV1(oldEpoch, []stateEntry{{2, 77, 1234}}), 0o644)
+	conns, addrs := loopbackConns(t, 2)
+	ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Epoch() <= oldEpoch {
+		t.Errorf("epoch %d not after the version 1 file's %d", ep.Epoch(), uint64(oldEpoch))
+	}
+	st := ep.Stats()
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	s := &stateFile{entries: map[NodeID]stateEntry{}}
+	if _, err := s.parse(b); err != nil || binary.BigEndian.Uint32(b[8:]) != stateVersion || s.last != ep.Epoch() {
+		t.Fatalf("after the endpoint: %v, version %d, epoch %d", err, binary.BigEndian.Uint32(b[8:]), s.last)
+	}
+	if e, ok := s.entry(2); !ok || e.epoch != 77 || e.cum != 1234 {
+		t.Errorf("peer 2's position %+v %v, want epoch 77 cum 1234 (stats %+v)", e, ok, st.Peers)
+	}
+}
