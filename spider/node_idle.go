@@ -19,12 +19,13 @@ const idleAfter = 20 * time.Millisecond
 // soloMaxWait is how long the scheduler of a node on SoloClock waits, with
 // no timer due and nothing added, before it looks again. Its clock is the
 // system clock, on which the scheduler's own timers (politeness, retries,
-// the slot's end) run, so looking again finds nothing new: the scheduler's
-// default (100 ms, for clocks tests move) woke an idle node ten times a
-// second, each wake-up a few context switches and a sysmon round. A wall
-// clock stepped back by more than this only delays the timers due by the
-// step, as it would with any bound.
-const soloMaxWait = 10 * time.Second
+// the slot's end) run, so looking again mostly finds nothing new: the
+// scheduler's default (100 ms, for clocks tests move) woke an idle node
+// ten times a second, each wake-up a few context switches and a sysmon
+// round. Not longer than a second (as clusterMaxWait): a look that ends
+// its scan budget before the end of the window finds the rest at the next
+// one, and a wall clock stepped back is noticed as late.
+const soloMaxWait = time.Second
 
 // fetchStarted counts a list as fetching and returns the function that
 // ends it (idempotent, so that a deferred call is harmless).
