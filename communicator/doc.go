@@ -76,9 +76,10 @@
 //     acknowledged). A batch its handler had seen but that was not yet
 //     acknowledged, or whose acknowledgement was lost, is delivered again
 //     after the restart. The receive positions in the state file (saved
-//     every 100 ms) make that window small, not empty: the handler must be
-//     idempotent, as the node's is (the URL tree adds a URL once; a repeat
-//     is not admitted as new).
+//     at most every two flush intervals while they move, 100 ms by
+//     default; with Lazy, at most every SpillUpkeepEvery) make that window
+//     small, not empty: the handler must be idempotent, as the node's is
+//     (the URL tree adds a URL once; a repeat is not admitted as new).
 //   - kill -9 of the sender: items in its memory queue and in flight are
 //     lost; spilled items survive once written (Sync, or the next tick),
 //     and items of spill-file batches in flight may be delivered again. An

@@ -53,5 +53,6 @@ func (n *Node) releaseUnkept(b *collector.Batch, kept []bool) {
 // past it, a list's links ask the writer for a sync as soon as they are
 // in the tree instead of waiting for the sync interval. At 4,000 pages a
 // second, 100 ms of the PostgreSQL documentation's records made 2.7 MB
-// of a 9 MB live heap, which the garbage collector's target doubles.
+// of a 9 MB live heap, which the garbage collector's target doubles. A
+// cluster node's bound is clusterHeldSyncBytes (node_sync.go).
 const heldSyncBytes = 512 << 10
