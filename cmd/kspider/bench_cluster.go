@@ -57,7 +57,7 @@ type clusterBenchRun struct {
 }
 
 func benchCluster(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--partitions url,host] [--rounds R] [--node-procs N] [--cpuprofile PREFIX] [--json]",
+	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--partitions url,host,separate] [--rounds R] [--node-procs N] [--cpuprofile PREFIX] [--logs DIR] [--json]",
 		`Crawls one test web (plain, on loopback) with one 'kspider run' process,
 then with a cluster of --nodes processes on this machine (UDP on
 127.0.0.1), partitioned by URL and then by host (--partitions), --rounds
