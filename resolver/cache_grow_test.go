@@ -31,25 +31,53 @@ func TestCacheGrows(t *testing.T) {
 		return a
 	}
 	c.put("gone.test", statusOK, addr(0), 5, 0) // expires at 5
-	const n = 1500                              // past a quarter of 8,192 slots: the largest table holds it
+	const n = 1500                              // past a quarter of the 256-bucket table's 2,048 slots: the largest table holds them
 	for i := range n {
 		c.put(name(i), statusOK, addr(i), 100, 10)
 	}
-	if got := len(c.tab.Load().buckets); got != 1024 {
+	tab := c.tab.Load()
+	if got := len(tab.buckets); got != 1024 {
 		t.Errorf("table has %d buckets after %d names, want the largest, 1024", got, n)
 	}
+	evicted := 0
 	for i := range n {
 		got, st, ok := c.get([]byte(name(i)), 50, nil)
+		if !ok && bucketFull(c, tab, name(i), 50) {
+			// The largest table evicts from a full bucket, by design;
+			// with random seeds one of its 1,024 buckets gets a ninth
+			// name in about 2 % of runs.
+			evicted++
+			continue
+		}
 		if want := addr(i); !ok || st != statusOK || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("get(%s) = %v %v %v, want %v", name(i), got, st, ok, want)
 		}
 	}
+	if evicted > 0 {
+		t.Logf("%d names evicted from full buckets of the largest table", evicted)
+	}
 	if _, _, ok := c.get([]byte("gone.test"), 50, nil); ok {
 		t.Error("an expired entry is live after growing")
 	}
-	if got := c.len(50); got != n {
-		t.Errorf("len = %d, want %d", got, n)
+	if got := c.len(50); got != n-evicted {
+		t.Errorf("len = %d, want %d", got, n-evicted)
 	}
+}
+
+// bucketFull reports whether every slot of name's bucket in t holds a
+// live entry at now.
+func bucketFull(c *cache, t *table, name string, now int64) bool {
+	var k key
+	if !k.fold(c, []byte(name)) {
+		return false
+	}
+	first, _ := c.place(t, k.hash)
+	for j := range c.slots {
+		if e := t.entries[first+j].expires.Load(); e == 0 || e <= now {
+			return false
+		}
+	}
+	return true
 }
 
 // TestCacheGrowConcurrent looks names up while others are put and the
