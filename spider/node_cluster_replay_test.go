@@ -127,19 +127,6 @@ func TestClusterReplayed(t *testing.T) {
 		return out
 	}
 
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for !cond() {
-			select {
-			case <-tick.C:
-			case <-ctx.Done():
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
-	}
-
 	// The node, run until the test stops it.
 	var n *Node
 	var stop context.CancelFunc
@@ -230,7 +217,7 @@ func TestClusterReplayed(t *testing.T) {
 		t.Helper()
 		send(ep, us)
 		received += uint64(len(us))
-		wait("genuine delivery", func() bool {
+		waitFor(t, "genuine delivery", time.Minute, func() bool {
 			return n.ClusterStats().ReceivedURLs == received && ep.Backlog(0) == 0
 		})
 		if k := admitted(us); k != len(us) {
@@ -254,7 +241,7 @@ func TestClusterReplayed(t *testing.T) {
 			}
 		}
 		want := before[reason] + uint64(len(dgs))
-		wait(fmt.Sprintf("%s: %d datagrams dropped as %s", what, len(dgs), reason), func() bool { return peerDrops()[reason] >= want })
+		waitFor(t, fmt.Sprintf("%s: %d datagrams dropped as %s", what, len(dgs), reason), time.Minute, func() bool { return peerDrops()[reason] >= want })
 		after := peerDrops()
 		for r, v := range after {
 			if r != reason && v != before[r] {
@@ -300,14 +287,14 @@ func TestClusterReplayed(t *testing.T) {
 	D := urls("d", 5)
 	tap.setHold(true)
 	send(ep, D)
-	wait("D sent", func() bool { return len(heldCopies(tap)) > 0 && ep.Backlog(0) == len(D) })
+	waitFor(t, "D sent", time.Minute, func() bool { return len(heldCopies(tap)) > 0 && ep.Backlog(0) == len(D) })
 	tap.setHold(false)
 	recD := tap.take(true)
 	for _, b := range recD {
 		conn1.WriteToUDPAddrPort(b, a0)
 	}
 	received += uint64(len(D))
-	wait("D's late copy delivered and acknowledged", func() bool {
+	waitFor(t, "D's late copy delivered and acknowledged", time.Minute, func() bool {
 		return n.ClusterStats().ReceivedURLs == received && ep.Backlog(0) == 0
 	})
 	if k := admitted(D); k != len(D) {
@@ -320,7 +307,7 @@ func TestClusterReplayed(t *testing.T) {
 	C := urls("c", 5)
 	tap.setHold(true)
 	send(ep, C)
-	wait("C sent", func() bool { return len(heldCopies(tap)) > 0 && ep.Backlog(0) == len(C) })
+	waitFor(t, "C sent", time.Minute, func() bool { return len(heldCopies(tap)) > 0 && ep.Backlog(0) == len(C) })
 	recC := tap.take(true)
 	tap.setHold(false)
 	if err := ep.Close(); err == nil {
