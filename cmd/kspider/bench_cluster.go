@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -125,18 +126,18 @@ this machine, what that many processes cost without any cluster code.`)
 }
 
 type clusterBench struct {
-	command              func(args []string) *exec.Cmd // a `kspider` command line
-	tmp, ca, secret, dns string
-	seeds                []string
-	depth                int
-	phase                time.Duration
-	profile              string // CPU profile path prefix, "" for none
-	procs                int    // GOMAXPROCS of a cluster's nodes; 0: shared out
-	logs                 string // directory for the nodes' output, "" for none
-	seq                  int
-	log                  *logCounter
-	separate             []separateWeb     // the webs of the "separate" crawls
-	servers              []*testweb.Server // every web, for FlushLog
+	command     func(args []string) *exec.Cmd // a `kspider` command line
+	tmp, secret string
+	web         clusterWeb // the web every cluster crawl shares
+	depth       int
+	phase       time.Duration
+	profile     string // CPU profile path prefix, "" for none
+	procs       int    // GOMAXPROCS of a cluster's nodes; 0: shared out
+	logs        string // directory for the nodes' output, "" for none
+	seq         int
+	log         *logCounter
+	separate    []clusterWeb      // the webs of the "separate" crawls
+	servers     []*testweb.Server // every web, for FlushLog
 }
 
 // counts flushes the webs' request logs and counts their lines.
@@ -145,6 +146,27 @@ func (b *clusterBench) counts() (conns, reqs int) {
 		s.FlushLog()
 	}
 	return b.log.counts()
+}
+
+// clusterWeb is a web a bench crawl is given: its seeds, its DNS server
+// and the file of its CA certificate.
+type clusterWeb struct {
+	seeds   []string
+	dns, ca string
+}
+
+// startClusterWeb serves the web of c on loopback, logging to log, and
+// writes its CA certificate to ca. The server is returned, for the caller
+// to close, even with an error.
+func startClusterWeb(ctx context.Context, c testweb.Config, ca string, log io.Writer) (*testweb.Server, clusterWeb, error) {
+	srv, err := testweb.Start(ctx, testweb.Generate(c), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", Log: log})
+	if err != nil {
+		return nil, clusterWeb{}, err
+	}
+	if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
+		return srv, clusterWeb{}, err
+	}
+	return srv, clusterWeb{seeds: srv.SeedURLs(), dns: srv.DNSAddr(), ca: ca}, nil
 }
 
 // logCounter counts the test web's request log lines by kind.
@@ -212,17 +234,15 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 	}
 	defer os.RemoveAll(tmp)
 	b.log = &logCounter{}
-	srv, err := testweb.Start(ctx, testweb.Generate(web), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", Log: b.log})
+	srv, w, err := startClusterWeb(ctx, web, filepath.Join(tmp, "ca.pem"), b.log)
+	if srv != nil {
+		defer srv.Close()
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Close()
-	b.servers = []*testweb.Server{srv}
-	b.tmp, b.ca, b.secret = tmp, filepath.Join(tmp, "ca.pem"), filepath.Join(tmp, "secret")
-	b.seeds, b.dns = srv.SeedURLs(), srv.DNSAddr()
-	if err := os.WriteFile(b.ca, srv.CACertPEM(), 0o644); err != nil {
-		return nil, err
-	}
+	b.servers, b.web = []*testweb.Server{srv}, w
+	b.tmp, b.secret = tmp, filepath.Join(tmp, "secret")
 	if err := os.WriteFile(b.secret, []byte("bench-secret-0123456789abcdef"), 0o600); err != nil {
 		return nil, err
 	}
@@ -302,13 +322,13 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	separate := part == separatePart
 	for i := range n {
 		dir := filepath.Join(b.tmp, fmt.Sprintf("run%d-node%d", b.seq, i))
-		seeds, dns, ca := b.seeds, b.dns, b.ca
+		w := b.web
 		if separate {
-			seeds, dns, ca = b.separate[i].seeds, b.separate[i].dns, b.separate[i].ca
+			w = b.separate[i]
 		}
 		var cf strings.Builder
 		fmt.Fprintf(&cf, "seeds = [%s]\ndata_dir = %q\nfetchers = 32\ndns_servers = [%q]\ncontact = \"https://example.org/bench\"\nstatus = \"\"\n",
-			quoteStrings(seeds), dir, dns)
+			quoteStrings(w.seeds), dir, w.dns)
 		fmt.Fprintf(&cf, "[politeness]\ndelay = \"10ms\"\n[scope]\nmax_subdomains = 0\n[limits]\nmax_depth = %d\n", b.depth)
 		if n > 1 && !separate {
 			fmt.Fprintf(&cf, "[cluster]\nphases = %d\nphase_length = %q\nepoch = %s\nsecret_file = %q\npartition = %q\n",
@@ -321,7 +341,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if err := os.WriteFile(conf, []byte(cf.String()), 0o644); err != nil {
 			return r, nil, err
 		}
-		args := []string{"run", "--config", conf, "--ca", ca}
+		args := []string{"run", "--config", conf, "--ca", w.ca}
 		if b.logs == "" {
 			args = append(args, "--quiet")
 		}

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/kspider/kspider/spider"
@@ -23,18 +23,12 @@ import (
 // not of anything the cluster does.
 const separatePart = "separate"
 
-// separateWeb is one node's web of a separate crawl.
-type separateWeb struct {
-	seeds   []string
-	dns, ca string
-}
-
 // startSeparate starts n webs of web.Hosts/n hosts each, seeded 100+i,
 // their largest host's page count chosen (by bisection on the webs'
 // ground truth) so that their crawlable pages together come closest to
 // web's. It returns the webs and their servers, which the caller closes
 // (those started before an error too).
-func startSeparate(ctx context.Context, web testweb.Config, n, depth int, tmp string, log *logCounter) ([]separateWeb, []*testweb.Server, error) {
+func startSeparate(ctx context.Context, web testweb.Config, n, depth int, tmp string, log io.Writer) ([]clusterWeb, []*testweb.Server, error) {
 	agent := robots.ProductToken(spider.DefaultUserAgent)
 	crawlable := func(c testweb.Config) int {
 		return len(testweb.Generate(c).Truth(testweb.Ports{}).Crawlable(agent, depth, 0))
@@ -64,19 +58,17 @@ func startSeparate(ctx context.Context, web testweb.Config, n, depth int, tmp st
 	if lo > 2 && want-total(lo-1) < total(lo)-want {
 		lo--
 	}
-	var webs []separateWeb
+	var webs []clusterWeb
 	var servers []*testweb.Server
 	for i := range n {
-		srv, err := testweb.Start(ctx, testweb.Generate(part(i, lo)), testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", Log: log})
+		srv, w, err := startClusterWeb(ctx, part(i, lo), filepath.Join(tmp, fmt.Sprintf("ca-separate-%d.pem", i)), log)
+		if srv != nil {
+			servers = append(servers, srv)
+		}
 		if err != nil {
 			return nil, servers, err
 		}
-		servers = append(servers, srv)
-		ca := filepath.Join(tmp, fmt.Sprintf("ca-separate-%d.pem", i))
-		if err := os.WriteFile(ca, srv.CACertPEM(), 0o644); err != nil {
-			return nil, servers, err
-		}
-		webs = append(webs, separateWeb{seeds: srv.SeedURLs(), dns: srv.DNSAddr(), ca: ca})
+		webs = append(webs, w)
 	}
 	return webs, servers, nil
 }
