@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,8 +93,16 @@ func TestZeroedEntryNeverGivesAnOlderFetch(t *testing.T) {
 	if !st.Damaged() || !strings.Contains(st.Errors[0].Error(), ix) || !strings.Contains(st.Errors[0].Error(), "is all zero") {
 		t.Fatalf("damage not said: %+v", st)
 	}
+	// The store compresses pages on several goroutines, so records are
+	// in the segment in the order their compression ended: the scan meets
+	// whichever zeroed set entry's record comes first.
 	var out strings.Builder
-	if problems, err := Check(b, false, &out); problems == 0 || err != nil || !strings.Contains(out.String(), "entry of URL id 0 at offset 4096 is all zero") {
+	problems, err := Check(b, false, &out)
+	said := false
+	for _, id := range []uint64{0, 2, 40, 42} {
+		said = said || strings.Contains(out.String(), fmt.Sprintf("entry of URL id %d at offset %d is all zero", id, entryOffset(id)))
+	}
+	if problems == 0 || err != nil || !said {
 		t.Fatalf("check: %d problems, %v:\n%s", problems, err, out.String())
 	}
 	if problems, err := Check(b, true, &out); err != nil || problems == 0 {
