@@ -173,6 +173,16 @@ func (c *Collector) Fetch(ctx context.Context, l *List) *Batch {
 // say, once the page is stored); Release of its batch then skips it.
 func (c *Collector) ReleaseResult(r *Result) { r.release(&c.bufs) }
 
+// PoolLent returns the bytes of the pool's buffers that results hold now
+// (taken and not given back) and the most they ever held at once. A
+// caller releasing each result in List.Each holds about one response per
+// fetcher; one releasing whole batches, every body of its lists.
+func (c *Collector) PoolLent() (now, most int64) {
+	c.bufs.mu.Lock()
+	defer c.bufs.mu.Unlock()
+	return c.bufs.lent, c.bufs.lentMax
+}
+
 // NoPipeline reports whether origin (scheme://host:port) is on the
 // no-pipelining list.
 func (c *Collector) NoPipeline(origin string) bool { return c.nopipe.has(origin) }

@@ -349,6 +349,10 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		barren = 0
 		c.answered++
 		f.done(c, r, x)
+		// The next response's turn starts once Each is back: the
+		// caller's work on this one (a node encodes the page) is not the
+		// server's time, nor counted against its timeouts.
+		lastEnd = time.Now()
 		if c.answered == 1 {
 			c.canPipe = info.framed
 		}

@@ -39,7 +39,8 @@ type List struct {
 	// (in the fetcher's goroutine, in completion order), so that the caller
 	// can store a page and release its buffers (Collector.ReleaseResult)
 	// while the rest of a long list is fetched. The robots.txt result goes
-	// through Each too.
+	// through Each too. Time spent in Each is not counted against the next
+	// response's timeouts or in its Timings (its turn starts after Each).
 	Each func(*Result)
 	// Linger closes the list's last connection as one given up on is
 	// closed: write side first, then up to Config.Linger for the server's

@@ -15,13 +15,18 @@ import (
 // buffers back to the collector at once; storeResult later hands the
 // record to the store (PutEncoded). Kept raw until the pages were durable,
 // the waiting pages were about half of the heap crawling the PostgreSQL
-// documentation and made the node's peak RSS 1.6x colly's. The other
-// results of a list go back when the list is done.
+// documentation and made the node's peak RSS 1.6x colly's. Since session
+// 9 a page is encoded and its buffers given back soon after it arrives
+// (a page or two behind, on a goroutine of its list's own) while the rest
+// of its list is fetched (node_result.go), and every other
+// result's buffers go back then too; the records' bytes count in n.held
+// once the list's links go to the writer, as before.
 
 // encodePage encodes the collector's faithful record of one response for
 // the store, without a copy: the header block as received (without the
 // status line) and the body with its content coding. r's buffers go back
-// to the collector either way.
+// to the collector either way. It runs on the list's encoder goroutine
+// (node_result.go).
 func (n *Node) encodePage(id uint32, r *collector.Result) (storage.Encoded, error) {
 	p := &storage.Page{URLID: uint64(id), URL: r.URL, FetchTime: time.Now().Add(-r.Timings.Total).UTC(),
 		Duration: r.Timings.Total, Status: r.Status, Header: headerLines(r.Head), Body: r.WireBody}
@@ -34,19 +39,6 @@ func (n *Node) encodePage(id uint32, r *collector.Result) (storage.Encoded, erro
 		return e, fmt.Errorf("spider: storing %s (id %d): %w", r.URL, id, err)
 	}
 	return e, nil
-}
-
-// releaseUnkept returns the buffers of b's results not handed to the store,
-// and of its robots.txt result.
-func (n *Node) releaseUnkept(b *collector.Batch, kept []bool) {
-	for i := range b.Results {
-		if !kept[i] {
-			n.coll.ReleaseResult(&b.Results[i])
-		}
-	}
-	if b.Robots != nil {
-		n.coll.ReleaseResult(b.Robots)
-	}
 }
 
 // heldSyncBytes bounds the encoded records waiting for their links' sync:

@@ -47,10 +47,21 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() || n.overIPLimit(ctx, l) {
 		return // (max_pages reached, or the host's address busy: the list waits, NotTried)
 	}
+	// The list's results are processed as they arrive (node_result.go);
+	// what they leave waits here, and the records' bytes count as held
+	// once they wait for their links' sync.
+	lr := newListResults(n, l.IDs)
+	defer lr.wait() // (early returns: before the batch's Release below)
 	// robots.txt on the list's connection when the node has no rules for
 	// the host (node_robots_list.go): rl.batch is then the list fetched.
-	rl := n.robotsFirst(ctx, l, urls)
+	rl := n.robotsFirst(ctx, l, urls, lr)
 	rules, fetched, ok := rl.rules, rl.fetched, rl.ok
+	if rl.batch == nil {
+		// Anything the robots.txt list's Each saw was dropped with it (its
+		// URLs skipped while robots.txt redirected): the list is fetched
+		// again below.
+		lr.reset()
+	}
 	if !ok { // robots.txt unreachable (or the crawl stopped): everything waits
 		if ctx.Err() != nil || rl.later {
 			return
@@ -71,7 +82,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		case !rules.AllowedURL(u):
 			denied[i] = true
 		default:
-			reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
+			reqs = append(reqs, collector.Request{ID: reqID(i), URL: u})
 			ids = append(ids, i)
 		}
 	}
@@ -97,37 +108,30 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	}
 	b := rl.batch
 	if b == nil && len(reqs) > 0 && ctx.Err() == nil {
-		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true, Stop: n.ctl.stopping})
+		b = n.coll.Fetch(ctx, &collector.List{Requests: reqs, Linger: true, Stop: n.ctl.stopping, Each: lr.each})
 	}
 	fetchEnded()
-	// The results to store give their buffers back once their pages are
-	// encoded (Node.encodePage); the rest go back when the list is done.
-	var kept []bool
 	if b != nil {
-		kept = make([]bool, len(b.Results))
-		defer n.releaseUnkept(b, kept)
+		// Each gave every result's buffers back as it processed it;
+		// Release skips those (their buffers are nil) and returns the rest
+		// (robots.txt's).
+		defer n.coll.Release(b)
+		defer lr.wait() // before the Release: the encoder may hold results
 		n.ss.countList(l.Host, b, time.Now())
 	}
-	type item struct {
-		id    uint32
-		r     *collector.Result
-		ri    int // index in b.Results
-		o     scheduler.Outcome
-		store bool
-		enc   storage.Encoded // the page's record, while it waits for its links
-		size  int             // its body's bytes
-	}
-	var items []item
 	var msg found
-	ri := 0
+	done, ri := 0, 0 // done: the ids of l classified, l.IDs[:done]
 	for i, id := range l.IDs {
+		p := &lr.res[i]
 		if n.stored[id] { // stored before a crash: not fetched again
-			items = append(items, item{id: id, o: scheduler.Outcome{Kind: scheduler.Fetched}})
+			*p = pageResult{seen: true, o: scheduler.Outcome{Kind: scheduler.Fetched}}
+			done++
 			continue
 		}
 		if denied[i] {
 			n.st.denied.Add(1)
-			items = append(items, item{id: id, o: scheduler.Outcome{Kind: scheduler.Denied}})
+			*p = pageResult{seen: true, o: scheduler.Outcome{Kind: scheduler.Denied}}
+			done++
 			continue
 		}
 		if b == nil || ri >= len(b.Results) || ids[ri] != i {
@@ -135,11 +139,14 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		r := &b.Results[ri]
 		ri++
-		o, store, pl := n.processResult(id, r)
-		items = append(items, item{id: id, r: r, ri: ri - 1, o: o, store: store})
-		if pl != nil {
-			msg.pages = append(msg.pages, *pl)
+		lr.each(r) // one Each never saw (Fetch ended before a fetcher was free)
+		n.count(r, p)
+		if p.links != nil {
+			d, _ := n.sched.Depth(id)
+			p.links.depth = int(d)
+			msg.pages = append(msg.pages, *p.links)
 		}
+		done++
 	}
 	// The host's connection is closed: its next list may go out (after the
 	// politeness wait) while this one's pages are made durable. (Released
@@ -154,18 +161,14 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	// links are durable: a page that survives a crash has its links in the
 	// tree and the scheduler, so after a restart it needs no fetch again.
 	// The pages wait for that sync compressed (node_held.go).
-	var held int64 // node_held.go
-	for i := range items {
-		if it := &items[i]; it.store {
-			it.size = len(it.r.WireBody)
-			var err error
-			if it.enc, err = n.encodePage(it.id, it.r); err != nil {
-				n.fail(err)
-				return
-			}
-			held += int64(it.enc.Len())
+	lr.wait() // the records are made (node_result.go)
+	for i := range done {
+		if p := &lr.res[i]; p.store && p.err != nil {
+			n.fail(p.err)
+			return
 		}
 	}
+	held := lr.held
 	n.held.Add(held)
 	defer n.held.Add(-held)
 	if len(msg.pages) > 0 {
@@ -179,67 +182,20 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			return
 		}
 	}
-	for _, it := range items {
-		if it.store {
+	for i, id := range l.IDs[:done] {
+		p := &lr.res[i]
+		if p.store {
 			// Reported by the store's OnDurable (Node.durable).
-			if err := n.storeResult(ctx, it.id, it.r.URL, it.enc, it.size, it.o); err != nil {
+			if err := n.storeResult(ctx, id, urls[i], p.enc, p.size, p.o); err != nil {
 				n.fail(err)
 				return
 			}
 			storedN++
-			kept[it.ri] = true
 			reported++
 			continue
 		}
-		report(it.id, it.o)
+		report(id, p.o)
 	}
-}
-
-// processResult classifies one result: what to report, whether to store
-// it, and its links.
-func (n *Node) processResult(id uint32, r *collector.Result) (scheduler.Outcome, bool, *pageLinks) {
-	n.ss.countResult(r)
-	if r.Status == 0 || r.Kind == collector.Canceled {
-		switch {
-		case r.Kind == collector.NotTried, r.Kind == collector.Canceled,
-			r.Attempts == 0 && r.Kind != collector.BadURL:
-			// Never sent (the list's connection failed before its turn):
-			// not a failure of this URL, so no retry spent on it.
-			return scheduler.Outcome{Kind: scheduler.NotTried}, false, nil
-		case r.Kind == collector.BadURL:
-			n.st.errors.Add(1)
-			return scheduler.Outcome{Kind: scheduler.FailedPerm}, false, nil
-		}
-		n.st.errors.Add(1)
-		n.cfg.Logf("fetch %s: %v: %v", r.URL, r.Kind, r.Err)
-		return scheduler.Outcome{Kind: scheduler.FailedTemp}, false, nil
-	}
-	n.st.fetched.Add(1)
-	if r.Status == 429 || r.Status/100 == 5 {
-		// Fetched again after the back-off; not stored, so that a page is
-		// stored once.
-		n.st.errors.Add(1)
-		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter)}, false, nil
-	}
-	redirect := r.Status/100 == 3
-	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
-	var pl *pageLinks
-	if html || redirect {
-		body := r.Body
-		if redirect {
-			body = nil // only the Location, Link and Refresh headers count
-		}
-		d, _ := n.sched.Depth(id)
-		p := n.extractLinks(id, int(d), r.URL, body, r.Header, redirect)
-		n.st.links.Add(uint64(len(p.links) + len(p.same)))
-		if len(p.links)+len(p.same) > 0 {
-			pl = &p
-		}
-	}
-	if redirect {
-		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, true, pl
-	}
-	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, pl
 }
 
 // extractLinks extracts the links to follow from a page (of depth d):

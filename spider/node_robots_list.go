@@ -59,9 +59,9 @@ type robotsList struct {
 // robotsFirst returns the rules for list l (urls, its URLs) and, when the
 // node held none for its origin, the batch of the list fetched after
 // robots.txt on one connection: only allowed, not stored URLs, in list
-// order, as many as max_pages allowed (reserved). batch nil: fetch the
-// list as before.
-func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string) robotsList {
+// order, as many as max_pages allowed (reserved), each result processed by
+// lr as it arrived (node_result.go). batch nil: fetch the list as before.
+func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string, lr *listResults) robotsList {
 	origin := robots.OriginOf(urls[0])
 	if _, fresh := n.robots.src.Cache.Get(origin, time.Now()); fresh {
 		return n.robotsSeparate(ctx, l, urls)
@@ -69,7 +69,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string)
 	var reqs []collector.Request
 	for i, u := range urls {
 		if !n.stored[l.IDs[i]] {
-			reqs = append(reqs, collector.Request{ID: uint64(i), URL: u})
+			reqs = append(reqs, collector.Request{ID: reqID(i), URL: u})
 		}
 	}
 	k := n.reserve(len(reqs))
@@ -84,10 +84,11 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string)
 	crawlCap := cmp.Or(n.cfg.Scheduler.MaxCrawlDelay, 60*time.Second) // the scheduler's default cap
 	h := &robotsHook{n: n, ctx: ctx, url: urls[0], reqs: reqs, minDelay: n.sched.MinDelay(), crawlCap: crawlCap}
 	b := n.coll.Fetch(ctx, &collector.List{Requests: reqs, Robots: true, AfterRobots: h.after,
-		RobotsMaxBody: robots.DefaultMaxSize + 1, Linger: true, Stop: n.ctl.stopping})
-	drop := func() {
+		RobotsMaxBody: robots.DefaultMaxSize + 1, Linger: true, Stop: n.ctl.stopping, Each: lr.each})
+	drop := func() { // what lr made of the results is dropped with them
+		lr.wait()
 		n.unreserve(k)
-		n.releaseUnkept(b, make([]bool, len(b.Results)))
+		n.coll.Release(b)
 	}
 	if h.called && h.redirect == nil && !n.recordRobots(l.Host, h.verdict) && ctx.Err() == nil {
 		drop()
@@ -110,7 +111,9 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string)
 		h.verdict.rules = robots.AllowAll()
 	}
 	// The skipped (disallowed) results leave the batch: it then lines up
-	// with processList's allowed, not stored URLs.
+	// with processList's allowed, not stored URLs. The encoder holds
+	// pointers into the batch until it is done.
+	lr.wait()
 	m := 0
 	for i := range b.Results {
 		if b.Results[i].Kind != collector.Skipped {

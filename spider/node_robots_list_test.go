@@ -223,8 +223,8 @@ func TestNodeRobotsRedirectFallback(t *testing.T) {
 		fmt.Fprint(w, privateRules)
 	}, nil)
 	wantCrawled(t, got, s)
-	if s.hits["/robots.txt"] != 1 || s.hits["/robots-moved.txt"] != 1 {
-		t.Errorf("requests %v; want robots.txt and robots-moved.txt once each", s.hits)
+	if s.hits["/robots.txt"] != 1 || s.hits["/robots-moved.txt"] != 1 || s.hits["/"] != 1 {
+		t.Errorf("requests %v; want robots.txt, robots-moved.txt and / once each", s.hits)
 	}
 }
 
