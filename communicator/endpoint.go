@@ -215,6 +215,17 @@ func (e *Endpoint) Flush() {
 	}
 }
 
+// FlushTo sends the items queued for peer to now instead of at the flush
+// interval: for a message that others wait on (a probe, its answer), which
+// would otherwise wait up to the interval at each hop.
+func (e *Endpoint) FlushTo(to NodeID) {
+	if p := e.peers[to]; p != nil {
+		p.mu.Lock()
+		p.pack(true)
+		p.mu.Unlock()
+	}
+}
+
 // Sync writes every peer's buffered spill records to its file and fsyncs
 // it if items were spilled since the last fsync: items spilled before Sync
 // survive a crash of this process. Marks of what was acknowledged are

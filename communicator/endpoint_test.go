@@ -171,3 +171,22 @@ func TestCloseWithoutSpill(t *testing.T) {
 		t.Fatalf("Send after Close: %v", err)
 	}
 }
+
+// TestFlushTo: an item queued for a peer leaves at FlushTo, at once, not
+// at the flush interval (the clock does not move), and only that peer's.
+func TestFlushTo(t *testing.T) {
+	clock := NewManualClock(time.Unix(1700000000, 0))
+	cl := newCluster(t, 3, func(i int, c *Config) { c.Clock = clock })
+	cl.eps[0].Send(2, 0, []byte(testURL(1, 2, 0)))
+	cl.eps[0].Send(3, 0, []byte(testURL(1, 3, 0)))
+	before := cl.eps[0].Stats().SentDatagrams
+	cl.eps[0].FlushTo(2)
+	if got := cl.eps[0].Stats().SentDatagrams; got != before+1 {
+		t.Fatalf("FlushTo(2) sent %d datagrams; want 1", got-before)
+	}
+	cl.eps[0].FlushTo(3) // peer 3's item waited: it leaves now
+	if got := cl.eps[0].Stats().SentDatagrams; got != before+2 {
+		t.Fatalf("FlushTo(2), FlushTo(3) sent %d datagrams; want 2", got-before)
+	}
+	cl.eps[0].FlushTo(9) // no such peer: nothing, no panic
+}

@@ -446,11 +446,17 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	// nextCtx ends when the crawl is done or stopped.
 	nextCtx, endNext := context.WithCancel(runCtx)
 	go func() {
+		wasDone := false
 		for {
-			if n.done() && n.clusterOver() {
+			done := n.done()
+			if done && n.clusterOver() {
 				endNext()
 				return
 			}
+			if done && n.cl.lookAgain(!wasDone) {
+				n.cl.idleNow(nextCtx) // node_cluster_end.go
+			}
+			wasDone = done
 			select {
 			case <-n.idle:
 			case <-nextCtx.Done():

@@ -62,8 +62,11 @@ type NodeCluster struct {
 	// CommDir is the communicator's spill and state directory (default
 	// Dir/comm).
 	CommDir string
-	// RoundEvery is how often the coordinator (node 0) probes its peers
-	// while it is idle (default 250 ms).
+	// RoundEvery is how soon the coordinator (node 0) probes its peers
+	// again after a round that found one busy, doubling up to 4 times that
+	// while rounds keep finding one busy (default 250 ms). A node that
+	// turns idle tells it at once, so that is only the fallback
+	// (node_cluster_end.go).
 	RoundEvery time.Duration
 	// PrefetchHosts is how many hosts of its next slot a node resolves
 	// before the swap (node_prefetch.go); default 256, < 0: none.
@@ -127,17 +130,25 @@ type nodeCluster struct {
 	pf   prefetchStats
 	pfWG sync.WaitGroup // the prefetch loop, waited for by closeCluster
 
-	detMu    sync.Mutex
-	det      *cluster.Detector // node 0 only
-	finished uint64            // round of the finished message sent (coordinator) or received
-	byes     map[int]bool
-	finAt    time.Time
+	detMu     sync.Mutex
+	det       *cluster.Detector // node 0 only
+	finished  uint64            // round of the finished message sent (coordinator) or received
+	byes      map[int]bool
+	finAt     time.Time
+	roundWait time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
+	roundEnd  time.Time     // node 0: when the last round that found a node busy ended
+
+	kick      chan struct{} // node 0: start a round now
+	owed      atomic.Bool   // others: answered the last probe busy, to tell node 0 once idle
+	lastProbe atomic.Uint64 // others: the round of the last probe received
+	draining  atomic.Bool   // a goroutine waits for the peers to acknowledge everything
+	acked     atomic.Bool   // it saw them do so: look at the state again
 }
 
 func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
-		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}}
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -377,10 +388,18 @@ func (n *Node) syncCluster() error {
 	return nil
 }
 
+// sendControl sends a control message and flushes its peer's queue: the
+// end of the crawl waits on six of them in turn (two probe rounds, then
+// finished and bye), each of which would otherwise wait for its batch up
+// to the flush interval (1.2 s of a cluster crawl's tail at 200 ms).
 func (c *nodeCluster) sendControl(to int, tag uint64, b []byte) {
-	if err := c.ep.Send(communicator.NodeID(to), tag, b); err != nil && !errors.Is(err, communicator.ErrClosed) {
-		c.n.cfg.Logf("cluster: control message to node %d: %v", to, err)
+	if err := c.ep.Send(communicator.NodeID(to), tag, b); err != nil {
+		if !errors.Is(err, communicator.ErrClosed) {
+			c.n.cfg.Logf("cluster: control message to node %d: %v", to, err)
+		}
+		return
 	}
+	c.ep.FlushTo(communicator.NodeID(to))
 }
 
 // control handles one control message from peer from (writer only).
@@ -415,7 +434,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			return
 		}
 		c.countProbe(from)
-		c.sendControl(from, cluster.TagState, cluster.EncodeState(r, c.state()))
+		c.answerProbe(from, r) // node_cluster_end.go
 	case cluster.TagState:
 		r, st, err := cluster.DecodeState(it.URL)
 		if err != nil || c.det == nil {
@@ -423,19 +442,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			return
 		}
 		c.countProbe(from)
-		c.detMu.Lock()
-		_, over, err := c.det.Reply(from, r, st)
-		if over && c.finished == 0 {
-			c.finished, c.finAt = r, time.Now()
-			for id := range c.cfg.Config.Members {
-				if id != c.self {
-					c.sendControl(id, cluster.TagFinished, cluster.EncodeRound(r))
-				}
-			}
-			c.n.cfg.Logf("cluster: every node idle in two probe rounds (%d): the crawl is over", r)
-		}
-		c.detMu.Unlock()
-		if err != nil {
+		if err := c.stateOf(from, r, st); err != nil { // node_cluster_end.go
 			c.badControl.Add(1)
 		}
 		c.checkByes()
@@ -461,89 +468,6 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 		c.checkByes()
 	default:
 		c.badControl.Add(1)
-	}
-}
-
-func (c *nodeCluster) finish() {
-	if !c.over.Swap(true) {
-		c.n.poke()
-	}
-}
-
-// checkByes ends the coordinator once every peer said bye, or 10 s after
-// it sent "finished" (a peer that missed it is told again at its next
-// start... by nobody: see README "Running a cluster").
-func (c *nodeCluster) checkByes() {
-	c.detMu.Lock()
-	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > 10*time.Second)
-	c.detMu.Unlock()
-	if done {
-		c.finish()
-	}
-}
-
-// state is this node's answer to a probe: idle when nothing is left to
-// fetch or admit and every item it sent was acknowledged.
-func (c *nodeCluster) state() cluster.State {
-	// A node whose config differs from a peer's is never idle: the crawl
-	// cannot end until the operator fixes the config.
-	idle := c.n.done() && !c.refuse.Load()
-	// Batches received but not yet taken by the writer (a peer's URLs, its
-	// hello with a config that may differ) are work too.
-	c.mu.Lock()
-	if len(c.inbox) > 0 {
-		idle = false
-	}
-	c.mu.Unlock()
-	for id := range c.cfg.Config.Members {
-		if id != c.self && c.ep.Backlog(communicator.NodeID(id)) > 0 {
-			idle = false
-		}
-	}
-	return cluster.State{Idle: idle, Gen: c.gen.Load()}
-}
-
-// coordinate runs on node 0: while it is idle it probes its peers, one
-// round at a time. On every node it starts the DNS prefetch.
-func (c *nodeCluster) coordinate(ctx context.Context) {
-	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
-		c.pfWG.Go(func() { c.prefetchLoop(ctx, g.inner) })
-	}
-	if c.det == nil {
-		return
-	}
-	t := time.NewTicker(c.cfg.RoundEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		c.checkByes()
-		if c.over.Load() {
-			return
-		}
-		if c.cfg.Config.N() == 1 { // alone: nobody to ask
-			if c.state().Idle {
-				c.finish()
-				return
-			}
-			continue
-		}
-		c.detMu.Lock()
-		if c.finished == 0 && !c.det.Open() {
-			st := c.state()
-			if st.Idle {
-				r := c.det.Start(st)
-				for id := range c.cfg.Config.Members {
-					if id != c.self {
-						c.sendControl(id, cluster.TagProbe, cluster.EncodeRound(r))
-					}
-				}
-			}
-		}
-		c.detMu.Unlock()
 	}
 }
 

@@ -17,7 +17,11 @@ import (
 //	          hello with WANT 1 (WANT 0); NONCE (16 hex digits, random per
 //	          message) keeps the sent-URL cache from suppressing a resend.
 //	probe     uvarint(round): the coordinator asks for a peer's state
-//	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen)
+//	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen): the
+//	          answer to probe round; also sent unasked, with the round it
+//	          last answered busy, by a node that turned idle since, so that
+//	          the coordinator need not poll (a state of no open round is
+//	          only that news)
 //	finished  uvarint(round): the crawl is over, stop
 //	bye       uvarint(round): a peer got "finished" and stops
 //
@@ -136,6 +140,10 @@ func (d *Detector) Open() bool { return d.open }
 
 // Round is the current round number.
 func (d *Detector) Round() uint64 { return d.round }
+
+// AllIdle reports whether the last complete round found every node idle:
+// one more such round with the same generations ends the crawl.
+func (d *Detector) AllIdle() bool { return d.prev != nil }
 
 // Start begins a new round with the coordinator's own state and returns
 // its number, to be sent in a probe to every peer.

@@ -62,11 +62,17 @@ func TestDetector(t *testing.T) {
 	if c, o := round(idle(1), idle(1), idle(1)); !c || o {
 		t.Fatal("first all-idle round must not end the crawl")
 	}
+	if !d.AllIdle() {
+		t.Fatal("AllIdle false after an all-idle round")
+	}
 	if _, o := round(idle(1), idle(2), idle(1)); o {
 		t.Fatal("a generation moved: not over")
 	}
 	if _, o := round(idle(1), idle(2), State{false, 1}); o {
 		t.Fatal("a busy node: not over")
+	}
+	if d.AllIdle() {
+		t.Fatal("AllIdle true after a round that found a node busy")
 	}
 	if _, o := round(idle(1), idle(2), idle(1)); o {
 		t.Fatal("first idle round after a busy one: not over")

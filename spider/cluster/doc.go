@@ -40,7 +40,10 @@
 // item it ever sent acknowledged, so none is in flight) and Gen (how many
 // batches of URLs it has admitted). A round is complete when every peer
 // answered. The crawl is over when two complete rounds in a row found every
-// node, node 0 included, idle with the same Gen (Detector).
+// node, node 0 included, idle with the same Gen (Detector). Node 0 starts a
+// round when it turns idle, when a node that answered busy tells it it
+// turned idle, and right after a round that found every node idle; a
+// timer only backs these up (spider/node_cluster_end.go).
 //
 // Why that is enough: node 0 sends the probes of round r+1 only after all
 // answers of round r arrived, so at that instant T every node j is between

@@ -1,0 +1,244 @@
+package spider
+
+import (
+	"context"
+	"time"
+
+	"github.com/kspider/kspider/communicator"
+	"github.com/kspider/kspider/spider/cluster"
+)
+
+// The end of a cluster's crawl (spider/cluster's package doc): node 0
+// probes its peers in rounds while it is idle, and the crawl is over when
+// two rounds in a row found every node idle with the same generations.
+//
+// When rounds start is up to the coordinator; the proof needs only that
+// a round's probes go out after every answer of the round before. So
+// rounds follow events, not a clock: node 0 starts one when it turns idle
+// itself, when a peer that answered busy says it is idle now (a state
+// message of no open round), and right after a round that found every
+// node idle (the confirming one). Only rounds that found a node busy are
+// followed by a timer, RoundEvery doubling up to 4 times that, the
+// fallback for a node that turned idle unseen. A polled coordinator (every
+// 250 ms while idle) kept every node of a long crawl waking for probes, and
+// its last two rounds waited for the ticks.
+
+// finish ends this node's part of the crawl.
+func (c *nodeCluster) finish() {
+	if !c.over.Swap(true) {
+		c.n.poke()
+	}
+}
+
+// checkByes ends the coordinator once every peer said bye, or 10 s after
+// it sent "finished" (a peer that missed it is told again at its next
+// start... by nobody: see README "Running a cluster").
+func (c *nodeCluster) checkByes() {
+	c.detMu.Lock()
+	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > 10*time.Second)
+	c.detMu.Unlock()
+	if done {
+		c.finish()
+	}
+}
+
+// state is this node's answer to a probe: idle when nothing is left to
+// fetch or admit and every item it sent was acknowledged.
+func (c *nodeCluster) state() cluster.State {
+	// A node whose config differs from a peer's is never idle: the crawl
+	// cannot end until the operator fixes the config.
+	idle := c.n.done() && !c.refuse.Load()
+	// Batches received but not yet taken by the writer (a peer's URLs, its
+	// hello with a config that may differ) are work too.
+	c.mu.Lock()
+	if len(c.inbox) > 0 {
+		idle = false
+	}
+	c.mu.Unlock()
+	if c.backlogged() {
+		idle = false
+	}
+	return cluster.State{Idle: idle, Gen: c.gen.Load()}
+}
+
+// backlogged reports whether some item this node sent is not yet
+// acknowledged.
+func (c *nodeCluster) backlogged() bool {
+	for id := range c.cfg.Config.Members {
+		if id != c.self && c.ep.Backlog(communicator.NodeID(id)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// coordinate runs on node 0: it probes its peers, one round at a time,
+// when it is idle and a round is due (see above). On every node it starts
+// the DNS prefetch.
+func (c *nodeCluster) coordinate(ctx context.Context) {
+	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
+		c.pfWG.Go(func() { c.prefetchLoop(ctx, g.inner) })
+	}
+	if c.det == nil {
+		return
+	}
+	c.detMu.Lock()
+	c.roundWait = c.cfg.RoundEvery
+	c.detMu.Unlock()
+	t := time.NewTimer(c.cfg.RoundEvery)
+	defer t.Stop()
+	for {
+		kicked := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.kick:
+			kicked = true
+		}
+		c.checkByes()
+		if c.over.Load() {
+			return
+		}
+		if c.cfg.Config.N() == 1 { // alone: nobody to ask
+			if c.state().Idle {
+				c.finish()
+				return
+			}
+			t.Reset(c.cfg.RoundEvery)
+			continue
+		}
+		c.detMu.Lock()
+		wait := c.roundWait
+		switch due := c.roundEnd.Add(c.roundWait); {
+		case c.finished > 0 || c.det.Open():
+			// Answers and byes wake it; the timer only minds the byes'
+			// 10 s deadline (and idles while a peer is down).
+			wait = 4 * c.cfg.RoundEvery
+		case !kicked && time.Now().Before(due):
+			wait = time.Until(due) // woken early: the last round found a node busy
+		default:
+			if st := c.state(); st.Idle {
+				r := c.det.Start(st)
+				for id := range c.cfg.Config.Members {
+					if id != c.self {
+						c.sendControl(id, cluster.TagProbe, cluster.EncodeRound(r))
+					}
+				}
+				wait = c.cfg.RoundEvery
+			} else if c.n.done() && c.backlogged() {
+				// Idle but for acknowledgements (of its last probes, say):
+				// it kicks once they came.
+				c.awaitAcks(ctx.Done())
+			} else {
+				c.backOff() // busy itself: it kicks when it turns done (idleNow)
+				wait = c.roundWait
+			}
+		}
+		c.detMu.Unlock()
+		t.Reset(wait)
+	}
+}
+
+// kickRound has the coordinator start a round now if it can.
+func (c *nodeCluster) kickRound() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// backOff doubles the wait before the coordinator's next round, up to 4
+// times RoundEvery (detMu held).
+func (c *nodeCluster) backOff() {
+	c.roundWait = min(2*c.roundWait, 4*c.cfg.RoundEvery)
+}
+
+// answerProbe answers node 0's probe of round r with this node's state,
+// and remembers to tell node 0 when it turns idle if it answered busy.
+func (c *nodeCluster) answerProbe(from int, r uint64) {
+	c.lastProbe.Store(r)
+	c.owed.Store(true) // before the look: an idleNow meanwhile tells (twice at worst)
+	st := c.state()
+	if st.Idle {
+		c.owed.Store(false)
+	} else if c.n.done() && c.backlogged() {
+		c.awaitAcks(nil) // done already: no turn to come, only acks (or the endpoint's close)
+	}
+	c.sendControl(from, cluster.TagState, cluster.EncodeState(r, st))
+}
+
+// stateOf takes a peer's state: its answer to the open round, or news
+// that it turned idle since it answered busy (of no open round).
+func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State) error {
+	c.detMu.Lock()
+	defer c.detMu.Unlock()
+	news := !c.det.Open() || r != c.det.Round()
+	complete, over, err := c.det.Reply(from, r, st)
+	switch {
+	case over && c.finished == 0:
+		c.finished, c.finAt = r, time.Now()
+		for id := range c.cfg.Config.Members {
+			if id != c.self {
+				c.sendControl(id, cluster.TagFinished, cluster.EncodeRound(r))
+			}
+		}
+		c.n.cfg.Logf("cluster: every node idle in two probe rounds (%d): the crawl is over", r)
+	case complete && c.det.AllIdle(), news && st.Idle && err == nil:
+		c.roundWait = c.cfg.RoundEvery
+		c.kickRound()
+	case complete:
+		c.roundEnd = time.Now()
+		c.backOff()
+	}
+	return err
+}
+
+// lookAgain reports whether idleNow should run: when the node turned done
+// (turned), or after the acknowledgements it waited for came.
+func (c *nodeCluster) lookAgain(turned bool) bool {
+	return c.acked.Swap(false) || turned
+}
+
+// idleNow is called when the node has just turned done (nothing left to
+// fetch or admit): node 0 starts a round, another node that answered the
+// last probe busy tells node 0 it is idle now. (Not at every wake-up of a
+// done node: node 0 is woken by every answer, and a round that found a
+// node busy must not be followed by another at once.) Items it sent that
+// are not yet acknowledged keep it busy; one goroutine then waits for the
+// acknowledgements and has it look again.
+func (c *nodeCluster) idleNow(ctx context.Context) {
+	if c.det == nil && !c.owed.Load() {
+		return
+	}
+	if c.backlogged() {
+		c.awaitAcks(ctx.Done())
+		return
+	}
+	if c.det != nil {
+		c.kickRound()
+		return
+	}
+	if st := c.state(); st.Idle && c.owed.CompareAndSwap(true, false) {
+		c.sendControl(0, cluster.TagState, cluster.EncodeState(c.lastProbe.Load(), st))
+	}
+}
+
+// awaitAcks starts a goroutine, unless one runs already, that waits until
+// every peer acknowledged all this node sent (or stop is closed, or the
+// endpoint), then has the node look at its state again.
+func (c *nodeCluster) awaitAcks(stop <-chan struct{}) {
+	if !c.draining.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer c.n.poke()
+		defer c.draining.Store(false)
+		for id := range c.cfg.Config.Members {
+			if id != c.self && !c.ep.WaitBacklog(communicator.NodeID(id), 0, stop) {
+				return
+			}
+		}
+		c.acked.Store(true)
+	}()
+}
