@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,8 +38,13 @@ type clusterBenchRun struct {
 	CPUmsPerPage float64   `json:"cpu_ms_per_page"` // the node processes' user+system CPU per page stored
 	CPURatio     float64   `json:"cpu_ratio"`       // over the one node's (median of the rounds')
 	CPURatios    []float64 `json:"cpu_ratios"`      // each round's, in order
-	Rounds       int       `json:"rounds"`
-	SysShare     float64   `json:"sys_share"` // the part of that CPU in the kernel
+	// CPURatioSeparate is the CPU per page over the "separate" crawl's of
+	// the same round (median of the rounds'), when that crawl ran: for a
+	// cluster, what its own code costs above the floor; for "alone", what
+	// is left of the floor when the nodes do not run at once.
+	CPURatioSeparate float64 `json:"cpu_ratio_to_separate,omitempty"`
+	Rounds           int     `json:"rounds"`
+	SysShare         float64 `json:"sys_share"` // the part of that CPU in the kernel
 	// Per page stored, all node processes: context switches (voluntary and
 	// not) and minor page faults, from wait4's rusage.
 	CtxSwPerPage  float64 `json:"ctx_switches_per_page"`
@@ -58,7 +64,7 @@ type clusterBenchRun struct {
 }
 
 func benchCluster(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--partitions url,host,separate] [--rounds R] [--node-procs N] [--cpuprofile PREFIX] [--logs DIR] [--json]",
+	fs := newFlags(e, "bench cluster", "bench cluster [--nodes N] [--hosts H] [--max-pages P] [--depth D] [--phase-length D] [--partitions url,host,separate,alone] [--rounds R] [--node-procs N] [--cpuprofile PREFIX] [--logs DIR] [--json]",
 		`Crawls one test web (plain, on loopback) with one 'kspider run' process,
 then with a cluster of --nodes processes on this machine (UDP on
 127.0.0.1), partitioned by URL and then by host (--partitions), --rounds
@@ -70,7 +76,10 @@ pages, URLs and bytes across nodes.
 The pseudo-partition "separate" runs --nodes independent nodes instead,
 no cluster, each crawling a test web of its own with hosts/nodes hosts,
 the webs together as large as the cluster's: the floor of the ratio on
-this machine, what that many processes cost without any cluster code.`)
+this machine, what that many processes cost without any cluster code.
+The pseudo-partition "alone" crawls the same webs with the same nodes one
+after another instead of at once: what they cost when none shares the
+cores with another, as on machines of their own.`)
 	nodes := fs.Int("nodes", 4, "nodes of the cluster")
 	hosts := fs.Int("hosts", 1000, "hosts of the test web")
 	maxPages := fs.Int("max-pages", 400, "pages of the largest host")
@@ -81,7 +90,7 @@ this machine, what that many processes cost without any cluster code.`)
 	cpuProfile := fs.String("cpuprofile", "", "write each node process's CPU profile to `PREFIX`-<nodes>-<partition>-<node>.pprof")
 	rounds := fs.Int("rounds", 3, "crawl each configuration this many times, in turn; report the medians")
 	logs := fs.String("logs", "", "keep each node's output, progress lines included, in `DIR`/<round>-<nodes>-<partition>-<node>.log")
-	partitions := fs.String("partitions", "url,host,separate", "comma-separated partitions of the cluster's crawls (url, host, domain; separate: independent nodes, no cluster)")
+	partitions := fs.String("partitions", "url,host,separate,alone", "comma-separated partitions of the cluster's crawls (url, host, domain; separate: independent nodes, no cluster; alone: the same one at a time)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
@@ -93,8 +102,8 @@ this machine, what that many processes cost without any cluster code.`)
 	}
 	parts := strings.Split(*partitions, ",")
 	for _, p := range parts {
-		if _, err := cluster.ParsePartition(p); (err != nil || p == "") && p != separatePart {
-			return usagef("--partitions %q: %q is not url, host, domain or separate", *partitions, p)
+		if _, err := cluster.ParsePartition(p); (err != nil || p == "") && !noCluster(p) {
+			return usagef("--partitions %q: %q is not url, host, domain, separate or alone", *partitions, p)
 		}
 	}
 	exe, err := os.Executable()
@@ -117,10 +126,14 @@ this machine, what that many processes cost without any cluster code.`)
 		}{*hosts, runs})
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\ttail s\tCPU ms/page\tratio\tURLs sent/page\tdatagrams/page\tbytes/page\tconns/page\treqs/page\tbalance\tpages per node\t")
+	fmt.Fprintln(tw, "nodes\tpartition\tpages\tpages/s\ttail s\tCPU ms/page\tratio\t÷ separate\tURLs sent/page\tdatagrams/page\tbytes/page\tconns/page\treqs/page\tbalance\tpages per node\t")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS, r.TailSeconds,
-			r.CPUmsPerPage, r.CPURatio, r.URLsPerPage, r.DgramPerPage, r.BytesPerPage, r.ConnsPerPage, r.ReqsPerPage, r.Balance, r.PagesPerNode)
+		vs := "-"
+		if r.CPURatioSeparate > 0 {
+			vs = fmt.Sprintf("%.2f", r.CPURatioSeparate)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.0f\t%.1f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%v\t\n", r.Nodes, r.Partition, r.Pages, r.PagesPerS, r.TailSeconds,
+			r.CPUmsPerPage, r.CPURatio, vs, r.URLsPerPage, r.DgramPerPage, r.BytesPerPage, r.ConnsPerPage, r.ReqsPerPage, r.Balance, r.PagesPerNode)
 	}
 	return tw.Flush()
 }
@@ -136,7 +149,7 @@ type clusterBench struct {
 	logs        string // directory for the nodes' output, "" for none
 	seq         int
 	log         *logCounter
-	separate    []clusterWeb      // the webs of the "separate" crawls
+	separate    []clusterWeb      // the webs of the "separate" and "alone" crawls
 	servers     []*testweb.Server // every web, for FlushLog
 }
 
@@ -169,24 +182,36 @@ func startClusterWeb(ctx context.Context, c testweb.Config, ca string, log io.Wr
 	return srv, clusterWeb{seeds: srv.SeedURLs(), dns: srv.DNSAddr(), ca: ca}, nil
 }
 
-// logCounter counts the test web's request log lines by kind.
+// logCounter counts the test webs' request log lines by kind.
 type logCounter struct {
 	mu          sync.Mutex
-	part        []byte
 	conns, reqs int
 	lastEnd     int64 // the latest "end" of a request, Unix ns
 }
 
-func (l *logCounter) Write(p []byte) (int, error) {
+// source returns a writer for one web's log. Each web has its own: a web
+// flushes its log in blocks that may end inside a line, and blocks of two
+// webs run together would splice a line of each (a request's "end" read on
+// with the other's digits gave tails of -4e9 s).
+func (l *logCounter) source() io.Writer { return &logSource{l: l} }
+
+// logSource is one web's log into a logCounter: its unfinished line.
+type logSource struct {
+	l    *logCounter
+	part []byte
+}
+
+func (s *logSource) Write(p []byte) (int, error) {
+	l := s.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.part = append(l.part, p...)
+	s.part = append(s.part, p...)
 	for {
-		i := bytes.IndexByte(l.part, '\n')
+		i := bytes.IndexByte(s.part, '\n')
 		if i < 0 {
 			break
 		}
-		line := l.part[:i]
+		line := s.part[:i]
 		switch {
 		case bytes.Contains(line, []byte(`"ev":"conn"`)):
 			l.conns++
@@ -203,9 +228,9 @@ func (l *logCounter) Write(p []byte) (int, error) {
 				l.lastEnd = max(l.lastEnd, end)
 			}
 		}
-		l.part = l.part[i+1:]
+		s.part = s.part[i+1:]
 	}
-	l.part = append(l.part[:0:0], l.part...)
+	s.part = append(s.part[:0:0], s.part...)
 	return len(p), nil
 }
 
@@ -223,8 +248,8 @@ func (l *logCounter) counts() (conns, reqs int) {
 
 // runAll crawls web with one node, then with n partitioned by each of
 // parts ("url", "host", "domain"; "separate": n nodes without a cluster,
-// each on a web of its own), rounds times in turn, and checks that every
-// cluster crawl stores the same pages. Each configuration's figures are those
+// each on a web of its own; "alone": the same one at a time), rounds
+// times in turn, and checks that every cluster crawl stores the same pages. Each configuration's figures are those
 // of its median round by CPU per page; its CPURatio is the median of the
 // rounds' ratios, each to the one node of the same round.
 func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, parts []string, rounds int) ([]clusterBenchRun, error) {
@@ -234,7 +259,7 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 	}
 	defer os.RemoveAll(tmp)
 	b.log = &logCounter{}
-	srv, w, err := startClusterWeb(ctx, web, filepath.Join(tmp, "ca.pem"), b.log)
+	srv, w, err := startClusterWeb(ctx, web, filepath.Join(tmp, "ca.pem"), b.log.source())
 	if srv != nil {
 		defer srv.Close()
 	}
@@ -247,7 +272,7 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 		return nil, err
 	}
 	for _, p := range parts {
-		if p == separatePart && b.separate == nil {
+		if noCluster(p) && b.separate == nil {
 			webs, servers, err := startSeparate(ctx, web, n, b.depth, tmp, b.log)
 			for _, s := range servers {
 				defer s.Close()
@@ -267,8 +292,9 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 		configs = append(configs, config{n, p})
 	}
 	all := make([][]clusterBenchRun, len(configs))
+	sep := slices.IndexFunc(configs, func(c config) bool { return c.part == separatePart })
 	var ref map[string]bool
-	for range max(rounds, 1) {
+	for round := range max(rounds, 1) {
 		var one float64
 		for i, c := range configs {
 			r, urls, err := b.crawl(ctx, c.n, c.part)
@@ -277,7 +303,7 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 			}
 			if ref == nil {
 				ref = urls
-			} else if d := diffCount(ref, urls); d > 0 && c.part != separatePart {
+			} else if d := diffCount(ref, urls); d > 0 && !noCluster(c.part) {
 				return nil, fmt.Errorf("%d nodes, partition %s: %d URLs differ from the one node's store", c.n, c.part, d)
 			}
 			if i == 0 {
@@ -285,6 +311,13 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 			}
 			r.CPURatio = r.CPUmsPerPage / one
 			all[i] = append(all[i], r)
+		}
+		if sep >= 0 {
+			for j, d := range configs {
+				if d.n > 1 && j != sep {
+					all[j][round].CPURatioSeparate = all[j][round].CPUmsPerPage / all[sep][round].CPUmsPerPage
+				}
+			}
 		}
 	}
 	var runs []clusterBenchRun
@@ -294,6 +327,7 @@ func (b *clusterBench) runAll(ctx context.Context, web testweb.Config, n int, pa
 		m := byCPU[len(byCPU)/2]
 		m.Rounds = len(rs)
 		m.CPURatio = medianOf(rs, func(r clusterBenchRun) float64 { return r.CPURatio })
+		m.CPURatioSeparate = medianOf(rs, func(r clusterBenchRun) float64 { return r.CPURatioSeparate })
 		for _, r := range rs {
 			m.CPURatios = append(m.CPURatios, r.CPURatio)
 		}
@@ -319,7 +353,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	var dirs []string
-	separate := part == separatePart
+	separate := noCluster(part)
 	for i := range n {
 		dir := filepath.Join(b.tmp, fmt.Sprintf("run%d-node%d", b.seq, i))
 		w := b.web
@@ -366,18 +400,12 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		cmd.Stdout, cmd.Stderr = out, out
 		cmds, outs, dirs = append(cmds, cmd), append(outs, out), append(dirs, dir)
 	}
-	conns0, reqs0 := b.counts()
-	start := time.Now()
-	for _, c := range cmds {
-		if err := c.Start(); err != nil {
-			return r, nil, err
-		}
-	}
 	var cpu, sys time.Duration
 	var ctxsw, faults int64
-	for i, c := range cmds {
+	wait := func(i int) error {
+		c := cmds[i]
 		if err := c.Wait(); err != nil {
-			return r, nil, fmt.Errorf("node %d of %d: %v\n%s", i, n, err, outs[i].String())
+			return fmt.Errorf("node %d of %d: %v\n%s", i, n, err, outs[i].String())
 		}
 		own := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
 		cpu += own
@@ -386,6 +414,26 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			ctxsw += ru.Nvcsw + ru.Nivcsw
 			faults += ru.Minflt
+		}
+		return nil
+	}
+	conns0, reqs0 := b.counts()
+	start := time.Now()
+	for i, c := range cmds {
+		if err := c.Start(); err != nil {
+			return r, nil, err
+		}
+		if part == alonePart {
+			if err := wait(i); err != nil {
+				return r, nil, err
+			}
+		}
+	}
+	if part != alonePart {
+		for i := range cmds {
+			if err := wait(i); err != nil {
+				return r, nil, err
+			}
 		}
 	}
 	exited := time.Now()

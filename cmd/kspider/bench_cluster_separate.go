@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/kspider/kspider/spider"
@@ -23,12 +22,25 @@ import (
 // not of anything the cluster does.
 const separatePart = "separate"
 
+// alonePart is the pseudo-partition that crawls separatePart's webs with
+// the same nodes one after another, each with the machine to itself but
+// for the web: what the n processes cost per page when none of them
+// shares the cores with another, as on machines of their own. Its ratio
+// against separatePart's is the price of running the n processes on this
+// machine at once (the kernel switching between them, their caches), a
+// price that a cluster of separate machines does not pay.
+const alonePart = "alone"
+
+// noCluster reports whether part is one of the pseudo-partitions whose
+// nodes form no cluster and crawl the webs of startSeparate.
+func noCluster(part string) bool { return part == separatePart || part == alonePart }
+
 // startSeparate starts n webs of web.Hosts/n hosts each, seeded 100+i,
 // their largest host's page count chosen (by bisection on the webs'
 // ground truth) so that their crawlable pages together come closest to
 // web's. It returns the webs and their servers, which the caller closes
 // (those started before an error too).
-func startSeparate(ctx context.Context, web testweb.Config, n, depth int, tmp string, log io.Writer) ([]clusterWeb, []*testweb.Server, error) {
+func startSeparate(ctx context.Context, web testweb.Config, n, depth int, tmp string, log *logCounter) ([]clusterWeb, []*testweb.Server, error) {
 	agent := robots.ProductToken(spider.DefaultUserAgent)
 	crawlable := func(c testweb.Config) int {
 		return len(testweb.Generate(c).Truth(testweb.Ports{}).Crawlable(agent, depth, 0))
@@ -61,7 +73,7 @@ func startSeparate(ctx context.Context, web testweb.Config, n, depth int, tmp st
 	var webs []clusterWeb
 	var servers []*testweb.Server
 	for i := range n {
-		srv, w, err := startClusterWeb(ctx, part(i, lo), filepath.Join(tmp, fmt.Sprintf("ca-separate-%d.pem", i)), log)
+		srv, w, err := startClusterWeb(ctx, part(i, lo), filepath.Join(tmp, fmt.Sprintf("ca-separate-%d.pem", i)), log.source())
 		if srv != nil {
 			servers = append(servers, srv)
 		}

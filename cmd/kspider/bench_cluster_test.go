@@ -14,7 +14,7 @@ import (
 // TestBenchCluster runs the cluster benchmark on a small web, with this
 // test binary standing in for kspider (TestLabChild): one node and three
 // store the same pages, and the figures are filled in; three separate
-// nodes crawl webs of their own about as large.
+// nodes crawl webs of their own about as large, at once and one at a time.
 func TestBenchCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -23,11 +23,11 @@ func TestBenchCluster(t *testing.T) {
 		cmd.Env = append(os.Environ(), "KSPIDER_LAB_CHILD=run", "KSPIDER_LAB_ARGS="+strings.Join(args, "\x1f"))
 		return cmd
 	}}
-	runs, err := b.runAll(ctx, testweb.Config{Hosts: 30, Seed: 2, MaxPages: 5, Seeds: 5, Plain: true}, 3, []string{"url", "host", separatePart}, 1)
+	runs, err := b.runAll(ctx, testweb.Config{Hosts: 30, Seed: 2, MaxPages: 5, Seeds: 5, Plain: true}, 3, []string{"url", "host", separatePart, alonePart}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 4 {
+	if len(runs) != 5 {
 		t.Fatalf("%d runs", len(runs))
 	}
 	for _, r := range runs {
@@ -36,15 +36,42 @@ func TestBenchCluster(t *testing.T) {
 			t.Errorf("run %+v: figures missing", r)
 		}
 		switch {
-		case r.Partition == separatePart:
+		case noCluster(r.Partition):
 			if r.DgramPerPage != 0 || r.Pages < runs[0].Pages/2 || r.Pages > runs[0].Pages*2 {
-				t.Errorf("separate run %+v: want no exchange and about %d pages", r, runs[0].Pages)
+				t.Errorf("%s run %+v: want no exchange and about %d pages", r.Partition, r, runs[0].Pages)
 			}
 		case r.Nodes > 1 && (r.DgramPerPage <= 0 || r.BytesPerPage <= 0):
 			t.Errorf("run %+v: no exchange counted", r)
 		}
 	}
+	for i, r := range runs {
+		if want := i != 0 && r.Partition != separatePart; (r.CPURatioSeparate > 0) != want {
+			t.Errorf("%d nodes, %s: ratio to separate %v, want one: %v", r.Nodes, r.Partition, r.CPURatioSeparate, want)
+		}
+	}
+	if runs[3].Pages != runs[4].Pages {
+		t.Errorf("separate stored %d pages, alone %d: want the same webs", runs[3].Pages, runs[4].Pages)
+	}
 	if code, _, _ := runCmd(t, "", "bench", "cluster", "--nodes", "1"); code != 2 {
 		t.Errorf("--nodes 1: exit %d, want 2", code)
+	}
+}
+
+// TestLogCounterSources: two webs' logs flushed in blocks that end inside
+// lines, interleaved, are counted line by line, each web's on its own.
+func TestLogCounterSources(t *testing.T) {
+	var l logCounter
+	a, b := l.source(), l.source()
+	la := `{"ev":"req","start":1,"end":1795000000000000001,"host":"a"}` + "\n" + `{"ev":"conn"}` + "\n"
+	lb := `{"ev":"req","start":2,"end":1795000000000000002,"host":"b"}` + "\n"
+	a.Write([]byte(la[:30]))
+	b.Write([]byte(lb[:25]))
+	a.Write([]byte(la[30:]))
+	b.Write([]byte(lb[25:]))
+	if conns, reqs := l.counts(); conns != 1 || reqs != 2 {
+		t.Errorf("counted %d connections, %d requests; want 1, 2", conns, reqs)
+	}
+	if got := l.last(); got != 1795000000000000002 {
+		t.Errorf("last end %d; want 1795000000000000002", got)
 	}
 }
