@@ -88,7 +88,7 @@ type RunScope struct {
 
 // RunPoliteness is how gently hosts are treated.
 type RunPoliteness struct {
-	Delay          Duration `toml:"delay"`            // between two requests' starts on one host
+	Delay          Duration `toml:"delay"`            // after a host's list ends, before its next starts
 	PerIP          int      `toml:"per_ip"`           // connections at once to one IP address
 	CrawlDelayCap  Duration `toml:"crawl_delay_cap"`  // robots.txt Crawl-delay obeyed up to this
 	RobotsStaleFor Duration `toml:"robots_stale_for"` // 0: never; see RunConfig.RobotsStaleFor
