@@ -170,7 +170,8 @@ func TestDamagedIndexIsRebuilt(t *testing.T) {
 	const n = 50
 	dir, _ := damagedStore(t, n)
 	ix := filepath.Join(dir, indexName)
-	flipByte(t, ix, 5) // the version
+	flipByte(t, ix, 5)               // the version
+	flipByte(t, ix, indexSlotSize+5) // in both header slots
 	r, err := OpenReader([]string{dir})
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +198,52 @@ func TestDamagedIndexIsRebuilt(t *testing.T) {
 		t.Fatalf("writer did not say it rebuilt the index: %q", logged)
 	}
 	checkStore(t, []string{dir}, 0, n)
+}
+
+// TestTornHeaderSlot: with one header slot damaged, as a writer killed in
+// the middle of a checkpoint leaves it, the index is used through the
+// other (no rebuild); the damage is reported, the writer says so, and its
+// next checkpoint rewrites the slot.
+func TestTornHeaderSlot(t *testing.T) {
+	const n = 50
+	for slot := range 2 {
+		dir, _ := damagedStore(t, n)
+		ix := filepath.Join(dir, indexName)
+		flipByte(t, ix, int64(slot*indexSlotSize+25)) // the checkpoint's offset
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var th *TornHeader
+		st := r.Stats()
+		if len(st.Errors) != 1 || !errors.As(st.Errors[0], &th) || th.Slot != slot || !strings.Contains(st.Errors[0].Error(), ix) {
+			t.Fatalf("slot %d: damage not reported as a torn slot: %v", slot, st.Errors)
+		}
+		if r.dirs[0].view.Load().rebuilt || r.dirs[0].ix == nil {
+			t.Fatalf("slot %d: the index was not used", slot)
+		}
+		for id := uint64(0); id < n; id++ {
+			if _, err := r.Get(id); err != nil {
+				t.Fatalf("slot %d: Get(%d): %v", slot, id, err)
+			}
+		}
+		r.Close()
+		var logged []string
+		s, err := Open(Config{Dirs: []string{dir}, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(logged) != 1 || !strings.Contains(logged[0], "as a checkpoint interrupted by a crash leaves") {
+			t.Fatalf("slot %d: the writer said %q", slot, logged)
+		}
+		if problems, err := Check(dir, false, new(strings.Builder)); problems != 0 || err != nil {
+			t.Fatalf("slot %d: check after the writer's checkpoint: %d problems, %v", slot, problems, err)
+		}
+		checkStore(t, []string{dir}, 0, n)
+	}
 }
 
 func TestMissingIndexEntriesAreRebuilt(t *testing.T) {

@@ -139,14 +139,14 @@ func TestDenseIndex(t *testing.T) {
 	path := filepath.Join(b, indexName)
 	data, _ := os.ReadFile(path)
 	binary.LittleEndian.PutUint32(data[4:], 2)
-	binary.LittleEndian.PutUint32(data[32:], indexHeaderCRC(data))
+	binary.LittleEndian.PutUint32(data[32:], indexPageCRC(data))
 	os.WriteFile(path, data, 0o644)
 	r, err := OpenReader([]string{b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if st := r.Stats(); st.Damaged() || len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "format version 2, this kspider writes 3") {
+	if st := r.Stats(); st.Damaged() || len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "format version 2, this kspider writes 4") {
 		t.Fatalf("version 2 index: %+v", st)
 	}
 	if _, err := r.Get(4); err != nil {

@@ -50,10 +50,11 @@
 // field of each record, so a store may mix them; a body the configured codec
 // does not shrink (an image, an archive) is stored with codec none.
 //
-// # Index (format version 3)
+// # Index (format version 4)
 //
-// url.idx is a 4096-byte header (indexHeader in index.go, CRC-32C over the
-// whole page) followed by an array of 16-byte entries addressed by URL id:
+// url.idx is a 4096-byte header page (indexheader.go: the header twice, in
+// two 2048-byte slots each with its CRC-32C, written in turn, so a
+// checkpoint cut short by a crash leaves the previous one intact) followed by an array of 16-byte entries addressed by URL id:
 // entry i, at byte 4096+16·i, holds the segment number (uint32, 0 = no
 // record), the record's offset in that segment (uint64) and the CRC-32C of
 // both mixed with the URL id (uint32). Every id below the highest one set
@@ -65,8 +66,10 @@
 // before it is mapped larger, so a full disk is a write error, not a SIGBUS.
 //
 // The index is a cache of what the segments hold. An index of version 1
-// (entries without CRC), 2 (no "none" entries) or with a damaged header is
-// rebuilt from the segments, by a writer on disk and by a Reader in memory.
+// (entries without CRC), 2 (no "none" entries), 3 (one header slot) or
+// with both header slots damaged is rebuilt from the segments, by a writer
+// on disk and by a Reader in memory; one damaged slot is reported
+// (TornHeader) and the other used.
 //
 // An index entry is set only after its record has been synced, so the index
 // never points at data a crash could take away. The header holds a

@@ -10,23 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// indexHeader is the first page of url.idx:
-//
-//	off len field
-//	  0   4 magic       "KSPI"
-//	  4   4 version     indexVersion
-//	  8   4 entrySize   indexEntrySize
-//	 12   4 reserved    0
-//	 16   4 ckptSegment checkpoint: every record before (ckptSegment, ckptOffset)
-//	 20   4 reserved    0
-//	 24   8 ckptOffset    is in the index
-//	 32   4 crc         CRC-32C of bytes 0…31 and 36…4095 (version 1: 0…31 only)
-//	 36   4 reserved    0
-//	 40   8 entries     how many entries the file held at the checkpoint: a
-//	                    shorter file was truncated (version 2)
-//	 48   8 dense       every URL id below it has a non-zero entry, a
-//	                    record's or "none" (version 3)
-//	 56     zero up to indexHeaderSize
+// url.idx begins with its header page (indexheader.go: two copies of the
+// header, the checkpoint's).
 //
 // Entries follow: entry i (URL id i) at indexHeaderSize + indexEntrySize·i,
 //
@@ -54,8 +39,9 @@ import (
 const (
 	indexName       = "url.idx"
 	indexMagic      = "KSPI"
-	indexVersion    = 3
-	indexHeaderSize = 4096
+	indexVersion    = 4
+	indexHeaderSize = 4096 // two slots of indexSlotSize
+	indexSlotSize   = 2048
 	indexEntrySize  = 16
 
 	indexInitialEntries = 1 << 16
@@ -73,6 +59,13 @@ type index struct {
 	// as it sets entries (filling "none" entries below); the header keeps
 	// its value at the checkpoint.
 	dense uint64
+	// The header in use (the intact slot with the higher seq): its
+	// checkpoint; a writer's next checkpoint goes to the other slot.
+	seq   uint64
+	ckSeg uint32
+	ckOff int64
+	// torn: the other slot failed its check (reported as damage).
+	torn *TornHeader
 }
 
 // createIndex writes a fresh, empty index at path (replacing any file
@@ -83,7 +76,8 @@ func createIndex(path string) error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	hdr := make([]byte, indexHeaderSize)
-	putIndexHeader(hdr, 0, 0, 0, 0)
+	putIndexSlot(hdr, indexHeader{seq: 0})
+	putIndexSlot(hdr, indexHeader{seq: 1})
 	_, err = f.Write(hdr)
 	if err == nil {
 		err = f.Sync()
@@ -99,22 +93,6 @@ func createIndex(path string) error {
 		return fmt.Errorf("storage: creating index %s: %w", path, err)
 	}
 	return nil
-}
-
-func putIndexHeader(b []byte, seg uint32, off int64, entries, dense uint64) {
-	copy(b, indexMagic)
-	binary.LittleEndian.PutUint32(b[4:], indexVersion)
-	binary.LittleEndian.PutUint32(b[8:], indexEntrySize)
-	binary.LittleEndian.PutUint32(b[16:], seg)
-	binary.LittleEndian.PutUint64(b[24:], uint64(off))
-	binary.LittleEndian.PutUint64(b[40:], entries)
-	binary.LittleEndian.PutUint64(b[48:], dense)
-	binary.LittleEndian.PutUint32(b[32:], indexHeaderCRC(b))
-}
-
-// indexHeaderCRC is the checksum of the header page h but its CRC field.
-func indexHeaderCRC(h []byte) uint32 {
-	return crc32.Update(crc32.Checksum(h[:32], castagnoli), castagnoli, h[36:indexHeaderSize])
 }
 
 // openIndex maps the index at path. A damaged header is an error wrapping
@@ -145,7 +123,8 @@ func openIndex(path string, writable bool) (*index, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: reading index %s: %w", path, err)
 	}
-	if err := checkIndexHeader(path, hdr); err != nil {
+	h, torn, err := readIndexHeader(path, hdr)
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -153,7 +132,7 @@ func openIndex(path string, writable bool) (*index, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: index %s: %w: file of %d bytes is not a whole number of entries", path, ErrCorrupt, size)
 	}
-	if want, have := binary.LittleEndian.Uint64(hdr[40:]), uint64(size-indexHeaderSize)/indexEntrySize; have < want {
+	if want, have := h.entries, uint64(size-indexHeaderSize)/indexEntrySize; have < want {
 		f.Close()
 		return nil, fmt.Errorf("storage: index %s: %w: truncated: %d entries, the header says %d", path, ErrCorrupt, have, want)
 	}
@@ -162,52 +141,21 @@ func openIndex(path string, writable bool) (*index, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: mapping index %s: %w", path, err)
 	}
-	dense := binary.LittleEndian.Uint64(hdr[48:])
+	dense := h.dense
 	if have := uint64(size-indexHeaderSize) / indexEntrySize; dense > have {
 		unix.Munmap(data)
 		f.Close()
 		return nil, fmt.Errorf("storage: index %s: %w: the header says entries are dense up to URL id %d, the file holds %d", path, ErrCorrupt, dense, have)
 	}
-	return &index{f: f, path: path, data: data, writable: writable, dense: dense}, nil
-}
-
-// errOldIndex marks an intact index of an older format version: it is
-// rebuilt from the segments, which is not damage.
-var errOldIndex = fmt.Errorf("%w (older than this kspider's, rebuilt from the segments)", ErrVersion)
-
-// checkIndexHeader verifies the index header h read from path. A damaged
-// header wraps ErrCorrupt, an intact older one errOldIndex, an intact newer
-// one ErrVersion.
-func checkIndexHeader(path string, h []byte) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("storage: index %s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
-	}
-	v := binary.LittleEndian.Uint32(h[4:])
-	crc := binary.LittleEndian.Uint32(h[32:])
-	switch {
-	case v == 1 && crc == crc32.Checksum(h[:32], castagnoli) && string(h[:4]) == indexMagic:
-		return fmt.Errorf("storage: index %s: format version 1, this kspider writes %d: %w", path, indexVersion, errOldIndex)
-	case crc != indexHeaderCRC(h):
-		return bad("header CRC-32C mismatch")
-	case string(h[:4]) != indexMagic:
-		return bad("bad magic %q", h[:4])
-	case v < indexVersion:
-		return fmt.Errorf("storage: index %s: format version %d, this kspider writes %d: %w", path, v, indexVersion, errOldIndex)
-	case v > indexVersion:
-		return fmt.Errorf("storage: index %s: %w: format version %d, this kspider reads version %d (older ones are rebuilt from the segments)", path, ErrVersion, v, indexVersion)
-	case binary.LittleEndian.Uint32(h[8:]) != indexEntrySize:
-		return bad("entry size %d", binary.LittleEndian.Uint32(h[8:]))
-	}
-	return nil
+	return &index{f: f, path: path, data: data, writable: writable, dense: dense,
+		seq: h.seq, ckSeg: h.ckSeg, ckOff: h.ckOff, torn: torn}, nil
 }
 
 // entries is how many URL ids the mapped file has room for.
 func (ix *index) entries() uint64 { return uint64(len(ix.data)-indexHeaderSize) / indexEntrySize }
 
 // checkpoint returns the position up to which the segments are indexed.
-func (ix *index) checkpoint() (seg uint32, off int64) {
-	return binary.LittleEndian.Uint32(ix.data[16:]), int64(binary.LittleEndian.Uint64(ix.data[24:]))
-}
+func (ix *index) checkpoint() (seg uint32, off int64) { return ix.ckSeg, ix.ckOff }
 
 // entryState is what an index entry holds.
 type entryState uint8
@@ -353,10 +301,12 @@ func (ix *index) setCheckpoint(seg uint32, off int64) error {
 	if err := ix.sync(); err != nil {
 		return err
 	}
-	putIndexHeader(ix.data[:indexHeaderSize], seg, off, ix.entries(), ix.dense)
+	h := indexHeader{seq: ix.seq + 1, ckSeg: seg, ckOff: off, entries: ix.entries(), dense: ix.dense}
+	putIndexSlot(ix.data[:indexHeaderSize], h) // the slot not in use
 	if err := unix.Msync(ix.data[:indexHeaderSize], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
 	}
+	ix.seq, ix.ckSeg, ix.ckOff, ix.torn = h.seq, seg, off, nil
 	return nil
 }
 

@@ -161,6 +161,10 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		return nil, err
 	}
 	switch err := ixErr; {
+	case err == nil && ix.torn != nil && dr.live:
+		r.note(fmt.Sprintf("%s: a header slot being written by the running store (%v), the other used", ix.path, ix.torn.Err))
+	case err == nil && ix.torn != nil:
+		r.noteDamage(ix.torn)
 	case err == nil:
 	case errors.Is(err, os.ErrNotExist) && len(nums) == 0:
 		dr.close()

@@ -45,6 +45,8 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 		if sv.ix, err = openIndex(ixPath, true); err != nil {
 			return nil, err
 		}
+	} else if sv.ix.torn != nil {
+		s.cfg.Logf("%v", sv.ix.torn)
 	}
 	segs, err := listSegments(dir)
 	if err != nil {

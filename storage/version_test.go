@@ -94,14 +94,14 @@ func TestVersion1StoreIsRead(t *testing.T) {
 	}
 	st := r.Stats()
 	r.Close()
-	if st.Damaged() || len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "format version 1, this kspider writes 3") {
+	if st.Damaged() || len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "format version 1, this kspider writes 4") {
 		t.Fatalf("version 1 index: %+v", st)
 	}
 	checkStore(t, []string{dir}, 0, 40)
 	if problems, err := Check(dir, false, new(strings.Builder)); problems != 0 || err != nil {
 		t.Fatalf("check of a version 1 store: %d problems, %v", problems, err)
 	}
-	writeStore(t, Config{Dirs: []string{dir}}, 40, 50) // rebuilds the index as version 3
+	writeStore(t, Config{Dirs: []string{dir}}, 40, 50) // rebuilds the index as version 4
 	checkStore(t, []string{dir}, 0, 50)
 	r, err = OpenReader([]string{dir})
 	if err != nil {
@@ -140,16 +140,18 @@ func TestNewerVersionIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary.LittleEndian.PutUint32(b[4:], 4)
-	binary.LittleEndian.PutUint32(b[32:], indexHeaderCRC(b))
+	// A newer kspider's checkpoint in one slot, the other slot ours.
+	slot := b[indexSlotSize : 2*indexSlotSize]
+	binary.LittleEndian.PutUint32(slot[4:], 5)
+	binary.LittleEndian.PutUint32(slot[32:], indexSlotCRC(slot))
 	if err := os.WriteFile(ix, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = OpenReader([]string{dir})
-	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "format version 4, this kspider reads version 3") {
-		t.Fatalf("index of version 4: %v", err)
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "format version 5, this kspider reads version 4") {
+		t.Fatalf("index of version 5: %v", err)
 	}
 	if _, err := Open(Config{Dirs: []string{dir}}); !errors.Is(err, ErrVersion) {
-		t.Fatalf("writer on an index of version 4: %v", err)
+		t.Fatalf("writer on an index of version 5: %v", err)
 	}
 }
