@@ -194,8 +194,17 @@ func (f *fetcher) park(o *origin, c *conn) bool {
 	if !c.stop() { // the list's cancellation closed the socket
 		return false
 	}
+	// No longer than the list's context allowed: a cluster node's list
+	// ends where its slot's guard begins, and past it another node may
+	// connect to the host.
+	keep := cfg.KeepIdle
+	if d, ok := f.ctx.Deadline(); ok {
+		if keep = min(keep, time.Until(d)); keep <= 0 {
+			return false
+		}
+	}
 	c.stop = func() bool { return true }
-	if !f.col.kept.park(o.host, o.key, c, cfg.KeepIdle, cfg.Linger, max(cfg.Fetchers, minKept)) {
+	if !f.col.kept.park(o.host, o.key, c, keep, cfg.Linger, max(cfg.Fetchers, minKept)) {
 		return false
 	}
 	f.release(c)

@@ -141,6 +141,36 @@ func TestKeepIdleReuses(t *testing.T) {
 	}
 }
 
+// TestKeepIdleUntilDeadline: a connection is kept no longer than its
+// list's context allowed (a cluster node's slot ends there): a list within
+// it reuses the connection, and it is closed at the deadline, not KeepIdle
+// (a minute) later.
+func TestKeepIdleUntilDeadline(t *testing.T) {
+	s := startScripted(t)
+	c, base := idleCollector(t, s)
+	d := time.Now().Add(2 * time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), d)
+	defer cancel()
+	for i := range 2 {
+		b := c.Fetch(ctx, listOf([]string{base + fmt.Sprint(i)}))
+		if r := &b.Results[0]; r.Kind != OK {
+			t.Fatalf("list %d: %v (%v)", i, r.Kind, r.Err)
+		}
+	}
+	if n := s.conns(); n != 1 {
+		t.Errorf("%d connections for 2 lists within the deadline, want 1", n)
+	}
+	select {
+	case <-s.closed:
+		if time.Now().Before(d) {
+			t.Errorf("the kept connection was closed before its list's deadline")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the kept connection outlived its list's deadline by 30 s")
+	}
+	c.CloseIdle()
+}
+
 // TestKeepIdleStale: a kept connection the server closes as the next
 // list's request comes costs that request no attempt: it is asked again on
 // a new connection.
