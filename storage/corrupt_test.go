@@ -166,6 +166,21 @@ func TestTruncatedSegment(t *testing.T) {
 	}
 }
 
+// reopenLogged opens a writer on dir and closes it, returning what it
+// logged.
+func reopenLogged(t *testing.T, dir string) []string {
+	t.Helper()
+	var logged []string
+	s, err := Open(Config{Dirs: []string{dir}, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return logged
+}
+
 func TestDamagedIndexIsRebuilt(t *testing.T) {
 	const n = 50
 	dir, _ := damagedStore(t, n)
@@ -186,15 +201,7 @@ func TestDamagedIndexIsRebuilt(t *testing.T) {
 		}
 	}
 	r.Close()
-	var logged []string
-	s, err := Open(Config{Dirs: []string{dir}, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if len(logged) == 0 || !strings.Contains(logged[0], "rebuilding") {
+	if logged := reopenLogged(t, dir); len(logged) == 0 || !strings.Contains(logged[0], "rebuilding") {
 		t.Fatalf("writer did not say it rebuilt the index: %q", logged)
 	}
 	checkStore(t, []string{dir}, 0, n)
@@ -228,15 +235,7 @@ func TestTornHeaderSlot(t *testing.T) {
 			}
 		}
 		r.Close()
-		var logged []string
-		s, err := Open(Config{Dirs: []string{dir}, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if len(logged) != 1 || !strings.Contains(logged[0], "as a checkpoint interrupted by a crash leaves") {
+		if logged := reopenLogged(t, dir); len(logged) != 1 || !strings.Contains(logged[0], "as a checkpoint interrupted by a crash leaves") {
 			t.Fatalf("slot %d: the writer said %q", slot, logged)
 		}
 		if problems, err := Check(dir, false, new(strings.Builder)); problems != 0 || err != nil {
