@@ -245,6 +245,27 @@ func TestTornHeaderSlot(t *testing.T) {
 	}
 }
 
+// TestReindexSaysSo: a writer that must index a store of several segments
+// anew (its index damaged beyond use, or of an older format) says so before
+// it reads them all, then finds every page.
+func TestReindexSaysSo(t *testing.T) {
+	const n = 60
+	dir, _ := layoutStore(t, smallSegments(), n)
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("want several segments, have %v (%v)", segs, err)
+	}
+	ix := filepath.Join(dir, indexName)
+	flipByte(t, ix, 5)
+	flipByte(t, ix, indexSlotSize+5)
+	logged := reopenLogged(t, dir)
+	want := fmt.Sprintf("indexing all %d segments", len(segs))
+	if len(logged) < 2 || !strings.Contains(logged[0], "rebuilding") || !strings.Contains(logged[1], want) {
+		t.Fatalf("the writer said %q, want %q after the rebuild's reason", logged, want)
+	}
+	checkStore(t, []string{dir}, 0, n)
+}
+
 func TestMissingIndexEntriesAreRebuilt(t *testing.T) {
 	const n = 50
 	dir, _ := damagedStore(t, n)

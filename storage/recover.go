@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,6 +82,10 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	return sv, nil
 }
 
+// reindexProgressEvery is how often a whole store's re-indexing says how
+// far it got.
+const reindexProgressEvery = 10 * time.Second
+
 // reindex reads the segments from the index checkpoint on and points the
 // index at every record there; later records override earlier ones. A torn
 // record at the end of the last segment is truncated away. It returns the
@@ -89,6 +94,14 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 func (sv *saver) reindex(segs []uint32) (end int64, lastOK bool, err error) {
 	ckSeg, ckOff := sv.ix.checkpoint()
 	logf := sv.s.cfg.Logf
+	// A new index (an older format's or a damaged one replaced) reads
+	// every segment, minutes for a large store: say so, and how far it
+	// got now and then, so that the start does not look hung.
+	whole := ckSeg == 0 && len(segs) > 1
+	if whole {
+		logf("storage: %s: indexing all %d segments", sv.dir, len(segs))
+	}
+	said := time.Now()
 	for i, n := range segs {
 		if n < ckSeg {
 			continue
@@ -104,6 +117,10 @@ func (sv *saver) reindex(segs []uint32) (end int64, lastOK bool, err error) {
 		}
 		if !last && !lastOK {
 			logf("storage: %s: unreadable segment left as it is", segmentPath(sv.dir, n))
+		}
+		if whole && time.Since(said) >= reindexProgressEvery {
+			logf("storage: %s: indexed %d of %d segments", sv.dir, i+1, len(segs))
+			said = time.Now()
 		}
 	}
 	if err := sv.ix.sync(); err != nil {
