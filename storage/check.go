@@ -45,7 +45,10 @@ func Check(dir string, repair bool, w io.Writer) (problems int, err error) {
 			dir, problems, st.Skipped, st.SkippedBytes, st.Lost, st.Records)
 	}
 	if !repair {
-		if problems > 0 {
+		switch {
+		case problems > 0 && crashLeftovers(st):
+			fmt.Fprintf(w, "pages: %s: all of it is what a write cut short by a crash leaves: the next writer mends it (or kspider check --repair now)\n", dir)
+		case problems > 0:
 			fmt.Fprintf(w, "pages: %s: run kspider check --repair to rebuild what can be rebuilt\n", dir)
 		}
 		return problems, nil
@@ -62,6 +65,28 @@ func Check(dir string, repair bool, w io.Writer) (problems int, err error) {
 	}
 	fmt.Fprintf(w, "pages: %s: repaired: %d intact pages readable\n", dir, after.Records)
 	return problems, nil
+}
+
+// crashLeftovers reports whether all the damage st found is what a writer
+// killed mid-write leaves, which the next writer mends: a torn record at
+// the end of the last segment, one index entry or one header slot torn
+// after the checkpoint. A stray write there looks the same, so it is still
+// damage; the check only says that no repair is needed.
+func crashLeftovers(st ScanStats) bool {
+	if st.Lost > 0 || st.Damage != int64(len(st.Errors)) {
+		return false
+	}
+	for _, e := range st.Errors {
+		var (
+			c  *Corruption
+			te *TornEntries
+			th *TornHeader
+		)
+		if !(errors.As(e, &c) && c.TornTail || errors.As(e, &te) && te.N == 1 || errors.As(e, &th)) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkOnce scans dir and prints what it met.

@@ -266,6 +266,39 @@ func TestReindexSaysSo(t *testing.T) {
 	checkStore(t, []string{dir}, 0, n)
 }
 
+// TestCheckSaysCrashLeftovers: a check that finds only what a write cut
+// short leaves (here half a record after the last one, and a header slot
+// torn) says the next writer mends it; with other damage beside, it asks
+// for a repair.
+func TestCheckSaysCrashLeftovers(t *testing.T) {
+	const n = 20
+	dir, locs := damagedStore(t, n)
+	seg := segmentPath(dir, 1)
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := b[locs[3].off : locs[3].off+40] // a record's first 40 bytes
+	if err := os.WriteFile(seg, append(b, half...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, filepath.Join(dir, indexName), 25) // slot 0's checkpoint
+	var out strings.Builder
+	if problems, err := Check(dir, false, &out); problems != 2 || err != nil || !strings.Contains(out.String(), "the next writer mends it") {
+		t.Fatalf("check: %d problems, %v:\n%s", problems, err, out.String())
+	}
+	flipByte(t, seg, locs[5].off+70) // inside a record: damage a crash does not leave
+	out.Reset()
+	if problems, err := Check(dir, false, &out); problems != 3 || err != nil || strings.Contains(out.String(), "mends") || !strings.Contains(out.String(), "--repair to rebuild") {
+		t.Fatalf("check with damage beside: %d problems, %v:\n%s", problems, err, out.String())
+	}
+	reopenLogged(t, dir) // the writer: truncates the tail, rewrites the slot
+	out.Reset()
+	if problems, _ := Check(dir, false, &out); problems != 1 {
+		t.Fatalf("check after a writer: %d problems, want the one damaged record:\n%s", problems, out.String())
+	}
+}
+
 func TestMissingIndexEntriesAreRebuilt(t *testing.T) {
 	const n = 50
 	dir, _ := damagedStore(t, n)
