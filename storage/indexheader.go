@@ -120,9 +120,11 @@ func readIndexHeader(path string, h []byte) (indexHeader, *TornHeader, error) {
 			return hs[1], nil, nil
 		}
 		return hs[0], nil, nil
-	case errors.Is(errs[0], ErrVersion) || errors.Is(errs[1], ErrVersion):
+	case errors.Is(errs[0], ErrVersion):
 		// A newer kspider's checkpoint: refuse, whatever the other slot.
-		return indexHeader{}, nil, fmt.Errorf("storage: index %s: %w", path, cmpErr(errs[0], errs[1]))
+		return indexHeader{}, nil, fmt.Errorf("storage: index %s: %w", path, errs[0])
+	case errors.Is(errs[1], ErrVersion):
+		return indexHeader{}, nil, fmt.Errorf("storage: index %s: %w", path, errs[1])
 	case errs[0] == nil || errs[1] == nil:
 		good := 0
 		if errs[0] != nil {
@@ -131,14 +133,6 @@ func readIndexHeader(path string, h []byte) (indexHeader, *TornHeader, error) {
 		return hs[good], &TornHeader{Index: path, Slot: 1 - good, Seq: hs[good].seq, Err: errs[1-good]}, nil
 	}
 	return indexHeader{}, nil, fmt.Errorf("storage: index %s: %w: both header slots are damaged: slot 0: %v; slot 1: %v", path, ErrCorrupt, errs[0], errs[1])
-}
-
-// cmpErr is the first of a and b that is about a newer version.
-func cmpErr(a, b error) error {
-	if errors.Is(a, ErrVersion) {
-		return a
-	}
-	return b
 }
 
 // readIndexSlot checks and decodes slot i of the header page.
