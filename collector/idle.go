@@ -21,8 +21,9 @@ import (
 // connection healthy (the last response kept it open, nothing unread,
 // nothing in flight, the list not cancelled or stopped) leaves it here, by
 // host name, for up to KeepIdle, and never past the list's context
-// deadline; the origin's next list takes it instead of dialling. A host still never sees two connections from the collector
-// at once: a host name has at most one idle connection, a list of the host
+// deadline; the origin's next list takes it instead of dialling. A host
+// still never sees two connections from the collector at once: a host
+// name has at most one idle connection, a list of the host
 // takes it before it could dial (and closes it, lingering, when it is of
 // another origin of the host: http and https), and one that expires is
 // closed lingering (the server has closed its end) before a list of the
