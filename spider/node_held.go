@@ -15,12 +15,12 @@ import (
 // buffers back to the collector at once; storeResult later hands the
 // record to the store (PutEncoded). Kept raw until the pages were durable,
 // the waiting pages were about half of the heap crawling the PostgreSQL
-// documentation and made the node's peak RSS 1.6x colly's. Since session
-// 9 a page is encoded and its buffers given back soon after it arrives
-// (a page or two behind, on a goroutine of its list's own) while the rest
-// of its list is fetched (node_result.go), and every other
-// result's buffers go back then too; the records' bytes count in n.held
-// once the list's links go to the writer, as before.
+// documentation and made the node's peak RSS 1.6x colly's. A page is
+// encoded and its buffers given back soon after it arrives (a page or two
+// behind, on a goroutine of its list's own) while the rest of its list is
+// fetched (node_result.go), and every other result's buffers go back then
+// too; the records' bytes count in n.held once the list's links go to the
+// writer.
 
 // encodePage encodes the collector's faithful record of one response for
 // the store, without a copy: the header block as received (without the
