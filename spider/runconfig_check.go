@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/spider/scope"
 	"github.com/kspider/kspider/storage"
 )
@@ -218,6 +219,10 @@ func (c *RunConfig) validateCluster(k *checker) {
 	}
 	k.intRange("cluster.phases", int64(cl.Phases), 1, 1<<16)
 	k.duration("cluster.phase_length", cl.PhaseLength, true)
+	if d := cl.PhaseLength.Duration; c.clusterTurns() && d > 0 && d <= 2*cluster.Guard {
+		k.errorf("cluster.phase_length", "%v leaves no time to fetch: with partition \"url\" the nodes take turns, and no fetch starts within %v of either end of a slot",
+			d, cluster.Guard)
+	}
 	if cl.Epoch.IsZero() {
 		k.errorf("cluster.epoch", "must be set (a date-time such as 2026-01-01T00:00:00Z)")
 	} else if k.lines.localTime("cluster.epoch") {
@@ -247,6 +252,9 @@ func (c *RunConfig) Warnings() []string {
 		if ap, err := parseListen(c.Status); err == nil && !ap.loopback {
 			w = append(w, fmt.Sprintf("status: %q is not a loopback address: anyone who can reach it sees the crawl and may control it", c.Status))
 		}
+	}
+	if d := c.Cluster.PhaseLength.Duration; c.clusterTurns() && d > 2*cluster.Guard && d < 10*cluster.Guard {
+		w = append(w, fmt.Sprintf("cluster.phase_length: %v: no fetch starts within %v of either end of a slot, %d%% of it", d, cluster.Guard, int(200*cluster.Guard/d)))
 	}
 	if len(c.Cluster.Nodes) > 1 && len(c.NTPServers) == 0 {
 		w = append(w, fmt.Sprintf("ntp_servers: none with %d nodes: phase boundaries rely on the system clocks agreeing", len(c.Cluster.Nodes)))

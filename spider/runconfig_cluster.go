@@ -18,3 +18,10 @@ func (c *RunConfig) ClusterConfig(self int) (cluster.Config, error) {
 	}
 	return cc, cc.Check()
 }
+
+// clusterTurns reports whether the config makes a node take turns on hosts
+// phase by phase (cluster.Config.Turns): a cluster, as `kspider run` sets
+// one up (more than one node or phase), partitioned by URL.
+func (c *RunConfig) clusterTurns() bool {
+	return c.Cluster.Partition == "url" && (len(c.Cluster.Nodes) > 1 || c.Cluster.Phases > 1)
+}

@@ -187,6 +187,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[cluster]\nnode = 1\n", "x.toml:2: cluster.node: node 1 is not in cluster.nodes"},
 		{"[cluster]\nphases = 0\n", "x.toml:2: cluster.phases: 0 phases for 1 nodes"},
 		{"[cluster]\nphase_length = \"0s\"\n", "x.toml:2: cluster.phase_length: must be longer than 0"},
+		{"[cluster]\nphases = 2\nphase_length = \"400ms\"\n", `x.toml:3: cluster.phase_length: 400ms leaves no time to fetch: with partition "url" the nodes take turns, and no fetch starts within 200ms of either end of a slot`},
 		{"[cluster]\npartition = \"ip\"\n", `x.toml:2: cluster.partition: "ip" is not "url", "host" or "domain"`},
 		{"[cluster]\nphases = 2\nsecret_file = \"s\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n",
 			"x.toml:8: cluster.nodes[1].id: id 0 is given twice"},
@@ -312,6 +313,16 @@ func TestRunConfigWarnings(t *testing.T) {
 		if w := strings.Join(d.Warnings(), "\n"); strings.Contains(w, "status:") {
 			t.Errorf("warning for status %q: %s", s, w)
 		}
+	}
+	// A short slot: a warning with turns (url partitioning) only.
+	d.Cluster.Phases = 2
+	d.Cluster.PhaseLength = Duration{time.Second}
+	if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(w, "cluster.phase_length: 1s: no fetch starts within 200ms of either end of a slot, 40% of it") {
+		t.Errorf("no warning for a 1s slot:\n%s", w)
+	}
+	d.Cluster.Partition = "host"
+	if w := strings.Join(d.Warnings(), "\n"); strings.Contains(w, "phase_length") {
+		t.Errorf("warning for a 1s slot without turns:\n%s", w)
 	}
 }
 

@@ -57,8 +57,10 @@ func checkConfig(e env, path string) error {
 		seeds, err = cfg.LoadSeeds()
 	}
 	if err != nil {
-		n := printErrors(e, err)
-		return fmt.Errorf("%s is not a valid config (%d errors)", path, n)
+		if n := printErrors(e, err); n != 1 {
+			return fmt.Errorf("%s is not a valid config (%d errors)", path, n)
+		}
+		return fmt.Errorf("%s is not a valid config (1 error)", path)
 	}
 	fmt.Fprintf(e.stdout, "ok: %s\n", path)
 	warnings := cfg.Warnings()
@@ -237,6 +239,8 @@ max_pages = {{.Limits.MaxPages}}
 node = {{.Cluster.Node}}
 # Number of phases, at least the number of nodes.
 phases = {{.Cluster.Phases}}
+# One slot. No fetch starts within 200ms of either end of it, so with
+# partition "url" (turns) it must be longer than 400ms (2s or more).
 phase_length = {{q .Cluster.PhaseLength.String}}
 # Start of slot 0, a TOML date-time (no quotes).
 epoch = {{time .Cluster.Epoch}}

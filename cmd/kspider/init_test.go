@@ -100,6 +100,10 @@ func TestInitCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, seeds+":2: \"b.example\" is not an absolute http(s) URL") {
 		t.Errorf("bad seeds file: exit %d:\n%s", code, errOut)
 	}
+	os.WriteFile(bad, []byte("fetchers = 0\n"), 0o644)
+	if _, _, errOut := runCmd(t, "", "init", "--check", bad); !strings.Contains(errOut, "is not a valid config (1 error)\n") {
+		t.Errorf("one error:\n%s", errOut)
+	}
 	if code, _, errOut := runCmd(t, "", "init", "--check", filepath.Join(dir, "none.toml")); code != 1 || !strings.Contains(errOut, "none.toml") {
 		t.Errorf("missing file: exit %d: %s", code, errOut)
 	}

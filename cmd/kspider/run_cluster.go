@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider"
@@ -23,10 +22,6 @@ type runCluster struct {
 	// (nil without NTP).
 	clockStatus func() scheduler.Status
 }
-
-// clusterGuard is the guard interval without NTP: the clocks of the nodes
-// are trusted to agree within half of it.
-const clusterGuard = 200 * time.Millisecond
 
 func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag int) (*runCluster, error) {
 	cl := cfg.Cluster
@@ -76,12 +71,14 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 	fmt.Fprintf(e.stderr, "cluster: this is node %d of %d (%s), %s, partition by %s\n",
 		self, cc.N(), how, turns, cc.Partition)
 	if len(cfg.NTPServers) == 0 {
-		rc.clock = cluster.SystemClock(sch, self, clusterGuard, nil)
+		// Without NTP the clocks of the nodes are trusted to agree
+		// within half the guard.
+		rc.clock = cluster.SystemClock(sch, self, cluster.Guard, nil)
 		fmt.Fprintf(e.stderr, "cluster: no ntp_servers: the phase clock is the system clock as is, guard %v (keep the nodes' clocks within %v of each other)\n",
-			clusterGuard, clusterGuard/2)
+			cluster.Guard, cluster.Guard/2)
 		return rc, nil
 	}
-	clock, err := scheduler.NewClock(scheduler.ClockConfig{NTP: scheduler.NTPConfig{Servers: cfg.NTPServers}})
+	clock, err := scheduler.NewClock(scheduler.ClockConfig{NTP: scheduler.NTPConfig{Servers: cfg.NTPServers}, Guard: cluster.Guard})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,12 @@ import (
 	"github.com/kspider/kspider/scheduler"
 )
 
+// Guard is the interval kept free of new fetches at each end of a slot by
+// `kspider run`'s phase clock, with NTP or without: twice the bound of
+// 100 ms on a node's clock error (scheduler.ClockConfig's defaults). With
+// turns a slot must be longer than two guards, or a node never fetches.
+const Guard = 200 * time.Millisecond
+
 // Config is the cluster block of the run config, the same on every node
 // but for Self (spider.RunCluster converted; this package does not import
 // spider, which imports it).
