@@ -188,6 +188,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[cluster]\nphases = 0\n", "x.toml:2: cluster.phases: 0 phases for 1 nodes"},
 		{"[cluster]\nphase_length = \"0s\"\n", "x.toml:2: cluster.phase_length: must be longer than 0"},
 		{"[cluster]\nphases = 2\nphase_length = \"400ms\"\n", `x.toml:3: cluster.phase_length: 400ms leaves no time to fetch: with partition "url" the nodes take turns, and no fetch starts within 200ms of either end of a slot`},
+		{"[cluster]\nepoch = 9999-12-31T00:00:00Z\n", "x.toml:2: cluster.epoch: 9999-12-31T00:00:00Z is more than 100 years from now"},
+		{"[cluster]\nepoch = 1000-01-01T00:00:00Z\n", "x.toml:2: cluster.epoch: 1000-01-01T00:00:00Z is more than 100 years from now"},
 		{"[cluster]\npartition = \"ip\"\n", `x.toml:2: cluster.partition: "ip" is not "url", "host" or "domain"`},
 		{"[cluster]\nphases = 2\nsecret_file = \"s\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n[[cluster.nodes]]\nid = 0\nudp = \"10.0.0.1:1\"\n",
 			"x.toml:8: cluster.nodes[1].id: id 0 is given twice"},
