@@ -26,7 +26,8 @@ and exits 1 saying the crawl was interrupted; running the same command again
 continues where it stopped. Two runs on one data directory are refused.
 
 A progress line goes to stderr every second (--quiet: none), then a summary.
-The status page (config key status, default 127.0.0.1:7411; --status) serves
+The status page (--status; a cluster node's status in its cluster.nodes
+entry; else the config key status, default 127.0.0.1:7411) serves
 a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
 ('kspider ctl'; the token is in DATA_DIR/STATUS_TOKEN and printed at start).
 After 'kspider ctl drain' the lists out finish and the run exits 0; running
@@ -88,6 +89,11 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	rc, err := setupCluster(ctx, e, cfg, *nodeFlag)
 	if err != nil {
 		return err
+	}
+	if rc != nil && rc.status != "" && *statusAddr == "" {
+		// The node list says where each node's page is: every node may
+		// run from one config file.
+		cfg.Status = rc.status
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)

@@ -17,6 +17,9 @@ type runCluster struct {
 	node   *spider.NodeCluster
 	clock  scheduler.PhaseSource
 	phases int
+	// status is this node's status address from its cluster.nodes entry
+	// ("" when not given).
+	status string
 	logf   func(string, ...any)
 	// clockStatus is the NTP clock's view of itself, for the status page
 	// (nil without NTP).
@@ -62,7 +65,7 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 		}
 	}
 	sch := cc.FetchSchedule()
-	rc := &runCluster{phases: sch.Phases, logf: logf,
+	rc := &runCluster{phases: sch.Phases, logf: logf, status: cc.Members[self].Status,
 		node: &spider.NodeCluster{Config: cc, Secret: secret}}
 	turns := fmt.Sprintf("%d phases of %v", cc.Phases, cc.PhaseLength)
 	if !cc.Turns() {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// freeLoopbackPort returns a port of 127.0.0.1 that was free a moment ago
+// for network ("tcp" or "udp").
+func freeLoopbackPort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// A cluster node's status page listens where its cluster.nodes entry says,
+// so one config file serves every node; --status still wins.
+func TestClusterNodeStatusAddress(t *testing.T) {
+	conf, ca, _, _ := crawlSetup(t, 3, 3, 1, "100ms")
+	secret := filepath.Join(filepath.Dir(conf), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t, "tcp"))
+	block := fmt.Sprintf("[cluster]\nphases = 2\nphase_length = \"2s\"\nepoch = 2026-01-01T00:00:00Z\nsecret_file = %q\n"+
+		"[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:%d\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:%d\"\nstatus = %q\n",
+		secret, freeLoopbackPort(t, "udp"), freeLoopbackPort(t, "udp"), status)
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(block)
+	f.Close()
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node", "1"}, status},
+		{[]string{"--node", "1", "--status", "127.0.0.1:0"}, ""}, // any port but the entry's
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		args := append([]string{"--config", conf, "--ca", ca, "--quiet", "--dir", t.TempDir()}, c.args...)
+		addr, stderr, exit := startRun(t, ctx, args...)
+		if c.want != "" && addr != c.want {
+			t.Errorf("%v: status page at %s, want %s:\n%s", c.args, addr, c.want, stderr)
+		}
+		if c.want == "" && addr == status {
+			t.Errorf("%v: status page at the cluster.nodes entry's %s, not --status's", c.args, addr)
+		}
+		cancel()
+		select {
+		case <-exit:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: run did not end 30 s after it was cancelled", c.args)
+		}
+	}
+}
