@@ -52,6 +52,8 @@ type peer struct {
 	// drops counts the datagrams dropped that named this peer as their
 	// sender, by reason (it may not have sent them: forged, replayed).
 	drops [numReasons]atomic.Uint64
+	// badMACLogged is set once the first bad tag in its name is logged.
+	badMACLogged atomic.Bool
 }
 
 // batch is one in-flight datagram's items, kept until acknowledged.

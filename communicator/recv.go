@@ -110,6 +110,11 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	}
 	if !m.verify(b) {
 		e.dropFrom(p, DropBadMAC)
+		if p.badMACLogged.CompareAndSwap(false, true) {
+			// Once per peer: a forger can make many, and the count is in
+			// the stats. Most often the node has another secret file.
+			e.cfg.Logf("communicator: a datagram from node %d (%v) fails authentication: that node has another secret, or the datagram is forged (counted as bad_mac; said once)", p.id, src)
+		}
 		return
 	}
 	if h.to != e.cfg.Self {

@@ -2,8 +2,10 @@ package communicator
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,7 +48,16 @@ func reseal(b []byte, secret []byte, set func(b []byte)) []byte {
 // are counted by reason.
 func TestHostileDatagrams(t *testing.T) {
 	var rec recorder
+	var logMu sync.Mutex
+	var logs []string
 	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 0 {
+			c.Logf = func(f string, a ...any) {
+				logMu.Lock()
+				logs = append(logs, fmt.Sprintf(f, a...))
+				logMu.Unlock()
+			}
+		}
 		if i == 1 {
 			c.Hook = rec.hook
 		}
@@ -133,6 +144,21 @@ func TestHostileDatagrams(t *testing.T) {
 
 	if c := cl.sinks[0].count(); c != 50 {
 		t.Fatalf("%d items delivered; want only the 50 genuine ones", c)
+	}
+	// The four bad tags in node 2's name are said once, naming it.
+	logMu.Lock()
+	defer logMu.Unlock()
+	n := 0
+	for _, l := range logs {
+		if strings.Contains(l, "fails authentication") {
+			n++
+			if !strings.Contains(l, "from node 2 (") {
+				t.Errorf("the bad tag's log line does not name node 2: %s", l)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d log lines about bad tags, want 1: %q", n, logs)
 	}
 }
 

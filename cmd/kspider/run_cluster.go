@@ -105,6 +105,9 @@ func (rc *runCluster) summary(n *spider.Node) string {
 	for _, p := range s.Comm.Peers {
 		if p.Down {
 			line += fmt.Sprintf("\ncluster: node %d is down: %d URLs wait for it (%d in the spill file)", p.ID, p.Queued+p.UnackedItems+int(p.SpillItems), p.SpillItems)
+			if n := p.Drops["bad_mac"]; n > 0 {
+				line += fmt.Sprintf("; %d datagrams in its name failed authentication: has it the same cluster.secret_file as this node?", n)
+			}
 		}
 	}
 	return line

@@ -6,8 +6,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kspider/kspider/spider"
 )
 
 // freeLoopbackPort returns a port of 127.0.0.1 that was free a moment ago
@@ -70,6 +73,60 @@ func TestClusterNodeStatusAddress(t *testing.T) {
 		case <-exit:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%v: run did not end 30 s after it was cancelled", c.args)
+		}
+	}
+}
+
+// Two nodes with different secrets never hear each other: each says so
+// as soon as the first datagram fails, and its summary says what to check.
+func TestClusterWrongSecretIsNamed(t *testing.T) {
+	conf, ca, _, _ := crawlSetup(t, 3, 3, 1, "100ms")
+	base, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp := []int{freeLoopbackPort(t, "udp"), freeLoopbackPort(t, "udp")}
+	var confs []string
+	for i := range 2 {
+		secret := filepath.Join(filepath.Dir(conf), fmt.Sprintf("secret%d", i))
+		if err := os.WriteFile(secret, fmt.Appendf(nil, "%d123456789abcdef0123456789abcdef", i), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := filepath.Join(filepath.Dir(conf), fmt.Sprintf("node%d.toml", i))
+		block := fmt.Sprintf("[cluster]\nphases = 2\nphase_length = \"2s\"\nepoch = 2026-01-01T00:00:00Z\nsecret_file = %q\n"+
+			"[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:%d\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:%d\"\n", secret, udp[0], udp[1])
+		if err := os.WriteFile(c, append(append([]byte(nil), base...), block...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		confs = append(confs, c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var addrs []string
+	var stderrs []*lockedBuffer
+	var exits []chan int
+	for i, c := range confs {
+		addr, stderr, exit := startRun(t, ctx, "--config", c, "--ca", ca, "--quiet", "--dir", t.TempDir(), "--node", fmt.Sprint(i))
+		addrs, stderrs, exits = append(addrs, addr), append(stderrs, stderr), append(exits, exit)
+	}
+	waitStatus(t, addrs[0], "node 1 down", func(s *spider.Status) bool {
+		return len(s.Peers) == 1 && !s.Peers[0].Up && s.Peers[0].DroppedForged > 0
+	})
+	cancel()
+	for i, exit := range exits {
+		select {
+		case <-exit:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("node %d did not end 30 s after it was cancelled", i)
+		}
+	}
+	out := stderrs[0].String()
+	for _, want := range []string{
+		"communicator: a datagram from node 1 (127.0.0.1:", "fails authentication",
+		"cluster: node 1 is down:", "datagrams in its name failed authentication: has it the same cluster.secret_file as this node?",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node 0's output lacks %q:\n%s", want, out)
 		}
 	}
 }
