@@ -283,6 +283,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkIdentity(cfg.Dir, cfg.identity(), cfg.Logf); err != nil {
+		lock.Release()
+		return nil, err
+	}
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
 		depth: scope.Depth{Max: cfg.MaxDepth},
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),

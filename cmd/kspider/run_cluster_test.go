@@ -130,3 +130,33 @@ func TestClusterWrongSecretIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// A data directory holds one node's share of the URLs: run again as
+// another node, or a node alone's directory run as a cluster node, it is
+// refused before anything is fetched or sent.
+func TestDataDirKeepsItsShare(t *testing.T) {
+	conf, ca, dir, _ := crawlSetup(t, 3, 3, 1, "100ms")
+	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet"); code != 0 {
+		t.Fatalf("the node alone: exit %d:\n%s", code, errOut)
+	}
+	secret := filepath.Join(filepath.Dir(conf), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	block := fmt.Sprintf("[cluster]\nphases = 2\nphase_length = \"2s\"\nepoch = 2026-01-01T00:00:00Z\nsecret_file = %q\n"+
+		"[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:%d\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:%d\"\n",
+		secret, freeLoopbackPort(t, "udp"), freeLoopbackPort(t, "udp"))
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(block)
+	f.Close()
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet", "--node", "1")
+	if want := "data directory " + dir + " holds the share of a node alone; this run is node 1 of 2, partition url"; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("a node alone's directory as node 1: exit %d, want 1 and %q:\n%s", code, want, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "IDENTITY")); err != nil || !strings.Contains(string(b), "node 0 of 1, partition none") {
+		t.Errorf("IDENTITY after the refusal: %q, %v", b, err)
+	}
+}

@@ -1,0 +1,159 @@
+package spider
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// DirIdentity says whose share of the URLs a data directory holds: the
+// node's id, the number of nodes and the partitioning, fixed at the
+// directory's first run. A URL's owner follows from them, so a directory
+// opened as another node, or under another node count or partitioning,
+// would fetch URLs another node owns (stored twice) and orphan the links
+// its spill files keep for its peers (lost): OpenNode refuses it.
+//
+// On disk, DIR/IDENTITY (version 1) is three lines of text:
+//
+//	kspider data directory 1
+//	node 0 of 4, partition url
+//	crc32c 1a2b3c4d
+//
+// The CRC-32C (Castagnoli, 8 hex digits) covers the bytes of the two lines
+// before it, newlines included. A node alone is "node 0 of 1, partition
+// none". The file is written once, to a temporary name, fsynced and renamed.
+type DirIdentity struct {
+	Node, Nodes int
+	Partition   string // cluster.Partition's name; "none" for a node alone
+}
+
+const identityFile = "IDENTITY"
+
+// identityHeader is the first line's text before the version number.
+const identityHeader = "kspider data directory "
+
+func (id DirIdentity) String() string {
+	if id.Nodes <= 1 {
+		return "a node alone"
+	}
+	return fmt.Sprintf("node %d of %d, partition %s", id.Node, id.Nodes, id.Partition)
+}
+
+// sameShare reports whether a directory of identity was can be opened as
+// is: the same URLs belong to it. Any single node owns every URL, whatever
+// its partition.
+func (id DirIdentity) sameShare(was DirIdentity) bool {
+	if id.Nodes <= 1 && was.Nodes <= 1 {
+		return true
+	}
+	return id == was
+}
+
+func (id DirIdentity) encode() []byte {
+	body := fmt.Appendf(nil, "%s1\nnode %d of %d, partition %s\n", identityHeader, id.Node, id.Nodes, id.Partition)
+	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// parseIdentity reads an IDENTITY file's bytes.
+func parseIdentity(b []byte) (DirIdentity, error) {
+	var id DirIdentity
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) != 4 || len(lines[3]) != 0 {
+		return id, fmt.Errorf("%d bytes that are not three lines", len(b))
+	}
+	version, ok := bytes.CutPrefix(bytes.TrimSuffix(lines[0], []byte("\n")), []byte(identityHeader))
+	if !ok {
+		return id, fmt.Errorf("first line %q is not %q and a version", lines[0], identityHeader)
+	}
+	if v, err := strconv.Atoi(string(version)); err != nil || v != 1 {
+		return id, fmt.Errorf("version %q; this kspider reads version 1", version)
+	}
+	body := b[:len(lines[0])+len(lines[1])]
+	if want := fmt.Sprintf("crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))); string(lines[2]) != want {
+		return id, fmt.Errorf("third line %q, but the lines before it sum to %q", lines[2], want)
+	}
+	if _, err := fmt.Sscanf(string(lines[1]), "node %d of %d, partition %s\n", &id.Node, &id.Nodes, &id.Partition); err != nil ||
+		id.Nodes < 1 || id.Node < 0 || id.Node >= id.Nodes {
+		return id, fmt.Errorf("second line %q is not \"node I of N, partition P\"", lines[1])
+	}
+	if !bytes.Equal(id.encode(), b) { // one spelling only, as written
+		return id, fmt.Errorf("second line %q is not as kspider writes it", lines[1])
+	}
+	return id, nil
+}
+
+// checkIdentity compares dir's IDENTITY with want and records want when
+// the directory has none. A directory with a URL tree but no IDENTITY
+// (written before kspider kept one) is recorded as want with a note
+// through logf, as nothing tells whose share it held.
+func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) error {
+	path := filepath.Join(dir, identityFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		_, err := os.Stat(filepath.Join(dir, "urls"))
+		fresh := errors.Is(err, fs.ErrNotExist)
+		if err := writeIdentity(dir, want); err != nil {
+			return err
+		}
+		if !fresh {
+			logf("spider: %s recorded as %s: the directory predates the file, so whose share it held cannot be checked", path, want)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("spider: reading %s: %w", path, err)
+	}
+	was, err := parseIdentity(b)
+	if err != nil {
+		return fmt.Errorf("spider: %s is damaged (%v): if the directory is %s's, delete the file and it is recorded anew", path, err, want)
+	}
+	if !want.sameShare(was) {
+		return fmt.Errorf("spider: data directory %s holds the share of %s; this run is %s. Which URLs a node owns follows from its id, the number of nodes and the partition: run each node on the directory of its own share; a new layout needs new directories",
+			dir, was, want)
+	}
+	return nil
+}
+
+func writeIdentity(dir string, id DirIdentity) error {
+	path := filepath.Join(dir, identityFile)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("spider: %w", err)
+	}
+	_, err = f.Write(id.encode())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		var d *os.File
+		if d, err = os.Open(dir); err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("spider: recording %s: %w", path, err)
+	}
+	return nil
+}
+
+// identity is the share of the URLs a node of cfg owns.
+func (cfg *NodeConfig) identity() DirIdentity {
+	if cfg.Cluster == nil {
+		return DirIdentity{Nodes: 1, Partition: "none"}
+	}
+	c := &cfg.Cluster.Config
+	return DirIdentity{Node: c.Self, Nodes: c.N(), Partition: c.Partition.String()}
+}
