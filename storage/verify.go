@@ -166,11 +166,16 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	)
 	// Entries at or after the end of the last segment as OpenReader saw it
 	// may be a live writer's or a crash's torn tail's: not judged here.
+	// Those before the checkpoint were durable, so the end of a segment
+	// truncated before it does not excuse them: they are lost.
 	var end location
 	segs := map[uint32]*segmentFile{}
 	for _, sf := range dr.order {
 		segs[sf.num] = sf
 		end = location{sf.num, sf.size}
+	}
+	if end.before(dr.ck) {
+		end = dr.ck
 	}
 	n := v.ix.entries()
 	data := v.ix.data[indexHeaderSize:]
