@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,13 +72,18 @@ The file is written under a temporary name and renamed when complete.`)
 		return usagef("--out FILE is required")
 	}
 
+	f, err := createAtomic(*out)
+	if err != nil {
+		return err
+	}
 	r, err := storage.OpenReader(storeDirs(dirs))
 	if err != nil {
+		f.abort()
 		return err
 	}
 	defer r.Close()
 	var written, refused int
-	err = writeFileAtomic(*out, func(f io.Writer) error {
+	err = func() error {
 		w := warc.NewWriter(f)
 		infoID, err := w.WriteInfo(filepath.Base(*out), time.Now(), []warc.Field{
 			{Name: "software", Value: "kspider"},
@@ -93,7 +99,12 @@ The file is written under a temporary name and renamed when complete.`)
 			return err
 		}
 		return w.Flush()
-	})
+	}()
+	if err == nil {
+		err = f.commit() // which removes the temporary file if it fails
+	} else {
+		f.abort()
+	}
 	scan := r.Stats()
 	if err != nil {
 		reportDamage(e.stderr, "export", scan, true)
@@ -138,49 +149,124 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 	return written, refused, err
 }
 
-// writeFileAtomic writes path through fill: into a temporary file in the
-// same directory, synced and renamed over path only when fill succeeded, so
-// path is never seen half written. The temporary file is named
-// .BASE.kspider-tmp.PID.RANDOM; a process killed while writing leaves it
-// behind, so temporaries of path whose process is gone are removed first.
-func writeFileAtomic(path string, fill func(io.Writer) error) (err error) {
-	removeStaleTemps(path)
-	prefix := tempPrefix(path)
-	f, err := os.CreateTemp(filepath.Dir(path), prefix+strconv.Itoa(os.Getpid())+".*")
+// writeFileAtomic writes path through fill with createAtomic: path is
+// never seen half written.
+func writeFileAtomic(path string, fill func(io.Writer) error) error {
+	a, err := createAtomic(path)
 	if err != nil {
 		return err
 	}
+	if err := fill(a); err != nil {
+		a.abort()
+		return err
+	}
+	return a.commit()
+}
+
+// atomicFile is an output file written into a temporary file in the same
+// directory, synced and renamed over its path only by commit, so the path
+// is never seen half written. The temporary file is named
+// .BASE.kspider-tmp.PID.RANDOM; a process killed while writing leaves it
+// behind, so createAtomic first removes temporaries of the path whose
+// process is gone.
+type atomicFile struct {
+	path string // what commit renames over: the operator's path, links followed
+	f    *os.File
+	bw   *bufio.Writer
+}
+
+// createAtomic checks path and opens its temporary file, before a command
+// does its work: a path that cannot be written fails at once, not after an
+// hour's scan.
+func createAtomic(path string) (*atomicFile, error) {
+	target, err := outputPath(path)
+	if err != nil {
+		return nil, err
+	}
+	removeStaleTemps(target)
+	f, err := os.CreateTemp(filepath.Dir(target), tempPrefix(target)+strconv.Itoa(os.Getpid())+".*")
+	if err != nil {
+		return nil, fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return &atomicFile{path: target, f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
+}
+
+func (a *atomicFile) Write(p []byte) (int, error) { return a.bw.Write(p) }
+
+// abort removes the temporary file; path is left as it was.
+func (a *atomicFile) abort() {
+	a.f.Close()
+	os.Remove(a.f.Name())
+}
+
+// commit makes the file durable under its path.
+func (a *atomicFile) commit() (err error) {
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			a.abort()
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := fill(bw); err != nil {
+	if err := a.bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", a.f.Name(), err)
+	}
+	if err := a.f.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", f.Name(), err)
+	if err := a.f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", a.f.Name(), err)
 	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
+	if err := a.f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", a.f.Name(), err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", f.Name(), err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := os.Rename(a.f.Name(), a.path); err != nil {
 		return err
 	}
 	// The rename is durable once the directory is synced.
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
+	if d, err := os.Open(filepath.Dir(a.path)); err == nil {
 		d.Sync()
 		d.Close()
 	}
 	return nil
+}
+
+// outputPath is the file an atomicFile for path replaces. A symbolic link
+// is followed, so the file it names is replaced and the link kept.
+// Anything but a regular file or a new name is refused: renaming over a
+// directory would fail only after all the work, and over a device
+// (/dev/stdout is a link to one) would replace it with a plain file.
+func outputPath(path string) (string, error) {
+	if path == "-" {
+		return "", usagef("cannot write to standard output (-): the file is written under a temporary name and renamed; name a file")
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return "", fmt.Errorf("cannot write %s: a symbolic link to a file that does not exist", path)
+		}
+		return path, nil // a new file; creating it reports a missing directory
+	}
+	if err != nil {
+		return "", fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("cannot write %s: %w", path, err)
+	case fi.IsDir():
+		return "", fmt.Errorf("cannot write %s: it is a directory", path)
+	case !fi.Mode().IsRegular():
+		what := "not a regular file"
+		switch t := fi.Mode().Type(); {
+		case t&fs.ModeDevice != 0:
+			what = "a device"
+		case t&fs.ModeNamedPipe != 0:
+			what = "a named pipe"
+		case t&fs.ModeSocket != 0:
+			what = "a socket"
+		}
+		return "", fmt.Errorf("cannot write %s: %s; the output is written under a temporary name and renamed over its path", path, what)
+	}
+	return target, nil
 }
 
 // tempPrefix is how writeFileAtomic's temporaries for path begin.

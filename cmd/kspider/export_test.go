@@ -203,8 +203,8 @@ func TestExportUsageAndFailures(t *testing.T) {
 		{[]string{"export", "warc", "--out", "x.warc.gz"}, 2, "--data DIR is required"},
 		{[]string{"export", "warc", "--data", dir}, 2, "--out FILE is required"},
 		{[]string{"export", "warc", "--data", dir, "--out", filepath.Join(outDir, "no", "such", "dir.warc.gz")}, 1, "no such file"},
-		// Renaming over a directory fails: the temporary file must go.
-		{[]string{"export", "warc", "--data", dir, "--out", outDir}, 1, ""},
+		// A directory is refused before any file is made.
+		{[]string{"export", "warc", "--data", dir, "--out", outDir}, 1, "is a directory"},
 	} {
 		code, _, errOut := runCmd(t, "", c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

@@ -44,6 +44,18 @@ the report covers the intact pages and the exit status is 1 unless
 		return usagef("--top must be positive or -1")
 	}
 
+	var html *atomicFile
+	if *htmlFile != "" {
+		var err error
+		if html, err = createAtomic(*htmlFile); err != nil {
+			return err
+		}
+		defer func() {
+			if html != nil {
+				html.abort()
+			}
+		}()
+	}
 	dirs = storeDirs(dirs)
 	r, err := storage.OpenReader(dirs)
 	if err != nil {
@@ -73,9 +85,13 @@ the report covers the intact pages and the exit status is 1 unless
 	switch {
 	case *asJSON:
 		err = report.WriteJSON(e.stdout)
-	case *htmlFile != "":
-		title := "kspider statistics: " + strings.Join(dirs, ", ")
-		if err = writeFileAtomic(*htmlFile, func(w io.Writer) error { return report.WriteHTML(w, title) }); err == nil {
+	case html != nil:
+		if err = report.WriteHTML(html, "kspider statistics: "+strings.Join(dirs, ", ")); err == nil {
+			err = html.commit() // which removes the temporary file if it fails
+		} else {
+			html.abort()
+		}
+		if html = nil; err == nil {
 			fmt.Fprintf(e.stdout, "wrote %s (%d pages)\n", *htmlFile, report.Summary.URLs)
 		}
 	default:
