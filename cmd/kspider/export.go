@@ -107,7 +107,7 @@ The file is written under a temporary name and renamed when complete.`)
 	}
 	scan := r.Stats()
 	if err != nil {
-		reportDamage(e.stderr, "export", scan, true)
+		reportDamageOnFailure(e.stderr, "export", scan)
 		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",

@@ -51,7 +51,7 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		p, err = findByURL(ctx, r, arg)
 	}
 	if err != nil {
-		reportDamage(e.stderr, "get", r.Stats(), true)
+		reportDamageOnFailure(e.stderr, "get", r.Stats())
 		return err
 	}
 	if *withHeaders {

@@ -107,3 +107,19 @@ func TestGetReportsDamage(t *testing.T) {
 		t.Fatalf("--allow-damage: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A page lost to damage: get fails and shows the damage, without calling
+// it allowed (before, the failure's report said "allowed by
+// --allow-damage" though the flag was not given).
+func TestGetOfALostPageDoesNotSayAllowed(t *testing.T) {
+	dirs := getTestStore(t, 5)
+	for _, d := range dirs {
+		if err := os.Truncate(filepath.Join(d, "00000001.seg"), 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCmd(t, "", "get", "--data", dirs[0], "--data", dirs[1], "3")
+	if code != 1 || out != "" || !strings.Contains(errOut, "store damaged") || strings.Contains(errOut, "allowed") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

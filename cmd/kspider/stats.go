@@ -128,11 +128,33 @@ func allowDamageFlag(fs *flag.FlagSet) *bool {
 // store is damaged unless allow is set (--allow-damage). Notes that are not
 // damage (an old index format read from the segments) are printed too.
 func reportDamage(w io.Writer, cmd string, s storage.ScanStats, allow bool) error {
+	summary := printDamage(w, cmd, s)
+	switch {
+	case summary == "":
+		return nil
+	case allow:
+		fmt.Fprintf(w, "kspider %s: %s (allowed by --allow-damage)\n", cmd, summary)
+		return nil
+	}
+	return fmt.Errorf("%s; run 'kspider check --data DIR' for details, --allow-damage to accept", summary)
+}
+
+// reportDamageOnFailure is reportDamage for a command failing anyway: the
+// damage may be why, so it is printed, but not as allowed.
+func reportDamageOnFailure(w io.Writer, cmd string, s storage.ScanStats) {
+	if summary := printDamage(w, cmd, s); summary != "" {
+		fmt.Fprintf(w, "kspider %s: %s\n", cmd, summary)
+	}
+}
+
+// printDamage prints the notes and problems of s and returns the summary
+// of its damage, "" if none.
+func printDamage(w io.Writer, cmd string, s storage.ScanStats) (summary string) {
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "kspider %s: note: %s\n", cmd, n)
 	}
 	if !s.Damaged() {
-		return nil
+		return ""
 	}
 	for _, err := range s.Errors {
 		fmt.Fprintf(w, "kspider %s: damage: %v\n", cmd, err)
@@ -140,13 +162,8 @@ func reportDamage(w io.Writer, cmd string, s storage.ScanStats, allow bool) erro
 	if more := s.Damage - int64(len(s.Errors)); more > 0 {
 		fmt.Fprintf(w, "kspider %s: %d more damage reports not shown\n", cmd, more)
 	}
-	summary := fmt.Sprintf("store damaged: %d problems, %d damaged regions (%d bytes) skipped, %d pages known lost",
+	return fmt.Sprintf("store damaged: %d problems, %d damaged regions (%d bytes) skipped, %d pages known lost",
 		s.Damage, s.Skipped, s.SkippedBytes, s.Lost)
-	if allow {
-		fmt.Fprintf(w, "kspider %s: %s (allowed by --allow-damage)\n", cmd, summary)
-		return nil
-	}
-	return fmt.Errorf("%s; run 'kspider check --data DIR' for details, --allow-damage to accept", summary)
 }
 
 // segmentBytes is the size of the segment files of the data directories:
