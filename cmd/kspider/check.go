@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -61,28 +63,10 @@ No crawl may be running on the directory (its lock is taken).`)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fi, err := os.Stat(dir)
+		n, err := checkDir(dir, *repair, e.stdout)
+		total += n
 		if err != nil {
 			return err
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		found := 0
-		for _, c := range checkers() {
-			n, err := c.check(dir, *repair, e.stdout)
-			if errors.Is(err, os.ErrNotExist) {
-				fmt.Fprintf(e.stdout, "%s: %s: none here\n", c.name, dir)
-				continue
-			}
-			found++
-			total += n
-			if err != nil {
-				return fmt.Errorf("%s in %s: %w", c.name, dir, err)
-			}
-		}
-		if found == 0 {
-			return fmt.Errorf("%s holds no kspider data (%s)", dir, checkerNames())
 		}
 	}
 	if total > 0 {
@@ -93,6 +77,56 @@ No crawl may be running on the directory (its lock is taken).`)
 		return fmt.Errorf("%d problems %s in %s", total, verb, strings.Join(dirs, ", "))
 	}
 	return nil
+}
+
+// checkDir runs every checker on dir and returns how many problems they
+// found. A repair holds the node's lock, as a crawl does: the URL tree has
+// no lock of its own, so a repair beside a running node would rebuild the
+// tree under it.
+func checkDir(dir string, repair bool, w io.Writer) (total int, err error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, err
+	}
+	if !fi.IsDir() {
+		return 0, fmt.Errorf("%s is not a directory", dir)
+	}
+	if repair && isNodeDir(dir) {
+		lock, err := spider.LockDir(dir)
+		if err != nil {
+			return 0, fmt.Errorf("not repairing: %w; stop the node first", err)
+		}
+		defer lock.Release()
+	}
+	found := 0
+	for _, c := range checkers() {
+		n, err := c.check(dir, repair, w)
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(w, "%s: %s: none here\n", c.name, dir)
+			continue
+		}
+		found++
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("%s in %s: %w", c.name, dir, err)
+		}
+	}
+	if found == 0 {
+		return 0, fmt.Errorf("%s holds no kspider data (%s)", dir, checkerNames())
+	}
+	return total, nil
+}
+
+// isNodeDir reports whether dir is a node's data directory (what 'kspider
+// run --dir' is given), which holds its parts in subdirectories, rather
+// than the directory of one part.
+func isNodeDir(dir string) bool {
+	for _, sub := range []string{"urls", "pages", "sched", "spill"} {
+		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 func checkerNames() string {

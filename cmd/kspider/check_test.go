@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/tools/stats/storetest"
 	"github.com/kspider/kspider/urltree"
 )
@@ -104,5 +105,35 @@ func TestCheckNodeDirectory(t *testing.T) {
 	code, out, errOut = runCmd(t, "", "check", "--data", node)
 	if code != 0 || !strings.Contains(out, "ok: 2000 URLs") {
 		t.Fatalf("after the repair: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// check --repair on the directory of a running node is refused before
+// anything is touched (the node's lock is held here as a crawl holds it).
+// Before, only the page store and the scheduler had locks of their own:
+// the URL tree, which has none, was rebuilt under the running node.
+func TestCheckRepairRefusesARunningNode(t *testing.T) {
+	dirs, _ := buildTestStore(t, 1, "none")
+	node := filepath.Dir(dirs[0])
+	pages := filepath.Join(node, "pages")
+	if err := os.Rename(dirs[0], pages); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Corrupt(t, []string{pages}, "http://www.mit.edu/report.pdf")
+	lock, err := spider.LockDir(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--repair", "--data", node)
+	if code != 1 || !strings.Contains(errOut, "not repairing") || !strings.Contains(errOut, "in use") {
+		t.Fatalf("repair beside a running node: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(pages, "damaged")); err == nil {
+		t.Fatal("the store was repaired under the running node")
+	}
+	lock.Release()
+	code, out, errOut = runCmd(t, "", "check", "--repair", "--data", node)
+	if code != 1 || !strings.Contains(out, "repaired: 11 intact pages") {
+		t.Fatalf("repair of the stopped node: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
