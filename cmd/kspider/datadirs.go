@@ -30,19 +30,31 @@ func (d *dataDirsFlag) Set(v string) error {
 // data directory (what 'kspider run --dir' and 'kspider demo --dir' are
 // given) holds its store in pages/, and an operator naturally names the
 // node's directory, so a directory without segments or index of its own
-// but with a pages/ subdirectory stands for that subdirectory.
-func storeDirs(dirs []string) []string {
+// but with a pages/ subdirectory stands for that subdirectory. Two names
+// of one store (node and node/pages, a path and a link to it) are an
+// error: the store would be read twice and its size counted twice.
+func storeDirs(dirs []string) ([]string, error) {
 	out := make([]string, len(dirs))
+	seen := make([]os.FileInfo, len(dirs))
 	for i, d := range dirs {
 		out[i] = d
-		if holdsStore(d) {
-			continue
+		if !holdsStore(d) {
+			if fi, err := os.Stat(filepath.Join(d, "pages")); err == nil && fi.IsDir() {
+				out[i] = filepath.Join(d, "pages")
+			}
 		}
-		if fi, err := os.Stat(filepath.Join(d, "pages")); err == nil && fi.IsDir() {
-			out[i] = filepath.Join(d, "pages")
+		fi, err := os.Stat(out[i])
+		if err != nil {
+			continue // OpenReader says what is wrong with it
 		}
+		for j := range i {
+			if seen[j] != nil && os.SameFile(seen[j], fi) {
+				return nil, usagef("--data %s and --data %s are the same store (%s)", dirs[j], d, out[i])
+			}
+		}
+		seen[i] = fi
 	}
-	return out
+	return out, nil
 }
 
 // holdsStore reports whether dir has a page index or segment files.

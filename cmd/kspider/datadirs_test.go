@@ -30,3 +30,28 @@ func TestOfflineToolsTakeNodeDir(t *testing.T) {
 		t.Errorf("stats on an empty directory: exit %d, want 1 naming it\n%s", code, errOut)
 	}
 }
+
+// One store named twice - as a node's directory and as its pages/, or
+// through a symbolic link - is a usage error. Before, it was read twice
+// and stats counted its segment bytes twice (half the compression ratio).
+func TestOneStoreNamedTwice(t *testing.T) {
+	dirs := getTestStore(t, 5)
+	node := t.TempDir()
+	pages := filepath.Join(node, "pages")
+	if err := os.Rename(dirs[0], pages); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(pages, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"stats", "--data", node, "--data", pages},
+		{"get", "--data", pages, "--data", link, "2"},
+		{"export", "warc", "--data", node, "--data", link, "--out", filepath.Join(t.TempDir(), "x.warc.gz")},
+	} {
+		if code, _, errOut := runCmd(t, "", args...); code != 2 || !strings.Contains(errOut, "are the same store") {
+			t.Errorf("%s: exit %d, want 2 and 'are the same store'\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}

@@ -72,11 +72,15 @@ The file is written under a temporary name and renamed when complete.`)
 		return usagef("--out FILE is required")
 	}
 
+	sdirs, err := storeDirs(dirs)
+	if err != nil {
+		return err
+	}
 	f, err := createAtomic(*out)
 	if err != nil {
 		return err
 	}
-	r, err := storage.OpenReader(storeDirs(dirs))
+	r, err := storage.OpenReader(sdirs)
 	if err != nil {
 		f.abort()
 		return err

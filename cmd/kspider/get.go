@@ -37,7 +37,11 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		return usagef("want exactly one URL or URL id, got %d arguments", fs.NArg())
 	}
 	arg := fs.Arg(0)
-	r, err := storage.OpenReader(storeDirs(dirs))
+	sdirs, err := storeDirs(dirs)
+	if err != nil {
+		return err
+	}
+	r, err := storage.OpenReader(sdirs)
 	if err != nil {
 		return err
 	}

@@ -44,9 +44,12 @@ the report covers the intact pages and the exit status is 1 unless
 		return usagef("--top must be positive or -1")
 	}
 
+	dirs, err := storeDirs(dirs)
+	if err != nil {
+		return err
+	}
 	var html *atomicFile
 	if *htmlFile != "" {
-		var err error
 		if html, err = createAtomic(*htmlFile); err != nil {
 			return err
 		}
@@ -56,7 +59,6 @@ the report covers the intact pages and the exit status is 1 unless
 			}
 		}()
 	}
-	dirs = storeDirs(dirs)
 	r, err := storage.OpenReader(dirs)
 	if err != nil {
 		return err
