@@ -87,13 +87,33 @@ func parseIdentity(b []byte) (DirIdentity, error) {
 	return id, nil
 }
 
+// ErrIdentityDamaged is matched (errors.Is) by ReadDirIdentity's error for
+// a file that is there but not as kspider writes it.
+var ErrIdentityDamaged = errors.New("damaged")
+
+// ReadDirIdentity reads dir's IDENTITY; the error matches fs.ErrNotExist
+// when there is none, and names the file and what is wrong when it is
+// damaged.
+func ReadDirIdentity(dir string) (DirIdentity, error) {
+	path := filepath.Join(dir, identityFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return DirIdentity{}, err
+	}
+	id, err := parseIdentity(b)
+	if err != nil {
+		return id, fmt.Errorf("%s is %w: %v", path, ErrIdentityDamaged, err)
+	}
+	return id, nil
+}
+
 // checkIdentity compares dir's IDENTITY with want and records want when
 // the directory has none. A directory with a URL tree but no IDENTITY
 // (written before kspider kept one) is recorded as want with a note
 // through logf, as nothing tells whose share it held.
 func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) error {
 	path := filepath.Join(dir, identityFile)
-	b, err := os.ReadFile(path)
+	was, err := ReadDirIdentity(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		_, err := os.Stat(filepath.Join(dir, "urls"))
@@ -105,12 +125,10 @@ func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) erro
 			logf("spider: %s recorded as %s: the directory predates the file, so whose share it held cannot be checked", path, want)
 		}
 		return nil
+	case errors.Is(err, ErrIdentityDamaged):
+		return fmt.Errorf("spider: %w: if the directory is %s's, delete the file and it is recorded anew", err, want)
 	case err != nil:
-		return fmt.Errorf("spider: reading %s: %w", path, err)
-	}
-	was, err := parseIdentity(b)
-	if err != nil {
-		return fmt.Errorf("spider: %s is damaged (%v): if the directory is %s's, delete the file and it is recorded anew", path, err, want)
+		return fmt.Errorf("spider: %w", err)
 	}
 	if !want.sameShare(was) {
 		return fmt.Errorf("spider: data directory %s holds the share of %s; this run is %s. Which URLs a node owns follows from its id, the number of nodes and the partition: run each node on the directory of its own share; a new layout needs new directories",

@@ -29,7 +29,8 @@ func checkers() []checker {
 		{"urls", orSubdir("urls", checkTree)},
 		{"pages", orSubdir("pages", storage.Check)},
 		{"sched", orSubdir("sched", checkSched)},
-		{"spill", orSubdir("spill", checkSpill)},
+		{"spill", orSubdir("comm", checkSpill)},
+		{"identity", checkIdentity},
 	}
 }
 
@@ -41,7 +42,7 @@ offset. The exit status is 1 when anything is damaged.
 
 DIR is a node's data directory (the URL tree in DIR/urls, the pages in
 DIR/pages, the scheduler in DIR/sched, the communicator's spill files and
-receive state in DIR/spill) or the directory of one part.
+receive state in DIR/comm) or the directory of one part.
 
 With --repair, what can be rebuilt is rewritten (the page index from the
 segments; a segment with damaged records is rewritten with its intact ones;
@@ -121,7 +122,7 @@ func checkDir(dir string, repair bool, w io.Writer) (total int, err error) {
 // run --dir' is given), which holds its parts in subdirectories, rather
 // than the directory of one part.
 func isNodeDir(dir string) bool {
-	for _, sub := range []string{"urls", "pages", "sched", "spill"} {
+	for _, sub := range []string{"urls", "pages", "sched", "comm"} {
 		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
 			return true
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // buildSchedSpill makes a node directory with a scheduler of 50 URLs in
-// sched/ and, in spill/, a spill file of 5 items from node 1 to node 2
+// sched/ and, in comm/, a spill file of 5 items from node 1 to node 2
 // written by the format communicator/spill.go documents.
 func buildSchedSpill(t *testing.T) string {
 	t.Helper()
@@ -43,8 +43,8 @@ func buildSchedSpill(t *testing.T) string {
 		b = binary.BigEndian.AppendUint32(b, crc32.Checksum(p, castagnoli))
 		b = append(b, p...)
 	}
-	os.MkdirAll(filepath.Join(node, "spill"), 0o755)
-	if err := os.WriteFile(filepath.Join(node, "spill", "spill-1-2"), b, 0o644); err != nil {
+	os.MkdirAll(filepath.Join(node, "comm"), 0o755)
+	if err := os.WriteFile(filepath.Join(node, "comm", "spill-1-2"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return node
@@ -60,7 +60,7 @@ func TestCheckSchedAndSpill(t *testing.T) {
 		{"sched/sched.states", 64 + 8*20 + 1},
 		{"sched/sched.hosts", 64 + 64*2 + 5},
 		{"sched/sched.names", 64 + 3},
-		{"spill/spill-1-2", 16 + 8 + 4},
+		{"comm/spill-1-2", 16 + 8 + 4},
 	} {
 		node := buildSchedSpill(t)
 		if c.file != "" {
@@ -75,7 +75,7 @@ func TestCheckSchedAndSpill(t *testing.T) {
 		code, out, errOut := runCmd(t, "", "check", "--data", node)
 		if c.file == "" {
 			if code != 0 || !strings.Contains(out, "sched: "+filepath.Join(node, "sched")+": ok: 50 URL records, 5 hosts") ||
-				!strings.Contains(out, "spill: "+filepath.Join(node, "spill")+": ok: 1 spill files, 5 items to deliver") {
+				!strings.Contains(out, "spill: "+filepath.Join(node, "comm")+": ok: 1 spill files, 5 items to deliver") {
 				t.Errorf("clean: exit %d, stdout %q, stderr %q", code, out, errOut)
 			}
 			continue
@@ -90,7 +90,7 @@ func TestCheckSchedAndSpill(t *testing.T) {
 // and leaves damaged spill files in place, exiting 1 either way.
 func TestCheckSchedRepair(t *testing.T) {
 	node := buildSchedSpill(t)
-	for _, f := range []string{"sched/sched.states", "spill/spill-1-2"} {
+	for _, f := range []string{"sched/sched.states", "comm/spill-1-2"} {
 		path := filepath.Join(node, f)
 		b, _ := os.ReadFile(path)
 		b[64+8*3+2] ^= 1
@@ -98,14 +98,14 @@ func TestCheckSchedRepair(t *testing.T) {
 	}
 	code, out, errOut := runCmd(t, "", "check", "--repair", "--data", node)
 	if code != 1 || !strings.Contains(out, "sched: "+filepath.Join(node, "sched")+": repaired") ||
-		!strings.Contains(out, "spill: "+filepath.Join(node, "spill")+": cannot repair, files left in place") {
+		!strings.Contains(out, "spill: "+filepath.Join(node, "comm")+": cannot repair, files left in place") {
 		t.Fatalf("repair: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	moved, _ := filepath.Glob(filepath.Join(node, "sched", "damaged", "*", "sched.states"))
 	if len(moved) != 1 {
 		t.Fatalf("sched.states not in damaged/: %v", moved)
 	}
-	if _, err := os.Stat(filepath.Join(node, "spill", "spill-1-2")); err != nil {
+	if _, err := os.Stat(filepath.Join(node, "comm", "spill-1-2")); err != nil {
 		t.Fatalf("spill file not left in place: %v", err)
 	}
 }
