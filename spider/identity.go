@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/kspider/kspider/storage"
 )
 
 // DirIdentity says whose share of the URLs a data directory holds: the
@@ -174,4 +176,26 @@ func (cfg *NodeConfig) identity() DirIdentity {
 	}
 	c := &cfg.Cluster.Config
 	return DirIdentity{Node: c.Self, Nodes: c.N(), Partition: c.Partition.String()}
+}
+
+// checkNewTreeStore refuses a data directory whose URL tree is new (not
+// created yet) with a page store that holds pages: URL ids are the tree's,
+// so the store is another crawl's (storage.dirs left over, or the tree
+// deleted). Written into, it would hold records of other URLs under the
+// new crawl's ids, and after a crash a URL would count as stored because
+// its id has another URL's page.
+func checkNewTreeStore(dir string, storageDirs []string) error {
+	if _, err := os.Stat(filepath.Join(dir, "urls")); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, sd := range storageDirs {
+		held, err := storage.HoldsPages(sd)
+		if err != nil {
+			return fmt.Errorf("spider: %w", err)
+		}
+		if held {
+			return fmt.Errorf("spider: page store %s holds pages, but the URL tree in %s is new: the store is another crawl's (page records are keyed by the tree's URL ids); give this crawl empty storage directories, or run on the data directory the store belongs to", sd, dir)
+		}
+	}
+	return nil
 }

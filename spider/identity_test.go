@@ -2,11 +2,15 @@ package spider
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kspider/kspider/storage"
 )
 
 func TestIdentityRoundTrip(t *testing.T) {
@@ -103,4 +107,37 @@ func FuzzParseIdentity(f *testing.F) {
 			t.Fatalf("%q read as %v, which encodes as %q", b, id, id.encode())
 		}
 	})
+}
+
+// A new URL tree beside a page store that holds pages is refused: the
+// store's records are keyed by another tree's URL ids.
+func TestNewTreeWithOldStore(t *testing.T) {
+	sd := filepath.Join(t.TempDir(), "pages")
+	st, err := storage.Open(storage.Config{Dirs: []string{sd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	dir := t.TempDir()
+	if err := checkNewTreeStore(dir, []string{sd}); err != nil {
+		t.Errorf("a store without pages: %v", err)
+	}
+	st, err = storage.Open(storage.Config{Dirs: []string{sd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(context.Background(), &storage.Page{URLID: 0, URL: "http://a.example/", FetchTime: time.Now(), Status: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = checkNewTreeStore(dir, []string{filepath.Join(dir, "pages"), sd})
+	if err == nil || !strings.Contains(err.Error(), "page store "+sd+" holds pages, but the URL tree in "+dir+" is new") {
+		t.Errorf("a new tree beside a store with pages: %v", err)
+	}
+	os.Mkdir(filepath.Join(dir, "urls"), 0o755)
+	if err := checkNewTreeStore(dir, []string{sd}); err != nil {
+		t.Errorf("a tree that exists: %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -93,6 +94,31 @@ func listSegments(dir string) ([]uint32, error) {
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	return nums, nil
+}
+
+// HoldsPages reports whether dir holds a segment with anything past its
+// header: a store that pages were written to. URL ids are a node's URL
+// tree's, so a node whose tree is new must not write into such a store:
+// its records would name other URLs under the same ids (spider refuses).
+// A directory that does not exist holds none.
+func HoldsPages(dir string) (bool, error) {
+	nums, err := listSegments(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, n := range nums {
+		fi, err := os.Stat(segmentPath(dir, n))
+		if err != nil {
+			return false, fmt.Errorf("storage: %w", err)
+		}
+		if fi.Size() > segmentHeaderSize {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func segmentPath(dir string, n uint32) string { return filepath.Join(dir, segmentName(n)) }
