@@ -364,10 +364,12 @@ func (n *Node) recover() error {
 		}
 		n.unfinished.Add(1)
 		if rd != nil {
-			_, err := rd.Get(uint64(id))
+			p, err := rd.Get(uint64(id))
 			switch {
-			case err == nil:
+			case err == nil && n.storedAs(id, p.URL):
 				n.stored[id] = true
+			case err == nil:
+				// Not this id's page: fetched again, never taken for it.
 			case !errors.Is(err, storage.ErrNotFound):
 				return fmt.Errorf("spider: page of URL %d: %w", id, err)
 			}
@@ -375,6 +377,18 @@ func (n *Node) recover() error {
 	}
 	n.syncedLen = n.tree.Len()
 	return nil
+}
+
+// storedAs reports whether a page stored under id with URL u is id's: a
+// store written by another crawl (checkNewTreeStore catches the common
+// case) or damaged could hold another URL's page under the id.
+func (n *Node) storedAs(id uint32, u string) bool {
+	want, err := n.tree.Get(id, nil)
+	if err == nil && string(want) == u {
+		return true
+	}
+	n.cfg.Logf("spider: the page store holds %q under URL id %d, which the URL tree has as %q: fetching it again", u, id, want)
+	return false
 }
 
 // Close syncs and closes the store, the scheduler and the tree (in the
