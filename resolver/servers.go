@@ -40,9 +40,13 @@ func (s *server) down(now int64) bool { d := s.downUntil.Load(); return d != 0 &
 
 // parseServer accepts "ip", "ip:port" and "[ipv6]:port"; the port defaults
 // to 53. Names are refused: resolving the resolver's servers would need a
-// resolver.
+// resolver. Port 0 is refused too: no server listens there, and every
+// query would fail with a send error that does not name the cause.
 func parseServer(s string) (netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
+		if ap.Port() == 0 {
+			return netip.AddrPort{}, fmt.Errorf("resolver: server %q has port 0", s)
+		}
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
 	}
 	if a, err := netip.ParseAddr(s); err == nil {

@@ -43,7 +43,7 @@ func TestParseServer(t *testing.T) {
 			t.Errorf("parseServer(%q) = %v, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "dns.google", "1.2.3.4:99999", "[::1]"} {
+	for _, in := range []string{"", "dns.google", "1.2.3.4:99999", "[::1]", "127.0.0.1:0", "[::1]:0"} {
 		if _, err := parseServer(in); err == nil {
 			t.Errorf("parseServer(%q) accepted", in)
 		}

@@ -14,11 +14,16 @@ type clockServers []string
 
 func (s *clockServers) String() string { return strings.Join(*s, ",") }
 
+// Set refuses a value that names no server, as resolveServers.Set does.
 func (s *clockServers) Set(v string) error {
+	n := len(*s)
 	for _, part := range strings.Split(v, ",") {
 		if part = strings.TrimSpace(part); part != "" {
 			*s = append(*s, part)
 		}
+	}
+	if len(*s) == n {
+		return fmt.Errorf("%q names no server", v)
 	}
 	return nil
 }

@@ -87,6 +87,11 @@ than none; an HTTP error status is a result, not a failure).`)
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive")
 	}
+	switch *network {
+	case "ip", "ip4", "ip6":
+	default:
+		return usagef("--network %q is not ip, ip4 or ip6", *network)
+	}
 	// Group by origin, keeping the order of first appearance.
 	type group struct {
 		list  collector.List

@@ -16,11 +16,18 @@ type resolveServers []string
 
 func (s *resolveServers) String() string { return strings.Join(*s, ",") }
 
+// Set refuses a value that names no server: --server "$DNS" with DNS unset
+// would otherwise leave the list empty, and the resolver would quietly ask
+// the servers of /etc/resolv.conf instead of the one meant.
 func (s *resolveServers) Set(v string) error {
+	n := len(*s)
 	for _, part := range strings.Split(v, ",") {
 		if part = strings.TrimSpace(part); part != "" {
 			*s = append(*s, part)
 		}
+	}
+	if len(*s) == n {
+		return fmt.Errorf("%q names no server", v)
 	}
 	return nil
 }

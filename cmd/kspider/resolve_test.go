@@ -73,3 +73,30 @@ func TestResolveUsage(t *testing.T) {
 		t.Errorf("bad server: exit %d, %s", code, errOut)
 	}
 }
+
+// TestServerFlagNamesAServer: an empty --server (a shell variable left
+// unset) was dropped, and the resolver then asked /etc/resolv.conf's
+// servers instead of the one meant. The flag values are checked directly,
+// so that a regression sends no query anywhere.
+func TestServerFlagNamesAServer(t *testing.T) {
+	for _, v := range []string{"", " ", ",", " , "} {
+		var s resolveServers
+		if err := s.Set(v); err == nil {
+			t.Errorf("--server %q accepted: %v", v, s)
+		}
+		var c clockServers
+		if err := c.Set(v); err == nil {
+			t.Errorf("--ntp %q accepted: %v", v, c)
+		}
+	}
+	var s resolveServers
+	if err := s.Set("127.0.0.1:53, [::1]:53"); err != nil || len(s) != 2 {
+		t.Errorf("two servers: %v, %v", s, err)
+	}
+	if code, _, errOut := runCmd(t, "", "resolve", "--server", "127.0.0.1:0", "a.test"); code != 1 || !strings.Contains(errOut, "port 0") {
+		t.Errorf("port 0: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "", "fetch", "--network", "ip5", "--server", "127.0.0.1:1", "http://127.0.0.1:1/"); code != 2 || !strings.Contains(errOut, "ip5") {
+		t.Errorf("fetch --network ip5: exit %d, %s", code, errOut)
+	}
+}
