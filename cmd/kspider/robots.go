@@ -62,6 +62,9 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
+	if *limit < 1 {
+		return usagef("--limit %d: want a positive number of bytes", *limit)
+	}
 	if *jsonl {
 		if *file != "" || fs.NArg() > 0 {
 			return usagef("--jsonl takes its requests from standard input, not --robots or URL arguments")
@@ -74,17 +77,18 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 	if fs.NArg() == 0 {
 		return usagef("missing URL")
 	}
-	var body []byte
-	var err error
-	if *file == "-" {
-		body, err = io.ReadAll(e.stdin)
-	} else {
-		body, err = os.ReadFile(*file)
+	if strings.TrimSpace(*agent) == "" {
+		return usagef("--agent is empty")
 	}
+	body, err := readRobotsFile(e, *file, *limit)
 	if err != nil {
 		return err
 	}
-	rules := robots.ParseLimit(body, *limit).Rules(*agent)
+	parsed := robots.ParseLimit(body, *limit)
+	if parsed.Truncated {
+		fmt.Fprintf(e.stderr, "kspider robots: %s is longer than %d bytes: the rest is ignored, as the crawler ignores it (--limit)\n", *file, *limit)
+	}
+	rules := parsed.Rules(*agent)
 	w := bufio.NewWriter(e.stdout)
 	bad := 0
 	for _, u := range fs.Args() {
@@ -106,6 +110,26 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("%d of %d inputs are not http(s) URLs", bad, fs.NArg())
 	}
 	return nil
+}
+
+// readRobotsFile reads at most limit+1 bytes of path ("-": stdin): one
+// byte past the limit is enough for the parser to know it cuts the file,
+// and reading on would never end on an endless input (a pipe, /dev/zero).
+func readRobotsFile(e env, path string, limit int) ([]byte, error) {
+	in := e.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	body, err := io.ReadAll(io.LimitReader(in, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return body, nil
 }
 
 // maxRequestLine bounds one --jsonl request: a robots.txt past the parse

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -138,5 +139,58 @@ func TestRobotsJSONLLongLines(t *testing.T) {
 	e.stdin = strings.NewReader(long)
 	if err := robotsJSONL(context.Background(), e, 1<<20, 1<<20); err != nil || out.String() != `{"allowed":true}`+"\n" {
 		t.Fatalf("long request under the limit: %v %q", err, out.String())
+	}
+}
+
+// endlessRobots is a robots.txt that never ends (a pipe left open,
+// /dev/zero); it fails the read once far past any parse limit.
+type endlessRobots struct{ n int }
+
+func (r *endlessRobots) Read(p []byte) (int, error) {
+	if r.n > 64<<20 {
+		return 0, errors.New("read 64 MiB of an endless robots.txt")
+	}
+	head := "User-agent: *\nDisallow: /a\n"
+	n := 0
+	for n < len(p) {
+		if r.n < len(head) {
+			p[n] = head[r.n]
+		} else {
+			p[n] = "# comment\n"[(r.n-len(head))%10]
+		}
+		n++
+		r.n++
+	}
+	return n, nil
+}
+
+// TestRobotsCheckBoundedRead: the file was read whole before the parse
+// limit was applied, so an endless input never finished and a long file's
+// ignored tail was not mentioned; --limit 0 or below meant no limit at all.
+func TestRobotsCheckBoundedRead(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), env{stdin: &endlessRobots{}, stdout: &out, stderr: &errb},
+		[]string{"robots", "check", "--robots", "-", "http://e.com/a", "http://e.com/b"})
+	if code != 0 || out.String() != "disallowed http://e.com/a\nallowed http://e.com/b\n" || !strings.Contains(errb.String(), "longer than 524288 bytes") {
+		t.Errorf("endless stdin: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	// The rule past the limit is ignored, and the note says so.
+	p := writeRobots(t, "User-agent: *\n"+strings.Repeat("# pad\n", 20)+"Disallow: /late\n")
+	code, stdout, errOut := runCmd(t, "", "robots", "check", "--robots", p, "--limit", "100", "http://e.com/late")
+	if code != 0 || stdout != "allowed http://e.com/late\n" || !strings.Contains(errOut, p+" is longer than 100 bytes") {
+		t.Errorf("cut file: exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	}
+	if code, stdout, errOut := runCmd(t, "", "robots", "check", "--robots", p, "http://e.com/late"); code != 0 || stdout != "disallowed http://e.com/late\n" || errOut != "" {
+		t.Errorf("whole file: exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	}
+	for _, args := range [][]string{
+		{"robots", "check", "--robots", p, "--limit", "0", "http://e.com/"},
+		{"robots", "check", "--robots", p, "--limit", "-1", "http://e.com/"},
+		{"robots", "check", "--jsonl", "--limit", "0"},
+		{"robots", "check", "--robots", p, "--agent", " ", "http://e.com/"},
+	} {
+		if code, _, errOut := runCmd(t, "", args...); code != 2 {
+			t.Errorf("%q: exit %d (want 2), stderr %q", args, code, errOut)
+		}
 	}
 }
