@@ -5,12 +5,14 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,11 +102,10 @@ than none; an HTTP error status is a result, not a failure).`)
 	var groups []*group
 	byOrigin := map[string]*group{}
 	for i, raw := range urls {
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usagef("%q is not an http or https URL", raw)
+		key, err := fetchOrigin(raw)
+		if err != nil {
+			return usagef("%q %v", raw, err)
 		}
-		key := u.Scheme + "://" + u.Host
 		g := byOrigin[key]
 		if g == nil {
 			g = &group{list: collector.List{Robots: *robots}}
@@ -213,6 +214,27 @@ than none; an HTTP error status is a result, not a failure).`)
 		return fmt.Errorf("%d of %d URLs failed", failed, len(urls))
 	}
 	return nil
+}
+
+// fetchOrigin is the origin a URL is fetched from, spelt as the collector
+// keys it (host in lower case, the port as a number, the scheme's default
+// when none), so that "http://H:080/" and "http://h/" share the one
+// connection the collector keeps per origin.
+func fetchOrigin(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "", errors.New("is not an http or https URL")
+	}
+	port := uint64(80)
+	if u.Scheme == "https" {
+		port = 443
+	}
+	if p := u.Port(); p != "" {
+		if port, err = strconv.ParseUint(p, 10, 16); err != nil || port == 0 {
+			return "", fmt.Errorf("has port %q, not 1..65535", p)
+		}
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + strconv.FormatUint(port, 10), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

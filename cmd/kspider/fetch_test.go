@@ -84,3 +84,55 @@ func TestFetchCommand(t *testing.T) {
 		t.Errorf("ftp URL: exit %d, want 2", code)
 	}
 }
+
+// TestFetchOneConnectionPerOrigin: URLs were grouped by their host as
+// written, so "http://H:0P/" and "http://h:P/" went to the collector as two
+// lists, two connections at once to one host; a port out of range made a
+// result line and a robots.txt line without a URL.
+func TestFetchOneConnectionPerOrigin(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "requests.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	srv, err := testweb.Start(context.Background(), testweb.Generate(testweb.Config{Hosts: 20, Seed: 3, MaxPages: 20, Plain: true}),
+		testweb.ServeConfig{HTTPAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", Log: logFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var host *testweb.Host
+	for _, h := range srv.Web().Hosts() {
+		if h.Scheme == "http" && h.DNS == testweb.DNSNormal && !h.Wildcard {
+			host = h
+			break
+		}
+	}
+	if host == nil {
+		t.Fatal("no plain http host")
+	}
+	port := strconv.Itoa(srv.Ports().HTTP)
+	urls := []string{"http://" + host.Name + ":" + port + "/", "HTTP://" + strings.ToUpper(host.Name) + ":0" + port + "/",
+		"http://" + host.Name + ":" + port + "/robots.txt"}
+	code, out, errOut := runCmd(t, "", append([]string{"fetch", "--server", srv.DNSAddr(), "--robots"}, urls...)...)
+	if code != 0 || strings.Count(out, "\n") != 4 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), `"ev":"conn"`); n != 1 {
+		t.Errorf("%d connections for one origin, want 1:\n%s", n, log)
+	}
+	for _, u := range []string{"http://h.th:99999/", "http://h.th:0/", "http://:80/"} {
+		code, out, errOut := runCmd(t, "", "fetch", "--robots", "--server", "127.0.0.1:1", u)
+		if code != 2 || out != "" || !strings.Contains(errOut, u) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", u, code, out, errOut)
+		}
+	}
+}
