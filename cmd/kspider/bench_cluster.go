@@ -94,6 +94,9 @@ cores with another, as on machines of their own.`)
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
 	if *nodes < 2 || *nodes > 64 {
 		return usagef("--nodes %d: want 2..64", *nodes)
 	}

@@ -96,12 +96,24 @@ all of them alike.`)
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
 	webCfg := testweb.Config{Hosts: *hosts, Seed: *seed, Plain: true, MaxPages: 2000}
 	if *serve {
 		return serveBenchWeb(ctx, e, webCfg)
 	}
-	if *hosts < 1 || *pages < 1 || *conc < 1 || *rounds < 1 {
-		return usagef("--hosts, --pages, --concurrency and --rounds must be positive")
+	if *hosts < 1 || *pages < 1 || *conc < 1 || *rounds < 1 || *repeat < 1 {
+		return usagef("--hosts, --pages, --concurrency, --rounds and --nginx-repeat must be positive")
+	}
+	switch *only {
+	case "", "net/http", "collector", "collector-pipeline-8":
+	default:
+		// Checked here, not after the test web's child process is up.
+		return usagef("--mode %q is not net/http, collector or collector-pipeline-8", *only)
+	}
+	if !*useWeb && !*useNginx {
+		return usagef("--testweb=false and --nginx=false leave nothing to fetch")
 	}
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {

@@ -37,3 +37,31 @@ func TestBenchCollector(t *testing.T) {
 		t.Errorf("--rounds 0: exit %d", code)
 	}
 }
+
+// TestBenchStrayArguments: bench collector, cluster and storage ignored
+// arguments that are not flags ("bench collector 3" ran the whole
+// benchmark), and bench collector checked --mode only once its test web's
+// child process was up (and with no corpus, not at all: an empty report and
+// exit 0 for --testweb=false --nginx=false). Each case here
+// would fail fast on another check without the fix.
+func TestBenchStrayArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "collector", "--hosts", "0", "stray"},
+		{"bench", "cluster", "--nodes", "1", "stray"},
+		{"bench", "storage", "stray"},
+	} {
+		code, out, errOut := runCmd(t, "", args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, `unexpected argument "stray"`) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	for flag, args := range map[string][]string{
+		"--mode":                 {"bench", "collector", "--testweb=false", "--nginx=false", "--mode", "bogus"},
+		"--nginx-repeat":         {"bench", "collector", "--testweb=false", "--nginx=false", "--nginx-repeat", "0"},
+		"leave nothing to fetch": {"bench", "collector", "--testweb=false", "--nginx=false"},
+	} {
+		if code, out, errOut := runCmd(t, "", args...); code != 2 || out != "" || !strings.Contains(errOut, flag) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}

@@ -70,6 +70,9 @@ on one machine they share one disk.`)
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
 	if *htmlDir == "" {
 		return usagef("--html DIR is required")
 	}
