@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/kspider/kspider/spider/links"
+	"github.com/kspider/kspider/spider/urlnorm"
 )
 
 // maxPageBytes bounds the page kspider links reads, as the collector bounds
@@ -63,6 +64,11 @@ stderr, as are links over --max-links and the page's robots directives.
 	}
 	if fs.NArg() > 1 {
 		return usagef("at most one FILE")
+	}
+	// Checked before the page is read: a bad --base should not wait for
+	// (or read all of) a page on stdin first.
+	if _, err := urlnorm.Parse(*base); err != nil {
+		return usagef("--base: %v", err)
 	}
 	var in io.Reader = e.stdin
 	name := "stdin"

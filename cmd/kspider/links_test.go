@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +74,26 @@ func TestLinksCapAndErrors(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "", "links", "--base", "http://example.com/", "--header", "no colon"); code != 2 {
 		t.Errorf("bad --header: exit %d, want 2", code)
+	}
+}
+
+// unreadable fails the test that reads it.
+type unreadable struct{ t *testing.T }
+
+func (u unreadable) Read([]byte) (int, error) {
+	u.t.Error("stdin was read")
+	return 0, errors.New("stdin was read")
+}
+
+// TestLinksBadBaseFirst: a bad --base was found only after the whole page
+// had been read, and its message took two lines (the errors.Join of
+// spider/links). Now it is one usage line, before stdin is touched.
+func TestLinksBadBaseFirst(t *testing.T) {
+	for _, base := range []string{"relative/only", "http://[::1/", "http://h:99999/"} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), env{stdin: unreadable{t}, stdout: &out, stderr: &errb}, []string{"links", "--base", base})
+		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.HasPrefix(errb.String(), "kspider links: --base: ") {
+			t.Errorf("--base %q: exit %d, stdout %q, stderr %q", base, code, out.String(), errb.String())
+		}
 	}
 }
