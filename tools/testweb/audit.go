@@ -2,6 +2,7 @@ package testweb
 
 import (
 	"bufio"
+	"container/heap"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -377,19 +378,22 @@ func clientOverlaps(host string, reqs []interval) ([]Overlap, *SharedHost) {
 	}
 	var out []Overlap
 	seen := map[[2]string]bool{}
-	// latest end so far per client, over requests started before this one.
-	latest := map[string]int64{}
+	// Only the clients still in flight at a request's start are compared
+	// with it, not every client seen so far: a log of thousands of client
+	// addresses on one host took time in requests × clients.
+	var fl inFlight
 	for _, iv := range reqs {
-		for who, end := range latest {
-			if who != iv.who && end > iv.start {
-				pair := [2]string{min(who, iv.who), max(who, iv.who)}
+		fl.expire(iv.start)
+		for _, c := range fl.clients {
+			if c.who != iv.who {
+				pair := [2]string{min(c.who, iv.who), max(c.who, iv.who)}
 				if !seen[pair] {
 					seen[pair] = true
 					out = append(out, Overlap{Host: host, A: pair[0], B: pair[1], At: iv.start})
 				}
 			}
 		}
-		latest[iv.who] = max(latest[iv.who], iv.end)
+		fl.add(iv.who, iv.end)
 	}
 	sh := &SharedHost{Host: host}
 	sort.Strings(order)
@@ -405,6 +409,66 @@ func clientOverlaps(host string, reqs []interval) ([]Overlap, *SharedHost) {
 		}
 	}
 	return out, sh
+}
+
+// inFlight is the set of clients with a request in flight, each with the
+// latest end of its requests so far, for requests taken in order of start.
+type inFlight struct {
+	clients []flightClient
+	index   map[string]int // client -> position in clients
+	ends    endHeap        // (end, client) of every add, earliest first
+}
+
+type flightClient struct {
+	who string
+	end int64
+}
+
+// expire drops the clients whose latest end is at or before t.
+func (f *inFlight) expire(t int64) {
+	for len(f.ends) > 0 && f.ends[0].end <= t {
+		e := heap.Pop(&f.ends).(flightClient)
+		i, ok := f.index[e.who]
+		if !ok || f.clients[i].end != e.end {
+			continue // a later add moved this client's end on
+		}
+		last := len(f.clients) - 1
+		f.clients[i] = f.clients[last]
+		f.index[f.clients[i].who] = i
+		f.clients = f.clients[:last]
+		delete(f.index, e.who)
+	}
+}
+
+// add records a request of who ending at end.
+func (f *inFlight) add(who string, end int64) {
+	if f.index == nil {
+		f.index = map[string]int{}
+	}
+	i, ok := f.index[who]
+	switch {
+	case !ok:
+		f.index[who] = len(f.clients)
+		f.clients = append(f.clients, flightClient{who, end})
+	case end > f.clients[i].end:
+		f.clients[i].end = end
+	default:
+		return
+	}
+	heap.Push(&f.ends, flightClient{who, end})
+}
+
+type endHeap []flightClient
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(flightClient)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // WriteText writes a human-readable summary of the report.
