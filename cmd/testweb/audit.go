@@ -25,6 +25,9 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	if *logPath == "" {
 		return usagef("--log is required")
 	}
+	if *list < 1 {
+		return usagef("--list %d: want at least 1", *list)
+	}
 	var in io.Reader = os.Stdin
 	if *logPath != "-" {
 		f, err := os.Open(*logPath)

@@ -69,6 +69,12 @@ func TestAuditCommand(t *testing.T) {
 	if code, _, _ := runTest(t, context.Background(), "audit"); code != 2 {
 		t.Errorf("no --log: exit %d, want 2", code)
 	}
+	// --list 0 or below was taken as the default, 20.
+	for _, n := range []string{"0", "-1"} {
+		if code, _, errs := runTest(t, context.Background(), "audit", "--log", log, "--list", n); code != 2 || !strings.Contains(errs, "--list") {
+			t.Errorf("--list %s: exit %d, %s", n, code, errs)
+		}
+	}
 	os.WriteFile(log, []byte("garbage\n"), 0o644)
 	if code, _, errs := runTest(t, context.Background(), "audit", "--log", log); code != 1 || !strings.Contains(errs, "line 1") {
 		t.Errorf("bad log: exit %d %s", code, errs)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"container/heap"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -111,8 +112,10 @@ type ClientSpan struct {
 func ReadLog(r io.Reader) ([]Entry, error) {
 	var out []Entry
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	sc.Buffer(make([]byte, 64<<10), maxLogLine)
+	n := 0
+	for sc.Scan() {
+		n++
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
@@ -130,10 +133,17 @@ func ReadLog(r io.Reader) ([]Entry, error) {
 		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("testweb: request log line %d: longer than %d bytes", n+1, maxLogLine)
+		}
 		return nil, fmt.Errorf("testweb: reading the request log: %w", err)
 	}
 	return out, nil
 }
+
+// maxLogLine bounds one line of a request log; the server's lines are far
+// shorter (a request's target is at most its 64 KiB head).
+const maxLogLine = 1 << 20
 
 // Audit reads a request log and reports on it.
 func Audit(r io.Reader, opt AuditOptions) (*Report, error) {

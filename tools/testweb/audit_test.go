@@ -221,6 +221,12 @@ func TestAuditRejectsBadLog(t *testing.T) {
 			t.Errorf("%q: err = %v", in, err)
 		}
 	}
+	// A line over the limit is named too: it said only "bufio.Scanner:
+	// token too long".
+	long := `{"ev":"req","host":"h"}` + "\n" + `{"ev":"req","host":"` + strings.Repeat("a", 2<<20) + `"}` + "\n"
+	if _, err := Audit(strings.NewReader(long), AuditOptions{}); err == nil || !strings.Contains(err.Error(), "line 2: longer than") {
+		t.Errorf("long line: err = %v", err)
+	}
 }
 
 func TestMaxSimultaneous(t *testing.T) {
