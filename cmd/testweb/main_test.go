@@ -29,6 +29,16 @@ func TestHelp(t *testing.T) {
 	if code, _, _ := runTest(t, context.Background(), "serve", "--bogus"); code != 2 {
 		t.Errorf("bad flag: exit %d, want 2", code)
 	}
+	// Negative values were taken as the defaults. The context is done, so
+	// a regression serves nothing for long.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, flag := range [][]string{{"--max-pages", "-1"}, {"--seeds", "-1"}, {"--slow", "-1s"}, {"--stall", "-1ms"}} {
+		args := append([]string{"serve", "--hosts", "3", "--http", "127.0.0.1:0", "--https", "127.0.0.1:0", "--dns", ""}, flag...)
+		if code, _, errs := runTest(t, done, args...); code != 2 || !strings.Contains(errs, flag[0]) {
+			t.Errorf("%v: exit %d, %s", flag, code, errs)
+		}
+	}
 }
 
 func TestServeUntilCancelled(t *testing.T) {

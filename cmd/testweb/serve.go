@@ -22,7 +22,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	hosts := fs.Int("hosts", 2000, "number of hosts")
 	seed := fs.Int64("seed", 1, "generation seed")
 	maxPages := fs.Int("max-pages", 0, "pages of the most popular host (0: 30000)")
-	seeds := fs.Int("seeds", 10, "number of seed URLs")
+	seeds := fs.Int("seeds", 10, "number of seed URLs (0: 10)")
 	plain := fs.Bool("plain", false, "no hostile hosts, DNS failures or odd robots.txt")
 	httpAddr := fs.String("http", "127.0.0.1:18080", "HTTP ip:port (the port every host address shares; 0 picks one)")
 	httpsAddr := fs.String("https", "127.0.0.1:18443", "HTTPS ip:port")
@@ -30,13 +30,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logPath := fs.String("log", "", "write the request log (JSON lines) to this file")
 	caPath := fs.String("ca", "", "write the CA certificate (PEM) to this file")
 	anyAddr := fs.Bool("any-addr", false, "serve any host on any address (no 421 for misdirected requests)")
-	slow := fs.Duration("slow", 2*time.Second, "delay of slow hosts")
-	stall := fs.Duration("stall", 10*time.Second, "how long stalling responses stall")
+	slow := fs.Duration("slow", 2*time.Second, "delay of slow hosts (0: 2s)")
+	stall := fs.Duration("stall", 10*time.Second, "how long stalling responses stall (0: 10s)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *hosts < 1 {
 		return usagef("--hosts must be at least 1")
+	}
+	// Below zero each of these was taken as its default (--slow -1s as
+	// 2 s), which is not what was asked for.
+	switch {
+	case *maxPages < 0:
+		return usagef("--max-pages %d is negative", *maxPages)
+	case *seeds < 0:
+		return usagef("--seeds %d is negative", *seeds)
+	case *slow < 0:
+		return usagef("--slow %v is negative", *slow)
+	case *stall < 0:
+		return usagef("--stall %v is negative", *stall)
 	}
 	var logw io.Writer
 	if *logPath != "" {
