@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"strings"
@@ -90,27 +91,28 @@ node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
 		return err
 	}
 	m, merr := clk.Measure(ctx)
+	w := bufio.NewWriter(e.stdout)
 	for _, s := range m.Samples {
 		if s.Err != nil {
-			fmt.Fprintf(e.stdout, "server   %s\trejected: %v\n", s.Server, s.Err)
+			fmt.Fprintf(w, "server   %s\trejected: %v\n", s.Server, s.Err)
 			continue
 		}
-		fmt.Fprintf(e.stdout, "server   %s\toffset %s\trtt %v\tstratum %d\n", s.Server, clockSigned(s.Offset), s.RTT, s.Stratum)
+		fmt.Fprintf(w, "server   %s\toffset %s\trtt %v\tstratum %d\n", s.Server, clockSigned(s.Offset), s.RTT, s.Stratum)
 	}
 	st := clk.Status()
 	if merr == nil {
-		fmt.Fprintf(e.stdout, "offset   %s (median of %d good of %d)\n", clockSigned(m.Offset), m.Good, len(m.Samples))
+		fmt.Fprintf(w, "offset   %s (median of %d good of %d)\n", clockSigned(m.Offset), m.Good, len(m.Samples))
 	} else {
-		fmt.Fprintf(e.stdout, "offset   unknown (no good answer)\n")
+		fmt.Fprintf(w, "offset   unknown (no good answer)\n")
 	}
 	p := clk.Phase(cl, *node)
-	fmt.Fprintf(e.stdout, "slot     %d (%s .. %s)\n", p.Slot, p.Start.UTC().Format(time.RFC3339Nano), p.End.UTC().Format(time.RFC3339Nano))
-	fmt.Fprintf(e.stdout, "phase    %d of %d (node %d of %d)\n", p.Active, cl.Phases, *node, cl.Nodes)
-	fmt.Fprintf(e.stdout, "swap in  %v\n", p.Left.Round(time.Millisecond))
+	fmt.Fprintf(w, "slot     %d (%s .. %s)\n", p.Slot, p.Start.UTC().Format(time.RFC3339Nano), p.End.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "phase    %d of %d (node %d of %d)\n", p.Active, cl.Phases, *node, cl.Nodes)
+	fmt.Fprintf(w, "swap in  %v\n", p.Left.Round(time.Millisecond))
 	if st.Safe {
-		fmt.Fprintf(e.stdout, "clock    safe (bound %v)\n", *maxOffset)
+		fmt.Fprintf(w, "clock    safe (bound %v)\n", *maxOffset)
 	} else {
-		fmt.Fprintf(e.stdout, "clock    UNSAFE: %s\n", st.Reason)
+		fmt.Fprintf(w, "clock    UNSAFE: %s\n", st.Reason)
 	}
 	verdict := "yes"
 	switch {
@@ -119,7 +121,10 @@ node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
 	case p.InGuard:
 		verdict = "no (within the guard interval of a boundary)"
 	}
-	fmt.Fprintf(e.stdout, "guard    %v at each end of a slot; may start fetches: %s\n", p.Guard, verdict)
+	fmt.Fprintf(w, "guard    %v at each end of a slot; may start fetches: %s\n", p.Guard, verdict)
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
 	if merr != nil {
 		return merr
 	}

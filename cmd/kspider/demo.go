@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -265,7 +266,12 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 			return err
 		}
 	} else {
-		printDemo(e.stdout, &rep)
+		// The summary's write error is checked: it was lost, with exit 0.
+		w := bufio.NewWriter(e.stdout)
+		printDemo(w, &rep)
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("writing the summary: %w", err)
+		}
 	}
 	if rep.Interrupted && !drained {
 		if *dir == "" {

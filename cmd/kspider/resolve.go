@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -91,16 +92,22 @@ resolved in parallel; the exit status is 1 if any failed.`)
 	}
 	wg.Wait()
 	nfail := 0
+	// Written through one buffer whose error is checked: a full disk under
+	// "> file" lost the answers and still exited 0.
+	w := bufio.NewWriter(e.stdout)
 	for i, l := range lines {
-		fmt.Fprintln(e.stdout, l)
+		fmt.Fprintln(w, l)
 		if failed[i] {
 			nfail++
 		}
 	}
 	if *verbose {
 		st := r.Stats()
-		fmt.Fprintf(e.stdout, ";; servers %v; %d queries, %d timeouts, %d TCP fallbacks, %d replies rejected\n",
+		fmt.Fprintf(w, ";; servers %v; %d queries, %d timeouts, %d TCP fallbacks, %d replies rejected\n",
 			r.Servers(), st.Queries, st.Timeouts, st.TCPFallbacks, st.Rejected())
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("writing the answers: %w", err)
 	}
 	if nfail > 0 {
 		return fmt.Errorf("%d of %d names did not resolve", nfail, len(names))
