@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -88,5 +89,21 @@ func TestAuditCommand(t *testing.T) {
 	os.WriteFile(log, []byte("garbage\n"), 0o644)
 	if code, _, errs := runTest(t, context.Background(), "audit", "--log", log); code != 1 || !strings.Contains(errs, "line 1") {
 		t.Errorf("bad log: exit %d %s", code, errs)
+	}
+}
+
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestServeOutputError: serve ignored a failed write of its addresses and
+// seeds and served on, and exited 0, though no one could learn its ports.
+func TestServeOutputError(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	var errb bytes.Buffer
+	code := run(done, []string{"--hosts", "3", "--http", "127.0.0.1:0", "--https", "127.0.0.1:0", "--dns", ""}, fullWriter{}, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "no space left on device") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -87,7 +87,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, u := range srv.SeedURLs() {
 		fmt.Fprintln(out, u)
 	}
-	out.Flush()
+	if err := out.Flush(); err != nil {
+		// Nobody learns the ports: serving on would be serving no one.
+		srv.Close()
+		return fmt.Errorf("writing the addresses: %w", err)
+	}
 	<-ctx.Done()
 	return srv.Close()
 }
