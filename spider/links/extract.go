@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"hash/maphash"
+	"math"
 	"net/http"
 
 	"golang.org/x/net/html"
@@ -127,9 +128,10 @@ func (x *Extractor) Extract(body []byte, pageURL string, header http.Header, opt
 	}
 	x.raw, x.refs, x.out = x.raw[:0], x.refs[:0], x.out[:0]
 	x.keep, x.sightings, x.distinctRaw, x.overflow = -1, -1, 0, 0
-	if limit := maxLinks(opts); limit >= 0 {
-		// Room for the cap plus invalid and non-http candidates, and for
-		// a fair number of repetitions.
+	// Room for the cap plus invalid and non-http candidates, and for a fair
+	// number of repetitions. A cap so large that 8×cap overflows bounds
+	// nothing: it wrapped to a bound of 64, and a cap of 2^62 kept 64 links.
+	if limit := maxLinks(opts); limit >= 0 && limit <= (math.MaxInt-64)/8 {
 		x.keep, x.sightings = 4*limit+64, 8*limit+64
 	}
 	if !x.seeded {

@@ -2,6 +2,7 @@ package links
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -213,6 +214,15 @@ func TestCap(t *testing.T) {
 	res, _ = Extract(distinct, "http://example.com/", nil, Options{MaxLinks: -1})
 	if len(res.Links) != 30 || res.Truncated != 0 {
 		t.Errorf("no cap: links %d truncated %d", len(res.Links), res.Truncated)
+	}
+	// A cap too large for 8×cap+64 bounds nothing: its bounds wrapped to
+	// 64, 64 and 56, and a page of 200 distinct links kept 64 or fewer.
+	many := page(200, func(i int) string { return fmt.Sprintf("/y%d", i) })
+	for _, c := range []int{1 << 61, 1 << 62, math.MaxInt} {
+		res, _ = Extract(many, "http://example.com/", nil, Options{MaxLinks: c})
+		if len(res.Links) != 200 || res.Truncated != 0 {
+			t.Errorf("cap %d: links %d truncated %d", c, len(res.Links), res.Truncated)
+		}
 	}
 }
 
