@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -88,6 +89,10 @@ than none; an HTTP error status is a result, not a failure).`)
 	}
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive")
+	}
+	if *timeout > math.MaxInt64/2 {
+		// The whole response gets twice as long, which would wrap negative.
+		return usagef("--timeout %v is over %v", *timeout, time.Duration(math.MaxInt64/2))
 	}
 	switch *network {
 	case "ip", "ip4", "ip6":

@@ -129,6 +129,11 @@ func TestFetchOneConnectionPerOrigin(t *testing.T) {
 	if n := strings.Count(string(log), `"ev":"conn"`); n != 1 {
 		t.Errorf("%d connections for one origin, want 1:\n%s", n, log)
 	}
+	// --timeout gives the whole response twice as long: over half the
+	// longest duration that wrapped to a negative response timeout.
+	if code, _, errOut := runCmd(t, "", "fetch", "--timeout", "1500000h", "--server", "127.0.0.1:1", "http://127.0.0.1:1/"); code != 2 || !strings.Contains(errOut, "--timeout") {
+		t.Errorf("--timeout 1500000h: exit %d, stderr %q", code, errOut)
+	}
 	for _, u := range []string{"http://h.th:99999/", "http://h.th:0/", "http://:80/"} {
 		code, out, errOut := runCmd(t, "", "fetch", "--robots", "--server", "127.0.0.1:1", u)
 		if code != 2 || out != "" || !strings.Contains(errOut, u) {
