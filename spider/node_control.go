@@ -164,31 +164,49 @@ func (n *Node) Drain() {
 	n.cfg.Logf("draining")
 }
 
-// Set changes a setting of the running node: "delay" (politeness delay
+// Setting is one KEY=VALUE of Set.
+type Setting struct{ Key, Value string }
+
+// Set changes settings of the running node: "delay" (politeness delay
 // after each list, a duration such as "250ms") or "fetchers" (lists at
-// once, 1 up to the configured number).
-func (n *Node) Set(key, value string) error {
-	switch key {
-	case "delay":
-		d, err := time.ParseDuration(value)
-		if err != nil || d < 0 || d > time.Hour {
-			return fmt.Errorf("delay: want a duration from 0s to 1h, like 250ms, not %q", value)
+// once, 1 up to the configured number). All are checked before any is
+// applied, so a request with one bad setting changes nothing: the caller
+// is told it failed and must not be left guessing which half took. A key
+// given twice takes its last value.
+func (n *Node) Set(settings ...Setting) error {
+	delay, fetchers := time.Duration(-1), 0
+	for _, s := range settings {
+		switch s.Key {
+		case "delay":
+			d, err := time.ParseDuration(s.Value)
+			if err != nil || d < 0 || d > time.Hour {
+				return fmt.Errorf("delay: want a duration from 0s to 1h, like 250ms, not %q", s.Value)
+			}
+			delay = d
+		case "fetchers":
+			f, err := strconv.Atoi(s.Value)
+			if err != nil || f < 1 || f > n.maxFetchers() {
+				return fmt.Errorf("fetchers: want 1 to %d (the configured fetchers), not %q", n.maxFetchers(), s.Value)
+			}
+			fetchers = f
+		default:
+			return fmt.Errorf("unknown setting %q (delay, fetchers)", s.Key)
 		}
-		return n.sched.SetMinDelay(d)
-	case "fetchers":
-		f, err := strconv.Atoi(value)
-		if err != nil || f < 1 || f > n.maxFetchers() {
-			return fmt.Errorf("fetchers: want 1 to %d (the configured fetchers), not %q", n.maxFetchers(), value)
+	}
+	if delay >= 0 { // first: the one that can fail
+		if err := n.sched.SetMinDelay(delay); err != nil {
+			return err
 		}
+	}
+	if fetchers > 0 {
 		c := &n.ctl
 		c.mu.Lock()
 		c.init()
-		c.limit = f
+		c.limit = fetchers
 		c.cond.Broadcast()
 		c.mu.Unlock()
-		return nil
 	}
-	return fmt.Errorf("unknown setting %q (delay, fetchers)", key)
+	return nil
 }
 
 // runState is the state of a running node.

@@ -184,14 +184,24 @@ func TestNodeSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kv := range [][2]string{{"delay", "-1s"}, {"delay", "soon"}, {"fetchers", "0"}, {"fetchers", "17"}, {"colour", "red"}} {
-		if err := n.Set(kv[0], kv[1]); err == nil {
+		if err := n.Set(Setting{kv[0], kv[1]}); err == nil {
 			t.Errorf("Set(%s, %s) took it", kv[0], kv[1])
 		}
 	}
-	if err := n.Set("delay", "20ms"); err != nil {
+	// One bad setting changes nothing, whichever comes first.
+	before := n.Status().Fetchers
+	for _, set := range [][]Setting{{{"fetchers", "1"}, {"delay", "soon"}}, {{"delay", "20ms"}, {"fetchers", "0"}}} {
+		if err := n.Set(set...); err == nil {
+			t.Errorf("Set(%v) took it", set)
+		}
+		if f := n.Status().Fetchers; f != before {
+			t.Errorf("Set(%v) failed but changed the fetchers from %+v to %+v", set, before, f)
+		}
+	}
+	if err := n.Set(Setting{"delay", "20ms"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Set("fetchers", "1"); err != nil {
+	if err := n.Set(Setting{"fetchers", "1"}); err != nil {
 		t.Fatal(err)
 	}
 	if f := n.Status().Fetchers; f.Max != 1 || f.DelaySecs != 0.02 {

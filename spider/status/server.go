@@ -31,9 +31,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/kspider/kspider/spider"
@@ -49,7 +51,7 @@ type Controller interface {
 	Pause()
 	Resume()
 	Drain()
-	Set(key, value string) error
+	Set(settings ...spider.Setting) error // all or none
 }
 
 // Server is the status server's handler. Node is required; Control may be
@@ -135,13 +137,16 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			reply(w, http.StatusBadRequest, "set: no KEY=VALUE given")
 			return
 		}
-		for k, vs := range r.PostForm {
-			for _, v := range vs {
-				if err := s.Control.Set(k, v); err != nil {
-					reply(w, http.StatusBadRequest, fmt.Sprintf("set %s=%s: %v", k, v, err))
-					return
-				}
+		keys := slices.Sorted(maps.Keys(r.PostForm)) // the same error for the same request
+		var set []spider.Setting
+		for _, k := range keys {
+			for _, v := range r.PostForm[k] {
+				set = append(set, spider.Setting{Key: k, Value: v})
 			}
+		}
+		if err := s.Control.Set(set...); err != nil {
+			reply(w, http.StatusBadRequest, "set (nothing changed): "+err.Error())
+			return
 		}
 	default:
 		reply(w, http.StatusNotFound, fmt.Sprintf("no control action %q (pause, resume, drain, set)", a))

@@ -35,11 +35,15 @@ func (f *fakeNode) note(s string) { f.mu.Lock(); f.calls = append(f.calls, s); f
 func (f *fakeNode) Pause()        { f.note("pause") }
 func (f *fakeNode) Resume()       { f.note("resume") }
 func (f *fakeNode) Drain()        { f.note("drain") }
-func (f *fakeNode) Set(k, v string) error {
-	if k != "delay" {
-		return io.EOF
+func (f *fakeNode) Set(set ...spider.Setting) error {
+	for _, s := range set {
+		if s.Key != "delay" {
+			return io.EOF
+		}
 	}
-	f.note(k + "=" + v)
+	for _, s := range set {
+		f.note(s.Key + "=" + s.Value)
+	}
 	return nil
 }
 
