@@ -343,6 +343,13 @@ func isHostName(h string) bool {
 	return true
 }
 
+// CheckStatusAddr checks a status page address given outside a config
+// file (kspider run --status) as the config's status key is checked.
+func CheckStatusAddr(s string) error {
+	_, err := parseListen(s)
+	return err
+}
+
 // listenAddr is a parsed status address.
 type listenAddr struct {
 	addr     string

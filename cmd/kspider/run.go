@@ -70,7 +70,16 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 			return usagef("--seeds: %v", err)
 		}
 	}
-	if *statusAddr != "" {
+	switch *statusAddr {
+	case "": // not given
+	case "off":
+		cfg.Status = ""
+	default:
+		// Checked here, not left to the listen: a bad address would only be
+		// warned about and the crawl run on without its page or control.
+		if err := spider.CheckStatusAddr(*statusAddr); err != nil {
+			return usagef("--status: %v (or \"off\")", err)
+		}
 		cfg.Status = *statusAddr
 	}
 	if *dir != "" {

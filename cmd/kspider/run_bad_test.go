@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,5 +134,31 @@ func TestRunBadDataDir(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRunStatusFlag: --status off runs without a status page whatever else
+// is given (--dir made the config be checked again, which refused "off"),
+// and a --status that is not an address is a usage error naming it instead
+// of a warning and a crawl nobody can watch or steer.
+func TestRunStatusFlag(t *testing.T) {
+	tmp := t.TempDir()
+	conf := writeRunConfig(t, tmp, filepath.Join(tmp, "data"), "127.0.0.1:53", "http://a.example/")
+	for _, bad := range []string{"nonsense", "127.0.0.1", "example.org:80", "127.0.0.1:99999"} {
+		code, _, errOut := runCmd(t, "", "run", "--config", conf, "--status", bad, "--quiet")
+		if code != 2 || !strings.Contains(errOut, "--status: ") || !strings.Contains(errOut, bad) {
+			t.Errorf("--status %s: exit %d, want 2 naming it:\n%s", bad, code, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "data")); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<p>no links")
+	}))
+	defer web.Close()
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--seeds", web.URL+"/", "--dir", filepath.Join(tmp, "data2"), "--status", "off", "--quiet")
+	if code != 0 || strings.Contains(errOut, "status") {
+		t.Errorf("--status off --dir: exit %d, want 0 and no status page:\n%s", code, errOut)
 	}
 }
