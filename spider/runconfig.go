@@ -232,7 +232,11 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	cfg.Cluster.Nodes = nil
 	lines := keyLines(data)
 	if !lines.failed {
-		if err := lines.unknown(name, runConfigKeys()); err != nil {
+		known, text := runConfigKeys()
+		if err := lines.unknown(name, known); err != nil {
+			return nil, err
+		}
+		if err := lines.textScalars(name, text); err != nil {
 			return nil, err
 		}
 	}
@@ -258,11 +262,12 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	return &cfg, nil
 }
 
-// runConfigKeys is the set of RunConfig's key paths.
-func runConfigKeys() map[string]bool {
-	set := map[string]bool{}
-	tomlKeys(reflect.TypeFor[RunConfig](), "", set)
-	return set
+// runConfigKeys is the set of RunConfig's key paths, and those of them
+// read from text with what they want.
+func runConfigKeys() (map[string]bool, map[string]string) {
+	set, text := map[string]bool{}, map[string]string{}
+	tomlKeys(reflect.TypeFor[RunConfig](), "", set, text)
+	return set, text
 }
 
 // decodeError turns the TOML library's errors into ones naming the file,
@@ -292,7 +297,7 @@ func decodeError(err error, name string, lines *keyIndex) error {
 
 // typeMismatch is go-toml's message for a value of the wrong type, which
 // names Go types the operator has never seen.
-var typeMismatch = regexp.MustCompile(`^cannot decode TOML (\w+) into (?:struct field \S+ of type )?(\S+)$`)
+var typeMismatch = regexp.MustCompile(`^cannot decode TOML (\w+(?: \w+)*) into (?:struct field \S+ of type )?(\S+)$`)
 
 // goTypes says what each Go type of RunConfig is in TOML terms.
 var goTypes = map[string]string{

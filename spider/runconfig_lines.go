@@ -164,6 +164,25 @@ func (x *keyIndex) unknown(name string, known map[string]bool) error {
 	return k.err()
 }
 
+// textScalars reports the keys whose value is a number or a boolean where
+// text is wanted (want: a duration, a date-time, by key without indexes).
+// go-toml hands such a value's digits to UnmarshalText and returns its
+// error bare, so the decoder's message would name neither line nor key.
+func (x *keyIndex) textScalars(name string, want map[string]string) error {
+	k := &checker{name: name}
+	for _, key := range x.keys {
+		w, ok := want[stripIndexes(key)]
+		if !ok {
+			continue
+		}
+		switch kind := x.kind[key]; kind {
+		case unstable.Integer, unstable.Float, unstable.Bool:
+			k.add(fmt.Errorf("%s:%d: %s: a TOML %s where %s is wanted", name, x.lineFor(key), key, strings.ToLower(kind.String()), w))
+		}
+	}
+	return k.err()
+}
+
 // stripIndexes removes "[n]" parts from a key.
 func stripIndexes(key string) string {
 	if !strings.Contains(key, "[") {
@@ -184,8 +203,8 @@ func stripIndexes(key string) string {
 
 // tomlKeys adds to set every key path of t's toml-tagged fields, tables
 // and lists of tables included; values that read themselves from text
-// (Duration, time.Time) are leaves.
-func tomlKeys(t reflect.Type, prefix string, set map[string]bool) {
+// (Duration, time.Time) are leaves, also put in text with what they want.
+func tomlKeys(t reflect.Type, prefix string, set map[string]bool, text map[string]string) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
@@ -198,8 +217,11 @@ func tomlKeys(t reflect.Type, prefix string, set map[string]bool) {
 		if ft.Kind() == reflect.Slice {
 			ft = ft.Elem()
 		}
-		if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(textUnmarshaler) {
-			tomlKeys(ft, key+".", set)
+		switch {
+		case reflect.PointerTo(ft).Implements(textUnmarshaler):
+			text[key] = goTypes[ft.String()]
+		case ft.Kind() == reflect.Struct:
+			tomlKeys(ft, key+".", set, text)
 		}
 	}
 }

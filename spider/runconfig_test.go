@@ -160,6 +160,13 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[politeness]\n\ndelay = \"soon\"\n", "x.toml:3:"},
 		{"[politeness]\n\ndelay = \"soon\"\n", `politeness.delay: not a duration (like "250ms" or "1m30s"): "soon"`},
 		{"[politeness]\ndelay = \"-1s\"\n", "x.toml:2: politeness.delay: negative duration -1s"},
+		// Numbers and booleans where text is wanted: go-toml's error for
+		// them named neither line nor key.
+		{"[politeness]\ndelay = 5\n", `x.toml:2: politeness.delay: a TOML integer where a duration string such as "250ms" is wanted`},
+		{"[limits]\nidle_timeout = true\n", "x.toml:2: limits.idle_timeout: a TOML bool where a duration"},
+		{"[cluster]\nphase_length = 1.5\n", "x.toml:2: cluster.phase_length: a TOML float where a duration"},
+		{"[cluster]\nepoch = 5\n", "x.toml:2: cluster.epoch: a TOML integer where a date-time is wanted"},
+		{"[politeness]\ndelay = 2026-01-01\n", `x.toml:2:9: politeness.delay: a TOML local date where a duration string such as "250ms" is wanted`},
 		{"[politeness]\ncrawl_delay_cap = \"-5m\"\n", "x.toml:2: politeness.crawl_delay_cap: negative duration"},
 		{"[limits]\nconnect_timeout = \"0s\"\n", "x.toml:2: limits.connect_timeout: must be longer than 0"},
 		{"[limits]\nmax_depth = 255\n", "x.toml:2: limits.max_depth: 255 is out of range 0..254"},
