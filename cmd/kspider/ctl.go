@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,6 +63,11 @@ The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
 		}
 	default:
 		return usagef("unknown action %q: pause, resume, drain or set KEY=VALUE", action)
+	}
+	// Checked before the token goes out: "host:port/x?" would send it, to
+	// another path, wherever that names.
+	if _, _, err := net.SplitHostPort(*addr); err != nil || strings.ContainsAny(*addr, "/?#@ ") {
+		return usagef("--status %q is not host:port", *addr)
 	}
 	tok, err := status.ReadToken(*dir)
 	if err != nil {

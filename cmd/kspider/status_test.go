@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/spider/status"
 	"github.com/kspider/kspider/tools/testenv"
 	"github.com/kspider/kspider/tools/testweb"
 )
@@ -198,5 +199,21 @@ func TestStatusAndCtl(t *testing.T) {
 	code, _, errOut := runCmd(t, "", append([]string{"run", "--status", "off"}, args...)...)
 	if code != 0 || strings.Contains(errOut, "status page") {
 		t.Fatalf("run after the drain: exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestCtlBadStatus: a --status that is not host:port is a usage error
+// before the token is read or sent ("ADDR/x?" made the request go to
+// another path of whatever answered there, token and all).
+func TestCtlBadStatus(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := status.Token(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"127.0.0.1:1/x?", "127.0.0.1", "u@127.0.0.1:1", "127.0.0.1:1#"} {
+		code, _, errOut := runCmd(t, "", "ctl", "pause", "--status", bad, "--dir", dir)
+		if code != 2 || !strings.Contains(errOut, fmt.Sprintf("--status %q is not host:port", bad)) {
+			t.Errorf("ctl --status %s: exit %d, want 2 naming it:\n%s", bad, code, errOut)
+		}
 	}
 }
