@@ -235,6 +235,22 @@ func TestTokenFile(t *testing.T) {
 	if _, err := ReadToken(dir); err == nil {
 		t.Fatal("a short token was taken")
 	}
+	// An empty file (a crash while an older kspider wrote it) is made anew
+	// rather than leaving every later run without its page.
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, TokenFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, err = Token(dir)
+	if err != nil || len(tok) != 64 {
+		t.Fatalf("Token over an empty file: %q %v", tok, err)
+	}
+	if again, err := ReadToken(dir); err != nil || again != tok {
+		t.Fatalf("ReadToken after it: %q %v, want %q", again, err, tok)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("the directory holds %d files, want STATUS_TOKEN alone", len(ents))
+	}
 }
 
 func TestIsLoopback(t *testing.T) {
