@@ -2,10 +2,12 @@ package status
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The Prometheus text exposition format (version 0.0.4), written here
@@ -134,13 +136,20 @@ func escapeLabel(s string) string { return escape(s, true) }
 // escapeHelp escapes HELP text: backslash and line feed.
 func escapeHelp(s string) string { return escape(s, false) }
 
+// escape escapes s for a label value (quote) or HELP text. A byte that is not UTF-8 (a data directory's name may hold any) is
+// written as the text \xff: the format wants UTF-8, and Prometheus refuses
+// a whole scrape over one such label; two names that differ in such bytes
+// stay two series.
 func escape(s string, quote bool) string {
-	if !strings.ContainsAny(s, "\\\n\"") {
+	if !strings.ContainsAny(s, "\\\n\"") && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
 		switch c := s[i]; {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\\x%02x`, c)
 		case c == '\\':
 			b.WriteString(`\\`)
 		case c == '\n':
@@ -148,8 +157,9 @@ func escape(s string, quote bool) string {
 		case c == '"' && quote:
 			b.WriteString(`\"`)
 		default:
-			b.WriteByte(c)
+			b.WriteString(s[i : i+n])
 		}
+		i += n
 	}
 	return b.String()
 }

@@ -14,6 +14,7 @@ func TestExpfmt(t *testing.T) {
 	z := s.family("z_total", "Last.", counterValue)
 	z.add(2, "node", "2", "kind", "b")
 	z.add(1, "node", "1", "kind", "a\"q\\\n")
+	z.add(3, "node", "3", "kind", "d\xff\xfe/é")
 	s.family("empty", "None.", gaugeValue)
 	a := s.family("a", "Help with \\ and\nnewline.", gaugeValue)
 	a.add(math.Inf(+1))
@@ -35,6 +36,7 @@ h_seconds_count 10
 # TYPE z_total counter
 z_total{kind="a\"q\\\n",node="1"} 1
 z_total{kind="b",node="2"} 2
+z_total{kind="d\\xff\\xfe/é",node="3"} 3
 `
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)

@@ -57,7 +57,7 @@ func sampleStatus() spider.Status {
 		Scheduler:    spider.SchedulerStatus{WindowSize: 1000, Rows: 16, RowsUsed: 5, Buckets: map[string]int{"FREE": 1, "FETCHING": 4}},
 		Fetchers:     spider.FetcherStatus{Busy: 7, Max: 300},
 		DNS:          spider.DNSStatus{Hits: 90, Misses: 10, HitRate: 0.9},
-		Storage:      []spider.DiskStatus{{Dir: "/data/pages", Bytes: 5e8, Free: 1e10, Size: 2e10}},
+		Storage:      []spider.DiskStatus{{Dir: "/data/pages", Bytes: 5e8, Free: 1e10, Size: 2e10}, {Dir: "/data/\xffpages", Free: 1e10}},
 		HTTPStatuses: map[string]uint64{"200": 120000, "404": 5000, "301": 5000},
 		Errors:       map[string]uint64{"timeout": 3, "dns": 1},
 		FetchSeconds: spider.Histogram{Buckets: []spider.Bucket{{LE: 0.1, Count: 5}, {LE: 1, Count: 9}}, Count: 10, Sum: 4.5},
