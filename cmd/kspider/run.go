@@ -95,6 +95,12 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	if err := spider.CheckSeeds(seedList); err != nil {
 		return fmt.Errorf("seeds: %v", err)
 	}
+	var extra []*x509.Certificate
+	if *caFile != "" {
+		if extra, err = readCAFile(*caFile); err != nil {
+			return fmt.Errorf("--ca: %w", err)
+		}
+	}
 	rc, err := setupCluster(ctx, e, cfg, *nodeFlag)
 	if err != nil {
 		return err
@@ -123,12 +129,6 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	defer res.Close()
 	if err := probeDNS(ctx, res, cfg.DNSServers, seedList); err != nil {
 		return err
-	}
-	var extra []*x509.Certificate
-	if *caFile != "" {
-		if extra, err = readCAFile(*caFile); err != nil {
-			return err
-		}
 	}
 	sc := cfg.ScopeConfig()
 	ncfg := spider.NodeConfig{

@@ -162,3 +162,23 @@ func TestRunStatusFlag(t *testing.T) {
 		t.Errorf("--status off --dir: exit %d, want 0 and no status page:\n%s", code, errOut)
 	}
 }
+
+// TestRunNodeFlagOneNode: --node naming a node the one-node config does
+// not have is a usage error, not a crawl as that one node; --ca's errors
+// name the flag.
+func TestRunNodeFlagOneNode(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	conf := writeRunConfig(t, tmp, dir, "127.0.0.1:53", "http://a.example/")
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--node", "3", "--quiet")
+	if code != 2 || !strings.Contains(errOut, "--node 3: the config has one node alone, id 0") {
+		t.Errorf("--node 3: exit %d, want 2 naming it:\n%s", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "", "run", "--config", conf, "--ca", filepath.Join(tmp, "none.pem"), "--quiet")
+	if code != 1 || !strings.Contains(errOut, "--ca: open ") {
+		t.Errorf("--ca of no file: exit %d, want 1 naming the flag:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+}

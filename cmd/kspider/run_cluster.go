@@ -10,6 +10,14 @@ import (
 	"github.com/kspider/kspider/spider/cluster"
 )
 
+// oneNode names a config's single node for an error.
+func oneNode(nodes []spider.RunNode) string {
+	if len(nodes) == 0 {
+		return "with no cluster.nodes"
+	}
+	return fmt.Sprintf("id %d", nodes[0].ID)
+}
+
 // runCluster is what `kspider run` needs for a cluster of more than one
 // node or phase: the node's cluster settings and its phase source, the
 // NTP clock running under ctx. nil settings: one node, one phase.
@@ -29,6 +37,11 @@ type runCluster struct {
 func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag int) (*runCluster, error) {
 	cl := cfg.Cluster
 	if len(cl.Nodes) <= 1 && cl.Phases <= 1 {
+		// Else a --node meant for a cluster's config would crawl here as
+		// the one node, taking no part in the cluster it was meant for.
+		if nodeFlag != -1 && (len(cl.Nodes) == 0 || nodeFlag != cl.Nodes[0].ID) {
+			return nil, usagef("--node %d: the config has one node alone, %s", nodeFlag, oneNode(cl.Nodes))
+		}
 		return nil, nil
 	}
 	local, err := cluster.LocalAddrs()
