@@ -251,6 +251,11 @@ func TestTokenFile(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("the directory holds %d files, want STATUS_TOKEN alone", len(ents))
 	}
+	dir = t.TempDir()
+	os.Mkdir(filepath.Join(dir, TokenFile), 0o755)
+	if _, err := Token(dir); err == nil || !strings.Contains(err.Error(), "is not a file") {
+		t.Errorf("a directory for STATUS_TOKEN: %v", err)
+	}
 }
 
 func TestIsLoopback(t *testing.T) {

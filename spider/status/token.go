@@ -67,6 +67,9 @@ func ReadToken(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !fi.Mode().IsRegular() { // else a directory was told to chmod 600
+		return "", fmt.Errorf("%s is not a file (a %v): remove it, and a token is made at the next start", p, fi.Mode().Type())
+	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("%s: mode %v lets others read the control token; chmod 600 it", p, fi.Mode().Perm())
 	}
