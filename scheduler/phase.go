@@ -29,6 +29,19 @@ func (c Cluster) Validate() error {
 	return nil
 }
 
+// EpochRange is how far from now an epoch may lie. Go's durations end at
+// 292 years: further off, now - epoch saturates, and every node would
+// compute one slot for centuries and never swap phases.
+const EpochRange = 100 * 365 * 24 * time.Hour
+
+// CheckEpochNear reports an epoch further than EpochRange from now.
+func CheckEpochNear(epoch, now time.Time) error {
+	if d := now.Sub(epoch); d > EpochRange || d < -EpochRange {
+		return fmt.Errorf("%s is more than 100 years from now", epoch.Format(time.RFC3339))
+	}
+	return nil
+}
+
 // Phase is where one node stands at one instant.
 type Phase struct {
 	Now    time.Time // the instant this phase was taken at

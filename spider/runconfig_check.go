@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/spider/scope"
 	"github.com/kspider/kspider/storage"
@@ -184,9 +185,6 @@ func (c *RunConfig) validateScope(k *checker) {
 	k.intRange("scope.max_subdomains", int64(s.MaxSubdomains), 0, 1<<40)
 }
 
-// epochRange is how far from now cluster.epoch may lie.
-const epochRange = 100 * 365 * 24 * time.Hour
-
 func (c *RunConfig) validateCluster(k *checker) {
 	cl := &c.Cluster
 	n := len(cl.Nodes)
@@ -228,10 +226,8 @@ func (c *RunConfig) validateCluster(k *checker) {
 	}
 	if cl.Epoch.IsZero() {
 		k.errorf("cluster.epoch", "must be set (a date-time such as 2026-01-01T00:00:00Z)")
-	} else if d := time.Since(cl.Epoch); d > epochRange || d < -epochRange {
-		// Go's durations end at 292 years: further off, every node would
-		// compute one slot for centuries and never swap phases.
-		k.errorf("cluster.epoch", "%s is more than 100 years from now", cl.Epoch.Format(time.RFC3339))
+	} else if err := scheduler.CheckEpochNear(cl.Epoch, time.Now()); err != nil {
+		k.errorf("cluster.epoch", "%v", err)
 	} else if k.lines.localTime("cluster.epoch") {
 		k.errorf("cluster.epoch", "needs a UTC offset (such as 2026-01-01T00:00:00Z): nodes in other time zones would read it as another instant")
 	}

@@ -65,12 +65,11 @@ node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
 	if err != nil {
 		return usagef("--epoch: %v", err)
 	}
-	// Go's durations end at 292 years: further off, now - epoch saturates
-	// and the slot, its bounds and the time to the swap are nonsense (an
-	// epoch in 1700 gave a slot in 1992 and a swap 34 years ago). The
-	// bound is the one kspider run puts on cluster.epoch.
-	if d := time.Since(epoch); d > clockEpochRange || d < -clockEpochRange {
-		return usagef("--epoch %s is more than 100 years from now", epoch.Format(time.RFC3339))
+	// Further off, the slot, its bounds and the time to the swap are
+	// nonsense (an epoch in 1700 gave a slot in 1992 and a swap 34 years
+	// ago). The bound is the one kspider run puts on cluster.epoch.
+	if err := scheduler.CheckEpochNear(epoch, time.Now()); err != nil {
+		return usagef("--epoch %v", err)
 	}
 	cl := scheduler.Cluster{Epoch: epoch, PhaseLength: *phaseLen, Phases: *phases, Nodes: *nodes}
 	if err := cl.Validate(); err != nil {
@@ -130,8 +129,6 @@ node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
 	}
 	return nil
 }
-
-const clockEpochRange = 100 * 365 * 24 * time.Hour
 
 // clockSigned formats an offset with its sign, "+20ms" or "-3ms".
 func clockSigned(d time.Duration) string {
