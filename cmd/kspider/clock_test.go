@@ -64,6 +64,8 @@ func TestClockUnsafeAndFailures(t *testing.T) {
 		{"clock", "--ntp", "x", "--phases", "2", "--nodes", "3"},
 		{"clock", "--ntp", "x", "--node", "1"},
 		{"clock", "--ntp", "x", "--phase-length", "0s"},
+		{"clock", "--ntp", "x", "--phase-length", "400ms"},               // the default guard, 200ms, at each end
+		{"clock", "--ntp", "x", "--phase-length", "2s", "--guard", "1s"}, // no time left to start fetches
 		{"clock", "--ntp", "x", "--epoch", "yesterday"},
 	} {
 		if code, _, _ := runCmd(t, "", args...); code != 2 {
