@@ -53,10 +53,19 @@ func (k *checker) add(err error) {
 
 func (k *checker) err() error {
 	if k.more > 0 {
-		k.errs = append(k.errs, fmt.Errorf("%s: %d more errors", k.name, k.more))
+		k.errs = append(k.errs, &MoreErrors{File: k.name, N: k.more})
 	}
 	return errors.Join(k.errs...)
 }
+
+// MoreErrors stands for the errors of a file past the first ones listed,
+// so that a file of thousands of bad lines gives a bounded report.
+type MoreErrors struct {
+	File string
+	N    int
+}
+
+func (e *MoreErrors) Error() string { return fmt.Sprintf("%s: %d more errors", e.File, e.N) }
 
 func (k *checker) intRange(key string, v, lo, hi int64) {
 	if v < lo || v > hi {

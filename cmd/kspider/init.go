@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -93,10 +94,17 @@ func printErrors(e env, err error) int {
 	} else {
 		list = []error{err}
 	}
+	n := 0
 	for _, err := range list {
 		fmt.Fprintln(e.stderr, err)
+		var more *spider.MoreErrors
+		if errors.As(err, &more) {
+			n += more.N
+		} else {
+			n++
+		}
 	}
-	return len(list)
+	return n
 }
 
 // sampleSeeds are the seeds the sample config shows, to be replaced.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -99,6 +100,16 @@ func TestInitCheck(t *testing.T) {
 	code, _, errOut = runCmd(t, "", "init", "--check", good)
 	if code != 1 || !strings.Contains(errOut, seeds+":2: \"b.example\" is not an absolute http(s) URL") {
 		t.Errorf("bad seeds file: exit %d:\n%s", code, errOut)
+	}
+	var many strings.Builder
+	many.WriteString("seeds = [")
+	for i := range 60 {
+		fmt.Fprintf(&many, "%q, ", fmt.Sprintf("bad%d", i))
+	}
+	many.WriteString("]\n")
+	os.WriteFile(bad, []byte(many.String()), 0o644)
+	if _, _, errOut := runCmd(t, "", "init", "--check", bad); !strings.Contains(errOut, "more errors") || !strings.Contains(errOut, "is not a valid config (60 errors)\n") {
+		t.Errorf("60 errors, some listed:\n%s", errOut)
 	}
 	os.WriteFile(bad, []byte("fetchers = 0\n"), 0o644)
 	if _, _, errOut := runCmd(t, "", "init", "--check", bad); !strings.Contains(errOut, "is not a valid config (1 error)\n") {
