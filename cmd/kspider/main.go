@@ -170,11 +170,12 @@ func run(ctx context.Context, e env, args []string) int {
 		printHelp(e.stdout)
 		return 0
 	case "help":
-		if len(args) == 1 {
+		if len(args) == 1 || args[1] == "help" {
 			printHelp(e.stdout)
 			return 0
 		}
-		name, args = args[1], []string{args[1], "--help"}
+		// "help export warc" is "export warc --help".
+		name, args = args[1], append(args[1:len(args):len(args)], "--help")
 	}
 	c, ok := lookup(name)
 	if !ok || c.run == nil {

@@ -43,6 +43,12 @@ func TestEverySubcommandHasHelp(t *testing.T) {
 			t.Errorf("kspider help %s: exit %d, stdout %q", c.name, code, out)
 		}
 	}
+	for _, c := range [][]string{{"help", "help", "commands:"}, {"help", "export", "warc", "usage: kspider export warc"}, {"help", "bench", "cluster", "usage: kspider bench cluster"}} {
+		args, want := c[:len(c)-1], c[len(c)-1]
+		if code, out, errOut := runCmd(t, "", args...); code != 0 || !strings.Contains(out, want) {
+			t.Errorf("kspider %v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
 	for _, b := range benchmarks() {
 		code, out, errOut := runCmd(t, "", "bench", b.name, "--help")
 		if code != 0 || !strings.Contains(out, "usage: kspider bench "+b.name) {
