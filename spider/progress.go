@@ -107,13 +107,16 @@ func ProgressLine(prev, cur Counters, dt, elapsed time.Duration) string {
 		round(elapsed), count(cur.Pages), pps, mbps, count(cur.URLs), count(cur.Queue), phase, count(cur.Errors))
 }
 
+// How a run ended, for SummaryLine.
+const (
+	RunFinished    = "finished"
+	RunInterrupted = "interrupted (run again on the same directory to continue)"
+	RunDrained     = "drained (run again on the same directory to continue)"
+)
+
 // SummaryLine is the final report of a crawl: totals and average rates, and
-// whether it ended or was interrupted.
-func SummaryLine(c Counters, elapsed time.Duration, interrupted bool) string {
-	how := "finished"
-	if interrupted {
-		how = "interrupted (run again on the same directory to continue)"
-	}
+// how it ended (RunFinished, RunInterrupted, RunDrained).
+func SummaryLine(c Counters, elapsed time.Duration, how string) string {
 	var pps, mbps float64
 	if s := elapsed.Seconds(); s > 0 {
 		pps = float64(c.Pages) / s

@@ -59,12 +59,15 @@ func TestProgressRunEnds(t *testing.T) {
 
 func TestSummaryLine(t *testing.T) {
 	c := Counters{Pages: 12000, Bytes: 240e6, URLs: 50000, Queue: 38000, Errors: 3}
-	got := SummaryLine(c, 2*time.Minute, false)
+	got := SummaryLine(c, 2*time.Minute, RunFinished)
 	want := "crawl finished after 2m0s: 12,000 pages stored (100/s), 240.0 MB (2.0 MB/s), 50,000 URLs known, 38,000 queued, 3 errors"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	if got := SummaryLine(c, 0, true); !strings.HasPrefix(got, "crawl interrupted (run again on the same directory to continue) after 0s") {
+	if got := SummaryLine(c, 0, RunDrained); !strings.HasPrefix(got, "crawl drained (run again on the same directory to continue) after 0s") {
+		t.Errorf("drained: %q", got)
+	}
+	if got := SummaryLine(c, 0, RunInterrupted); !strings.HasPrefix(got, "crawl interrupted (run again on the same directory to continue) after 0s") {
 		t.Errorf("interrupted: %q", got)
 	}
 	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 123456: "123,456", 1234567: "1,234,567", 1<<64 - 1: "18,446,744,073,709,551,615"} {

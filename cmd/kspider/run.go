@@ -178,11 +178,15 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	closeErr := node.Close()
 	interrupted := errors.Is(runErr, spider.ErrInterrupted)
 	if errors.Is(runErr, spider.ErrDrained) && closeErr == nil { // drained on request: exit 0
-		fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), true))
+		fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), spider.RunDrained))
 		fmt.Fprintln(e.stderr, "drained: every list out finished, every page fetched is stored and synced; run the same command again to continue")
 		return nil
 	}
-	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), interrupted || runErr != nil))
+	how := spider.RunFinished
+	if runErr != nil {
+		how = spider.RunInterrupted
+	}
+	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), how))
 	if sum != nil {
 		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
 			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)

@@ -190,7 +190,7 @@ func TestStatusAndCtl(t *testing.T) {
 	ctl(0, "drain", "--status", addr, "--dir", dir)
 	select {
 	case code := <-exit:
-		if code != 0 || !strings.Contains(stderr.String(), "drained") {
+		if code != 0 || !strings.Contains(stderr.String(), "crawl drained (run again") || strings.Contains(stderr.String(), "interrupted") {
 			t.Fatalf("drained run: exit %d:\n%s", code, stderr)
 		}
 	case <-ctx.Done():
