@@ -9,12 +9,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/kspider/kspider/spider/urlnorm"
@@ -135,7 +133,7 @@ func TestDemoChild(t *testing.T) {
 	if args == "" {
 		t.Skip("only run as TestDemoInterruptAndKill's child process")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(os.Stderr)
 	code := run(ctx, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, strings.Fields(args))
 	stop()
 	os.Exit(code)

@@ -203,8 +203,34 @@ func run(ctx context.Context, e env, args []string) int {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(os.Stderr)
 	code := run(ctx, env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
 	stop()
 	os.Exit(code)
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, which asks
+// for an orderly stop (a crawl stores what it fetched and syncs). The
+// second gets the signal's default action and ends the process at once:
+// every kspider file survives kill -9, so an operator whose stop is slow
+// (a sync on a failing disk) need not look for the pid.
+func signalContext(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			fmt.Fprintf(stderr, "kspider: %v: stopping in order; a second one quits at once (what is stored stays stored)\n", s)
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		signal.Stop(sig)
+		cancel()
+	}
 }
