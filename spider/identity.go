@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,6 +36,9 @@ type DirIdentity struct {
 }
 
 const identityFile = "IDENTITY"
+
+// maxIdentitySize bounds what ReadDirIdentity reads of the file.
+const maxIdentitySize = 4096
 
 // identityHeader is the first line's text before the version number.
 const identityHeader = "kspider data directory "
@@ -98,7 +102,13 @@ var ErrIdentityDamaged = errors.New("damaged")
 // damaged.
 func ReadDirIdentity(dir string) (DirIdentity, error) {
 	path := filepath.Join(dir, identityFile)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return DirIdentity{}, err
+	}
+	defer f.Close()
+	// The file is a few dozen bytes: a larger one is damage, not read whole.
+	b, err := io.ReadAll(io.LimitReader(f, maxIdentitySize+1))
 	if err != nil {
 		return DirIdentity{}, err
 	}

@@ -90,6 +90,7 @@ func TestIdentityDamage(t *testing.T) {
 		try(fmt.Sprintf("first %d bytes", n), good[:n])
 	}
 	try("a byte more", append(bytes.Clone(good), 'x'))
+	try("a megabyte more", append(bytes.Clone(good), make([]byte, 1<<20)...))
 	try("version 2", bytes.Replace(good, []byte("directory 1"), []byte("directory 2"), 1))
 }
 
