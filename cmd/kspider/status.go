@@ -12,6 +12,7 @@ import (
 
 	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/spider/status"
+	"golang.org/x/net/netutil"
 )
 
 // statusServer is a node's status page while it runs.
@@ -21,6 +22,10 @@ type statusServer struct {
 	srv   *http.Server
 	done  chan struct{}
 }
+
+// maxStatusConns bounds the status page's open connections: a dashboard,
+// a Prometheus scraper and kspider ctl need a few.
+const maxStatusConns = 32
 
 // startStatus serves node's status page, JSON, metrics and control on
 // addr ("" or "off": none) for `kspider run` and `kspider demo`. The
@@ -40,6 +45,10 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	if err != nil {
 		return nil, fmt.Errorf("status page: %w", err)
 	}
+	// Connections past the limit wait in the kernel's backlog: idle ones
+	// held open (each up to IdleTimeout) cannot take the file descriptors
+	// the fetchers need.
+	ln = netutil.LimitListener(ln, maxStatusConns)
 	if !status.IsLoopback(addr) {
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}

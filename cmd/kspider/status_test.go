@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -216,4 +217,45 @@ func TestCtlBadStatus(t *testing.T) {
 			t.Errorf("ctl --status %s: exit %d, want 2 naming it:\n%s", bad, code, errOut)
 		}
 	}
+}
+
+// Idle connections held open on the status page wait past maxStatusConns
+// instead of taking file descriptors without bound; one closed, the page
+// answers again.
+func TestStatusConnectionLimit(t *testing.T) {
+	conf, ca, _, _ := crawlSetup(t, 3, 3, 1, "1h")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, _, exit := startRun(t, ctx, "--config", conf, "--ca", ca, "--quiet")
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range maxStatusConns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	get := func(timeout time.Duration) error {
+		cl := &http.Client{Timeout: timeout}
+		resp, err := cl.Get("http://" + addr + "/status")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get(500 * time.Millisecond); err == nil {
+		t.Errorf("a request past %d idle connections was answered", maxStatusConns)
+	}
+	idle[0].Close()
+	idle = idle[1:]
+	if err := get(30 * time.Second); err != nil {
+		t.Errorf("with one idle connection closed: %v", err)
+	}
+	cancel()
+	<-exit
 }
