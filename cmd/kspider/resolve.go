@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/resolver"
+	"github.com/kspider/kspider/spider/urlnorm"
 )
 
 // resolveServers collects repeated --server flags.
@@ -76,7 +77,18 @@ resolved in parallel; the exit status is 1 if any failed.`)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			start := time.Now()
-			addrs, err := r.Lookup(ctx, name)
+			host := name
+			if !isASCII(name) {
+				// Looked up as a crawl would: its A-labels ("xn--").
+				a, err := urlnorm.ASCIIHost(name)
+				if err != nil {
+					failed[i] = true
+					lines[i] = fmt.Sprintf("%s\terror: not a host name: %v", name, err)
+					return
+				}
+				host, name = a, name+" ("+a+")"
+			}
+			addrs, err := r.Lookup(ctx, host)
 			took := time.Since(start).Round(time.Microsecond)
 			if err != nil {
 				failed[i] = true
@@ -127,4 +139,13 @@ func resolveErrorText(err error) string {
 		return s
 	}
 	return err.Error()
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

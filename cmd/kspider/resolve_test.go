@@ -52,6 +52,13 @@ func TestResolveCommand(t *testing.T) {
 		t.Errorf("-v line: %q", lines[3])
 	}
 
+	// A Unicode name is looked up by its A-labels, as a crawl would.
+	code, out, _ = runCmd(t, "", "resolve", "--server", srv, "ข่าว.kspider.test", "a\u00a0b.test")
+	if code != 1 || !strings.Contains(out, "ข่าว.kspider.test (xn--22c8e6a1f.kspider.test)\terror: no such host") ||
+		!strings.Contains(out, "a\u00a0b.test\terror: not a host name:") {
+		t.Errorf("Unicode names: exit %d\n%s", code, out)
+	}
+
 	code, out, errOut = runCmd(t, "", "resolve", "--server", srv, "www.kspider.test", "nope.kspider.test", "bad..name")
 	if code != 1 || !strings.Contains(out, "nope.kspider.test\terror: no such host") ||
 		!strings.Contains(out, "bad..name\terror: not a valid host name") || !strings.Contains(errOut, "2 of 3") {

@@ -47,6 +47,15 @@ func forbiddenHost(c byte) bool { return c < 0x80 && forbiddenHostSet.hasASCII(c
 
 func forbiddenDomain(c byte) bool { return c < 0x80 && forbiddenDomainSet.hasASCII(c) }
 
+// ASCIIHost is the host name s as the normaliser writes it in a URL of
+// a special scheme: Unicode labels as A-labels (UTS #46, "xn--"), lower
+// case, an IPv4 address in its dotted form. Tools that take a bare host
+// name use it to look up what a crawl would.
+func ASCIIHost(s string) (string, error) {
+	b, err := appendHost(nil, s, true)
+	return string(b), err
+}
+
 // appendHost appends the serialisation of the host parsed from s (§3.5
 // "host parser"), or returns dst unchanged and the failure.
 func appendHost(dst []byte, s string, special bool) ([]byte, error) {
