@@ -20,6 +20,7 @@ import (
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/resolver"
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/spider/urlnorm"
 )
 
 // fetchLine is one URL's line of `kspider fetch --json`.
@@ -107,6 +108,10 @@ than none; an HTTP error status is a result, not a failure).`)
 	var groups []*group
 	byOrigin := map[string]*group{}
 	for i, raw := range urls {
+		raw, err := asciiHostURL(raw)
+		if err != nil {
+			return usagef("%q %v", urls[i], err)
+		}
 		key, err := fetchOrigin(raw)
 		if err != nil {
 			return usagef("%q %v", raw, err)
@@ -219,6 +224,25 @@ than none; an HTTP error status is a result, not a failure).`)
 		return fmt.Errorf("%d of %d URLs failed", failed, len(urls))
 	}
 	return nil
+}
+
+// asciiHostURL is raw with a Unicode host name written in A-labels
+// ("xn--"), as a crawl fetches it (urlnorm.ASCIIHost); the collector and
+// the resolver take ASCII host names only. Anything else is left as given.
+func asciiHostURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || isASCII(u.Host) {
+		return raw, nil // fetchOrigin says what is wrong
+	}
+	h, err := urlnorm.ASCIIHost(u.Hostname())
+	if err != nil {
+		return "", fmt.Errorf("has a host that is not a host name: %v", err)
+	}
+	if p := u.Port(); p != "" {
+		h += ":" + p
+	}
+	u.Host = h
+	return u.String(), nil
 }
 
 // fetchOrigin is the origin a URL is fetched from, spelt as the collector

@@ -141,3 +141,22 @@ func TestFetchOneConnectionPerOrigin(t *testing.T) {
 		}
 	}
 }
+
+// A Unicode host name is fetched by its A-labels, as a crawl would.
+func TestFetchASCIIHost(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://ข่าว.com/a?b":         "http://xn--22c8e6a1f.com/a?b",
+		"https://ข่าว.com:8443/x":     "https://xn--22c8e6a1f.com:8443/x",
+		"http://www.example.com/ข่าว": "http://www.example.com/ข่าว", // an ASCII host: as given
+	} {
+		if got, err := asciiHostURL(raw); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	if _, err := asciiHostURL("http://a\u00a0b.com/"); err == nil {
+		t.Error("a host with a no-break space: no error")
+	}
+	if code, _, errOut := runCmd(t, "", "fetch", "http://a\u00a0b.com/"); code != 2 || !strings.Contains(errOut, "not a host name") {
+		t.Errorf("fetch of a bad Unicode host: exit %d: %s", code, errOut)
+	}
+}
