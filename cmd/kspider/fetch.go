@@ -108,13 +108,9 @@ than none; an HTTP error status is a result, not a failure).`)
 	var groups []*group
 	byOrigin := map[string]*group{}
 	for i, raw := range urls {
-		raw, err := asciiHostURL(raw)
+		raw, key, err := fetchTarget(raw)
 		if err != nil {
 			return usagef("%q %v", urls[i], err)
-		}
-		key, err := fetchOrigin(raw)
-		if err != nil {
-			return usagef("%q %v", raw, err)
 		}
 		g := byOrigin[key]
 		if g == nil {
@@ -226,33 +222,29 @@ than none; an HTTP error status is a result, not a failure).`)
 	return nil
 }
 
-// asciiHostURL is raw with a Unicode host name written in A-labels
-// ("xn--"), as a crawl fetches it (urlnorm.ASCIIHost); the collector and
-// the resolver take ASCII host names only. Anything else is left as given.
-func asciiHostURL(raw string) (string, error) {
-	u, err := url.Parse(raw)
-	if err != nil || isASCII(u.Host) {
-		return raw, nil // fetchOrigin says what is wrong
-	}
-	h, err := urlnorm.ASCIIHost(u.Hostname())
-	if err != nil {
-		return "", fmt.Errorf("has a host that is not a host name: %v", err)
-	}
-	if p := u.Port(); p != "" {
-		h += ":" + p
-	}
-	u.Host = h
-	return u.String(), nil
-}
-
-// fetchOrigin is the origin a URL is fetched from, spelt as the collector
-// keys it (host in lower case, the port as a number, the scheme's default
-// when none), so that "http://H:080/" and "http://h/" share the one
-// connection the collector keeps per origin.
-func fetchOrigin(raw string) (string, error) {
+// fetchTarget is the URL to fetch for raw and the origin it is fetched
+// from. A Unicode host name is written in A-labels ("xn--"), as a crawl
+// fetches it (urlnorm.ASCIIHost): the collector and the resolver take ASCII
+// host names only; the rest of the URL is left as given. The origin is
+// spelt as the collector keys it (host in lower case, the port as a number,
+// the scheme's default when none), so that "http://H:080/" and "http://h/"
+// share the one connection the collector keeps per origin.
+func fetchTarget(raw string) (target, origin string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return "", errors.New("is not an http or https URL")
+		return "", "", errors.New("is not an http or https URL")
+	}
+	target = raw
+	if !isASCII(u.Host) {
+		h, err := urlnorm.ASCIIHost(u.Hostname())
+		if err != nil {
+			return "", "", fmt.Errorf("has a host that is not a host name: %v", err)
+		}
+		if p := u.Port(); p != "" {
+			h += ":" + p
+		}
+		u.Host = h
+		target = u.String()
 	}
 	port := uint64(80)
 	if u.Scheme == "https" {
@@ -260,10 +252,10 @@ func fetchOrigin(raw string) (string, error) {
 	}
 	if p := u.Port(); p != "" {
 		if port, err = strconv.ParseUint(p, 10, 16); err != nil || port == 0 {
-			return "", fmt.Errorf("has port %q, not 1..65535", p)
+			return "", "", fmt.Errorf("has port %q, not 1..65535", p)
 		}
 	}
-	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + strconv.FormatUint(port, 10), nil
+	return target, u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + strconv.FormatUint(port, 10), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -149,11 +149,11 @@ func TestFetchASCIIHost(t *testing.T) {
 		"https://ข่าว.com:8443/x":     "https://xn--22c8e6a1f.com:8443/x",
 		"http://www.example.com/ข่าว": "http://www.example.com/ข่าว", // an ASCII host: as given
 	} {
-		if got, err := asciiHostURL(raw); err != nil || got != want {
+		if got, _, err := fetchTarget(raw); err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %q", raw, got, err, want)
 		}
 	}
-	if _, err := asciiHostURL("http://a\u00a0b.com/"); err == nil {
+	if _, _, err := fetchTarget("http://a\u00a0b.com/"); err == nil {
 		t.Error("a host with a no-break space: no error")
 	}
 	if code, _, errOut := runCmd(t, "", "fetch", "http://a\u00a0b.com/"); code != 2 || !strings.Contains(errOut, "not a host name") {
