@@ -5,30 +5,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kspider/kspider/scheduler"
 )
-
-// clockServers collects repeated --ntp flags.
-type clockServers []string
-
-func (s *clockServers) String() string { return strings.Join(*s, ",") }
-
-// Set refuses a value that names no server, as resolveServers.Set does.
-func (s *clockServers) Set(v string) error {
-	n := len(*s)
-	for _, part := range strings.Split(v, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			*s = append(*s, part)
-		}
-	}
-	if len(*s) == n {
-		return fmt.Errorf("%q names no server", v)
-	}
-	return nil
-}
 
 // runClock measures the NTP offset once and shows where this node stands
 // in the phase schedule.
@@ -40,7 +20,7 @@ slot, the node's active phase, the time to the next swap and whether the
 clock is safe (offset within --max-offset) and outside the guard interval
 around the slot boundaries. Slot t = floor((now - epoch) / phase-length);
 node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
-	var servers clockServers
+	var servers serverList
 	fs.Var(&servers, "ntp", "NTP `SERVER` (host or host:port); repeatable or comma-separated")
 	phases := fs.Int("phases", 1, "number of phases `P` (at least --nodes)")
 	nodes := fs.Int("nodes", 0, "number of nodes `N` (default: P)")

@@ -62,7 +62,7 @@ each decoded body to DIR/N.body (N: the URL's position, from 1).
 Names are resolved with kspider's resolver, at --server or the servers of
 /etc/resolv.conf. The exit status is 1 when any URL failed (a kind other
 than none; an HTTP error status is a result, not a failure).`)
-	var servers resolveServers
+	var servers serverList
 	fs.Var(&servers, "server", "name server `ADDR` (ip or ip:port); repeatable")
 	pipeline := fs.Int("pipeline", 1, "pipelining depth (1: off)")
 	head := fs.Bool("head", false, "HEAD instead of GET")

@@ -13,15 +13,17 @@ import (
 	"github.com/kspider/kspider/spider/urlnorm"
 )
 
-// resolveServers collects repeated --server flags.
-type resolveServers []string
+// serverList collects a repeated, comma-separated flag of servers: the
+// DNS servers of resolve and fetch (--server), the NTP servers of clock
+// (--ntp).
+type serverList []string
 
-func (s *resolveServers) String() string { return strings.Join(*s, ",") }
+func (s *serverList) String() string { return strings.Join(*s, ",") }
 
 // Set refuses a value that names no server: --server "$DNS" with DNS unset
 // would otherwise leave the list empty, and the resolver would quietly ask
 // the servers of /etc/resolv.conf instead of the one meant.
-func (s *resolveServers) Set(v string) error {
+func (s *serverList) Set(v string) error {
 	n := len(*s)
 	for _, part := range strings.Split(v, ",") {
 		if part = strings.TrimSpace(part); part != "" {
@@ -41,7 +43,7 @@ func runResolve(ctx context.Context, e env, args []string) error {
 prints one line per name: the name and its addresses, or the error. The
 servers are those of /etc/resolv.conf unless --server is given. Names are
 resolved in parallel; the exit status is 1 if any failed.`)
-	var servers resolveServers
+	var servers serverList
 	fs.Var(&servers, "server", "name server `ADDR` (ip or ip:port); repeatable, tried in order")
 	network := fs.String("network", "ip", "address families: ip4 (A), ip6 (AAAA) or ip (both)")
 	timeout := fs.Duration("timeout", 2*time.Second, "per-query timeout")
