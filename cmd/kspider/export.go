@@ -80,9 +80,9 @@ The file is written under a temporary name and renamed when complete.`)
 	if err != nil {
 		return err
 	}
+	defer f.abort()
 	r, err := storage.OpenReader(sdirs)
 	if err != nil {
-		f.abort()
 		return err
 	}
 	defer r.Close()
@@ -105,9 +105,7 @@ The file is written under a temporary name and renamed when complete.`)
 		return w.Flush()
 	}()
 	if err == nil {
-		err = f.commit() // which removes the temporary file if it fails
-	} else {
-		f.abort()
+		err = f.commit()
 	}
 	scan := r.Stats()
 	if err != nil {
@@ -160,8 +158,8 @@ func writeFileAtomic(path string, fill func(io.Writer) error) error {
 	if err != nil {
 		return err
 	}
+	defer a.abort()
 	if err := fill(a); err != nil {
-		a.abort()
 		return err
 	}
 	return a.commit()
@@ -174,9 +172,10 @@ func writeFileAtomic(path string, fill func(io.Writer) error) error {
 // behind, so createAtomic first removes temporaries of the path whose
 // process is gone.
 type atomicFile struct {
-	path string // what commit renames over: the operator's path, links followed
-	f    *os.File
-	bw   *bufio.Writer
+	path      string // what commit renames over: the operator's path, links followed
+	f         *os.File
+	bw        *bufio.Writer
+	committed bool
 }
 
 // createAtomic checks path and opens its temporary file, before a command
@@ -197,19 +196,19 @@ func createAtomic(path string) (*atomicFile, error) {
 
 func (a *atomicFile) Write(p []byte) (int, error) { return a.bw.Write(p) }
 
-// abort removes the temporary file; path is left as it was.
+// abort removes the temporary file, path left as it was, unless commit
+// has renamed it: deferred, it is the one cleanup on every way out.
 func (a *atomicFile) abort() {
+	if a.committed {
+		return
+	}
 	a.f.Close()
 	os.Remove(a.f.Name())
 }
 
-// commit makes the file durable under its path.
-func (a *atomicFile) commit() (err error) {
-	defer func() {
-		if err != nil {
-			a.abort()
-		}
-	}()
+// commit makes the file durable under its path. On failure the temporary
+// file is left to abort, which every caller defers.
+func (a *atomicFile) commit() error {
 	if err := a.bw.Flush(); err != nil {
 		return fmt.Errorf("writing %s: %w", a.f.Name(), err)
 	}
@@ -225,6 +224,7 @@ func (a *atomicFile) commit() (err error) {
 	if err := os.Rename(a.f.Name(), a.path); err != nil {
 		return err
 	}
+	a.committed = true
 	// The rename is durable once the directory is synced.
 	if d, err := os.Open(filepath.Dir(a.path)); err == nil {
 		d.Sync()

@@ -53,11 +53,7 @@ the report covers the intact pages and the exit status is 1 unless
 		if html, err = createAtomic(*htmlFile); err != nil {
 			return err
 		}
-		defer func() {
-			if html != nil {
-				html.abort()
-			}
-		}()
+		defer html.abort()
 	}
 	r, err := storage.OpenReader(dirs)
 	if err != nil {
@@ -89,11 +85,9 @@ the report covers the intact pages and the exit status is 1 unless
 		err = report.WriteJSON(e.stdout)
 	case html != nil:
 		if err = report.WriteHTML(html, "kspider statistics: "+strings.Join(dirs, ", ")); err == nil {
-			err = html.commit() // which removes the temporary file if it fails
-		} else {
-			html.abort()
+			err = html.commit()
 		}
-		if html = nil; err == nil {
+		if err == nil {
 			fmt.Fprintf(e.stdout, "wrote %s (%d pages)\n", *htmlFile, report.Summary.URLs)
 		}
 	default:
