@@ -29,6 +29,12 @@ func (c Cluster) Validate() error {
 	return nil
 }
 
+// StartWindow is how long fetches may start in each slot of phaseLength
+// with guard kept free at both ends; at or below zero, never.
+func StartWindow(phaseLength, guard time.Duration) time.Duration {
+	return phaseLength - 2*guard
+}
+
 // EpochRange is how far from now an epoch may lie. Go's durations end at
 // 292 years: further off, now - epoch saturates, and every node would
 // compute one slot for centuries and never swap phases.

@@ -229,7 +229,7 @@ func (c *RunConfig) validateCluster(k *checker) {
 	}
 	k.intRange("cluster.phases", int64(cl.Phases), 1, 1<<16)
 	k.duration("cluster.phase_length", cl.PhaseLength, true)
-	if d := cl.PhaseLength.Duration; c.clusterTurns() && d > 0 && d <= 2*cluster.Guard {
+	if d := cl.PhaseLength.Duration; c.clusterTurns() && d > 0 && scheduler.StartWindow(d, cluster.Guard) <= 0 {
 		k.errorf("cluster.phase_length", "%v leaves no time to fetch: with partition \"url\" the nodes take turns, and no fetch starts within %v of either end of a slot",
 			d, cluster.Guard)
 	}
@@ -265,7 +265,7 @@ func (c *RunConfig) Warnings() []string {
 			w = append(w, fmt.Sprintf("status: %q is not a loopback address: anyone who can reach it sees the crawl and may control it", c.Status))
 		}
 	}
-	if d := c.Cluster.PhaseLength.Duration; c.clusterTurns() && d > 2*cluster.Guard && d < 10*cluster.Guard {
+	if d := c.Cluster.PhaseLength.Duration; c.clusterTurns() && scheduler.StartWindow(d, cluster.Guard) > 0 && d < 10*cluster.Guard {
 		w = append(w, fmt.Sprintf("cluster.phase_length: %v: no fetch starts within %v of either end of a slot, %d%% of it", d, cluster.Guard, int(200*cluster.Guard/d)))
 	}
 	if len(c.Cluster.Nodes) > 1 && len(c.NTPServers) == 0 {

@@ -20,8 +20,10 @@ func (c *RunConfig) ClusterConfig(self int) (cluster.Config, error) {
 }
 
 // clusterTurns reports whether the config makes a node take turns on hosts
-// phase by phase (cluster.Config.Turns): a cluster, as `kspider run` sets
-// one up (more than one node or phase), partitioned by URL.
+// phase by phase: a cluster, as `kspider run` sets one up (more than one
+// node or phase), whose partition takes turns (cluster.Config.Turns).
 func (c *RunConfig) clusterTurns() bool {
-	return c.Cluster.Partition == "url" && (len(c.Cluster.Nodes) > 1 || c.Cluster.Phases > 1)
+	p, err := cluster.ParsePartition(c.Cluster.Partition)
+	cc := cluster.Config{Partition: p}
+	return err == nil && cc.Turns() && (len(c.Cluster.Nodes) > 1 || c.Cluster.Phases > 1)
 }

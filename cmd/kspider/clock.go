@@ -62,7 +62,7 @@ node i is in phase (i + t) mod P. Exit status 1 if no server answered well.`)
 	if *maxOffset <= 0 || *guard < 0 || *timeout <= 0 || *maxRTT <= 0 || *maxStratum < 1 {
 		return usagef("--max-offset, --timeout, --max-rtt and --max-stratum must be positive, --guard not negative")
 	}
-	if g := cmp.Or(*guard, 2**maxOffset); 2*g >= *phaseLen {
+	if g := cmp.Or(*guard, 2**maxOffset); scheduler.StartWindow(*phaseLen, g) <= 0 {
 		return usagef("a guard of %v at each end of a slot of %v leaves no time to start fetches", g, *phaseLen)
 	}
 	clk, err := scheduler.NewClock(scheduler.ClockConfig{
