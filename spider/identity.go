@@ -35,7 +35,17 @@ type DirIdentity struct {
 	Partition   string // cluster.Partition's name; "none" for a node alone
 }
 
-const identityFile = "IDENTITY"
+// IdentityFile is the name of the identity file in a data directory.
+const IdentityFile = "IDENTITY"
+
+// treeSubdir is the URL tree's directory in a data directory.
+const treeSubdir = "urls"
+
+// newTree reports whether dir holds no URL tree yet.
+func newTree(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, treeSubdir))
+	return errors.Is(err, fs.ErrNotExist)
+}
 
 // maxIdentitySize bounds what ReadDirIdentity reads of the file.
 const maxIdentitySize = 4096
@@ -101,7 +111,7 @@ var ErrIdentityDamaged = errors.New("damaged")
 // when there is none, and names the file and what is wrong when it is
 // damaged.
 func ReadDirIdentity(dir string) (DirIdentity, error) {
-	path := filepath.Join(dir, identityFile)
+	path := filepath.Join(dir, IdentityFile)
 	f, err := os.Open(path)
 	if err != nil {
 		return DirIdentity{}, err
@@ -124,12 +134,11 @@ func ReadDirIdentity(dir string) (DirIdentity, error) {
 // (written before kspider kept one) is recorded as want with a note
 // through logf, as nothing tells whose share it held.
 func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) error {
-	path := filepath.Join(dir, identityFile)
+	path := filepath.Join(dir, IdentityFile)
 	was, err := ReadDirIdentity(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		_, err := os.Stat(filepath.Join(dir, "urls"))
-		fresh := errors.Is(err, fs.ErrNotExist)
+		fresh := newTree(dir)
 		if err := writeIdentity(dir, want); err != nil {
 			return err
 		}
@@ -150,7 +159,7 @@ func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) erro
 }
 
 func writeIdentity(dir string, id DirIdentity) error {
-	path := filepath.Join(dir, identityFile)
+	path := filepath.Join(dir, IdentityFile)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -195,7 +204,7 @@ func (cfg *NodeConfig) identity() DirIdentity {
 // new crawl's ids, and after a crash a URL would count as stored because
 // its id has another URL's page.
 func checkNewTreeStore(dir string, storageDirs []string) error {
-	if _, err := os.Stat(filepath.Join(dir, "urls")); !errors.Is(err, fs.ErrNotExist) {
+	if !newTree(dir) {
 		return nil
 	}
 	for _, sd := range storageDirs {

@@ -68,7 +68,7 @@ func TestCheckIdentity(t *testing.T) {
 func TestIdentityDamage(t *testing.T) {
 	good := DirIdentity{2, 4, "url"}.encode()
 	dir := t.TempDir()
-	path := filepath.Join(dir, identityFile)
+	path := filepath.Join(dir, IdentityFile)
 	try := func(what string, b []byte) {
 		t.Helper()
 		if err := os.WriteFile(path, b, 0o644); err != nil {

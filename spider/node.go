@@ -300,7 +300,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	n.dstore.n = n
 	n.robots = newNodeRobots(n)
 	n.depth.Store = &n.dstore
-	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, "urls"), nil); err != nil {
+	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, treeSubdir), nil); err != nil {
 		lock.Release()
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // the node records it anew at its next start.
 func checkIdentity(dir string, repair bool, w io.Writer) (problems int, err error) {
 	id, err := spider.ReadDirIdentity(dir)
-	path := filepath.Join(dir, "IDENTITY")
+	path := filepath.Join(dir, spider.IdentityFile)
 	switch {
 	case err == nil:
 		fmt.Fprintf(w, "identity: %s: ok: %s\n", path, id)
