@@ -24,7 +24,8 @@ until nothing within the limits is left to fetch (exit 0). Ctrl-C or SIGTERM
 stops handing out work, stores every page fetched, syncs the data directory
 and exits 1 saying the crawl was interrupted; a second one quits at once
 (as kill -9 would: what is stored stays stored, pages in flight are fetched
-again). Running the same command again continues where it stopped. Two runs on one data directory are refused.
+again). Running the same command again continues where it stopped. Two
+runs on one data directory are refused.
 
 A progress line goes to stderr every second (--quiet: none), then a summary.
 The status page (--status; a cluster node's status in its cluster.nodes

@@ -136,10 +136,10 @@ func escapeLabel(s string) string { return escape(s, true) }
 // escapeHelp escapes HELP text: backslash and line feed.
 func escapeHelp(s string) string { return escape(s, false) }
 
-// escape escapes s for a label value (quote) or HELP text. A byte that is not UTF-8 (a data directory's name may hold any) is
-// written as the text \xff: the format wants UTF-8, and Prometheus refuses
-// a whole scrape over one such label; two names that differ in such bytes
-// stay two series.
+// escape escapes s for a label value (quote) or HELP text. A byte that is
+// not UTF-8 (a data directory's name may hold any) is written as the text
+// \xff: the format wants UTF-8, and Prometheus refuses a whole scrape over
+// one such label; two names that differ in such bytes stay two series.
 func escape(s string, quote bool) string {
 	if !strings.ContainsAny(s, "\\\n\"") && utf8.ValidString(s) {
 		return s
