@@ -3,6 +3,7 @@ package spider
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -371,9 +372,15 @@ func (c *RunConfig) StorageDirs() []string {
 // maxSeedLine bounds one line of a seeds file.
 const maxSeedLine = 64 << 10
 
+// seedsCheckEvery is how many lines of a seeds file are read between looks
+// at the context: a file that never ends (a device, a pipe) must not make
+// the first Ctrl-C a no-op.
+const seedsCheckEvery = 4096
+
 // LoadSeeds returns Seeds followed by the URLs of SeedsFile, each checked;
-// errors name the file and line (at most maxConfigErrors of them).
-func (c *RunConfig) LoadSeeds() ([]string, error) {
+// errors name the file and line (at most maxConfigErrors of them). It stops
+// with ctx's error, naming the line, when ctx ends first.
+func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
 	seeds := append([]string(nil), c.Seeds...)
 	if c.SeedsFile == "" {
 		return seeds, nil
@@ -387,6 +394,9 @@ func (c *RunConfig) LoadSeeds() ([]string, error) {
 	sc.Buffer(make([]byte, 4096), maxSeedLine)
 	k := &checker{name: c.SeedsFile}
 	for line := 1; sc.Scan(); line++ {
+		if line%seedsCheckEvery == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("seeds_file: reading %s: stopped at line %d: %w", c.SeedsFile, line, context.Cause(ctx))
+		}
 		s := strings.TrimSpace(sc.Text())
 		if s == "" || s[0] == '#' {
 			continue

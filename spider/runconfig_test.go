@@ -1,6 +1,8 @@
 package spider
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -266,19 +268,19 @@ func TestLoadRunConfigAndSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.LoadSeeds()
+	got, err := c.LoadSeeds(context.Background())
 	if want := []string{"https://a.example/", "https://c.example/", "http://d.example/a"}; err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("LoadSeeds = %q, %v; want %q", got, err, want)
 	}
 	writeFile(t, dir, "seeds.txt", "https://c.example/\nnot a url\nmailto:x@y\n"+strings.Repeat("x", maxSeedLine+1)+"\n")
-	_, err = c.LoadSeeds()
+	_, err = c.LoadSeeds(context.Background())
 	for _, want := range []string{seeds + ":2: \"not a url\" is not", seeds + ":3: \"mailto:x@y\"", "lines are at most"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("LoadSeeds error %v lacks %q", err, want)
 		}
 	}
 	c.SeedsFile = filepath.Join(dir, "missing")
-	if _, err := c.LoadSeeds(); err == nil || !strings.Contains(err.Error(), "seeds_file:") {
+	if _, err := c.LoadSeeds(context.Background()); err == nil || !strings.Contains(err.Error(), "seeds_file:") {
 		t.Errorf("missing seeds file: %v", err)
 	}
 	if _, err := LoadRunConfig(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml") {
@@ -360,4 +362,23 @@ func FuzzParseRunConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLoadSeedsInterrupted: a seeds file that never ends (a device, a pipe)
+// must not make a Ctrl-C a no-op: LoadSeeds stops with the context's error,
+// naming the line.
+func TestLoadSeedsInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	seeds := writeFile(t, dir, "seeds.txt", strings.Repeat("https://a.example/\n", 3*seedsCheckEvery))
+	c := Defaults()
+	c.SeedsFile = seeds
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got, err := c.LoadSeeds(ctx)
+	if got != nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), fmt.Sprintf("stopped at line %d", seedsCheckEvery)) {
+		t.Fatalf("LoadSeeds(cancelled) = %d seeds, %v", len(got), err)
+	}
+	if got, err := c.LoadSeeds(context.Background()); err != nil || len(got) != len(c.Seeds)+3*seedsCheckEvery {
+		t.Fatalf("LoadSeeds = %d seeds, %v", len(got), err)
+	}
 }

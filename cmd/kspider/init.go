@@ -46,16 +46,19 @@ exits 0.`)
 		_, err = e.stdout.Write(sample)
 		return err
 	}
-	return checkConfig(e, *check)
+	return checkConfig(ctx, e, *check)
 }
 
 // checkConfig prints what is wrong with the config at path, or its
 // effective values.
-func checkConfig(e env, path string) error {
+func checkConfig(ctx context.Context, e env, path string) error {
 	cfg, err := spider.LoadRunConfig(path)
 	var seeds []string
 	if err == nil {
-		seeds, err = cfg.LoadSeeds()
+		seeds, err = cfg.LoadSeeds(ctx)
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
+		return err // interrupted: not an error of the config
 	}
 	if err != nil {
 		if n := printErrors(e, err); n != 1 {

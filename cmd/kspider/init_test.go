@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kspider/kspider/spider"
 )
@@ -123,5 +127,59 @@ func TestInitCheck(t *testing.T) {
 	}
 	if code, out, _ := runCmd(t, "", "init", "--help"); code != 0 || !strings.Contains(out, "--check") {
 		t.Errorf("--help: exit %d:\n%s", code, out)
+	}
+}
+
+// TestInitCheckInterrupted: `init --check` on a config whose seeds_file
+// never ends (here a pipe fed until the test ends; /dev/urandom did it)
+// stops when its context ends, as on Ctrl-C, and does not call the config
+// invalid. Before, the first Ctrl-C was swallowed and reading went on.
+func TestInitCheckInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "seeds")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	stop := make(chan struct{})
+	fed := make(chan struct{})
+	go func() { // the pipe's writer: seeds until the test is over
+		defer close(fed)
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		line := []byte(strings.Repeat("https://a.example/\n", 256))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := f.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-fed }()
+	cfg := filepath.Join(dir, "crawl.toml")
+	if err := os.WriteFile(cfg, []byte("seeds_file = \""+fifo+"\"\ndata_dir = \""+filepath.Join(dir, "d")+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, []string{"init", "--check", cfg})
+	}()
+	time.Sleep(200 * time.Millisecond) // reading the endless pipe
+	cancel()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(errb.String(), "stopped at line") || strings.Contains(errb.String(), "not a valid config") {
+			t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("init --check went on reading after its context ended")
 	}
 }

@@ -90,7 +90,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 			return err
 		}
 	}
-	seedList, err := cfg.LoadSeeds()
+	seedList, err := cfg.LoadSeeds(ctx)
 	if err != nil {
 		return err
 	}
