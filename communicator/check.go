@@ -199,3 +199,44 @@ func checkStateFile(path string, rep *SpillReport) error {
 	}
 	return nil
 }
+
+// ForeignSpillFile is a spill file in an endpoint's directory that the
+// endpoint never opens: another node wrote it, or it is for a node the
+// endpoint does not have as a peer.
+type ForeignSpillFile struct {
+	Path       string
+	Self, Peer NodeID // from its name, spill-<self>-<peer>
+}
+
+// Why says why node self never delivers f's items.
+func (f ForeignSpillFile) Why(self NodeID) string {
+	if f.Self != self {
+		return fmt.Sprintf("node %d wrote it, not node %d", f.Self, self)
+	}
+	return fmt.Sprintf("node %d has no peer %d", self, f.Peer)
+}
+
+// ForeignSpill lists the spill files in dir that node self, whose peers
+// isPeer tells, never opens: an endpoint opens spill-<self>-<peer> by name
+// for each of its peers, so another file's items are never delivered and
+// would be lost without a word (a directory copied from another node, a
+// cluster that lost a node). A missing dir holds none.
+func ForeignSpill(dir string, self NodeID, isPeer func(NodeID) bool) ([]ForeignSpillFile, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
+	var out []ForeignSpillFile
+	for _, e := range ents {
+		var f ForeignSpillFile
+		if !parseSpillName(e.Name(), &f.Self, &f.Peer) || (f.Self == self && f.Peer != self && isPeer(f.Peer)) {
+			continue
+		}
+		f.Path = filepath.Join(dir, e.Name())
+		out = append(out, f)
+	}
+	return out, nil
+}

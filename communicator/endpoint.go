@@ -115,6 +115,16 @@ func New(cfg Config) (*Endpoint, error) {
 		e.order = append(e.order, p)
 	}
 	slices.SortFunc(e.order, func(a, b *peer) int { return int(a.id) - int(b.id) })
+	if cfg.SpillDir != "" {
+		foreign, err := ForeignSpill(cfg.SpillDir, cfg.Self, func(id NodeID) bool { return e.peers[id] != nil })
+		if err != nil {
+			e.closePeers()
+			return nil, err
+		}
+		for _, f := range foreign {
+			cfg.Logf("communicator: spill file %s is not this node's to send (%s): its items are never delivered from here; move it to the data directory of the node that wrote it", f.Path, f.Why(cfg.Self))
+		}
+	}
 	if cfg.Conn != nil {
 		e.conn = cfg.Conn
 	} else if e.conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(cfg.Peers[cfg.Self])); err != nil {

@@ -109,3 +109,42 @@ func TestCheckSchedRepair(t *testing.T) {
 		t.Fatalf("spill file not left in place: %v", err)
 	}
 }
+
+// TestCheckForeignSpill: a spill file that the directory's node (by its
+// IDENTITY) did not write, or one for a node its cluster does not have, is
+// a problem: the node opens only its own spill files by name, so their
+// items would never be delivered. Without IDENTITY nothing is said.
+func TestCheckForeignSpill(t *testing.T) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	identity := func(node, nodes int) []byte {
+		body := fmt.Appendf(nil, "kspider data directory 1\nnode %d of %d, partition url\n", node, nodes)
+		return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, castagnoli))
+	}
+	for _, c := range []struct {
+		name           string
+		ident          []byte
+		code           int
+		want, unwanted string
+	}{
+		{"no identity", nil, 0, "ok: 1 spill files", "not this node's"},
+		{"its own", identity(1, 3), 0, "ok: 1 spill files", "not this node's"},
+		{"another node's", identity(0, 3), 1, "node 1 wrote it, not node 0 (this directory is node 0 of 3, partition url); its 5 items are never delivered", ""},
+		{"no such peer", identity(1, 2), 1, "node 1 has no peer 2 (this directory is node 1 of 2, partition url)", ""},
+		{"a node alone", []byte("kspider data directory 1\nnode 0 of 1, partition none\n"), 1, "node 1 wrote it, not node 0 (this directory is a node alone)", ""},
+	} {
+		node := buildSchedSpill(t) // spill-1-2: node 1's 5 items for node 2
+		if c.ident != nil {
+			b := c.ident
+			if !strings.Contains(string(b), "crc32c") {
+				b = fmt.Appendf(b, "crc32c %08x\n", crc32.Checksum(b, castagnoli))
+			}
+			if err := os.WriteFile(filepath.Join(node, "IDENTITY"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut := runCmd(t, "", "check", "--data", node)
+		if code != c.code || !strings.Contains(out, c.want) || (c.unwanted != "" && strings.Contains(out, c.unwanted)) {
+			t.Errorf("%s: exit %d, stdout:\n%s\nstderr: %s", c.name, code, out, errOut)
+		}
+	}
+}
