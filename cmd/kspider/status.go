@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/kspider/kspider/spider"
@@ -21,6 +22,41 @@ type statusServer struct {
 	Token string
 	srv   *http.Server
 	done  chan struct{}
+	gate  handlerGate
+}
+
+// handlerGate lets Close wait for every request handler, not only for the
+// connections: http.Server.Close (after Shutdown's grace ran out) closes
+// the connections but leaves handlers running, and a handler still taking
+// a snapshot of the node after node.Close would read closed files.
+type handlerGate struct {
+	mu     sync.Mutex
+	closed bool
+	active sync.WaitGroup
+}
+
+// wrap admits requests until close; later ones get 503.
+func (g *handlerGate) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		if g.closed {
+			g.mu.Unlock()
+			http.Error(w, "the node is closing", http.StatusServiceUnavailable)
+			return
+		}
+		g.active.Add(1)
+		g.mu.Unlock()
+		defer g.active.Done()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// close refuses new requests and waits for those in progress.
+func (g *handlerGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.active.Wait()
 }
 
 // maxStatusConns bounds the status page's open connections: a dashboard,
@@ -52,10 +88,11 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	if !status.IsLoopback(addr) {
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}
-	s := &statusServer{Addr: ln.Addr().String(), Token: tok, done: make(chan struct{}),
-		srv: &http.Server{Handler: (&status.Server{Node: node, Control: node, Token: tok, Loopback: status.IsLoopback(addr)}).Handler(),
-			ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
-			IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}}
+	s := &statusServer{Addr: ln.Addr().String(), Token: tok, done: make(chan struct{})}
+	handler := (&status.Server{Node: node, Control: node, Token: tok, Loopback: status.IsLoopback(addr)}).Handler()
+	s.srv = &http.Server{Handler: s.gate.wrap(handler),
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -67,7 +104,9 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	return s, nil
 }
 
-// Close stops the server, letting requests in progress end for a second.
+// Close stops the server, letting requests in progress end for a second,
+// then closing their connections; it returns once no handler runs, so the
+// node may be closed after it.
 func (s *statusServer) Close() {
 	if s == nil {
 		return
@@ -77,5 +116,6 @@ func (s *statusServer) Close() {
 	if s.srv.Shutdown(ctx) != nil {
 		s.srv.Close()
 	}
+	s.gate.close()
 	<-s.done
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,4 +259,52 @@ func TestStatusConnectionLimit(t *testing.T) {
 	}
 	cancel()
 	<-exit
+}
+
+// TestStatusCloseWaitsForHandlers: the status server's Close returns only
+// once no handler runs, even one that outlives Shutdown's grace second
+// (http.Server.Close leaves handlers running), so the node closed after it
+// is never read by a request; requests after it are refused.
+func TestStatusCloseWaitsForHandlers(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := &statusServer{done: make(chan struct{})}
+	s.srv = &http.Server{Handler: s.gate.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release // a snapshot waiting on a lock the node holds
+	}))}
+	go func() {
+		defer close(s.done)
+		s.srv.Serve(ln)
+	}()
+	go func() {
+		if resp, err := http.Get("http://" + ln.Addr().String() + "/status"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a handler ran")
+	case <-time.After(1500 * time.Millisecond): // past Shutdown's grace second
+	}
+	close(release)
+	select {
+	case <-closed:
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return after the handler did")
+	}
+	rec := httptest.NewRecorder()
+	s.gate.wrap(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/status", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("a request after Close: %d, want 503", rec.Code)
+	}
 }
