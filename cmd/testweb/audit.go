@@ -12,7 +12,11 @@ const auditDescription = `Reports on a request log written by "testweb serve --l
 distinct URLs, duplicate fetches, robots-forbidden requests, the most
 connections open at once per host and per server address, the smallest gap
 between requests (and between connections) to one host, requests per client
-address, and hosts two client addresses worked on at the same time.`
+address, and hosts two client addresses worked on at the same time.
+
+The log is read one line at a time; its requests are sorted through
+temporary files in $TMPDIR (unlinked at once), so memory stays bounded
+(tens of megabytes) however long the log.`
 
 func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(stderr, "audit", "audit --log FILE [--json] [--list N]", auditDescription)

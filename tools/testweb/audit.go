@@ -14,7 +14,8 @@ import (
 
 // AuditOptions tunes an audit.
 type AuditOptions struct {
-	MaxList int // how many duplicate / forbidden URLs and overlaps to list (default 20)
+	MaxList int    // how many duplicate / forbidden URLs and overlaps to list (default 20)
+	TempDir string // where Audit sorts a large log (default os.TempDir())
 }
 
 // Report is what an audit finds in a request log. Every figure is computed
@@ -111,47 +112,68 @@ type ClientSpan struct {
 // ReadLog parses a request log.
 func ReadLog(r io.Reader) ([]Entry, error) {
 	var out []Entry
+	err := scanLog(r, func(e *Entry) error {
+		out = append(out, *e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanLog parses a request log line by line, passing each entry to fn; the
+// entry is reused for the next line.
+func scanLog(r io.Reader, fn func(*Entry) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	n := 0
+	var e Entry
 	for sc.Scan() {
 		n++
 		line := sc.Bytes()
 		if len(line) == 0 {
 			continue
 		}
-		var e Entry
+		e = Entry{}
 		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("testweb: request log line %d: %w", n, err)
+			return fmt.Errorf("testweb: request log line %d: %w", n, err)
 		}
 		if e.Kind != "req" && e.Kind != "conn" {
-			return nil, fmt.Errorf("testweb: request log line %d: unknown kind %q", n, e.Kind)
+			return fmt.Errorf("testweb: request log line %d: unknown kind %q", n, e.Kind)
 		}
 		if e.End < e.Start {
-			return nil, fmt.Errorf("testweb: request log line %d: ends before it starts", n)
+			return fmt.Errorf("testweb: request log line %d: ends before it starts", n)
 		}
-		out = append(out, e)
+		if err := fn(&e); err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("testweb: request log line %d: longer than %d bytes", n+1, maxLogLine)
+			return fmt.Errorf("testweb: request log line %d: longer than %d bytes", n+1, maxLogLine)
 		}
-		return nil, fmt.Errorf("testweb: reading the request log: %w", err)
+		return fmt.Errorf("testweb: reading the request log: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // maxLogLine bounds one line of a request log; the server's lines are far
 // shorter (a request's target is at most its 64 KiB head).
 const maxLogLine = 1 << 20
 
-// Audit reads a request log and reports on it.
+// Audit reads a request log and reports on it, one line at a time: what it
+// holds in memory is bounded by the web (hosts, addresses), the connections
+// open at once and the requests in flight at once to a host, not by the
+// log's length. Past a few tens of megabytes it sorts through temporary
+// files in AuditOptions.TempDir, removed before it returns.
 func Audit(r io.Reader, opt AuditOptions) (*Report, error) {
-	entries, err := ReadLog(r)
-	if err != nil {
+	a := newAuditor(opt, auditChunk)
+	defer a.close()
+	if err := scanLog(r, a.add); err != nil {
 		return nil, err
 	}
-	return AuditEntries(entries, opt), nil
+	return a.finish()
 }
 
 type interval struct {
@@ -167,248 +189,71 @@ func ipOf(addr string) string {
 	return h
 }
 
-// AuditEntries reports on parsed log entries.
+// AuditEntries reports on parsed log entries, in the order of the log: a
+// connection's record after its requests (a connection id seen again
+// after its record is another connection, as when logs of several servers
+// are joined). It sorts in memory, the entries being there already.
 func AuditEntries(entries []Entry, opt AuditOptions) *Report {
-	if opt.MaxList <= 0 {
-		opt.MaxList = 20
+	a := newAuditor(opt, 0)
+	defer a.close()
+	for i := range entries {
+		// Without a bound on memory the sorters never write, so never fail.
+		a.add(&entries[i])
 	}
-	rep := &Report{Statuses: map[int]int{}, MinRequestGap: -1, MinConnGap: -1}
-	conns := map[uint64]interval{}
-	connHosts := map[uint64]map[string]bool{}
-	connClient := map[uint64]string{}
-	connServer := map[uint64]string{}
-	reqByHost := map[string][]interval{}
-	urls := map[string]int{}
-	var forbidden []string
-	clients := map[string]*ClientReport{}
-	clientHosts := map[string]map[string]bool{}
-	client := func(ip string) *ClientReport {
-		c := clients[ip]
-		if c == nil {
-			c = &ClientReport{IP: ip}
-			clients[ip] = c
-			clientHosts[ip] = map[string]bool{}
-		}
-		return c
-	}
-	hostForbidden := map[string]int{}
-	ipRequests := map[string]int{}
-	for _, e := range entries {
-		cip := ipOf(e.Client)
-		switch e.Kind {
-		case "conn":
-			conns[e.Conn] = interval{e.Start, e.End, cip}
-			connClient[e.Conn] = cip
-			connServer[e.Conn] = ipOf(e.Server)
-			rep.Connections++
-			client(cip).Connections++
-			continue
-		}
-		rep.Requests++
-		rep.Statuses[e.Status]++
-		client(cip).Requests++
-		ipRequests[ipOf(e.Server)]++
-		if e.Status == 421 {
-			rep.Misdirected++
-		}
-		u := e.Scheme + "://" + e.Host + e.Target
-		urls[u]++
-		if e.Disallowed {
-			rep.Forbidden++
-			hostForbidden[e.Host]++
-			if len(forbidden) < opt.MaxList {
-				forbidden = append(forbidden, u)
-			}
-		}
-		if connHosts[e.Conn] == nil {
-			connHosts[e.Conn] = map[string]bool{}
-		}
-		connHosts[e.Conn][e.Host] = true
-		connClient[e.Conn] = cip
-		connServer[e.Conn] = ipOf(e.Server)
-		clientHosts[cip][e.Host] = true
-		reqByHost[e.Host] = append(reqByHost[e.Host], interval{e.Start, e.End, cip})
-		// A connection the log has no record of (log cut short) spans its requests.
-		if _, ok := conns[e.Conn]; !ok {
-			conns[e.Conn] = interval{e.Start, e.End, cip}
-		}
-	}
-	// Connection records come after their requests; widen fallbacks only.
-	for _, e := range entries {
-		if e.Kind == "req" {
-			c := conns[e.Conn]
-			if e.Start < c.start {
-				c.start = e.Start
-			}
-			if e.End > c.end {
-				c.end = e.End
-			}
-			conns[e.Conn] = c
-		}
-	}
-	rep.DistinctURLs = len(urls)
-	rep.DuplicateFetches = rep.Requests - len(urls)
-	rep.ForbiddenURLs = forbidden
-	for u, n := range urls {
-		if n > 1 {
-			rep.Duplicates = append(rep.Duplicates, URLCount{u, n})
-		}
-	}
-	sort.Slice(rep.Duplicates, func(i, j int) bool {
-		a, b := rep.Duplicates[i], rep.Duplicates[j]
-		return a.Count > b.Count || a.Count == b.Count && a.URL < b.URL
-	})
-	if len(rep.Duplicates) > opt.MaxList {
-		rep.Duplicates = rep.Duplicates[:opt.MaxList]
-	}
-
-	// Connections per host and per server IP.
-	connsByHost := map[string][]interval{}
-	connsByIP := map[string][]interval{}
-	for id, iv := range conns {
-		for h := range connHosts[id] {
-			connsByHost[h] = append(connsByHost[h], iv)
-		}
-		connsByIP[connServer[id]] = append(connsByIP[connServer[id]], iv)
-	}
-	for h, reqs := range reqByHost {
-		hr := HostReport{Host: h, Requests: len(reqs), MinGap: -1, MinConnGap: -1, MinIdleGap: 0, Forbidden: hostForbidden[h]}
-		hr.MaxConns = maxSimultaneous(connsByHost[h])
-		hr.MaxInFlight = maxSimultaneous(reqs)
-		sort.Slice(reqs, func(i, j int) bool { return reqs[i].start < reqs[j].start })
-		seenClients := map[string]bool{}
-		var latestEnd int64
-		for i, iv := range reqs {
-			if !seenClients[iv.who] {
-				seenClients[iv.who] = true
-				hr.Clients = append(hr.Clients, iv.who)
-			}
-			if i > 0 {
-				g := time.Duration(iv.start - reqs[i-1].start)
-				if hr.MinGap < 0 || g < hr.MinGap {
-					hr.MinGap = g
-				}
-				idle := time.Duration(iv.start - latestEnd)
-				if i == 1 || idle < hr.MinIdleGap {
-					hr.MinIdleGap = idle
-				}
-			}
-			if i == 0 || iv.end > latestEnd {
-				latestEnd = iv.end
-			}
-		}
-		sort.Strings(hr.Clients)
-		cs := connsByHost[h]
-		sort.Slice(cs, func(i, j int) bool { return cs[i].start < cs[j].start })
-		for i := 1; i < len(cs); i++ {
-			g := time.Duration(cs[i].start - cs[i-1].start)
-			if hr.MinConnGap < 0 || g < hr.MinConnGap {
-				hr.MinConnGap = g
-			}
-		}
-		if hr.MaxConns > rep.MaxConnsPerHost || hr.MaxConns == rep.MaxConnsPerHost && h < rep.MaxConnsHost {
-			rep.MaxConnsPerHost, rep.MaxConnsHost = hr.MaxConns, h
-		}
-		rep.MaxInFlightPerHost = max(rep.MaxInFlightPerHost, hr.MaxInFlight)
-		if hr.MinGap >= 0 && (rep.MinRequestGap < 0 || hr.MinGap < rep.MinRequestGap) {
-			rep.MinRequestGap, rep.MinRequestGapHost = hr.MinGap, h
-		}
-		if hr.MinConnGap >= 0 && (rep.MinConnGap < 0 || hr.MinConnGap < rep.MinConnGap) {
-			rep.MinConnGap, rep.MinConnGapHost = hr.MinConnGap, h
-		}
-		rep.Hosts = append(rep.Hosts, hr)
-		overlaps, shared := clientOverlaps(h, reqs)
-		for _, o := range overlaps {
-			if len(rep.Overlaps) < opt.MaxList {
-				rep.Overlaps = append(rep.Overlaps, o)
-			}
-		}
-		if shared != nil {
-			rep.SharedHosts = append(rep.SharedHosts, *shared)
-		}
-	}
-	sort.Slice(rep.Hosts, func(i, j int) bool { return rep.Hosts[i].Host < rep.Hosts[j].Host })
-	sort.Slice(rep.SharedHosts, func(i, j int) bool { return rep.SharedHosts[i].Host < rep.SharedHosts[j].Host })
-	sort.Slice(rep.Overlaps, func(i, j int) bool { return rep.Overlaps[i].At < rep.Overlaps[j].At })
-	for ip, cs := range connsByIP {
-		r := IPReport{IP: ip, Requests: ipRequests[ip], MaxConns: maxSimultaneous(cs)}
-		if r.MaxConns > rep.MaxConnsPerIP || r.MaxConns == rep.MaxConnsPerIP && ip < rep.MaxConnsIP {
-			rep.MaxConnsPerIP, rep.MaxConnsIP = r.MaxConns, ip
-		}
-		rep.IPs = append(rep.IPs, r)
-	}
-	sort.Slice(rep.IPs, func(i, j int) bool { return rep.IPs[i].IP < rep.IPs[j].IP })
-	for ip, c := range clients {
-		c.Hosts = len(clientHosts[ip])
-		rep.Clients = append(rep.Clients, *c)
-	}
-	sort.Slice(rep.Clients, func(i, j int) bool { return rep.Clients[i].IP < rep.Clients[j].IP })
+	rep, _ := a.finish()
 	return rep
 }
 
-// maxSimultaneous is the largest number of intervals containing one moment;
-// an interval ending at t does not overlap one starting at t.
-func maxSimultaneous(ivs []interval) int {
-	type ev struct {
-		t     int64
-		delta int
-	}
-	evs := make([]ev, 0, 2*len(ivs))
-	for _, iv := range ivs {
-		evs = append(evs, ev{iv.start, +1}, ev{iv.end, -1})
-	}
-	sort.Slice(evs, func(i, j int) bool {
-		return evs[i].t < evs[j].t || evs[i].t == evs[j].t && evs[i].delta < evs[j].delta
-	})
-	cur, best := 0, 0
-	for _, e := range evs {
-		cur += e.delta
-		best = max(best, cur)
-	}
-	return best
+// overlapFinder finds, for one host's requests taken in order of start,
+// moments when two client addresses were in flight together, and the
+// clients' spans.
+type overlapFinder struct {
+	host  string
+	spans map[string]*ClientSpan
+	order []string
+	seen  map[[2]string]bool
+	fl    inFlight
+	out   []Overlap
 }
 
-// clientOverlaps finds, for one host's requests sorted by start, moments
-// when two client addresses were in flight together, and the clients' spans.
-func clientOverlaps(host string, reqs []interval) ([]Overlap, *SharedHost) {
-	spans := map[string]*ClientSpan{}
-	var order []string
-	for _, iv := range reqs {
-		s := spans[iv.who]
-		if s == nil {
-			s = &ClientSpan{IP: iv.who, First: iv.start, Last: iv.end}
-			spans[iv.who] = s
-			order = append(order, iv.who)
-		}
-		s.Requests++
-		s.Last = max(s.Last, iv.end)
+func newOverlapFinder(host string) *overlapFinder {
+	return &overlapFinder{host: host, spans: map[string]*ClientSpan{}, seen: map[[2]string]bool{}}
+}
+
+func (o *overlapFinder) add(iv interval) {
+	s := o.spans[iv.who]
+	if s == nil {
+		s = &ClientSpan{IP: iv.who, First: iv.start, Last: iv.end}
+		o.spans[iv.who] = s
+		o.order = append(o.order, iv.who)
 	}
-	if len(order) < 2 {
-		return nil, nil
-	}
-	var out []Overlap
-	seen := map[[2]string]bool{}
+	s.Requests++
+	s.Last = max(s.Last, iv.end)
 	// Only the clients still in flight at a request's start are compared
 	// with it, not every client seen so far: a log of thousands of client
 	// addresses on one host took time in requests × clients.
-	var fl inFlight
-	for _, iv := range reqs {
-		fl.expire(iv.start)
-		for _, c := range fl.clients {
-			if c.who != iv.who {
-				pair := [2]string{min(c.who, iv.who), max(c.who, iv.who)}
-				if !seen[pair] {
-					seen[pair] = true
-					out = append(out, Overlap{Host: host, A: pair[0], B: pair[1], At: iv.start})
-				}
+	o.fl.expire(iv.start)
+	for _, c := range o.fl.clients {
+		if c.who != iv.who {
+			pair := [2]string{min(c.who, iv.who), max(c.who, iv.who)}
+			if !o.seen[pair] {
+				o.seen[pair] = true
+				o.out = append(o.out, Overlap{Host: o.host, A: pair[0], B: pair[1], At: iv.start})
 			}
 		}
-		fl.add(iv.who, iv.end)
 	}
-	sh := &SharedHost{Host: host}
+	o.fl.add(iv.who, iv.end)
+}
+
+func (o *overlapFinder) result() ([]Overlap, *SharedHost) {
+	if len(o.order) < 2 {
+		return nil, nil
+	}
+	sh := &SharedHost{Host: o.host}
+	order := append([]string(nil), o.order...)
 	sort.Strings(order)
 	for _, who := range order {
-		sh.Clients = append(sh.Clients, *spans[who])
+		sh.Clients = append(sh.Clients, *o.spans[who])
 	}
 	for i := range sh.Clients {
 		for j := i + 1; j < len(sh.Clients); j++ {
@@ -418,7 +263,16 @@ func clientOverlaps(host string, reqs []interval) ([]Overlap, *SharedHost) {
 			}
 		}
 	}
-	return out, sh
+	return o.out, sh
+}
+
+// clientOverlaps runs an overlapFinder over reqs, sorted by start.
+func clientOverlaps(host string, reqs []interval) ([]Overlap, *SharedHost) {
+	o := newOverlapFinder(host)
+	for _, iv := range reqs {
+		o.add(iv)
+	}
+	return o.result()
 }
 
 // inFlight is the set of clients with a request in flight, each with the
