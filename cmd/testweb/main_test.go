@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,45 @@ func TestServeOutputError(t *testing.T) {
 	code := run(done, []string{"--hosts", "3", "--http", "127.0.0.1:0", "--https", "127.0.0.1:0", "--dns", ""}, fullWriter{}, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "no space left on device") {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestServeHostsBound: --hosts had no upper bound; 100000 hosts under a
+// limit of 20,000 open files failed on "too many open files" after
+// generating for 10 s. It is refused at once, naming the flag, the bound
+// and why, with exit status 2.
+func TestServeHostsBound(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		files uint64
+		ok    bool
+		why   string
+	}{
+		{9744, 20000, true, ""},
+		{9745, 20000, false, "at most 9744 under this process's open-files limit (RLIMIT_NOFILE 20000)"},
+		{1, 100, false, "at most 0 under"},
+		{maxHostAddrs, 0, true, ""},
+		{maxHostAddrs + 1, 0, false, "127.1.0.1-127.255.255.254"},
+		{maxHostAddrs + 1, 1 << 40, false, "127.1.0.1-127.255.255.254"},
+	} {
+		err := checkHosts(c.hosts, c.files)
+		var ue usageError
+		if c.ok != (err == nil) || err != nil && (!errors.As(err, &ue) || !strings.Contains(err.Error(), c.why) || !strings.Contains(err.Error(), "--hosts")) {
+			t.Errorf("checkHosts(%d, %d) = %v", c.hosts, c.files, err)
+		}
+	}
+	// The context is done, so a regression serves nothing for long.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	tooMany := []string{strconv.Itoa(maxHostAddrs + 1)}
+	if n := openFilesLimit(); n > 0 && (n-min(n, filesReserve))/filesPerHost < 100000 {
+		tooMany = append(tooMany, "100000")
+	}
+	for _, hosts := range tooMany {
+		code, out, errs := runTest(t, done, "serve", "--hosts", hosts, "--http", "127.0.0.1:0", "--https", "127.0.0.1:0", "--dns", "")
+		if code != 2 || out != "" || !strings.Contains(errs, "--hosts "+hosts+": at most") {
+			t.Errorf("--hosts %s: exit %d, stdout %q, stderr %q", hosts, code, out, errs)
+		}
+		t.Logf("--hosts %s: %s", hosts, strings.TrimSpace(errs))
 	}
 }

@@ -19,7 +19,7 @@ SIGINT or SIGTERM; prints the seed URLs and the addresses to use.`
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags(stderr, "serve", "[serve] [flags]", serveDescription)
-	hosts := fs.Int("hosts", 2000, "number of hosts")
+	hosts := fs.Int("hosts", 2000, "number of hosts (each takes 2 open files: at most (RLIMIT_NOFILE - 512) / 2)")
 	seed := fs.Int64("seed", 1, "generation seed")
 	maxPages := fs.Int("max-pages", 0, "pages of the most popular host (0: 30000)")
 	seeds := fs.Int("seeds", 10, "number of seed URLs (0: 10)")
@@ -37,6 +37,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *hosts < 1 {
 		return usagef("--hosts must be at least 1")
+	}
+	if err := checkHosts(*hosts, openFilesLimit()); err != nil {
+		return err
 	}
 	// Below zero each of these was taken as its default (--slow -1s as
 	// 2 s), which is not what was asked for.
