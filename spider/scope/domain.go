@@ -75,8 +75,9 @@ func (d *DomainRules) Empty() bool {
 	return d == nil || len(d.rules) == 0 && !d.anyPos && !d.anyNeg
 }
 
-// Match reports how host (lower case, no port) fares: OK, OutOfDomain (no
-// positive rule matched while some exist) or Excluded (a negative rule matched).
+// Match reports how host (lower case, no port; trailing dots ignored) fares:
+// OK, OutOfDomain (no positive rule matched while some exist) or Excluded
+// (a negative rule matched).
 func (d *DomainRules) Match(host string) Reason {
 	if d == nil {
 		return OK
@@ -84,6 +85,10 @@ func (d *DomainRules) Match(host string) Reason {
 	if d.anyNeg {
 		return Excluded
 	}
+	// "example.com." is example.com to DNS: a link naming a host with the
+	// trailing dots of a fully qualified name must meet the host's rules,
+	// or "-com.example.*" would not keep the crawl out of it.
+	host = strings.TrimRight(host, ".")
 	var pos bool
 	if len(d.rules) > 0 {
 		k := d.rules[host]

@@ -39,6 +39,39 @@ func TestDomainRules(t *testing.T) {
 	if only.Match("good.org") != OK || only.Match("evil.com") != Excluded {
 		t.Error("negative rules alone must leave other hosts in scope")
 	}
+}
+
+// TestDomainRulesTrailingDot: "evil.com." and "www.evil.com." (a fully
+// qualified name, which a browser and DNS resolve like evil.com, and which
+// urlnorm keeps as written) escaped "-com.evil.*" and failed every
+// positive rule.
+func TestDomainRulesTrailingDot(t *testing.T) {
+	d, err := ParseDomainRules([]string{"com.example.*", "-com.evil.*", "-com.example.bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]Reason{
+		"evil.com.":          Excluded,
+		"www.evil.com.":      Excluded,
+		"www.evil.com..":     Excluded,
+		"example.com.":       OK,
+		"www.example.com.":   OK,
+		"bad.example.com.":   Excluded,
+		"x.bad.example.com.": OK,
+		"other.org.":         OutOfDomain,
+		".":                  OutOfDomain,
+	} {
+		if got := d.Match(host); got != want {
+			t.Errorf("Match(%q) = %v, want %v", host, got, want)
+		}
+	}
+	f, err := New(Config{Domains: []string{"-com.evil.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Check("http://www.evil.com.:8080/x"); got != Excluded {
+		t.Errorf("Check of a trailing-dot host: %v, want %v", got, Excluded)
+	}
 	for _, bad := range []string{"th..ac", "th.a*c", "", "-", "th.ac.ku/x"} {
 		if _, err := ParseDomainRules([]string{bad}); err == nil {
 			t.Errorf("rule %q accepted", bad)

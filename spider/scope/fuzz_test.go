@@ -61,7 +61,7 @@ func naiveDomainMatch(rule, host string) Reason {
 	rule = strings.ToLower(strings.TrimSpace(rule))
 	neg := strings.HasPrefix(rule, "-")
 	rule = strings.TrimPrefix(rule, "-")
-	labels := strings.Split(host, ".")
+	labels := strings.Split(strings.TrimRight(host, "."), ".")
 	slices.Reverse(labels)
 	rev := strings.Join(labels, ".")
 	var hit bool
