@@ -143,10 +143,16 @@ func (f *Filter) Counts() [NumReasons]uint64 {
 }
 
 // registrable returns the registrable domain of host (eTLD+1), or the host
-// itself for IP addresses, public suffixes and single labels.
+// itself for IP addresses, public suffixes and single labels. Trailing dots
+// (a fully qualified name, "a.example.com.") go first: publicsuffix refuses
+// them, and each such host would be a domain of its own, out of reach of
+// the subdomain limit that stops wildcard DNS.
 func registrable(host string) string {
 	if strings.HasPrefix(host, "[") || isIPv4(host) {
 		return host
+	}
+	if h := strings.TrimRight(host, "."); h != "" {
+		host = h
 	}
 	d, err := publicsuffix.EffectiveTLDPlusOne(host)
 	if err != nil {
@@ -156,7 +162,7 @@ func registrable(host string) string {
 }
 
 // Registrable is the registrable domain (eTLD+1) of a host, as the
-// subdomain limit counts them.
+// subdomain limit counts them; "a.example.com." is under "example.com".
 func Registrable(host string) string { return registrable(strings.ToLower(host)) }
 
 func isIPv4(h string) bool {

@@ -156,6 +156,25 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestRegistrableTrailingDot: publicsuffix refuses a name with a trailing
+// dot, so "r1.evil.com.", "r2.evil.com." ... were each their own domain, and
+// a wildcard-DNS trap linking its hosts that way escaped MaxSubdomains.
+func TestRegistrableTrailingDot(t *testing.T) {
+	for host, want := range map[string]string{
+		"r1.evil.com.":       "evil.com",
+		"r2.evil.com..":      "evil.com",
+		"evil.com.":          "evil.com",
+		"A.B.Example.CO.UK.": "example.co.uk",
+		"co.uk.":             "co.uk",
+		"localhost.":         "localhost",
+		".":                  ".",
+	} {
+		if got := Registrable(host); got != want {
+			t.Errorf("Registrable(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
 func TestRegistrableAndCounts(t *testing.T) {
 	f, _ := New(Default())
 	if Registrable("A.B.Example.CO.UK") != "example.co.uk" || Registrable("10.0.0.1") != "10.0.0.1" || Registrable("[::1]") != "[::1]" {
