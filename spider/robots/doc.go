@@ -36,7 +36,8 @@
 // allowed. Patterns and the URL's path+query are compared in one percent-encoding
 // normal form (see normalize.go): octets outside US-ASCII, controls and space
 // are percent-encoded, hex digits are upper case, and escapes of unreserved
-// characters (ALPHA DIGIT - . _ ~) are decoded, as RFC 9309 section 2.2.2 asks.
+// characters (ALPHA DIGIT - . _ ~) are decoded, as RFC 9309 section 2.2.2 asks;
+// a URL's '*' and '$' are the octets a rule writes %2A and %24 (section 2.2.3).
 // '*' matches any run of octets and a final '$' anchors the end. The longest
 // matching pattern (in octets of its normal form) wins and Allow wins a tie;
 // "/robots.txt" itself is always allowed. A compiled Rules sorts its patterns
@@ -59,6 +60,7 @@
 //   - percent-encoding: RFC 9309 makes "/%7Efoo" and "/~foo" the same path
 //     and lower- and upper-case hex the same escape; Google only upper-cases
 //     the escapes in patterns, never in the URL, and never decodes them;
+//     nor does it match "%2A" and "%24" with a URL's '*' and '$';
 //     raw space and control octets in patterns are encoded here, not there;
 //   - index.html: Google turns "Allow: /d/index.html" into an extra
 //     "Allow: /d/$"; RFC 9309 has no such rule;

@@ -42,7 +42,7 @@ func refAllowed(f *File, agent, path string) bool {
 	if path == "/robots.txt" {
 		return true
 	}
-	path = string(appendNormal(nil, path))
+	path = string(appendNormal(nil, path, false))
 	token := strings.ToLower(ProductToken(agent))
 	var groups []group
 	for _, want := range []string{token, "*"} {

@@ -77,6 +77,27 @@ func TestPercentEncoding(t *testing.T) {
 		check{"/foo/bar?baz=https%3A%2F%2Ffoo.bar", true}, check{"/foo/bar?baz=https://foo.bar", false})
 }
 
+// TestEncodedSpecialChars: RFC 9309 section 2.2.3 has a rule write '*' and
+// '$' as %2A and %24 to match them literally ("/path/foo-%24" matches
+// ".../path/foo-$"), but the URL's raw '*' and '$' never met the escapes, so
+// a URL so disallowed was fetched.
+func TestEncodedSpecialChars(t *testing.T) {
+	body := "user-agent: *\ndisallow: /path/file-with-a-%2A.html\ndisallow: /path/foo-%24\n" +
+		"disallow: /odata?%24filter=\ndisallow: /lit-%2a$\ndisallow: /mid$dle\nallow: /x*y\n"
+	expect(t, body, "x",
+		check{"/path/file-with-a-*.html", false}, check{"/path/file-with-a-%2A.html", false},
+		check{"/path/file-with-a-%2a.html", false}, check{"/path/file-with-a-x.html", true},
+		check{"/path/foo-$", false}, check{"/path/foo-%24", false}, check{"/path/foo-", true},
+		check{"/odata?$filter=a", false}, check{"/odata?filter=a", true},
+		check{"/lit-*", false}, check{"/lit-*x", true}, check{"/lit-x", true},
+		check{"/mid$dle", false}, check{"/mid%24dle", false}, check{"/middle", true},
+		check{"/x*y", true}, check{"/xay", true})
+	// A '*' of the URL is an octet: the wildcard still matches it, a
+	// final '$' still anchors.
+	expect(t, "user-agent: *\ndisallow: /a*$\nallow: /a$$\n", "x",
+		check{"/a*", false}, check{"/a$", true}, check{"/a%24", true}, check{"/a", false})
+}
+
 func TestLexical(t *testing.T) {
 	// BOM, CR, CRLF, comments, missing colon, typos, garbage.
 	body := "\xEF\xBB\xBFUser-Agent: *\rDisallow /nocolon\r\nDisalow: /typo # comment\n<html>garbage</html>\n" +

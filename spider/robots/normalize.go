@@ -1,13 +1,19 @@
 package robots
 
+import "strings"
+
 // The percent-encoding normal form patterns and paths are compared in
 // (RFC 9309 section 2.2.2): octets outside printable US-ASCII (controls,
 // space, DEL, 0x80-0xFF) are percent-encoded; escapes get upper-case hex;
 // escapes of unreserved characters (RFC 3986: ALPHA DIGIT - . _ ~) are
 // decoded, so "/%7Ea" and "/~a" are one path while "%2F" and "/" stay two.
 // A '%' not followed by two hex digits is left alone. Patterns and paths use
-// the same form; in a pattern '*' and '$' keep their meaning because they are
-// reserved characters that the form never creates nor decodes.
+// the same form, with one difference: '*' and '$' are special in a pattern
+// (a wildcard, and an anchor when final), so a rule writes them %2A and %24
+// to mean the octets, and RFC 9309 section 2.2.3 has "/path/foo-%24" match
+// the URL ".../path/foo-$". A path's '*' and '$' are therefore encoded, and
+// so is a pattern's '$' that is not final; the form never decodes %2A or
+// %24, nor creates a '*' or a '$'.
 
 const upperHex = "0123456789ABCDEF"
 
@@ -30,15 +36,19 @@ func isUnreserved(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// mustEncode reports whether a raw octet is encoded in the normal form.
-func mustEncode(c byte) bool { return c <= 0x20 || c >= 0x7F }
+// mustEncode reports whether a raw octet is encoded in the normal form of
+// a path, or, with wild, of a pattern (whose '*' is the wildcard; its final
+// '$' is cut off before).
+func mustEncode(c byte, wild bool) bool {
+	return c <= 0x20 || c >= 0x7F || c == '$' || c == '*' && !wild
+}
 
 // isNormal reports whether s is already in the normal form, the common case
 // for a crawler's canonical URLs, which lets a check skip the copy.
-func isNormal(s string) bool {
+func isNormal(s string, wild bool) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if mustEncode(c) {
+		if mustEncode(c, wild) {
 			return false
 		}
 		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
@@ -52,12 +62,13 @@ func isNormal(s string) bool {
 	return true
 }
 
-// appendNormal appends the normal form of s to dst.
-func appendNormal(dst []byte, s string) []byte {
+// appendNormal appends the normal form of s to dst: of a path, or, with
+// wild, of a pattern without its final '$'.
+func appendNormal(dst []byte, s string, wild bool) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case mustEncode(c):
+		case mustEncode(c, wild):
 			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
 		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
 			v := unhex(s[i+1])<<4 | unhex(s[i+2])
@@ -75,10 +86,12 @@ func appendNormal(dst []byte, s string) []byte {
 }
 
 func normalizePattern(s string) string {
-	if isNormal(s) {
+	body := strings.TrimSuffix(s, "$") // the anchor; an earlier '$' is an octet
+	if isNormal(body, true) {
 		return s
 	}
-	return string(appendNormal(make([]byte, 0, len(s)+8), s))
+	b := appendNormal(make([]byte, 0, len(s)+8), body, true)
+	return string(append(b, s[len(body):]...))
 }
 
 // googleEscape is the escaping Google's parser applies to patterns (and not

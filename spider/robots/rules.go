@@ -274,9 +274,9 @@ func (r *Rules) Allowed(path string) bool {
 	if len(r.general) == 0 && len(r.keyed) == 0 && r.lit == nil {
 		return true
 	}
-	if !r.d.rawPercent && !isNormal(path) {
+	if !r.d.rawPercent && !isNormal(path, false) {
 		var buf [maxStackPath]byte
-		b := appendNormal(buf[:0], path)
+		b := appendNormal(buf[:0], path, false)
 		// decide does not keep the string, so it may alias the stack buffer.
 		return r.decide(unsafe.String(unsafe.SliceData(b), len(b)))
 	}
