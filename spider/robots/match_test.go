@@ -98,6 +98,17 @@ func TestEncodedSpecialChars(t *testing.T) {
 		check{"/a*", false}, check{"/a$", true}, check{"/a%24", true}, check{"/a", false})
 }
 
+// TestBarePercent: decoding "%41" after a bare '%' wrote "%A", which with
+// the next byte read as another escape: the path "/%%414" was "/%A4", so
+// "Allow: /%A4" let it through a "Disallow: /".
+func TestBarePercent(t *testing.T) {
+	expect(t, "user-agent: *\ndisallow: /\nallow: /%A4\nallow: /p/%%41\nallow: /q/%4%41\n", "x",
+		check{"/%A4", true}, check{"/%a4", true},
+		check{"/%%414", false}, check{"/%%4144", false}, check{"/%%61", false},
+		check{"/p/%%41", true}, check{"/p/%%41x", true}, check{"/p/%A", false},
+		check{"/q/%4%41", true}, check{"/q/%4A", false}, check{"/q/%4%61", false})
+}
+
 func TestLexical(t *testing.T) {
 	// BOM, CR, CRLF, comments, missing colon, typos, garbage.
 	body := "\xEF\xBB\xBFUser-Agent: *\rDisallow /nocolon\r\nDisalow: /typo # comment\n<html>garbage</html>\n" +

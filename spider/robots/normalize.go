@@ -65,6 +65,7 @@ func isNormal(s string, wild bool) bool {
 // appendNormal appends the normal form of s to dst: of a path, or, with
 // wild, of a pattern without its final '$'.
 func appendNormal(dst []byte, s string, wild bool) []byte {
+	start := len(dst)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -72,7 +73,7 @@ func appendNormal(dst []byte, s string, wild bool) []byte {
 			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
 		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
 			v := unhex(s[i+1])<<4 | unhex(s[i+2])
-			if isUnreserved(v) {
+			if isUnreserved(v) && !completesEscape(dst[start:], v) {
 				dst = append(dst, v)
 			} else {
 				dst = append(dst, '%', upperHex[v>>4], upperHex[v&15])
@@ -83,6 +84,18 @@ func appendNormal(dst []byte, s string, wild bool) []byte {
 		}
 	}
 	return dst
+}
+
+// completesEscape reports whether appending v to out would make an escape
+// of a bare '%' before it: "/%%41" decoded to "/%A", and "/%%414" to
+// "/%A4", which is the path "/%A4" (as urlnorm's canonical form, which
+// keeps such a digit escaped too).
+func completesEscape(out []byte, v byte) bool {
+	if !isHex(v) {
+		return false
+	}
+	n := len(out)
+	return n >= 1 && out[n-1] == '%' || n >= 2 && out[n-2] == '%' && isHex(out[n-1])
 }
 
 func normalizePattern(s string) string {
