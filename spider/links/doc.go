@@ -27,8 +27,8 @@
 // Headers come first in the result (a response's headers precede its body),
 // then the body's links in document order. Links in the body are resolved
 // against the first <base href> of the document (as browsers do, even for
-// links before it), the page URL otherwise; header links against the page
-// URL. The contents of <noscript> and <noframes> are read as markup: a
+// links before it), the page URL otherwise; header links and the hrefs of
+// <base> themselves against the page URL. The contents of <noscript> and <noframes> are read as markup: a
 // crawler is a user agent without scripts or frames.
 //
 // Each link is resolved with urlnorm.AppendCanonical; candidates without a

@@ -117,7 +117,7 @@ type candidate struct {
 	element    string
 	attr       string
 	rel        string
-	header     bool // resolve against the page URL, not <base>
+	page       bool // resolve against the page URL, not <base>
 }
 
 // Extract is the package-level Extract with reused buffers.
@@ -210,7 +210,7 @@ func (x *Extractor) resolve(page, base *urlnorm.URL, opts Options, res *Result) 
 // outTruncated or outDropped - reason.
 func (x *Extractor) resolveOne(page, base *urlnorm.URL, c candidate, raw string, opts Options, limit int, distinct *int, res *Result) int32 {
 	b := base
-	if c.header {
+	if c.page {
 		b = page
 	}
 	start := len(x.out)
@@ -269,7 +269,7 @@ func maxLinks(opts Options) int {
 // add records one candidate whose text is ref. A reference seen before
 // (fragments aside: they are not part of a canonical URL) is stored as a
 // pointer to its first sighting and costs no bytes of raw.
-func (x *Extractor) add(ref []byte, element, attr, rel string, header bool) {
+func (x *Extractor) add(ref []byte, element, attr, rel string, page bool) {
 	if x.sightings >= 0 && len(x.refs) >= x.sightings {
 		x.overflow++
 		return
@@ -279,13 +279,13 @@ func (x *Extractor) add(ref []byte, element, attr, rel string, header bool) {
 		key = ref[:i]
 	}
 	h := maphash.Bytes(x.seed, key)
-	if header {
-		h ^= 1 // header links resolve against the page, not <base>
+	if page {
+		h ^= 1 // resolved against the page, not <base>
 	}
 	if j, ok := x.rawSeen[h]; ok {
 		f := x.refs[j]
-		if f.header == header && bytes.Equal(x.raw[f.start:f.start+f.keyLen], key) {
-			x.refs = append(x.refs, candidate{start: f.start, end: f.end, keyLen: f.keyLen, first: j, element: element, attr: attr, rel: rel, header: header})
+		if f.page == page && bytes.Equal(x.raw[f.start:f.start+f.keyLen], key) {
+			x.refs = append(x.refs, candidate{start: f.start, end: f.end, keyLen: f.keyLen, first: j, element: element, attr: attr, rel: rel, page: page})
 			return
 		}
 	}
@@ -299,7 +299,7 @@ func (x *Extractor) add(ref []byte, element, attr, rel string, header bool) {
 	}
 	start := len(x.raw)
 	x.raw = append(x.raw, ref...)
-	x.refs = append(x.refs, candidate{start: start, end: len(x.raw), keyLen: len(key), first: -1, element: element, attr: attr, rel: rel, header: header})
+	x.refs = append(x.refs, candidate{start: start, end: len(x.raw), keyLen: len(key), first: -1, element: element, attr: attr, rel: rel, page: page})
 }
 
 // tag holds the attributes of one start tag that matter to links; values
@@ -421,7 +421,10 @@ func (x *Extractor) scan(body []byte, agent string, res *Result) (baseRef string
 				if !hasBase {
 					baseRef, hasBase = string(t.href), true
 				}
-				x.add(t.href, el, "href", "", false)
+				// A base's own href is relative to the page, not to
+				// itself (HTML's fallback base URL): <base href="sub/">
+				// on /d/p names /d/sub/, not /d/sub/sub/.
+				x.add(t.href, el, "href", "", true)
 			}
 		case "img":
 			x.addIf(&t, aSrc, t.src, el, "src")

@@ -160,6 +160,31 @@ func TestBaseFallback(t *testing.T) {
 	}
 }
 
+// TestBaseHrefAgainstPage: the link of a <base href> was resolved against
+// the base it sets, so <base href="sub/"> on /d/p gave /d/sub/sub/, a URL
+// the page never names, and, served by a site with that base on every
+// page, a chain /d/sub/sub/sub/... of new URLs.
+func TestBaseHrefAgainstPage(t *testing.T) {
+	page := `<a href="x"><base href="sub/"><base href="../up/"><base href="?q"><a href="sub/">`
+	res, err := Extract([]byte(page), "http://example.com/d/p", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"http://example.com/d/sub/x",
+		"http://example.com/d/sub/",
+		"http://example.com/up/",
+		"http://example.com/d/p?q",
+		"http://example.com/d/sub/sub/",
+	}
+	if got := urls(res.Links); !reflect.DeepEqual(got, want) {
+		t.Errorf("links:\n got %q\nwant %q", got, want)
+	}
+	if res.Base != "http://example.com/d/sub/" {
+		t.Errorf("base %q", res.Base)
+	}
+}
+
 func TestEmptyAttributes(t *testing.T) {
 	page := `<img src=""><script src=" "></script><link href=""><iframe src></iframe><a href="">self</a><area href>`
 	res, err := Extract([]byte(page), "http://example.com/p", nil, Options{})
