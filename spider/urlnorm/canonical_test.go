@@ -139,6 +139,30 @@ func TestCanonicalOneStringOneResource(t *testing.T) {
 	}
 }
 
+// TestInvalidUTF8Bytes: a byte that is not UTF-8 (a TIS-620 or
+// windows-1252 page read undecoded) was encoded as U+FFFD, so /ก.html and
+// /ข.html of a TIS-620 page (bytes A1 and A2) were one URL naming neither.
+func TestInvalidUTF8Bytes(t *testing.T) {
+	base := mustParse(t, "http://example.com/d/")
+	for in, want := range map[string]string{
+		"/\xa1.html":             "http://example.com/%A1.html",
+		"/\xa2.html":             "http://example.com/%A2.html",
+		"\xa1?q=\xa2\xe9":        "http://example.com/d/%A1?q=%A2%E9",
+		"/caf\xe9/é":             "http://example.com/caf%E9/%C3%A9",
+		"/\xe0\xb8/\xe0\xb8\x81": "http://example.com/%E0%B8/%E0%B8%81",
+		"/%A1":                   "http://example.com/%A1",
+		"/\xff\xfe":              "http://example.com/%FF%FE",
+	} {
+		got, err := Canonical(base, in, nil)
+		if err != nil || got != want {
+			t.Errorf("Canonical(%q) = %q, %v; want %q", in, got, err, want)
+		}
+		if again, err := Canonical(nil, got, nil); err != nil || again != got {
+			t.Errorf("not idempotent: %q -> %q -> %q (%v)", in, got, again, err)
+		}
+	}
+}
+
 func identity(u *URL) string {
 	s := u.Scheme() + "://" + u.Host() + u.Pathname()
 	if q := u.Query(); q != "" {

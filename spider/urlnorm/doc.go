@@ -40,4 +40,7 @@
 //
 // The query is always encoded as UTF-8; a browser would use the encoding of
 // the document for a link's query, which a crawler cannot know reliably.
+// Input that is not valid UTF-8 (a page in a legacy charset read undecoded)
+// has its other bytes percent-encoded as they are, where a browser would
+// first have decoded them: distinct bytes stay distinct URLs.
 package urlnorm

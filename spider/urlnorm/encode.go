@@ -1,7 +1,5 @@
 package urlnorm
 
-import "unicode/utf8"
-
 // encodeSet is one of the standard's percent-encode sets (§1.3), as a
 // bitmap of the ASCII bytes it holds. Every set holds all code points
 // above U+007E, so bytes >= 0x7F are always encoded.
@@ -40,9 +38,13 @@ var (
 
 const upperHex = "0123456789ABCDEF"
 
-// appendEncoded appends s percent-encoded with set. Bytes that are not
-// valid UTF-8 are read as U+FFFD, as decoding the input would have made
-// them, so the result is always valid UTF-8 percent-encoded.
+// appendEncoded appends s percent-encoded with set. A byte that is not
+// valid UTF-8 is encoded as it is: it comes from a page in a legacy charset
+// (TIS-620, windows-1252) read undecoded, and as U+FFFD ("%EF%BF%BD") every
+// such byte was one, so the links /ก.html and /ข.html of a TIS-620 page
+// gave one URL that names neither. For a query "%A1" is what a browser
+// sends from such a page; for a path it sends the UTF-8 of the decoded
+// character, which would take the page's charset.
 func appendEncoded(dst []byte, s string, set *encodeSet) []byte {
 	for i := 0; i < len(s); {
 		// Most bytes need no encoding: copy them in runs.
@@ -54,26 +56,11 @@ func appendEncoded(dst []byte, s string, set *encodeSet) []byte {
 		if i = j; i == len(s) {
 			break
 		}
+		// Every set holds the bytes >= 0x7F: a UTF-8 sequence is encoded
+		// byte by byte, and so is a byte that is not UTF-8.
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if set.has(c) {
-				dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
-			} else {
-				dst = append(dst, c)
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			dst = append(dst, "%EF%BF%BD"...)
-			i++
-			continue
-		}
-		for _, b := range []byte(s[i : i+n]) {
-			dst = append(dst, '%', upperHex[b>>4], upperHex[b&15])
-		}
-		i += n
+		dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+		i++
 	}
 	return dst
 }
