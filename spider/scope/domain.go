@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kspider/kspider/spider/urlnorm"
 )
 
 // domainKind says how the rules on one domain match: bits for the domain
@@ -27,7 +29,8 @@ type DomainRules struct {
 }
 
 // ParseDomainRules compiles domain rules such as "th.ac.*", "th.ac.+",
-// "th.ac.ku" and "-th.ac.ku.cs.*".
+// "th.ac.ku" and "-th.ac.ku.cs.*". Labels may be Unicode ("ไทย.*"):
+// they are matched as the A-labels canonical URLs hold.
 func ParseDomainRules(rules []string) (*DomainRules, error) {
 	d := &DomainRules{rules: map[string]domainKind{}}
 	for _, r := range rules {
@@ -65,9 +68,28 @@ func ParseDomainRules(rules []string) (*DomainRules, error) {
 			}
 		}
 		slices.Reverse(labels)
-		d.rules[strings.Join(labels, ".")] |= kind
+		domain := strings.Join(labels, ".")
+		if !isASCII(domain) {
+			// Canonical URLs carry A-labels ("xn--o3cw4h"): a rule
+			// written in Unicode ("ไทย.*") would never match.
+			a, err := urlnorm.ASCIIHost(domain)
+			if err != nil {
+				return nil, fmt.Errorf("scope: domain rule %q: %v", orig, err)
+			}
+			domain = a
+		}
+		d.rules[domain] |= kind
 	}
 	return d, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Empty reports whether there are no positive and no negative rules.

@@ -41,6 +41,31 @@ func TestDomainRules(t *testing.T) {
 	}
 }
 
+// TestDomainRulesUnicode: canonical URLs hold A-labels, so a rule written
+// with Unicode labels ("-ไทย.*") matched no host and excluded nothing.
+func TestDomainRulesUnicode(t *testing.T) {
+	d, err := ParseDomainRules([]string{"th.ac.*", "-ไทย.*", "-de.Bücher", "com.例え.+"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]Reason{
+		"xn--o3cw4h":            Excluded, // ไทย
+		"xn--o3cw4h.xn--o3cw4h": Excluded,
+		"xn--bcher-kva.de":      Excluded, // bücher.de
+		"www.xn--bcher-kva.de":  OutOfDomain,
+		"a.xn--r8jz45g.com":     OK, // a.例え.com
+		"xn--r8jz45g.com":       OutOfDomain,
+		"ku.ac.th":              OK,
+	} {
+		if got := d.Match(host); got != want {
+			t.Errorf("Match(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if _, err := ParseDomainRules([]string{"com.a\u200db"}); err == nil {
+		t.Error("an invalid IDN label accepted")
+	}
+}
+
 // TestDomainRulesTrailingDot: "evil.com." and "www.evil.com." (a fully
 // qualified name, which a browser and DNS resolve like evil.com, and which
 // urlnorm keeps as written) escaped "-com.evil.*" and failed every

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kspider/kspider/spider/urlnorm"
 )
 
 func FuzzFilter(f *testing.F) {
@@ -16,6 +18,8 @@ func FuzzFilter(f *testing.F) {
 	} {
 		f.Add(s, "th.ac.*")
 	}
+	f.Add("http://a.xn--o3cw4h/", "ไทย.*")
+	f.Add("http://xn--bcher-kva.de./", "de.BÜCHER.+")
 	for _, r := range []string{"th.ac.+", "-th.ac.ku", "*", "uk.co.example.+", "com.h"} {
 		f.Add("http://h.com/", r)
 		f.Add("http://a.b.example.co.uk/", r)
@@ -64,6 +68,22 @@ func naiveDomainMatch(rule, host string) Reason {
 	labels := strings.Split(strings.TrimRight(host, "."), ".")
 	slices.Reverse(labels)
 	rev := strings.Join(labels, ".")
+	if !isASCII(rule) {
+		// Unicode labels are compared as A-labels (ParseDomainRules).
+		base, suffix := rule, ""
+		if strings.HasSuffix(rule, ".*") || strings.HasSuffix(rule, ".+") {
+			base, suffix = rule[:len(rule)-2], rule[len(rule)-2:]
+		}
+		labels := strings.Split(base, ".")
+		slices.Reverse(labels)
+		a, err := urlnorm.ASCIIHost(strings.Join(labels, "."))
+		if err != nil {
+			return OK // refused by ParseDomainRules, never compared
+		}
+		labels = strings.Split(a, ".")
+		slices.Reverse(labels)
+		rule = strings.Join(labels, ".") + suffix
+	}
 	var hit bool
 	switch {
 	case rule == "*":
