@@ -37,13 +37,16 @@ type decoders struct {
 // decode sets r.Body from r.WireBody, inflating gzip, deflate and zstd into a
 // pooled buffer of at most MaxBody bytes (f.maxBody).
 func (f *fetcher) decode(r *Result) {
-	enc := strings.ToLower(strings.TrimSpace(r.ContentEncoding))
-	if enc == "" || enc == "identity" || len(r.WireBody) == 0 {
+	enc, err := codingOf(r.ContentEncoding)
+	if len(r.WireBody) == 0 || err == nil && enc == "" {
 		r.Body = r.WireBody
 		return
 	}
 	maxBody := f.maxBody(r)
-	zr, err := f.dec.reader(enc, r.WireBody, uint64(maxBody)+1)
+	var zr io.Reader
+	if err == nil {
+		zr, err = f.dec.reader(enc, r.WireBody, uint64(maxBody)+1)
+	}
 	if errors.Is(err, errUnknownCoding) {
 		r.Body = r.WireBody
 		if r.Kind == OK {
@@ -75,8 +78,29 @@ func (f *fetcher) decode(r *Result) {
 	}
 }
 
-// errUnknownCoding: a content coding we do not decode.
+// errUnknownCoding: a content coding we do not decode, or several.
 var errUnknownCoding = errors.New("not a content coding we decode")
+
+// codingOf returns the one content coding that v, a Content-Encoding value
+// or the values of several such header lines joined by commas, names ("":
+// none). Identity and empty members name none; several codings are
+// errUnknownCoding, as are a coding we do not know: a server that sends
+// "Content-Encoding: gzip" twice compressed twice, and decoding once would
+// keep a compressed body as the page.
+func codingOf(v string) (string, error) {
+	one := ""
+	for c := range strings.SplitSeq(v, ",") {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if c == "" || c == "identity" {
+			continue
+		}
+		if one != "" {
+			return "", errUnknownCoding
+		}
+		one = c
+	}
+	return one, nil
+}
 
 // reader returns d's decompressor for enc (lower case, not identity) over
 // b, reusing the one it made before; zstdMemory, when not 0, caps what a
@@ -129,12 +153,15 @@ func (d *decoders) reader(enc string, b []byte, zstdMemory uint64) (io.Reader, e
 // decoded, as a fetch does; an unknown coding, or a stream of which nothing
 // decodes, is an error.
 func DecodeBody(coding string, wire []byte, max int64) ([]byte, error) {
-	enc := strings.ToLower(strings.TrimSpace(coding))
-	if enc == "" || enc == "identity" {
+	enc, err := codingOf(coding)
+	if err == nil && enc == "" {
 		return wire, nil
 	}
 	var d decoders
-	zr, err := d.reader(enc, wire, 0)
+	var zr io.Reader
+	if err == nil {
+		zr, err = d.reader(enc, wire, 0)
+	}
 	if d.zs != nil {
 		defer d.zs.Close()
 	}

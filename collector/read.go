@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -152,7 +153,9 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	}
 	h := resp.Header
 	r.Status, r.ProtoMinor, r.Header = resp.StatusCode, resp.ProtoMinor, h
-	r.ContentType, r.ContentEncoding, r.Location = h.Get("Content-Type"), h.Get("Content-Encoding"), h.Get("Location")
+	// Every Content-Encoding line: codings listed on two lines were both
+	// applied (decode refuses the pair), where Get would see the first.
+	r.ContentType, r.ContentEncoding, r.Location = h.Get("Content-Type"), strings.Join(h.Values("Content-Encoding"), ", "), h.Get("Location")
 	r.RetryAfter, r.LastModified, r.ETag, r.XRobotsTag = h.Get("Retry-After"), h.Get("Last-Modified"), h.Get("Etag"), h.Get("X-Robots-Tag")
 	r.ContentLength = resp.ContentLength
 	chunked := len(resp.TransferEncoding) > 0
