@@ -224,8 +224,12 @@ func (t *transport) exchangeTCP(ctx context.Context, server netip.AddrPort, q *d
 	m, _, err := c.ExchangeContext(ctx, q, server.String())
 	if err != nil {
 		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			// Not errTimeout: the server answered over UDP, truncated, so
+			// it is alive; marked down, it would fail every other name
+			// (ErrAllDown) for DownFor because one answer is too large
+			// for UDP and TCP to it is blocked.
 			t.stats.Timeouts.Add(1)
-			return nil, fmt.Errorf("%s over TCP: %w after %v", server, errTimeout, t.timeout)
+			return nil, fmt.Errorf("%s over TCP, after a truncated UDP reply: timed out after %v", server, t.timeout)
 		}
 		return nil, fmt.Errorf("%s over TCP: %w", server, err)
 	}

@@ -1,0 +1,81 @@
+package resolver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// tcpSilentServer answers UDP with handler and accepts TCP connections
+// that it never answers (a firewall or a server that drops TCP queries),
+// until the test ends.
+func tcpSilentServer(t *testing.T, handler dns.HandlerFunc) netip.AddrPort {
+	t.Helper()
+	pc, l := listenUDPTCP(t)
+	udp := &dns.Server{PacketConn: pc, Handler: handler}
+	started := make(chan struct{})
+	udp.NotifyStartedFunc = func() { close(started) }
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); udp.ActivateAndServe() }()
+	<-started
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		udp.Shutdown()
+		l.Close()
+		wg.Wait()
+	})
+	return netip.MustParseAddrPort(pc.LocalAddr().String())
+}
+
+// TestTruncatedThenTCPTimeout: a server that answers a large name's UDP
+// query truncated and never answers over TCP is alive — it answered — and
+// must not be marked down: that made every other name fail with ErrAllDown
+// for DownFor, though the server answers them over UDP.
+func TestTruncatedThenTCPTimeout(t *testing.T) {
+	srv := tcpSilentServer(t, func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		if q.Question[0].Name == "big.test." {
+			m.Truncated = true
+		} else {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 7)})
+		}
+		w.WriteMsg(m)
+	})
+	r := newTestResolver(t, Config{Network: "ip4", Timeout: 300 * time.Millisecond, DownFor: time.Minute}, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.Lookup(ctx, "big.test"); err == nil {
+		t.Fatal("big.test resolved though TCP never answered")
+	}
+	if r.ServerDown(0) {
+		t.Error("a server that answered the UDP query was marked down")
+	}
+	got, err := r.Lookup(ctx, "small.test")
+	if errors.Is(err, ErrAllDown) || err != nil || len(got) != 1 {
+		t.Errorf("small.test after big.test's TCP timeout: %v, %v", got, err)
+	}
+}
