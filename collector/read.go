@@ -93,7 +93,9 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	if c.br.Buffered() == 0 {
 		c.wire.first = turn.Add(cfg.FirstByte)
 	}
-	r.Kind, r.Err = OK, nil
+	// A request sent again (its earlier attempt failed after 1xx
+	// responses) starts over: those were not this response's.
+	r.Kind, r.Err, r.Interim = OK, nil, 0
 	defer func() {
 		r.WireBytes = c.pos() - start + x.reqBytes
 		r.Timings.Total = time.Since(turn)
