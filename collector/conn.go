@@ -47,6 +47,7 @@ type wireReader struct {
 	first    time.Time // next read only (first byte), when not zero
 	idle     time.Duration
 	reads    int
+	poll     bool // next read only: take what is already received, never wait (heldMore)
 }
 
 var errWireLimit = errors.New("collector: response longer than the wire limit")
@@ -66,11 +67,33 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	if d.After(w.deadline) {
 		d = w.deadline
 	}
+	if w.poll {
+		// Long past: a TLS connection still hands over what it has
+		// decrypted or received already; a TCP socket reads nothing.
+		d = time.Unix(1, 0)
+	}
 	w.c.SetReadDeadline(d)
 	n, err := w.c.Read(p)
 	w.n += int64(n)
 	w.reads++
 	return n, err
+}
+
+// heldMore reports whether bytes past the response just read are in hand:
+// in c.br's buffer, or, on TLS, in the TLS layer, which returns one record
+// per read: a server that writes a response nobody asked for in a record
+// of its own leaves it there, and c.br.Buffered() alone does not see it.
+func heldMore(c *conn) bool {
+	if c.br.Buffered() > 0 {
+		return true
+	}
+	if c.c == c.raw {
+		return false // TCP: what arrived after the last read is not in hand either
+	}
+	c.wire.poll = true
+	_, err := c.br.Peek(1)
+	c.wire.poll = false
+	return err == nil
 }
 
 // dialError carries the kind of a failed connection attempt.

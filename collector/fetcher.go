@@ -373,7 +373,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			// list dials at once: wait for the server's close first.
 			f.close(c, !info.serverClose || r.Kind != OK || cfg.KeepIdle > 0)
 			c = nil
-		case len(out) == 0 && c.br.Buffered() > 0:
+		case len(out) == 0 && heldMore(c):
 			// Bytes nobody asked for: a second response, or a body longer
 			// than announced. Nothing after this point can be trusted.
 			if c.pipeSeen > 0 {
