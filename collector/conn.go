@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -47,7 +48,7 @@ type wireReader struct {
 	first    time.Time // next read only (first byte), when not zero
 	idle     time.Duration
 	reads    int
-	poll     bool // next read only: take what is already received, never wait (heldMore)
+	poll     time.Time // when not zero, the deadline of reads instead (pollRead)
 }
 
 var errWireLimit = errors.New("collector: response longer than the wire limit")
@@ -67,10 +68,8 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	if d.After(w.deadline) {
 		d = w.deadline
 	}
-	if w.poll {
-		// Long past: a TLS connection still hands over what it has
-		// decrypted or received already; a TCP socket reads nothing.
-		d = time.Unix(1, 0)
+	if !w.poll.IsZero() {
+		d = w.poll
 	}
 	w.c.SetReadDeadline(d)
 	n, err := w.c.Read(p)
@@ -79,20 +78,38 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// heldMore reports whether bytes past the response just read are in hand:
-// in c.br's buffer, or, on TLS, in the TLS layer, which returns one record
-// per read: a server that writes a response nobody asked for in a record
-// of its own leaves it there, and c.br.Buffered() alone does not see it.
+// heldMore reports whether bytes past the response just read have
+// arrived: in c.br's buffer; on TLS, in the TLS layer, which returns one
+// record per read, so that a response nobody asked for in a record of its
+// own stays there; or in a TCP socket, where a body of smallReader bytes or
+// more leaves what follows it, read straight into the body buffer up to
+// its length. c.br.Buffered() alone saw none of these.
 func heldMore(c *conn) bool {
 	if c.br.Buffered() > 0 {
 		return true
 	}
-	if c.c == c.raw {
-		return false // TCP: what arrived after the last read is not in hand either
+	if _, ok := c.raw.(syscall.Conn); !ok {
+		return false // a test's pipe: nothing to peek at
 	}
-	c.wire.poll = true
+	if c.c == c.raw {
+		return peek(c.raw) == peekBytes
+	}
+	if pollRead(c, time.Unix(1, 0)) {
+		return true
+	}
+	// Bytes in a TLS connection's socket need not be data: a TLS 1.3
+	// server's session tickets often follow the first response. Take in
+	// what is there, waiting a moment at most for the rest of a record.
+	return peek(c.raw) == peekBytes && pollRead(c, time.Now().Add(time.Millisecond))
+}
+
+// pollRead reads into c.br with the deadline until: a deadline long past
+// reads only what the TLS layer holds already (a TCP socket reads
+// nothing). It reports whether bytes came.
+func pollRead(c *conn, until time.Time) bool {
+	c.wire.poll = until
 	_, err := c.br.Peek(1)
-	c.wire.poll = false
+	c.wire.poll = time.Time{}
 	return err == nil
 }
 

@@ -22,10 +22,11 @@ import (
 // stray response into the next list. Each body must be its own URL's.
 func TestTLSUnsolicitedRecord(t *testing.T) {
 	cert := selfSigned(t, "a.test")
-	ln, err := tls.Listen("tcp4", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	srvTLS := &tls.Config{Certificates: []tls.Certificate{cert}}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer ln.Close()
@@ -33,15 +34,17 @@ func TestTLSUnsolicitedRecord(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for {
-			c, err := ln.Accept()
+			raw, err := ln.Accept()
 			if err != nil {
 				return
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer c.Close()
-				c.SetDeadline(time.Now().Add(10 * time.Second))
+				defer raw.Close()
+				raw.SetDeadline(time.Now().Add(10 * time.Second))
+				hc := &heldConn{Conn: raw}
+				c := tls.Server(hc, srvTLS)
 				br := bufio.NewReader(c)
 				for {
 					req, err := http.ReadRequest(br)
@@ -49,9 +52,15 @@ func TestTLSUnsolicitedRecord(t *testing.T) {
 						return
 					}
 					b := bodyOf(req.URL.Path)
-					// Two writes: two TLS records.
+					// Two writes: two TLS records, sent at once.
+					hc.held = []byte{}
 					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nnot asked"))
+					held := hc.held
+					hc.held = nil
+					if _, err := raw.Write(held); err != nil {
+						return
+					}
 				}
 			}()
 		}
@@ -81,4 +90,18 @@ func TestTLSUnsolicitedRecord(t *testing.T) {
 		checkBodies(t, b)
 		c.Release(b)
 	}
+}
+
+// heldConn holds what is written while held is not nil, for one send.
+type heldConn struct {
+	net.Conn
+	held []byte
+}
+
+func (h *heldConn) Write(p []byte) (int, error) {
+	if h.held != nil {
+		h.held = append(h.held, p...)
+		return len(p), nil
+	}
+	return h.Conn.Write(p)
 }
