@@ -118,6 +118,11 @@ func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
 			case next.Scheme != "http" && next.Scheme != "https":
 				res.Outcome, res.Err = Unavailable, fmt.Errorf("robots: %s: redirect to non-HTTP %q", res.URL, loc)
 				return f.result(res)
+			case next.Hostname() == "":
+				// Not followed: a client would fail (Unreachable, the site
+				// disallowed) or, for "http://:80/", dial its own machine.
+				res.Outcome, res.Err = Unavailable, fmt.Errorf("robots: %s: redirect to %q, which names no host", res.URL, loc)
+				return f.result(res)
 			case res.Redirects >= maxRedirects:
 				// RFC 9309 2.3.1.2: after five redirects the file may be
 				// taken as unavailable.
