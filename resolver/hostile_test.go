@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -77,5 +78,34 @@ func TestTruncatedThenTCPTimeout(t *testing.T) {
 	got, err := r.Lookup(ctx, "small.test")
 	if errors.Is(err, ErrAllDown) || err != nil || len(got) != 1 {
 		t.Errorf("small.test after big.test's TCP timeout: %v, %v", got, err)
+	}
+}
+
+// TestManyAddresses: an answer with a thousand A records. A miss returned
+// all of them, and every hit after it the MaxAddrs the cache keeps; both
+// must return those MaxAddrs, the answer's first, in order.
+func TestManyAddresses(t *testing.T) {
+	srv := startServer(t, func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		for i := range 1000 {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+				A: net.IPv4(10, 0, byte(i>>8), byte(i))})
+		}
+		w.WriteMsg(m)
+	})
+	r := newTestResolver(t, Config{Network: "ip4"}, srv.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	miss, err := r.Lookup(ctx, "many.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit, err := r.Lookup(ctx, "many.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(miss) != MaxAddrs || !slices.Equal(miss, hit) || miss[0] != netip.MustParseAddr("10.0.0.0") {
+		t.Errorf("miss: %d addresses %v; hit: %v", len(miss), miss[:min(len(miss), 6)], hit)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/miekg/dns"
@@ -56,6 +57,12 @@ func (r *Resolver) resolveAndCache(name string) answer {
 		six := make(chan answer, 1)
 		go func() { six <- r.queryChain(ctx, name, dns.TypeAAAA) }()
 		a = merge(r.queryChain(ctx, name, dns.TypeA), <-six)
+	}
+	if len(a.addrs) > MaxAddrs {
+		// What the cache keeps, so that a miss returns what the hits
+		// that follow it will, not the thousand addresses one answer may
+		// carry, copied for every caller sharing the flight.
+		a.addrs = slices.Clone(a.addrs[:MaxAddrs])
 	}
 	var ttl time.Duration
 	switch a.st {
