@@ -109,3 +109,62 @@ func TestManyAddresses(t *testing.T) {
 		t.Errorf("miss: %d addresses %v; hit: %v", len(miss), miss[:min(len(miss), 6)], hit)
 	}
 }
+
+// TestTruncatedMidRecord: a server that cuts a long UDP answer at 500
+// bytes, in the middle of a record, and sets TC (as RFC 1035 allows). The
+// reply was refused as malformed, the query timed out and the server was
+// marked down; it must be taken as truncated and the query asked again
+// over TCP.
+func TestTruncatedMidRecord(t *testing.T) {
+	pc, l := listenUDPTCP(t)
+	answer := func(q *dns.Msg) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetReply(q)
+		for i := range 100 {
+			m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60},
+				A: net.IPv4(10, 0, 0, byte(i))})
+		}
+		return m
+	}
+	tcp := &dns.Server{Listener: l, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) { w.WriteMsg(answer(q)) })}
+	started := make(chan struct{})
+	tcp.NotifyStartedFunc = func() { close(started) }
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); tcp.ActivateAndServe() }()
+	<-started
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil || len(q.Question) != 1 {
+				continue
+			}
+			m := answer(q)
+			m.Truncated = true
+			b, err := m.Pack()
+			if err != nil || len(b) <= 500 {
+				t.Errorf("packing the answer: %d bytes, %v", len(b), err)
+				continue
+			}
+			pc.WriteTo(b[:500], from)
+		}
+	}()
+	defer func() { tcp.Shutdown(); pc.Close(); wg.Wait() }()
+	srv := netip.MustParseAddrPort(pc.LocalAddr().String())
+	r := newTestResolver(t, Config{Network: "ip4", Timeout: time.Second, DownFor: time.Minute}, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := r.Lookup(ctx, "cut.test")
+	if err != nil || len(got) != MaxAddrs || got[0] != netip.MustParseAddr("10.0.0.0") {
+		t.Errorf("lookup: %v, %v", got, err)
+	}
+	if st := r.Stats(); st.TCPFallbacks != 1 || st.Timeouts != 0 || r.ServerDown(0) {
+		t.Errorf("stats %+v, server down %v", st, r.ServerDown(0))
+	}
+}

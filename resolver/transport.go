@@ -135,8 +135,16 @@ func (t *transport) deliver(s *udpSocket, b []byte, from netip.AddrPort) {
 	}
 	m := new(dns.Msg)
 	if err := m.Unpack(b); err != nil {
-		t.stats.RejectedMalformed.Add(1)
-		return
+		// RFC 1035 lets a server cut a long UDP answer anywhere, in the
+		// middle of a record, and set TC. Its header and question still
+		// say which query it answers, and TCP brings the whole answer;
+		// refused as malformed, it left the query to time out and the
+		// server marked down.
+		if !m.Truncated || len(m.Question) != 1 {
+			t.stats.RejectedMalformed.Add(1)
+			return
+		}
+		m.Answer, m.Ns, m.Extra = nil, nil, nil
 	}
 	if !matches(m, p.qname, p.qtype) {
 		t.stats.RejectedQuestion.Add(1)
