@@ -168,3 +168,27 @@ func TestTruncatedMidRecord(t *testing.T) {
 		t.Errorf("stats %+v, server down %v", st, r.ServerDown(0))
 	}
 }
+
+// TestQuestionlessRefused: a server that answers REFUSED without the
+// question section (RFC 1035 does not require it; 9.9.9.9 does this).
+// The reply was refused as not matching, the query waited out its timeout
+// and the server was marked down; the lookup must go on to the next
+// server at once, the first still up.
+func TestQuestionlessRefused(t *testing.T) {
+	refusing := startServer(t, func(w dns.ResponseWriter, q *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetRcode(q, dns.RcodeRefused)
+		m.Question = nil
+		w.WriteMsg(m)
+	})
+	good := startServer(t, zone(t, map[string][]string{"a.test": {"60 IN A 192.0.2.1"}}))
+	r := newTestResolver(t, Config{Network: "ip4", Timeout: time.Second, DownFor: time.Minute}, refusing.addr, good.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if got, err := r.Lookup(ctx, "a.test"); err != nil || len(got) != 1 {
+		t.Errorf("lookup: %v, %v", got, err)
+	}
+	if st := r.Stats(); st.Timeouts != 0 || r.ServerDown(0) {
+		t.Errorf("stats %+v, refusing server down %v", st, r.ServerDown(0))
+	}
+}

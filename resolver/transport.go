@@ -146,7 +146,7 @@ func (t *transport) deliver(s *udpSocket, b []byte, from netip.AddrPort) {
 		}
 		m.Answer, m.Ns, m.Extra = nil, nil, nil
 	}
-	if !matches(m, p.qname, p.qtype) {
+	if !matches(m, p.qname, p.qtype) && !questionlessError(m) {
 		t.stats.RejectedQuestion.Add(1)
 		return
 	}
@@ -168,6 +168,18 @@ func matches(m *dns.Msg, qname string, qtype uint16) bool {
 	}
 	q := m.Question[0]
 	return q.Qtype == qtype && q.Qclass == dns.ClassINET && strings.EqualFold(q.Name, qname)
+}
+
+// questionlessError reports whether m is an error reply without its
+// question, as some servers send REFUSED or SERVFAIL (RFC 1035 does not
+// require the question in a reply). From the server, with the query's id,
+// it is the answer: refused, the query waited out its timeout and the
+// server, which answers, was marked down. It cannot be taken for an
+// answer, only for that server's failure, which the question would not
+// make harder to forge: whoever can forge the id can copy the question.
+func questionlessError(m *dns.Msg) bool {
+	return m.Response && m.Opcode == dns.OpcodeQuery && len(m.Question) == 0 &&
+		m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError
 }
 
 // exchange asks server for qname/qtype (qname fully qualified, lower case)
