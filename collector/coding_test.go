@@ -63,4 +63,10 @@ func TestContentEncodingLines(t *testing.T) {
 	if got, err := DecodeBody("identity, gzip", gzipOf([]byte("page")), 1<<20); err != nil || string(got) != "page" {
 		t.Errorf("DecodeBody(identity, gzip): %q, %v", got, err)
 	}
+	// A stored page's header (the node's re-expansion reads it back) gives
+	// the same list as the fetch.
+	h := http.Header{"Content-Encoding": {"gzip", "gzip"}}
+	if got := ContentCoding(h); got != "gzip, gzip" {
+		t.Errorf("ContentCoding(two lines) = %q", got)
+	}
 }

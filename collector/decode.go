@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -145,6 +146,14 @@ func (d *decoders) reader(enc string, b []byte, zstdMemory uint64) (io.Reader, e
 		return d.zs, err
 	}
 	return nil, errUnknownCoding
+}
+
+// ContentCoding is a response's Content-Encoding as one list: every header
+// line of it joined, as a fetch reads it (a body compressed by an
+// application and again by a proxy names its codings on two lines). Give
+// it to DecodeBody.
+func ContentCoding(h http.Header) string {
+	return strings.Join(h.Values("Content-Encoding"), ", ")
 }
 
 // DecodeBody undoes a stored response's Content-Encoding the way a fetch

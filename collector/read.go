@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -157,7 +156,7 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	r.Status, r.ProtoMinor, r.Header = resp.StatusCode, resp.ProtoMinor, h
 	// Every Content-Encoding line: codings listed on two lines were both
 	// applied (decode refuses the pair), where Get would see the first.
-	r.ContentType, r.ContentEncoding, r.Location = h.Get("Content-Type"), strings.Join(h.Values("Content-Encoding"), ", "), h.Get("Location")
+	r.ContentType, r.ContentEncoding, r.Location = h.Get("Content-Type"), ContentCoding(h), h.Get("Location")
 	r.RetryAfter, r.LastModified, r.ETag, r.XRobotsTag = h.Get("Retry-After"), h.Get("Last-Modified"), h.Get("Etag"), h.Get("X-Robots-Tag")
 	r.ContentLength = resp.ContentLength
 	chunked := len(resp.TransferEncoding) > 0

@@ -40,7 +40,7 @@ func (n *Node) storedLinks(id uint32) (pageLinks, error) {
 	}
 	var body []byte
 	if html {
-		if body, err = collector.DecodeBody(h.Get("Content-Encoding"), p.Body, maxReexpandBody); err != nil {
+		if body, err = collector.DecodeBody(collector.ContentCoding(h), p.Body, maxReexpandBody); err != nil {
 			return pl, fmt.Errorf("page %d (%s): %w", id, p.URL, err)
 		}
 	}
