@@ -232,8 +232,10 @@ func (n *Node) reexpand(u string, id uint32, d uint8, outlinks map[uint32]pageLi
 		// Links not seen by the writer yet: the page is not fetched, or
 		// its links are on their way with its old depth, which the
 		// writer lowers on arrival. Or it was fetched in an earlier run:
-		// read its links back.
-		if st := n.sched.URL(id).State; st != scheduler.Completed && st != scheduler.Redirected {
+		// read its links back. So is a page a crash left stored but
+		// unfinished (recover): its list reports it done unfetched, and
+		// no links come.
+		if st := n.sched.URL(id).State; st != scheduler.Completed && st != scheduler.Redirected && !n.stored[id] {
 			return
 		}
 		var err error
