@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -205,9 +206,10 @@ func TestDemoInterruptAndKill(t *testing.T) {
 
 	webLog := filepath.Join(t.TempDir(), "web.log")
 	evidence := map[string]*string{}
+	var afterKill string // the data directory's copy once the kill left it
 	defer func() {
 		if t.Failed() {
-			keepDemoEvidence(t, evidence, webLog)
+			keepDemoEvidence(t, evidence, webLog, afterKill)
 		}
 	}()
 
@@ -232,6 +234,12 @@ func TestDemoInterruptAndKill(t *testing.T) {
 	child.wait()
 	out2 := child.stderr.String()
 	evidence["killed.out"] = &out2
+	// The data directory as the kill left it: what the continued run
+	// started from, for a failure's evidence.
+	afterKill = filepath.Join(t.TempDir(), "afterkill")
+	if err := copyTree(dir, afterKill); err != nil {
+		t.Fatal(err)
+	}
 	before := storedPages(t, dir)
 	t.Logf("killed with %d pages stored (%d this run)", len(before), pages2)
 
@@ -267,7 +275,7 @@ func TestDemoInterruptAndKill(t *testing.T) {
 // the web's log of the last run in $KSPIDER_KEEP_LOGS, when set: a failure
 // seen once under load (pages fetched twice) could not be looked into, its
 // logs gone with the test's temporary directory.
-func keepDemoEvidence(t *testing.T, evidence map[string]*string, webLog string) {
+func keepDemoEvidence(t *testing.T, evidence map[string]*string, webLog, afterKill string) {
 	keep := os.Getenv("KSPIDER_KEEP_LOGS")
 	if keep == "" {
 		t.Log("set KSPIDER_KEEP_LOGS=DIR to keep the demo's outputs and the web's log of a failure")
@@ -293,7 +301,37 @@ func keepDemoEvidence(t *testing.T, evidence map[string]*string, webLog string) 
 			t.Log("keeping the evidence:", err)
 		}
 	}
-	t.Logf("the demo's outputs and the web's log are kept in %s", dir)
+	if afterKill != "" {
+		if err := copyTree(afterKill, filepath.Join(dir, "afterkill")); err != nil {
+			t.Log("keeping the evidence:", err)
+		}
+	}
+	t.Logf("the demo's outputs, the web's log and the data directory after the kill are kept in %s", dir)
+}
+
+// copyTree copies the regular files and directories under src to dst.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
 }
 
 // TestDemoBadDir: a --dir that is a file, or whose demo.json is damaged,
