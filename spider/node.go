@@ -68,7 +68,7 @@ type NodeConfig struct {
 	Seeds       []string // canonical-able absolute http(s) URLs, depth 0
 
 	UserAgent string // default DefaultUserAgent
-	MaxDepth  int    // link depth limit, 0..254 (seeds only at 0)
+	MaxDepth  int    // link depth limit, 0..scope.MaxLimit (253; seeds only at 0)
 	MaxLinks  int    // distinct links kept per page (links.Options.MaxLinks)
 	MaxPages  int64  // pages fetched over all runs before the crawl ends (limits.max_pages); 0: none
 
@@ -215,8 +215,8 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
 	}
-	if cfg.MaxDepth < 0 || cfg.MaxDepth > int(scope.NoDepth)-1 {
-		return nil, fmt.Errorf("spider: MaxDepth %d is out of range 0..%d", cfg.MaxDepth, scope.NoDepth-1)
+	if cfg.MaxDepth < 0 || cfg.MaxDepth > scope.MaxLimit {
+		return nil, fmt.Errorf("spider: MaxDepth %d is out of range 0..%d", cfg.MaxDepth, scope.MaxLimit)
 	}
 	if cfg.Scope == nil {
 		d := scope.Default()

@@ -66,7 +66,7 @@ func crawlDocs(t *testing.T, ng *testweb.Nginx, h testweb.NginxHost, lookup Look
 	// Under the race detector the 270 MB of javadoc take minutes of CPU:
 	// there its crawl and truth stop at depth 1 (72 pages), which checks
 	// the node's depth limit as well.
-	maxDepth := int(scope.NoDepth) - 1
+	maxDepth := scope.MaxLimit
 	if raceDetector && strings.Contains(h.Root, "openjdk") {
 		maxDepth = 1
 	}

@@ -138,7 +138,7 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	k.duration("limits.first_byte_timeout", l.FirstByteTimeout, true)
 	k.duration("limits.response_timeout", l.ResponseTimeout, true)
 	k.duration("limits.idle_timeout", l.IdleTimeout, true)
-	k.intRange("limits.max_depth", int64(l.MaxDepth), 0, int64(scope.NoDepth)-1)
+	k.intRange("limits.max_depth", int64(l.MaxDepth), 0, int64(scope.MaxLimit))
 	k.intRange("limits.max_pages_per_host", int64(l.MaxPagesPerHost), 0, 1<<40)
 	k.intRange("limits.max_links_per_page", int64(l.MaxLinksPerPage), 1, 10_000_000)
 	k.intRange("limits.max_pages", l.MaxPages, 0, 1<<50)

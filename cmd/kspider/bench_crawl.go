@@ -145,7 +145,7 @@ pages/s on the test web).`)
 	}
 	defer os.RemoveAll(tmp)
 	r := &crawlRunner{tmp: tmp, rounds: *rounds, inProcess: *inProcess, bin: *kspiderBin, profile: *cpuProfile, memProfile: *memProfile,
-		spec: crawlChildSpec{MaxDepth: int(scope.NoDepth) - 1, Pipeline: *pipeline, Fetchers: *fetchers,
+		spec: crawlChildSpec{MaxDepth: scope.MaxLimit, Pipeline: *pipeline, Fetchers: *fetchers,
 			PartialWait: *partialWait, SyncInterval: *syncInterval}}
 	if r.bin == "" && !r.inProcess {
 		if r.bin, err = os.Executable(); err != nil {

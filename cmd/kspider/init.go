@@ -231,7 +231,7 @@ tls_timeout = {{q .Limits.TLSTimeout.String}}
 first_byte_timeout = {{q .Limits.FirstByteTimeout.String}}
 response_timeout = {{q .Limits.ResponseTimeout.String}}
 idle_timeout = {{q .Limits.IdleTimeout.String}}
-# Link depth from the seeds (0: the seeds only; at most 254).
+# Link depth from the seeds (0: the seeds only; at most 253).
 max_depth = {{.Limits.MaxDepth}}
 # URLs admitted per host (origin), over every run (0: no limit).
 max_pages_per_host = {{.Limits.MaxPagesPerHost}}

@@ -16,6 +16,12 @@ type DepthStore interface {
 // stored as NoDepth-1.
 const NoDepth uint8 = 255
 
+// MaxLimit is the largest Depth.Max: every depth from NoDepth-1 up is
+// stored as NoDepth-1, which must stay beyond the limit; with a limit of
+// NoDepth-1 a link 300 deep would count as NoDepth-1 and be crawled, the
+// limit being none.
+const MaxLimit = int(NoDepth) - 2
+
 // Depth is the link depth limit: a URL is crawled when its shortest known
 // link distance from a seed (seeds are depth 0) is at most Max.
 type Depth struct {

@@ -222,3 +222,18 @@ func TestDepthConcurrent(t *testing.T) {
 		checkAgainstTruth(t, fmt.Sprintf("concurrent %d", i), g, seeds, max, fetched, store)
 	}
 }
+
+// TestDepthMaxLimit: depths past NoDepth-1 are stored as NoDepth-1, so the
+// largest limit leaves that beyond it: a link far deeper than any limit is
+// too deep under MaxLimit, where a limit of NoDepth-1 let it in.
+func TestDepthMaxLimit(t *testing.T) {
+	lim := &Depth{Max: MaxLimit, Store: NewMemDepth()}
+	for _, d := range []int{MaxLimit + 1, int(NoDepth), 300, 1 << 20} {
+		if dec := lim.Seen(fmt.Sprintf("http://a.example/%d", d), d); dec.Crawl || dec.Reason != TooDeep {
+			t.Errorf("depth %d under the limit %d: %+v, want too deep", d, MaxLimit, dec)
+		}
+	}
+	if dec := lim.Seen("http://a.example/ok", MaxLimit); !dec.Crawl {
+		t.Errorf("depth %d under the limit %d: %+v, want crawled", MaxLimit, MaxLimit, dec)
+	}
+}
