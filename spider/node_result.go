@@ -155,7 +155,7 @@ func classify(r *collector.Result) (o scheduler.Outcome, store, links bool) {
 	if r.Status == 0 || r.Kind == collector.Canceled {
 		switch {
 		case r.Kind == collector.NotTried, r.Kind == collector.Canceled,
-			r.Attempts == 0 && r.Kind != collector.BadURL:
+			r.Attempts == 0 && r.Kind != collector.BadURL && !hostDown(r.Kind):
 			// Never sent (the list's connection failed before its turn):
 			// not a failure of this URL, so no retry spent on it.
 			return scheduler.Outcome{Kind: scheduler.NotTried}, false, false
@@ -174,6 +174,15 @@ func classify(r *collector.Result) (o scheduler.Outcome, store, links bool) {
 	}
 	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
 	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, html
+}
+
+// hostDown tells a result whose URL was never sent because no connection
+// to the host could be made (its name, a connection, a handshake). That
+// is the host failing, not the list cut short: reported NotTried, a host
+// gone down after its robots.txt was cached had its list handed out again
+// at the politeness delay forever, with no back-off and no retry spent.
+func hostDown(k collector.Kind) bool {
+	return k == collector.DNS || k == collector.Connect || k == collector.TLS
 }
 
 // count counts result r, processed into p, in the node's figures, after

@@ -1,0 +1,128 @@
+package spider
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+)
+
+// hostileWeb is a hand-written web on one loopback listener: every host
+// name resolves to 127.0.0.1, and the handler sees the Host header.
+type hostileWeb struct {
+	ln   net.Listener
+	port int
+	mu   sync.Mutex
+	reqs map[string]int // "host path" -> requests
+}
+
+func startHostile(t *testing.T, h func(w http.ResponseWriter, r *http.Request, web *hostileWeb)) *hostileWeb {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &hostileWeb{ln: ln, port: ln.Addr().(*net.TCPAddr).Port, reqs: map[string]int{}}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.Host)
+		web.mu.Lock()
+		web.reqs[host+" "+r.URL.RequestURI()]++
+		web.mu.Unlock()
+		h(w, r, web)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return web
+}
+
+// url is an absolute URL of host on the web.
+func (w *hostileWeb) url(host, path string) string {
+	return fmt.Sprintf("http://%s:%d%s", host, w.port, path)
+}
+
+func (w *hostileWeb) count(host, path string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reqs[host+" "+path]
+}
+
+func (w *hostileWeb) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, c := range w.reqs {
+		n += c
+	}
+	return n
+}
+
+// hostileConfig is a node on a hostile web: short delays, so that a crawl
+// that ends does so in seconds.
+func hostileConfig(t *testing.T, dir string, seeds []string, depth int) NodeConfig {
+	cfg := nodeConfigFor(t, dir, seeds, func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}, nil, depth)
+	cfg.Collector = collector.Config{Fetchers: 4, ReconnectGap: 10 * time.Millisecond, ConnectTimeout: 5 * time.Second,
+		FirstByte: 5 * time.Second, ResponseTimeout: 10 * time.Second}
+	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond, MaxCrawlDelay: time.Second,
+		ErrorDelay: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, MaxRetries: 2}
+	return cfg
+}
+
+// runHostile runs a node on cfg for at most limit and fails the test
+// when the crawl did not end by itself.
+func runHostile(t *testing.T, cfg NodeConfig, limit time.Duration) *NodeSummary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	sum, err := runNode(t, ctx, cfg)
+	if err != nil || !sum.Finished {
+		t.Fatalf("the crawl did not end by itself within %v: %+v, %v", limit, sum, err)
+	}
+	return sum
+}
+
+func htmlLinks(w http.ResponseWriter, links ...string) {
+	w.Header().Set("Content-Type", "text/html")
+	fmt.Fprint(w, "<html><body>")
+	for _, l := range links {
+		fmt.Fprintf(w, `<a href="%s">x</a>`, l)
+	}
+	fmt.Fprint(w, "</body></html>")
+}
+
+// TestNodeHostGoesDown: a host whose robots.txt and first page were served
+// and which then refuses every connection. Its other URLs fail to connect
+// before anything is sent; they must still count as failures (retried a
+// bounded number of times), or the node hands the host's list out again
+// and again and the crawl never ends.
+func TestNodeHostGoesDown(t *testing.T) {
+	var once sync.Once
+	web := startHostile(t, func(w http.ResponseWriter, r *http.Request, web *hostileWeb) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/":
+			once.Do(func() { web.ln.Close() }) // the connection being served goes on
+			w.Header().Set("Connection", "close")
+			htmlLinks(w, "/a", "/b")
+		default:
+			htmlLinks(w)
+		}
+	})
+	dir := t.TempDir()
+	sum := runHostile(t, hostileConfig(t, dir, []string{web.url("down.test", "/")}, 2), 30*time.Second)
+	if sum.Stored != 1 || sum.Errors == 0 {
+		t.Errorf("summary %+v: want 1 page stored and the failures counted", *sum)
+	}
+	if got := storedURLs(t, dir); !got[web.url("down.test", "/")] || len(got) != 1 {
+		t.Errorf("stored %v", got)
+	}
+}
