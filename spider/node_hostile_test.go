@@ -126,3 +126,56 @@ func TestNodeHostGoesDown(t *testing.T) {
 		t.Errorf("stored %v", got)
 	}
 }
+
+// TestNodeCutBodyRetried: a page whose body ends before its
+// Content-Length (the server hung up, or the response timed out) is not
+// the page. Stored as fetched, it stood for the page for good, with the
+// links of its missing part never seen. It is fetched again, and only
+// when every try was cut is what arrived stored.
+func TestNodeCutBodyRetried(t *testing.T) {
+	cut := func(w http.ResponseWriter, links ...string) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Content-Length", "1000")
+		fmt.Fprint(w, "<html><body>")
+		for _, l := range links {
+			fmt.Fprintf(w, `<a href="%s">x</a>`, l)
+		}
+		// The handler returns short of the length: the server hangs up.
+	}
+	web := startHostile(t, func(w http.ResponseWriter, r *http.Request, web *hostileWeb) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/":
+			htmlLinks(w, "/once", "/always")
+		case "/once": // cut the first time only
+			if web.count("main.test", "/once") == 1 {
+				cut(w, "/partial")
+				return
+			}
+			htmlLinks(w, "/partial", "/full")
+		case "/always":
+			cut(w, "/fromcut")
+		default:
+			htmlLinks(w)
+		}
+	})
+	dir := t.TempDir()
+	cfg := hostileConfig(t, dir, []string{web.url("main.test", "/")}, 2)
+	sum := runHostile(t, cfg, 30*time.Second)
+	got := storedURLs(t, dir)
+	for _, p := range []string{"/", "/once", "/partial", "/full", "/always", "/fromcut"} {
+		if !got[web.url("main.test", p)] {
+			t.Errorf("%s not stored", p)
+		}
+	}
+	if n := web.count("main.test", "/once"); n != 2 {
+		t.Errorf("/once asked %d times, want 2", n)
+	}
+	if n := web.count("main.test", "/always"); n != cfg.Scheduler.MaxRetries+1 {
+		t.Errorf("/always asked %d times, want %d", n, cfg.Scheduler.MaxRetries+1)
+	}
+	if sum.Stored != uint64(len(got)) || sum.Errors != uint64(1+cfg.Scheduler.MaxRetries) {
+		t.Errorf("summary %+v: want %d stored, %d errors (the cut tries)", *sum, len(got), 1+cfg.Scheduler.MaxRetries)
+	}
+}

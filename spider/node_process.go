@@ -140,6 +140,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		r := &b.Results[ri]
 		ri++
 		lr.each(r) // one Each never saw (Fetch ended before a fetcher was free)
+		n.cutShort(id, r, p)
 		n.count(r, p)
 		if p.links != nil {
 			d, _ := n.sched.Depth(id)

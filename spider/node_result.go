@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"cmp"
 	"strings"
 	"sync"
 
@@ -174,6 +175,24 @@ func classify(r *collector.Result) (o scheduler.Outcome, store, links bool) {
 	}
 	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
 	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, html
+}
+
+// cutShort makes a page whose body ended early (the server hung up before
+// its Content-Length, or the response timed out) a temporary failure, so
+// that it is fetched again, unless this was the URL's last try: then what
+// arrived is stored, as the server keeps sending it. Stored as fetched at
+// once, a cut page stood for the page for good and the links of its
+// missing part were never seen. Decided after Fetch, since Each must not
+// ask the scheduler (the record Each had made is dropped).
+func (n *Node) cutShort(id uint32, r *collector.Result, p *pageResult) {
+	if !r.Short || !p.store || p.o.Kind != scheduler.Fetched {
+		return
+	}
+	if int(n.sched.URL(id).Retries) >= cmp.Or(n.cfg.Scheduler.MaxRetries, 3) { // the scheduler's default
+		return
+	}
+	p.o = scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status}
+	p.store, p.links, p.nlinks = false, nil, 0
 }
 
 // hostDown tells a result whose URL was never sent because no connection
