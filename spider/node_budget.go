@@ -3,6 +3,7 @@ package spider
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kspider/kspider/scheduler"
@@ -27,6 +28,8 @@ type budgets struct {
 	domains   map[string]int // registrable domain -> origins; the writer's
 
 	pagesLeft atomic.Int64 // under max_pages; -1: no limit
+
+	hops redirectHops // redirects followed to reach a URL
 }
 
 // openBudgets derives the budgets' counts from the scheduler at open.
@@ -137,4 +140,70 @@ func hostName(key string) string {
 		return key[:i]
 	}
 	return key
+}
+
+// maxRedirectHops is how many redirects in a row are followed (Go's
+// http.Client stops at 10 too). A redirect's target keeps the redirecting
+// page's depth, so without it a host answering /r/N with a redirect to
+// /r/N+1 was crawled without end at any max_depth.
+const maxRedirectHops = 10
+
+// redirectHops remembers, for the targets of the redirects fetched, how
+// many redirects led to them, until they are fetched in turn. It is in
+// memory: a chain being followed when the node stops starts its count
+// again at the next run. Targets never fetched (known already, filtered)
+// would stay: the counts live in two generations of redirectGen entries
+// each, the older dropped when the newer is full.
+type redirectHops struct {
+	mu       sync.Mutex
+	cur, old map[string]uint8
+}
+
+// redirectGen is the size of one generation: a chain's next hop is
+// fetched long before as many other redirects are.
+const redirectGen = 1 << 15
+
+// take returns, and forgets, the redirects that led to URL u.
+func (r *redirectHops) take(u string) uint8 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h, ok := r.cur[u]
+	if ok {
+		delete(r.cur, u)
+	} else if h, ok = r.old[u]; ok {
+		delete(r.old, u)
+	}
+	return h
+}
+
+// put records that hops redirects lead to u.
+func (r *redirectHops) put(u string, hops uint8) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.cur) >= redirectGen || r.cur == nil {
+		r.old, r.cur = r.cur, make(map[string]uint8)
+	}
+	if h, ok := r.cur[u]; ok {
+		hops = min(h, hops) // the shortest chain counts, as the shortest path does for depth
+	}
+	r.cur[u] = hops
+}
+
+// followRedirect applies maxRedirectHops to the page u just fetched, with
+// its links p: the targets of a redirect are remembered one hop further,
+// or dropped (counted rejected) when that is past the limit.
+func (n *Node) followRedirect(u string, redirect bool, p *pageLinks) {
+	hops := n.budget.hops.take(u)
+	if !redirect || p == nil || len(p.same) == 0 {
+		return
+	}
+	if hops >= maxRedirectHops {
+		n.cfg.Logf("%s: redirect not followed: %d redirects in a row", u, hops+1)
+		n.st.rejected.Add(uint64(len(p.same)))
+		p.same = nil
+		return
+	}
+	for _, t := range p.same {
+		n.budget.hops.put(t, hops+1)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,5 +178,49 @@ func TestNodeCutBodyRetried(t *testing.T) {
 	}
 	if sum.Stored != uint64(len(got)) || sum.Errors != uint64(1+cfg.Scheduler.MaxRetries) {
 		t.Errorf("summary %+v: want %d stored, %d errors (the cut tries)", *sum, len(got), 1+cfg.Scheduler.MaxRetries)
+	}
+}
+
+// TestNodeRedirectChainBounded: a redirect's target keeps the redirecting
+// page's depth, so a host that answers /r/N with a redirect to /r/N+1 was
+// crawled without end at max_depth 1. Now maxRedirectHops redirects in a
+// row are followed, and a chain within it (a redirect loop too) is
+// followed to its end.
+func TestNodeRedirectChainBounded(t *testing.T) {
+	web := startHostile(t, func(w http.ResponseWriter, r *http.Request, web *hostileWeb) {
+		var k int
+		fmt.Sscanf(r.URL.Path[min(3, len(r.URL.Path)):], "%d", &k)
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+		case r.URL.Path == "/":
+			htmlLinks(w, "/r/0", "/s/0", "/loop/a")
+		case r.URL.Path == "/loop/a":
+			http.Redirect(w, r, "/loop/b", http.StatusFound)
+		case r.URL.Path == "/loop/b":
+			http.Redirect(w, r, "/loop/a", http.StatusMovedPermanently)
+		case strings.HasPrefix(r.URL.Path, "/s/") && k < maxRedirectHops:
+			http.Redirect(w, r, fmt.Sprintf("/s/%d", k+1), http.StatusTemporaryRedirect)
+		case strings.HasPrefix(r.URL.Path, "/s/"):
+			htmlLinks(w) // the end of a chain of maxRedirectHops
+		default:
+			http.Redirect(w, r, fmt.Sprintf("/r/%d", k+1), http.StatusFound)
+		}
+	})
+	dir := t.TempDir()
+	sum := runHostile(t, hostileConfig(t, dir, []string{web.url("main.test", "/")}, 1), 30*time.Second)
+	got := storedURLs(t, dir)
+	for k := 0; k <= maxRedirectHops; k++ {
+		for _, p := range []string{"/r/%d", "/s/%d"} {
+			if u := web.url("main.test", fmt.Sprintf(p, k)); !got[u] {
+				t.Errorf("%s not stored", u)
+			}
+		}
+	}
+	if u := web.url("main.test", fmt.Sprintf("/r/%d", maxRedirectHops+1)); got[u] {
+		t.Errorf("%s stored: %d redirects in a row followed", u, maxRedirectHops+1)
+	}
+	if want := 1 + 2*(maxRedirectHops+1) + 2; len(got) != want || sum.Stored != uint64(want) || sum.Rejected != 1 {
+		t.Errorf("summary %+v, %d stored: want %d stored, 1 rejected", *sum, len(got), want)
 	}
 }
