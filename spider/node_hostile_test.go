@@ -224,3 +224,29 @@ func TestNodeRedirectChainBounded(t *testing.T) {
 		t.Errorf("summary %+v, %d stored: want %d stored, 1 rejected", *sum, len(got), want)
 	}
 }
+
+// TestRetryAfterForms: a 429 or 503's Retry-After as an HTTP date, or as
+// more seconds than an int holds, counted as none, so the host was asked
+// again at the usual back-off.
+func TestRetryAfterForms(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	most := time.Duration(1<<20) * time.Second
+	for v, want := range map[string]time.Duration{
+		"":                                0,
+		"120":                             2 * time.Minute,
+		" 7 ":                             7 * time.Second,
+		"-5":                              0,
+		"garbage":                         0,
+		"1.5":                             0,
+		"99999999999999999999999":         most,
+		"Tue, 24 Nov 2026 12:10:00 GMT":   10 * time.Minute,
+		"Tuesday, 24-Nov-26 12:00:30 GMT": 30 * time.Second, // RFC 850
+		"Tue Nov 24 12:01:00 2026":        time.Minute,      // asctime
+		"Tue, 24 Nov 2026 11:00:00 GMT":   0,                // past
+		"Sat, 01 Jan 2100 00:00:00 GMT":   most,
+	} {
+		if got := retryAfter(v, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -300,11 +300,27 @@ func headerLines(head []byte) []byte {
 	return bytes.TrimSuffix(head, []byte("\n"))
 }
 
-// retryAfter reads a Retry-After in seconds (an HTTP date counts as none).
-func retryAfter(v string) time.Duration {
-	s, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || s < 0 {
+// retryAfter reads a Retry-After (RFC 9110 §10.2.3): seconds, or an HTTP
+// date. Read as seconds only, a date (what a server in maintenance often
+// sends) and a number too long for an int both counted as none, and the
+// host was asked again at the usual back-off. The scheduler caps the wait
+// (MaxRetryAfter); garbage and a date past count as none.
+func retryAfter(v string, now time.Time) time.Duration {
+	const most = time.Duration(1<<20) * time.Second
+	v = strings.TrimSpace(v)
+	if v == "" {
 		return 0
 	}
-	return time.Duration(min(s, 1<<20)) * time.Second
+	if strings.Trim(v, "0123456789") == "" {
+		s, err := strconv.Atoi(v)
+		if err != nil {
+			return most // more digits than an int holds
+		}
+		return time.Duration(min(s, 1<<20)) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return min(max(t.Sub(now), 0), most)
 }

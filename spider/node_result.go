@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/scheduler"
@@ -168,7 +169,7 @@ func classify(r *collector.Result) (o scheduler.Outcome, store, links bool) {
 	if r.Status == 429 || r.Status/100 == 5 {
 		// Fetched again after the back-off; not stored, so that a page is
 		// stored once.
-		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter)}, false, false
+		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter, time.Now())}, false, false
 	}
 	if r.Status/100 == 3 {
 		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, true, true
