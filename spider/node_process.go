@@ -67,6 +67,10 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			return
 		}
 		for _, id := range l.IDs {
+			if n.stored[id] { // stored before a crash: done, whatever robots.txt says now
+				report(id, scheduler.Outcome{Kind: scheduler.Fetched})
+				continue
+			}
 			report(id, scheduler.Outcome{Kind: scheduler.FailedTemp})
 		}
 		return
