@@ -59,8 +59,14 @@ type Config struct {
 	// URLLimit, when set, is how many URL ids the node's URL tree holds at
 	// Open: records past the last commit with an id at or above it are
 	// dropped (counted in OpenStats.Dropped), because a crash lost those ids
-	// from the tree, which will give them to other URLs. 0: no limit.
+	// from the tree, which will give them to other URLs. 0: no limit,
+	// unless LimitURLs is set.
 	URLLimit uint64
+	// LimitURLs makes URLLimit apply at 0 too: a crash before the tree's
+	// first sync leaves it no id, while the scheduler keeps the records
+	// written in place (a kill -9 loses no mapped write); kept, they named
+	// ids the tree no longer had and the node could never open again.
+	LimitURLs bool
 }
 
 func (c *Config) setDefaults() error {

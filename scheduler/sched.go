@@ -158,7 +158,7 @@ func (s *Scheduler) load() error {
 	if err != nil {
 		return err
 	}
-	if lim := s.cfg.URLLimit; lim > 0 && ss.count > lim {
+	if lim := s.cfg.URLLimit; (lim > 0 || s.cfg.LimitURLs) && ss.count > lim {
 		keep := max(lim, c.urls) // committed records are never dropped
 		for i := keep; i < ss.count; i++ {
 			if s.recs[i].added() {

@@ -501,3 +501,27 @@ func TestURLLimit(t *testing.T) {
 		t.Fatalf("reopen below the commit: %+v, Len %d", o, s.Len())
 	}
 }
+
+// TestURLLimitZero: a tree a crash left with no id (before its first
+// sync) drops every record past the commit when LimitURLs says 0 is a
+// limit; without it 0 is none, as before.
+func TestURLLimitZero(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, basicConfig(clk))
+	for id := range uint32(3) {
+		s.Add(id, "new.example", 0)
+	}
+	s.mu.Lock() // a crash before any sync
+	s.closeFiles()
+	s.closed = true
+	s.mu.Unlock()
+	cfg := basicConfig(clk)
+	cfg.LimitURLs = true
+	s = mustOpen(t, dir, cfg)
+	defer s.Close()
+	if o := s.Opened(); o.Dropped != 3 || s.Len() != 0 {
+		t.Fatalf("reopen with limit 0: %+v, Len %d", o, s.Len())
+	}
+}
+

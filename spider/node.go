@@ -306,7 +306,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	// Scheduler records past its commit for ids the tree lost in a crash
 	// are dropped: the tree will give those ids to other URLs.
-	cfg.Scheduler.URLLimit = uint64(n.tree.Len())
+	cfg.Scheduler.URLLimit, cfg.Scheduler.LimitURLs = uint64(n.tree.Len()), true
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
 		lock.Release()
