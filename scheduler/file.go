@@ -192,26 +192,42 @@ type metaFile struct {
 	last commit
 }
 
+// newSuffix names the meta file while createMeta writes it.
+const newSuffix = ".new"
+
+// createMeta makes the meta file under a temporary name and links it into
+// place once complete: a crash never leaves a meta file without its
+// commits (Open would refuse it), only files clearCreate removes.
 func createMeta(path string) (*metaFile, error) {
-	f, err := openLocked(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	tmp := path + newSuffix
+	f, err := openLocked(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return nil, err
 	}
 	b := make([]byte, metaFileSize)
 	putHeader(b, magicMeta)
-	m := &metaFile{path: path, f: f}
-	if _, err := f.WriteAt(b, 0); err != nil {
+	m := &metaFile{path: tmp, f: f}
+	fail := func(err error) (*metaFile, error) {
 		f.Close()
-		return nil, fmt.Errorf("scheduler: write %s: %w", path, err)
+		os.Remove(tmp)
+		return nil, err
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		return fail(fmt.Errorf("scheduler: write %s: %w", tmp, err))
 	}
 	// Both slots get an (empty) commit, so that from the start a zeroed
 	// slot is damage decodeMeta sees.
 	for range 2 {
 		if err := m.write(commit{}); err != nil {
-			f.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
+	// Link, not rename: a meta file made meanwhile is never replaced.
+	if err := os.Link(tmp, path); err != nil {
+		return fail(fmt.Errorf("scheduler: %w", err))
+	}
+	os.Remove(tmp)
+	m.path = path
 	return m, nil
 }
 

@@ -74,10 +74,8 @@ func Open(dir string, cfg Config) (*Scheduler, error) {
 	_, err := os.Stat(s.path(metaName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		for _, n := range []string{statesName, hostsName, namesName} {
-			if _, err := os.Stat(s.path(n)); err == nil {
-				return nil, fmt.Errorf("%w: %s exists without %s", ErrCorrupt, s.path(n), metaName)
-			}
+		if err := s.clearCreate(); err != nil {
+			return nil, err
 		}
 		err = s.create()
 	case err == nil:
@@ -94,6 +92,47 @@ func Open(dir string, cfg Config) (*Scheduler, error) {
 }
 
 func (s *Scheduler) path(name string) string { return filepath.Join(s.dir, name) }
+
+// clearCreate removes what a crash inside create left: files without a
+// meta file (made last, complete or not at all: createMeta) that hold
+// nothing but their headers. A kill -9 a few milliseconds into a node's
+// first run left them, and Open refused the directory for good. A file
+// holding more is a scheduler whose meta file was lost: never replaced.
+func (s *Scheduler) clearCreate() error {
+	for _, n := range []string{statesName, hostsName, namesName} {
+		fi, err := os.Stat(s.path(n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		if fi.Size() > minFileSize || !holdsNothing(s.path(n)) {
+			return fmt.Errorf("%w: %s exists without %s", ErrCorrupt, s.path(n), metaName)
+		}
+	}
+	for _, n := range []string{statesName, hostsName, namesName, metaName + newSuffix} {
+		if err := os.Remove(s.path(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+	}
+	return nil
+}
+
+// holdsNothing reports whether the small file at path has nothing after
+// its header but zeros (a header not written yet counts as zeros).
+func holdsNothing(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, c := range b[min(len(b), headerSize):] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 func (s *Scheduler) create() error {
 	var err error

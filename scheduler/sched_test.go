@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -525,3 +526,56 @@ func TestURLLimitZero(t *testing.T) {
 	}
 }
 
+// TestCreateCrash: a crash inside Open's create (a node killed in its
+// first milliseconds) leaves array files with only their headers, or a
+// meta file being written; Open refused them for good ("exists without
+// sched.meta"). Now it clears them and creates the scheduler; files that
+// hold more than their headers still mean a lost meta file.
+func TestCreateCrash(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	for _, tc := range []struct {
+		name  string
+		files []string
+	}{
+		{"states only", []string{statesName}},
+		{"all arrays", []string{statesName, hostsName, namesName}},
+		{"meta begun", []string{statesName, hostsName, namesName, metaName + newSuffix}},
+	} {
+		dir := t.TempDir()
+		for _, n := range tc.files {
+			if n == metaName+newSuffix {
+				if err := os.WriteFile(filepath.Join(dir, n), make([]byte, 100), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			m, err := createMapped(filepath.Join(dir, n), magicStates)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.close()
+		}
+		s, err := Open(dir, basicConfig(clk))
+		if err != nil {
+			t.Errorf("%s: Open after a crash in create: %v", tc.name, err)
+			continue
+		}
+		if o := s.Opened(); !o.Created {
+			t.Errorf("%s: %+v, want a new scheduler", tc.name, o)
+		}
+		if _, err := os.Stat(filepath.Join(dir, metaName+newSuffix)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %s left: %v", tc.name, metaName+newSuffix, err)
+		}
+		s.Close()
+	}
+	dir := t.TempDir()
+	m, err := createMapped(filepath.Join(dir, statesName), magicStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.data[headerSize] = 1 // a record: a scheduler whose meta was lost
+	m.close()
+	if _, err := Open(dir, basicConfig(clk)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("states with a record, no meta: %v, want ErrCorrupt", err)
+	}
+}
