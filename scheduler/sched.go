@@ -58,6 +58,9 @@ type OpenStats struct {
 	Dropped    int           // unsynced URLs whose host did not survive a crash; the node must add them again
 	TornHosts  int           // host records a crash left half rewritten, kept with their waits bounded (tornHost)
 	Converted  bool          // a version 1 states file was brought to version 2 (gap records written)
+	// PagesTrimmed counts hosts whose count of pages admitted (AdmitPage)
+	// a crash left above the URLs they have: lowered to those (trimPages).
+	PagesTrimmed int
 	Took       time.Duration // time Open took
 }
 
@@ -215,6 +218,9 @@ func (s *Scheduler) load() error {
 	}
 	s.countStates()
 	s.opened.Clean = c.flags&flagClean != 0
+	if !s.opened.Clean {
+		s.opened.PagesTrimmed = s.trimPages()
+	}
 	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped
 	s.phase = make([]uint16, len(s.hosts))
 	for i := range s.hosts {
@@ -222,6 +228,31 @@ func (s *Scheduler) load() error {
 	}
 	s.runIdx = make([]int32, len(s.hosts))
 	return nil
+}
+
+// trimPages lowers each host's count of pages admitted to the URLs it has
+// after an unclean stop. AdmitPage counts in the host's record, written in
+// place, which a kill -9 keeps, while the URLs admitted since the node's
+// last sync are lost with its URL tree (URLLimit): found again, they were
+// counted again, and every crash took a few pages from the host's budget
+// for good. It never raises a count (URLs added with no budget are not
+// charged after the fact) and returns the hosts it lowered.
+func (s *Scheduler) trimPages() int {
+	urls := make([]uint32, len(s.hosts))
+	for _, r := range s.recs[:s.count] {
+		if r.added() && int(r.host()) < len(urls) {
+			urls[r.host()]++
+		}
+	}
+	trimmed := 0
+	for h := range s.hosts {
+		if s.hosts[h].pages > urls[h] {
+			s.hosts[h].pages = urls[h]
+			s.putHost(uint32(h)) // durable at the next Sync
+			trimmed++
+		}
+	}
+	return trimmed
 }
 
 // Opened returns what Open found.
