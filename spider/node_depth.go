@@ -36,6 +36,12 @@ type treeDepth struct {
 	seen     []seenEntry
 	seenUsed int // slots taken
 	seenSeed maphash.Seed
+
+	// later: lowered depths of fetched pages waiting for the next sync
+	// (node_lower.go); laterIDs: those recorded since the last sync began.
+	later    map[uint32]uint8
+	laterIDs []laterLower
+	outlinks map[uint32]pageLinks // the writer's, set by seeOne
 }
 
 // seenEntry is one URL of treeDepth's cache: its own copy, since the
@@ -110,13 +116,17 @@ func (s *treeDepth) Lower(u string, d uint8) (uint8, bool) {
 	if !s.inTree {
 		return scope.NoDepth, true
 	}
-	prev, ok := s.n.sched.Depth(s.id)
+	prev, ok := s.depthOf(s.id)
 	if !ok {
 		return scope.NoDepth, true
 	}
 	s.known = true
 	if d >= prev {
 		return prev, false
+	}
+	if s.linksSeen(s.id) {
+		s.lowerLater(s.id, d) // after the re-expansion is durable
+		return prev, true
 	}
 	if _, _, err := s.n.sched.Lower(s.id, d); err != nil {
 		s.n.fail(fmt.Errorf("spider: scheduler lower %d (%s): %w", s.id, u, err))

@@ -53,8 +53,12 @@ func TestReexpandStoredBeforeCrash(t *testing.T) {
 	if _, ok := n.tree.FindString(c); !ok {
 		t.Errorf("%s, linked from %s stored before a crash and lowered to depth 1, was not admitted", c, p)
 	}
-	if d, ok := n.sched.Depth(id); !ok || d != 1 {
+	if d, ok := n.dstore.depthOf(id); !ok || d != 1 {
 		t.Errorf("/p's depth %d, %v; want 1", d, ok)
+	}
+	syncHere(n, nil) // /p's new depth goes to the scheduler after /c is durable (node_lower.go)
+	if d, ok := n.sched.Depth(id); !ok || d != 1 {
+		t.Errorf("/p's depth in the scheduler after the sync %d, %v; want 1", d, ok)
 	}
 }
 

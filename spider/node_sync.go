@@ -35,6 +35,7 @@ type writerSync struct {
 	running bool
 	again   bool            // a sync was asked for while one ran
 	batch   []chan struct{} // closed when the running sync succeeds
+	lowers  []laterLower    // applied when it succeeds (node_lower.go)
 	result  chan bool       // the running sync's outcome
 }
 
@@ -53,7 +54,7 @@ func (ws *writerSync) sync(n *Node, waiting []chan struct{}) []chan struct{} {
 	if ws.result == nil {
 		ws.result = make(chan bool, 1)
 	}
-	ws.running, ws.batch = true, waiting
+	ws.running, ws.batch, ws.lowers = true, waiting, n.dstore.takeLater()
 	l := n.tree.Len()
 	go func() { ws.result <- n.syncTo(l) }()
 	return nil
@@ -64,11 +65,12 @@ func (ws *writerSync) sync(n *Node, waiting []chan struct{}) []chan struct{} {
 func (ws *writerSync) done(n *Node, ok bool, waiting []chan struct{}) []chan struct{} {
 	ws.running = false
 	if ok {
+		n.dstore.applyLater(ws.lowers)
 		for _, c := range ws.batch {
 			close(c)
 		}
 	}
-	ws.batch = nil
+	ws.batch, ws.lowers = nil, nil
 	if ws.again {
 		ws.again = false
 		waiting = ws.sync(n, waiting)
@@ -98,9 +100,11 @@ func (ws *writerSync) results() <-chan bool {
 // done channels of waiting once it succeeded; it returns the slice to
 // collect the next ones in.
 func syncHere(n *Node, waiting []chan struct{}) []chan struct{} {
+	lowers := n.dstore.takeLater()
 	if !n.syncAll() {
 		return waiting
 	}
+	n.dstore.applyLater(lowers)
 	for _, c := range waiting {
 		close(c)
 	}

@@ -78,7 +78,7 @@ func (n *Node) writer(msgs <-chan found) {
 				// links were extracted (the writer lowered it, and
 				// reexpand found no links in outlinks yet): they count
 				// from its depth now.
-				if d, ok := n.sched.Depth(p.parent); ok && int(d) < p.depth {
+				if d, ok := n.dstore.depthOf(p.parent); ok && int(d) < p.depth {
 					p.depth = int(d)
 				}
 				if p.depth > 0 {
@@ -178,6 +178,7 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	if n.route(u, d) { // owned by another node of the cluster
 		return
 	}
+	n.dstore.outlinks = outlinks // for treeDepth.Lower (node_lower.go)
 	dec := n.depth.Seen(u, d)
 	if dec.Reason == scope.TooDeep {
 		n.st.tooDeep.Add(1)
