@@ -6,7 +6,7 @@
 GO ?= go
 TEST_TIMEOUT ?= 40m
 
-.PHONY: test deps vet build fuzz
+.PHONY: test deps vet build fuzz soak
 
 test: deps vet
 	KSPIDER_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -28,3 +28,15 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+# soak kills a crawling node with SIGKILL at random moments (the first
+# milliseconds, after pages are stored, right after they become durable),
+# several times a round, on random deep and hostile test webs, then lets it
+# finish and compares the store with the web's truth (spider/node_soak_test.go).
+# Rounds run for SOAKTIME, each bounded at 10 minutes; a failed round keeps its
+# data directory and the node's log under $TMPDIR/kspider-soak-*.
+# SOAKFLAGS=-race runs it with the race detector.
+SOAKTIME ?= 10m
+SOAKFLAGS ?=
+soak:
+	$(GO) test $(SOAKFLAGS) -count=1 -run '^TestNodeSoak$$' -timeout 30m ./spider/ -node.soak=$(SOAKTIME) -test.v
