@@ -50,18 +50,18 @@ type Scheduler struct {
 
 // OpenStats says what Open found.
 type OpenStats struct {
-	Created    bool          // a new, empty scheduler
-	Clean      bool          // the last close was clean
-	URLs       uint64        // state records (highest id + 1)
-	Hosts      int           // host table entries
-	InProgress int           // URLs turned back from in-progress to in-list
-	Dropped    int           // unsynced URLs whose host did not survive a crash; the node must add them again
-	TornHosts  int           // host records a crash left half rewritten, kept with their waits bounded (tornHost)
-	Converted  bool          // a version 1 states file was brought to version 2 (gap records written)
+	Created    bool   // a new, empty scheduler
+	Clean      bool   // the last close was clean
+	URLs       uint64 // state records (highest id + 1)
+	Hosts      int    // host table entries
+	InProgress int    // URLs turned back from in-progress to in-list
+	Dropped    int    // unsynced URLs whose host did not survive a crash; the node must add them again
+	TornHosts  int    // host records a crash left half rewritten, kept with their waits bounded (tornHost)
+	Converted  bool   // a version 1 states file was brought to version 2 (gap records written)
 	// PagesTrimmed counts hosts whose count of pages admitted (AdmitPage)
 	// a crash left above the URLs they have: lowered to those (trimPages).
 	PagesTrimmed int
-	Took       time.Duration // time Open took
+	Took         time.Duration // time Open took
 }
 
 // Open opens the scheduler in dir, creating it if dir holds none.
