@@ -150,9 +150,10 @@ type Node struct {
 	syncFailed chan struct{} // closed when syncErr is set
 
 	// stored holds the ids a crash left stored but unfinished in the
-	// scheduler (found at OpenNode): they are reported fetched when handed
-	// out, not fetched again. Read-only after OpenNode.
-	stored map[uint32]bool
+	// scheduler (found at OpenNode), each with the outcome its stored
+	// response reports (storedOutcome) when handed out, not fetched again.
+	// Read-only after OpenNode.
+	stored map[uint32]scheduler.Outcome
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
@@ -294,7 +295,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
 		depth: scope.Depth{Max: cfg.MaxDepth},
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
-		syncFailed: make(chan struct{}), stored: map[uint32]bool{}, awaiting: map[uint32]scheduler.Outcome{}}
+		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]scheduler.Outcome{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	nodeRef = n
 	n.dstore.n = n
@@ -367,7 +368,7 @@ func (n *Node) recover() error {
 			p, err := rd.Get(uint64(id))
 			switch {
 			case err == nil && n.storedAs(id, p.URL):
-				n.stored[id] = true
+				n.stored[id] = storedOutcome(p.Status)
 			case err == nil:
 				// Not this id's page: fetched again, never taken for it.
 			case !errors.Is(err, storage.ErrNotFound):
@@ -381,6 +382,23 @@ func (n *Node) recover() error {
 	}
 	n.syncedLen = n.tree.Len()
 	return nil
+}
+
+// wasStored reports whether id is a page a crash left stored but
+// unfinished (recover): done, not fetched again.
+func (n *Node) wasStored(id uint32) bool {
+	_, ok := n.stored[id]
+	return ok
+}
+
+// storedOutcome is the outcome a page stored before a crash reports, as
+// classify said of its response when it was fetched: a redirect stays a
+// redirect, with its status.
+func storedOutcome(status int) scheduler.Outcome {
+	if status/100 == 3 {
+		return scheduler.Outcome{Kind: scheduler.Redirect, Status: status}
+	}
+	return scheduler.Outcome{Kind: scheduler.Fetched, Status: status}
 }
 
 // storedAs reports whether a page stored under id with URL u is id's: a

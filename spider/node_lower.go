@@ -42,7 +42,7 @@ func (s *treeDepth) linksSeen(id uint32) bool {
 		return true
 	}
 	st := s.n.sched.URL(id).State
-	return st == scheduler.Completed || st == scheduler.Redirected || s.n.stored[id]
+	return st == scheduler.Completed || st == scheduler.Redirected || s.n.wasStored(id)
 }
 
 // lowerLater records id's new depth d for after the next sync.

@@ -131,7 +131,7 @@ func lowerCrash(t *testing.T, mode string) {
 	if !ok {
 		t.Fatalf("%s lost", lowerP)
 	}
-	if mode == "stored" && !n.stored[id] {
+	if mode == "stored" && !n.wasStored(id) {
 		t.Fatalf("%s not found stored after the crash", lowerP)
 	}
 	_, cKept := n.tree.FindString(lowerC)

@@ -67,8 +67,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			return
 		}
 		for _, id := range l.IDs {
-			if n.stored[id] { // stored before a crash: done, whatever robots.txt says now
-				report(id, scheduler.Outcome{Kind: scheduler.Fetched})
+			if o, ok := n.stored[id]; ok { // stored before a crash: done, whatever robots.txt says now
+				report(id, o)
 				continue
 			}
 			report(id, scheduler.Outcome{Kind: scheduler.FailedTemp})
@@ -82,7 +82,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	denied := map[int]bool{}
 	for i, u := range urls {
 		switch {
-		case n.stored[l.IDs[i]]:
+		case n.wasStored(l.IDs[i]):
 		case !rules.AllowedURL(u):
 			denied[i] = true
 		default:
@@ -127,8 +127,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	done, ri := 0, 0 // done: the ids of l classified, l.IDs[:done]
 	for i, id := range l.IDs {
 		p := &lr.res[i]
-		if n.stored[id] { // stored before a crash: not fetched again
-			*p = pageResult{seen: true, o: scheduler.Outcome{Kind: scheduler.Fetched}}
+		if o, ok := n.stored[id]; ok { // stored before a crash: not fetched again
+			*p = pageResult{seen: true, o: o}
 			done++
 			continue
 		}

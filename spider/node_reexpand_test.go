@@ -47,7 +47,7 @@ func TestReexpandStoredBeforeCrash(t *testing.T) {
 			t.Fatal("the page never became durable")
 		}
 	}
-	n.stored[id] = true
+	n.stored[id] = storedOutcome(200)
 
 	n.seeOne(p, 1, out) // found at depth 1: /c is at depth 2 now
 	if _, ok := n.tree.FindString(c); !ok {
@@ -66,7 +66,8 @@ func TestReexpandStoredBeforeCrash(t *testing.T) {
 // was unfinished is done whatever its host's robots.txt says now: with the
 // robots.txt unreachable its list was reported a temporary failure whole,
 // and the stored page's URL ended Failed, counted as an error, its page
-// in the store all the same.
+// in the store all the same. A stored redirect ends redirected, not
+// completed.
 func TestStoredBeforeCrashRobotsDown(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -77,7 +78,7 @@ func TestStoredBeforeCrashRobotsDown(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	p := fmt.Sprintf("http://a.test:%d/p", ln.Addr().(*net.TCPAddr).Port)
+	base := fmt.Sprintf("http://a.test:%d", ln.Addr().(*net.TCPAddr).Port)
 	dir := t.TempDir()
 	cfg := nodeConfigFor(t, dir, nil, func(context.Context, string) ([]netip.Addr, error) {
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
@@ -88,34 +89,48 @@ func TestStoredBeforeCrashRobotsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.seeOne(p, 0, map[uint32]pageLinks{})
-	id, ok := n.tree.FindString(p)
-	if !ok {
-		t.Fatal("/p not admitted")
+	// A page and a redirect, as a crash left them: stored, unfinished.
+	pages := []struct {
+		page *storage.Page
+		want scheduler.State
+	}{
+		{&storage.Page{URL: base + "/p", Status: 200, Header: []byte("Content-Type: text/html\r\n"), Body: []byte("<p>stored</p>")}, scheduler.Completed},
+		{&storage.Page{URL: base + "/r", Status: 301, Header: []byte("Location: /p\r\n")}, scheduler.Redirected},
 	}
-	page := &storage.Page{URLID: uint64(id), URL: p, FetchTime: time.Now(), Status: 200,
-		Header: []byte("Content-Type: text/html\r\n"), Body: []byte("<p>stored before the crash</p>")}
-	if err := n.store.Put(context.Background(), page); err != nil {
-		t.Fatal(err)
+	for _, c := range pages {
+		n.seeOne(c.page.URL, 0, map[uint32]pageLinks{})
+		id, ok := n.tree.FindString(c.page.URL)
+		if !ok {
+			t.Fatalf("%s not admitted", c.page.URL)
+		}
+		c.page.URLID, c.page.FetchTime = uint64(id), time.Now()
+		if err := n.store.Put(context.Background(), c.page); err != nil {
+			t.Fatal(err)
+		}
+		n.stored[id] = storedOutcome(c.page.Status) // as recover finds it
 	}
 	n.store.SyncWhenIdle(true)
-	for deadline := time.Now().Add(time.Minute); n.store.Durable() < 1; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); n.store.Durable() < uint64(len(pages)); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the page never became durable")
+			t.Fatal("the pages never became durable")
 		}
 	}
-	n.stored[id] = true // as recover finds it
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sum, runErr := n.Run(ctx)
-	st := n.sched.URL(id).State
+	var got []scheduler.State
+	for _, c := range pages {
+		got = append(got, n.sched.URL(uint32(c.page.URLID)).State)
+	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if runErr != nil || !sum.Finished {
 		t.Fatalf("crawl: %+v, %v", sum, runErr)
 	}
-	if st != scheduler.Completed {
-		t.Errorf("the stored page's URL ended %v, want completed", st)
+	for i, c := range pages {
+		if got[i] != c.want {
+			t.Errorf("%s (status %d), stored before the crash, ended %v, want %v", c.page.URL, c.page.Status, got[i], c.want)
+		}
 	}
 }

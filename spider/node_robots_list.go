@@ -68,7 +68,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string,
 	}
 	var reqs []collector.Request
 	for i, u := range urls {
-		if !n.stored[l.IDs[i]] {
+		if !n.wasStored(l.IDs[i]) {
 			reqs = append(reqs, collector.Request{ID: reqID(i), URL: u})
 		}
 	}
