@@ -2,8 +2,10 @@ package urltree
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -85,18 +87,42 @@ type metaFile struct {
 	lastOff int64 // offset of the slot last holds
 }
 
-func createMeta(path string) (*metaFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+// newSuffix names the meta file while createMeta writes it.
+const newSuffix = ".new"
+
+// createMeta makes the meta file with its first commit c under a
+// temporary name and links it into place once complete: a kill -9
+// between the file's creation and its first commit left a meta file that
+// Open refused for good; now a crash leaves only files create clears.
+func createMeta(path string, c commit) (*metaFile, error) {
+	tmp := path + newSuffix
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	m := &metaFile{path: tmp, f: f}
+	fail := func(err error) (*metaFile, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
 	}
 	b := make([]byte, metaFileSize)
 	putHeader(b, magicMeta)
 	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("urltree: write %s: %w", path, err)
+		return fail(fmt.Errorf("urltree: write %s: %w", tmp, err))
 	}
-	m := &metaFile{path: path, f: f}
+	if err := m.write(c); err != nil {
+		return fail(err)
+	}
+	// Link, not rename: a meta file made meanwhile is never replaced.
+	if err := os.Link(tmp, path); err != nil {
+		return fail(fmt.Errorf("urltree: %w", err))
+	}
+	os.Remove(tmp)
+	m.path = path
 	return m, nil
 }
 

@@ -147,9 +147,7 @@ func (t *Tree) create() error {
 	}
 	t.remapped()
 	t.arenaEnd = headerSize
-	if t.meta, err = createMeta(t.path(metaName)); err == nil {
-		err = t.meta.write(commit{})
-	}
+	t.meta, err = createMeta(t.path(metaName), commit{})
 	if err == nil {
 		err = syncDir(t.dir)
 	}
