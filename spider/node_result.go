@@ -221,7 +221,11 @@ func (n *Node) count(r *collector.Result, p *pageResult) {
 	}
 	n.st.fetched.Add(1)
 	if p.o.Kind == scheduler.FailedTemp {
+		// Answered, but to be fetched again (a 5xx, a 429, a body cut
+		// short): said as a failure without an answer is, so that a
+		// second request for the URL is seen to be a retry.
 		n.st.errors.Add(1)
+		n.cfg.Logf("fetch %s: status %d (%v): fetched again later", r.URL, r.Status, r.Kind)
 	}
 	n.st.links.Add(uint64(p.nlinks))
 }
