@@ -1,12 +1,9 @@
 package spider
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -105,23 +102,7 @@ func TestLowerFetchedCrash(t *testing.T) {
 
 func lowerCrash(t *testing.T, mode string) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLowerCrashChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(), lowerCrashChildEnv+"="+dir+";"+mode)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	cmd.Process.Kill()
-	cmd.Wait()
-	if line != "reexpanded\n" {
-		t.Fatalf("child: %q\n%s", line, stderr.Bytes())
-	}
+	killChildAfter(t, "TestLowerCrashChild", lowerCrashChildEnv+"="+dir+";"+mode, "reexpanded")
 	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
 	if err != nil {
 		t.Fatal(err)

@@ -75,8 +75,28 @@ func TestOpenAfterCrashBeforeFirstSync(t *testing.T) {
 		t.Skip("child")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEarlyCrashChild$", "-test.v=false")
-	cmd.Env = append(os.Environ(), earlyCrashChildEnv+"="+dir)
+	killChildAfter(t, "TestEarlyCrashChild", earlyCrashChildEnv+"="+dir, "added")
+	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
+	if err != nil {
+		t.Fatalf("open after a crash before the first sync: %v", err)
+	}
+	defer n.Close()
+	if o := n.sched.Opened(); o.Clean || n.sched.Len() != 0 || n.tree.Len() != 0 {
+		t.Fatalf("after the crash: tree %d ids, scheduler %d, %+v", n.tree.Len(), n.sched.Len(), o)
+	}
+	n.seeOne("http://a.test/", 0, map[uint32]pageLinks{})
+	if id, ok := n.tree.FindString("http://a.test/"); !ok || n.sched.URL(id).State != scheduler.InList {
+		t.Errorf("the seed, added again: id %d in the tree %v, %+v", id, ok, n.sched.URL(id))
+	}
+}
+
+// killChildAfter runs test run of this binary as a child process with env
+// added, kills it with kill -9 once it has printed its first line, which
+// must be want: the child says it reached the state to crash in.
+func killChildAfter(t *testing.T, run, env, want string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.v=false")
+	cmd.Env = append(os.Environ(), env)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -89,19 +109,7 @@ func TestOpenAfterCrashBeforeFirstSync(t *testing.T) {
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	cmd.Process.Kill()
 	cmd.Wait()
-	if line != "added\n" {
-		t.Fatalf("child: %q\n%s", line, stderr.Bytes())
-	}
-	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
-	if err != nil {
-		t.Fatalf("open after a crash before the first sync: %v", err)
-	}
-	defer n.Close()
-	if o := n.sched.Opened(); o.Clean || n.sched.Len() != 0 || n.tree.Len() != 0 {
-		t.Fatalf("after the crash: tree %d ids, scheduler %d, %+v", n.tree.Len(), n.sched.Len(), o)
-	}
-	n.seeOne("http://a.test/", 0, map[uint32]pageLinks{})
-	if id, ok := n.tree.FindString("http://a.test/"); !ok || n.sched.URL(id).State != scheduler.InList {
-		t.Errorf("the seed, added again: id %d in the tree %v, %+v", id, ok, n.sched.URL(id))
+	if line != want+"\n" {
+		t.Fatalf("child %s: %q, want %q\n%s", run, line, want, stderr.Bytes())
 	}
 }
