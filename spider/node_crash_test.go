@@ -36,27 +36,27 @@ func TestNodeCrashChild(t *testing.T) {
 	dir, dns, caFile, seeds := parts[0], parts[1], parts[2], strings.Split(parts[3], ",")
 	res, err := resolver.New(resolver.Config{Servers: []string{dns}, Timeout: 500 * time.Millisecond, Network: "ip4"})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	cfg := nodeConfigFor(t, dir, seeds, func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }, pool, 3)
+	cfg := nodeConfigFor(t, dir, seeds, func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }, childCAPool(caFile), 3)
 	cfg.Logf = nil
+	crawlAsChild(cfg, false)
+}
+
+// crawlAsChild crawls cfg to the end as a crash test's child process,
+// printing "pages N" whenever the pages handed to the store grow and, with
+// durable, "durable N" whenever the pages made durable do (the parent
+// kills it on those lines); it exits 0 at the end, 3 on an error (on
+// stderr).
+func crawlAsChild(cfg NodeConfig, durable bool) {
 	n, err := OpenNode(cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
 	out := bufio.NewWriter(os.Stdout)
 	stop := make(chan struct{})
 	go func() {
-		var last uint64
+		var pages, made uint64
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -65,9 +65,16 @@ func TestNodeCrashChild(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			if p := n.Counters().Pages; p != last {
-				last = p
+			wrote := false
+			if p := n.Counters().Pages; p != pages {
+				pages, wrote = p, true
 				fmt.Fprintf(out, "pages %d\n", p)
+			}
+			if d := n.store.Durable(); durable && d != made {
+				made, wrote = d, true
+				fmt.Fprintf(out, "durable %d\n", d)
+			}
+			if wrote {
 				out.Flush()
 			}
 		}
@@ -75,10 +82,26 @@ func TestNodeCrashChild(t *testing.T) {
 	_, err = n.Run(context.Background())
 	close(stop)
 	if err := errors.Join(err, n.Close()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
 	os.Exit(0)
+}
+
+// childFail ends a crash test's child process on err.
+func childFail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(3)
+}
+
+// childCAPool is the test web's CA, from the file its parent wrote.
+func childCAPool(caFile string) *x509.CertPool {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		childFail(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return pool
 }
 
 // TestNodeCrash kills a crawling node with SIGKILL after a random number of

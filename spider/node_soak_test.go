@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -85,28 +83,18 @@ func TestNodeSoakChild(t *testing.T) {
 	}
 	var spec soakSpec
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
 	res, err := resolver.New(resolver.Config{Servers: []string{spec.DNS}, Timeout: 500 * time.Millisecond, Network: "ip4",
 		DownFor: 100 * time.Millisecond, ServFailTTL: 100 * time.Millisecond})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
-	pem, err := os.ReadFile(spec.CA)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
 	lookup := func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }
-	cfg := nodeConfigFor(t, spec.Dir, spec.Seeds, lookup, pool, spec.Depth)
+	cfg := nodeConfigFor(t, spec.Dir, spec.Seeds, lookup, childCAPool(spec.CA), spec.Depth)
 	logFile, err := os.OpenFile(spec.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
 	fmt.Fprintf(logFile, "--- run of pid %d\n", os.Getpid())
 	cfg.Logf = func(f string, a ...any) { fmt.Fprintf(logFile, f+"\n", a...) }
@@ -118,41 +106,7 @@ func TestNodeSoakChild(t *testing.T) {
 		cfg.Collector.FirstByte, cfg.Collector.ResponseTimeout = 2*time.Second, 4*time.Second
 		cfg.Scheduler.MaxRetryAfter, cfg.Scheduler.MaxBackoff = time.Second, 2*time.Second
 	}
-	n, err := OpenNode(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
-	}
-	out := bufio.NewWriter(os.Stdout)
-	stop := make(chan struct{})
-	go func() {
-		var pages, durable uint64
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			if p := n.Counters().Pages; p != pages {
-				pages = p
-				fmt.Fprintf(out, "pages %d\n", p)
-			}
-			if d := n.store.Durable(); d != durable {
-				durable = d
-				fmt.Fprintf(out, "durable %d\n", d)
-			}
-			out.Flush()
-		}
-	}()
-	_, err = n.Run(context.Background())
-	close(stop)
-	if err := errors.Join(err, n.Close()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
-	}
-	os.Exit(0)
+	crawlAsChild(cfg, true)
 }
 
 // TestNodeCrashDeep is two short soak rounds in make test: a deep plain
