@@ -27,54 +27,43 @@ func TestLowerCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("only run as TestLowerFetchedCrash's child process")
 	}
-	die := func(err error) {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
-	}
 	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
 	if err != nil {
-		die(err)
+		childFail(err)
 	}
 	out := map[uint32]pageLinks{}
 	n.seeOne(lowerP, 2, out)
 	id, ok := n.tree.FindString(lowerP)
 	if !ok {
-		die(fmt.Errorf("%s not admitted", lowerP))
+		childFail(fmt.Errorf("%s not admitted", lowerP))
 	}
 	syncHere(n, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := n.sched.Next(ctx)
 	if err != nil || len(l.IDs) != 1 || l.IDs[0] != id {
-		die(fmt.Errorf("list %+v, %v", l, err))
+		childFail(fmt.Errorf("list %+v, %v", l, err))
 	}
 	page := &storage.Page{URLID: uint64(id), URL: lowerP, FetchTime: time.Now(), Status: 200,
 		Header: []byte("Content-Type: text/html\r\n"), Body: []byte(`<a href="/c">c</a>`)}
-	if err := n.store.Put(ctx, page); err != nil {
-		die(err)
-	}
-	n.store.SyncWhenIdle(true)
-	for n.store.Durable() < 1 {
-		if ctx.Err() != nil {
-			die(ctx.Err())
-		}
-		time.Sleep(time.Millisecond)
+	if err := putDurable(ctx, n, page); err != nil {
+		childFail(err)
 	}
 	if err := n.sched.Release(l.Host); err != nil {
-		die(err)
+		childFail(err)
 	}
 	if mode == "stored" {
 		out[id] = pageLinks{parent: id, depth: 2, links: []string{lowerC}} // as the writer keeps them
 	} else {
 		n.report(id, scheduler.Outcome{Kind: scheduler.Fetched, Status: 200})
 		if err := n.firstErr(); err != nil || n.sched.URL(id).State != scheduler.Completed {
-			die(fmt.Errorf("%s not completed: %+v, %v", lowerP, n.sched.URL(id), err))
+			childFail(fmt.Errorf("%s not completed: %+v, %v", lowerP, n.sched.URL(id), err))
 		}
 	}
 	syncHere(n, nil)
 	n.seeOne(lowerP, 1, out) // /c is at depth 2 now: admitted, not synced
 	if _, ok := n.tree.FindString(lowerC); !ok {
-		die(fmt.Errorf("%s not admitted by the re-expansion", lowerC))
+		childFail(fmt.Errorf("%s not admitted by the re-expansion", lowerC))
 	}
 	fmt.Println("reexpanded")
 	select {}

@@ -51,8 +51,7 @@ func TestEarlyCrashChild(t *testing.T) {
 	}
 	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(3)
+		childFail(err)
 	}
 	n.seeOne("http://a.test/", 0, map[uint32]pageLinks{})
 	fmt.Println("added")

@@ -2,7 +2,6 @@ package spider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,8 +21,7 @@ import (
 // beyond the depth limit from the old depth and within it from the new
 // one was never crawled.
 func TestReexpandStoredBeforeCrash(t *testing.T) {
-	lookup := func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("no network here") }
-	n, err := OpenNode(nodeConfigFor(t, t.TempDir(), nil, lookup, nil, 2))
+	n, err := OpenNode(nodeConfigFor(t, t.TempDir(), nil, noLookup, nil, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +36,10 @@ func TestReexpandStoredBeforeCrash(t *testing.T) {
 	// /p as a crash left it: stored (durable), its URL still unfinished.
 	page := &storage.Page{URLID: uint64(id), URL: p, FetchTime: time.Now(), Status: 200,
 		Header: []byte("Content-Type: text/html\r\n"), Body: []byte(`<a href="/c">c</a>`)}
-	if err := n.store.Put(context.Background(), page); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := putDurable(ctx, n, page); err != nil {
 		t.Fatal(err)
-	}
-	n.store.SyncWhenIdle(true)
-	for deadline := time.Now().Add(time.Minute); n.store.Durable() < 1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the page never became durable")
-		}
 	}
 	n.stored[id] = storedOutcome(200)
 
@@ -104,19 +98,15 @@ func TestStoredBeforeCrashRobotsDown(t *testing.T) {
 			t.Fatalf("%s not admitted", c.page.URL)
 		}
 		c.page.URLID, c.page.FetchTime = uint64(id), time.Now()
-		if err := n.store.Put(context.Background(), c.page); err != nil {
-			t.Fatal(err)
-		}
 		n.stored[id] = storedOutcome(c.page.Status) // as recover finds it
-	}
-	n.store.SyncWhenIdle(true)
-	for deadline := time.Now().Add(time.Minute); n.store.Durable() < uint64(len(pages)); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the pages never became durable")
-		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	for _, c := range pages {
+		if err := putDurable(ctx, n, c.page); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sum, runErr := n.Run(ctx)
 	var got []scheduler.State
 	for _, c := range pages {
@@ -133,4 +123,25 @@ func TestStoredBeforeCrashRobotsDown(t *testing.T) {
 			t.Errorf("%s (status %d), stored before the crash, ended %v, want %v", c.page.URL, c.page.Status, got[i], c.want)
 		}
 	}
+}
+
+// putDurable stores pages as a crawl before a crash would have, and waits
+// until the store has made them durable: its OnDurable (Node.durable)
+// pokes n.idle, which nothing else reads while the node is not running.
+func putDurable(ctx context.Context, n *Node, pages ...*storage.Page) error {
+	want := n.store.Durable() + uint64(len(pages))
+	for _, p := range pages {
+		if err := n.store.Put(ctx, p); err != nil {
+			return err
+		}
+	}
+	n.store.SyncWhenIdle(true)
+	for n.store.Durable() < want {
+		select {
+		case <-n.idle:
+		case <-ctx.Done():
+			return fmt.Errorf("%d pages stored, %d durable: %w", len(pages), n.store.Durable(), ctx.Err())
+		}
+	}
+	return nil
 }
