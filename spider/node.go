@@ -384,6 +384,14 @@ func (n *Node) recover() error {
 	return nil
 }
 
+// linksInStore reports whether id's page, and so its links, can be read
+// back from the store: it is durable (completed or redirected), in this
+// run or an earlier one, or a crash left it stored but unfinished.
+func (n *Node) linksInStore(id uint32) bool {
+	st := n.sched.URL(id).State
+	return st == scheduler.Completed || st == scheduler.Redirected || n.wasStored(id)
+}
+
 // wasStored reports whether id is a page a crash left stored but
 // unfinished (recover): done, not fetched again.
 func (n *Node) wasStored(id uint32) bool {
@@ -391,9 +399,10 @@ func (n *Node) wasStored(id uint32) bool {
 	return ok
 }
 
-// storedOutcome is the outcome a page stored before a crash reports, as
-// classify said of its response when it was fetched: a redirect stays a
-// redirect, with its status.
+// storedOutcome is the outcome of a response stored with status: a
+// redirect, or a fetched page. classify gives it to the responses it
+// stores, and recover to a page a crash left stored but unfinished, so a
+// redirect stays a redirect, with its status.
 func storedOutcome(status int) scheduler.Outcome {
 	if status/100 == 3 {
 		return scheduler.Outcome{Kind: scheduler.Redirect, Status: status}

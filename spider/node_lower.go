@@ -1,10 +1,6 @@
 package spider
 
-import (
-	"fmt"
-
-	"github.com/kspider/kspider/scheduler"
-)
+import "fmt"
 
 // A fetched page found shallower has its links followed again from the
 // new depth (reexpand), and the URLs that adds are in the tree's unsynced
@@ -41,8 +37,7 @@ func (s *treeDepth) linksSeen(id uint32) bool {
 	if _, ok := s.outlinks[id]; ok {
 		return true
 	}
-	st := s.n.sched.URL(id).State
-	return st == scheduler.Completed || st == scheduler.Redirected || s.n.wasStored(id)
+	return s.n.linksInStore(id)
 }
 
 // lowerLater records id's new depth d for after the next sync.

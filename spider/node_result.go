@@ -171,11 +171,9 @@ func classify(r *collector.Result) (o scheduler.Outcome, store, links bool) {
 		// stored once.
 		return scheduler.Outcome{Kind: scheduler.FailedTemp, Status: r.Status, RetryAfter: retryAfter(r.RetryAfter, time.Now())}, false, false
 	}
-	if r.Status/100 == 3 {
-		return scheduler.Outcome{Kind: scheduler.Redirect, Status: r.Status}, true, true
-	}
+	o = storedOutcome(r.Status)
 	html := r.Status/100 == 2 && strings.Contains(strings.ToLower(r.ContentType), "html")
-	return scheduler.Outcome{Kind: scheduler.Fetched, Status: r.Status}, true, html
+	return o, true, o.Kind == scheduler.Redirect || html
 }
 
 // cutShort makes a page whose body ended early (the server hung up before

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/scope"
 )
 
@@ -236,7 +235,7 @@ func (n *Node) reexpand(u string, id uint32, d uint8, outlinks map[uint32]pageLi
 		// read its links back. So is a page a crash left stored but
 		// unfinished (recover): its list reports it done unfetched, and
 		// no links come.
-		if st := n.sched.URL(id).State; st != scheduler.Completed && st != scheduler.Redirected && !n.wasStored(id) {
+		if !n.linksInStore(id) {
 			return
 		}
 		var err error
