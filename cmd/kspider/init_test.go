@@ -142,6 +142,8 @@ func TestInitCheckInterrupted(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	fed := make(chan struct{})
+	// reading is closed once the check has read far more than a pipe holds.
+	reading := make(chan struct{})
 	go func() { // the pipe's writer: seeds until the test is over
 		defer close(fed)
 		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -150,6 +152,7 @@ func TestInitCheckInterrupted(t *testing.T) {
 		}
 		defer f.Close()
 		line := []byte(strings.Repeat("https://a.example/\n", 256))
+		written := 0
 		for {
 			select {
 			case <-stop:
@@ -158,6 +161,9 @@ func TestInitCheckInterrupted(t *testing.T) {
 			}
 			if _, err := f.Write(line); err != nil {
 				return
+			}
+			if written += len(line); written >= 1<<20 && written-len(line) < 1<<20 {
+				close(reading)
 			}
 		}
 	}()
@@ -172,7 +178,11 @@ func TestInitCheckInterrupted(t *testing.T) {
 	go func() {
 		done <- run(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, []string{"init", "--check", cfg})
 	}()
-	time.Sleep(200 * time.Millisecond) // reading the endless pipe
+	select {
+	case <-reading:
+	case code := <-done:
+		t.Fatalf("init --check ended (exit %d) on an endless pipe, stderr:\n%s", code, errb.String())
+	}
 	cancel()
 	select {
 	case code := <-done:
