@@ -3,7 +3,10 @@ package communicator
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -189,4 +192,66 @@ func TestFlushTo(t *testing.T) {
 		t.Fatalf("FlushTo(2), FlushTo(3) sent %d datagrams; want 2", got-before)
 	}
 	cl.eps[0].FlushTo(9) // no such peer: nothing, no panic
+}
+
+// TestSendRacingClose: a Send that passed Close's check before Close ran
+// reaches the peer's queue after Close saved it; it must fail with
+// ErrClosed, not return nil for an item nothing sends or spills. The
+// second part races real Sends with Close: every Send that returned nil
+// is in the spill file afterwards.
+func TestSendRacingClose(t *testing.T) {
+	conns, addrs := loopbackConns(t, 2)
+	conns[1].Close() // nobody answers
+	dir := t.TempDir()
+	ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, QueueBytes: 1, SpillDir: dir, SentCache: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The interleaving: Send's check passed, then Close, then the queue.
+	if err := ep.peers[2].enqueue(0, []byte("http://late.example/")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("an item queued after Close: %v; want ErrClosed", err)
+	}
+
+	for round := range 5 {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		ep, err := New(Config{Self: 1, Peers: addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID,
+			Handler: func(NodeID, uint64, []Item) {}, QueueBytes: 1, SpillDir: dir, SentCache: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range 100000 {
+					if ep.Send(2, 0, []byte(fmt.Sprintf("http://x.example/%d/%d", g, k))) != nil {
+						return
+					}
+					accepted.Add(1)
+				}
+			}()
+		}
+		waitUntil(t, 10*time.Second, "sends under way", func() bool { return accepted.Load() >= 500 })
+		ep.Close()
+		wg.Wait()
+		s, err := openSpill(dir, 1, 2, MaxItemLen(DefaultPayload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := s.unreadItems
+		s.close()
+		if n != accepted.Load() {
+			t.Fatalf("round %d: Send accepted %d items, the spill file holds %d", round, accepted.Load(), n)
+		}
+	}
 }

@@ -48,6 +48,9 @@ type peer struct {
 	macRing            *keyring
 
 	rx rxState
+	// closed is set by shutdown: a Send that passed Close's check before
+	// it must not queue an item that nothing will send or save.
+	closed bool
 
 	// drops counts the datagrams dropped that named this peer as their
 	// sender, by reason (it may not have sent them: forged, replayed).
@@ -104,6 +107,9 @@ func newPeer(e *Endpoint, id NodeID, a netip.Addr, port uint16) (*peer, error) {
 func (p *peer) enqueue(tag uint64, url []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
 	// Once items are spilled, newer ones follow them into the file until
 	// it has been read to its end, so the peer receives them in order.
 	if p.spill != nil && (p.spill.unread() || p.sq.len() > 0 || p.q.bytes+len(url) > p.e.cfg.QueueBytes) {
@@ -515,6 +521,7 @@ func (p *peer) closeSpill() {
 // memory and the memory queue go to the spill file (spilled items are
 // there already). Without a spill file it returns how many items are lost.
 func (p *peer) shutdown() (lost int, err error) {
+	p.closed = true
 	var items []Item
 	var buf []byte
 	for i := range p.win {
