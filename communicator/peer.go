@@ -391,16 +391,17 @@ func (p *peer) rto() time.Duration {
 	return min(max(p.e.cfg.RetransmitMin, p.srtt+4*p.rttvar), p.e.cfg.RetransmitMax)
 }
 
-// theirEpoch records the epoch of an authentic datagram from the peer; it
-// reports false for an epoch older than one already seen (a replay).
-func (p *peer) theirEpoch(epoch uint64, now time.Time) bool {
+// theirEpoch records the epoch of an authentic datagram from the peer; ok
+// is false for an epoch older than one already seen (a replay), newer is
+// true for one later than seen (first contact, a restart): the caller
+// starts the receive state of that epoch, then packs what waits.
+func (p *peer) theirEpoch(epoch uint64, now time.Time) (ok, newer bool) {
 	switch {
 	case epoch < p.theirs:
-		return false
+		return false, false
 	case epoch > p.theirs:
 		p.theirs = epoch
 		p.rx.ackDirty = true // tell it our epoch
-		defer p.pack(false)
 		{
 			// First contact or a restart of the peer: what it has not
 			// acknowledged went to an epoch that dropped it (the
@@ -412,8 +413,9 @@ func (p *peer) theirEpoch(epoch uint64, now time.Time) bool {
 				}
 			}
 		}
+		return true, true
 	}
-	return true
+	return true, false
 }
 
 // tick does the peer's timed work: flush, retransmit, acks, spill upkeep.

@@ -137,7 +137,8 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	now := e.cfg.Clock.Now()
 
 	p.mu.Lock()
-	if !p.theirEpoch(h.epoch, now) {
+	ok, newer := p.theirEpoch(h.epoch, now)
+	if !ok {
 		p.mu.Unlock()
 		e.dropFrom(p, DropStaleEpoch)
 		return
@@ -151,6 +152,13 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		}
 	}
 	p.rx.advanceTo(h.base - 1)
+	if newer {
+		// Only now that rx is this epoch's: a datagram packed before
+		// would name the new epoch but carry the acknowledgements of
+		// the old one, and the peer's restarted run would take batches
+		// it numbered anew for acknowledged, though never delivered.
+		p.pack(false)
+	}
 	if h.peerEpoch == e.epoch {
 		p.onAck(h.ack, r.ranges, now)
 	}
