@@ -173,10 +173,17 @@ func (s *spill) cutTail(off, size int64) error {
 	return s.f.Truncate(off)
 }
 
-func parseItemRecord(p []byte) (uint64, []byte, error) {
+// parseItemRecord reads an item record's payload. An item longer than
+// maxURL (written by a run with a larger Payload) is refused here: sent,
+// the peer would drop its datagram as malformed at every retransmission,
+// and the batch, with the items beside it, would never be acknowledged.
+func parseItemRecord(p []byte, maxURL int) (uint64, []byte, error) {
 	tag, k := binary.Uvarint(p[1:])
 	if k <= 0 || len(p) == 1+k {
 		return 0, nil, errors.New("bad item record")
+	}
+	if n := len(p) - 1 - k; n > maxURL {
+		return 0, nil, fmt.Errorf("item of %d bytes, longer than the longest this endpoint sends (%d)", n, maxURL)
 	}
 	return tag, p[1+k:], nil
 }
@@ -287,7 +294,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			return err
 		}
 		if pl[0] == recItem {
-			tag, url, err := parseItemRecord(pl)
+			tag, url, err := parseItemRecord(pl, s.maxURL)
 			if err == nil {
 				q.push(tag, url)
 				s.unreadItems--

@@ -238,3 +238,47 @@ func TestSpillSyncItems(t *testing.T) {
 		t.Fatalf("mark and item synced: items %v, dirty %v, %d bytes buffered", s.items, s.dirty, len(s.buf))
 	}
 }
+
+// TestSpillItemLongerThanMaxURL: a spill file written by a run with a
+// larger Payload may hold items longer than this run sends. Such an item
+// is reported and skipped, and the items beside it are delivered: sent,
+// the peer would drop its datagram as malformed at every retransmission
+// and the backlog would never drain.
+func TestSpillItemLongerThanMaxURL(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, MaxItemLen(MaxPayload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "http://long.example/" + strings.Repeat("a", MaxItemLen(DefaultPayload)-15)
+	off := s.end
+	for _, u := range []string{"http://a.example/", long, "http://b.example/"} {
+		if u == long {
+			off = s.end
+		}
+		s.append(1, []byte(u))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 0 {
+			c.SpillDir = dir // default Payload: items up to MaxItemLen(DefaultPayload)
+		}
+	})
+	errs := cl.eps[0].Stats().Peers[0].SpillErrors
+	want := fmt.Sprintf("record at offset %d: item of %d bytes, longer than the longest this endpoint sends (%d)", off, len(long), MaxItemLen(DefaultPayload))
+	if len(errs) != 1 || !strings.Contains(errs[0], want) {
+		t.Errorf("spill errors %q; want one saying %q", errs, want)
+	}
+	waitUntil(t, 10*time.Second, "the backlog drained", func() bool { return cl.eps[0].Backlog(2) == 0 })
+	s2 := cl.sinks[1]
+	s2.mu.Lock()
+	defer s2.mu.Unlock()
+	if s2.total != 2 || s2.got["1 1 http://a.example/"] != 1 || s2.got["1 1 http://b.example/"] != 1 {
+		t.Errorf("delivered %v; want the two short items once each", s2.got)
+	}
+	if d := cl.eps[1].Stats().Drops["malformed"]; d != 0 {
+		t.Errorf("the peer dropped %d datagrams as malformed", d)
+	}
+}

@@ -145,7 +145,7 @@ func (w *spillWindow) record(off int64, maxURL int) ([]byte, recProblem, error) 
 	}
 	switch p[0] {
 	case recItem:
-		if _, _, err := parseItemRecord(p); err != nil {
+		if _, _, err := parseItemRecord(p, maxURL); err != nil {
 			return nil, recProblem{kind: probItem, off: off, err: err}, nil
 		}
 	case recMark:
