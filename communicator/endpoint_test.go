@@ -255,3 +255,25 @@ func TestSendRacingClose(t *testing.T) {
 		}
 	}
 }
+
+// TestManyLongURLsOneDatagram: long URLs that differ only at the end
+// front-code to a few bytes each, so one datagram can name hundreds of
+// kilobytes; the receiver refuses more than maxDecoded, so the sender
+// must not pack more, or the batch is dropped as malformed at every
+// retransmission and never acknowledged. A SortWindow beyond maxDecoded
+// sorts enough of them together to fill a datagram.
+func TestManyLongURLsOneDatagram(t *testing.T) {
+	cl := newCluster(t, 2, func(i int, c *Config) { c.SortWindow = 1 << 20 })
+	prefix := "http://cal.example/" + strings.Repeat("/", 1000) // '/' has the shortest code
+	const n = 300
+	for k := range n {
+		if err := cl.eps[0].Send(2, 1, []byte(fmt.Sprintf("%s%04d", prefix, k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.eps[0].Flush()
+	waitUntil(t, 10*time.Second, "the backlog drained", func() bool { return cl.eps[0].Backlog(2) == 0 })
+	if c, d := cl.sinks[1].count(), cl.eps[1].Stats().Drops["malformed"]; c != n || d != 0 {
+		t.Fatalf("%d items delivered, %d datagrams dropped as malformed; want %d and 0", c, d, n)
+	}
+}

@@ -159,13 +159,17 @@ type itemEncoder struct {
 	bits  bitWriter
 	count int
 	nbits int
+	// decoded is the bytes the items expand to, which the receiver
+	// bounds by maxDecoded: front coding puts hundreds of long URLs with
+	// a common prefix in one datagram.
+	decoded int
 }
 
 func (e *itemEncoder) reset() {
 	if e.h == nil {
 		e.h = huffTable()
 	}
-	e.prev, e.hdr, e.count, e.nbits = e.prev[:0], e.hdr[:0], 0, 0
+	e.prev, e.hdr, e.count, e.nbits, e.decoded = e.prev[:0], e.hdr[:0], 0, 0, 0
 	e.bits.reset()
 }
 
@@ -190,8 +194,12 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// add appends an item if the body stays within room bytes.
+// add appends an item if the body stays within room bytes and its items
+// within maxDecoded.
 func (e *itemEncoder) add(tag uint64, url []byte, room int) bool {
+	if e.decoded+len(url) > maxDecoded {
+		return false
+	}
 	p := sharedPrefix(e.prev, url)
 	suf := url[p:]
 	bits := 0
@@ -209,6 +217,7 @@ func (e *itemEncoder) add(tag uint64, url []byte, room int) bool {
 		e.bits.write(e.h.code[c], e.h.size[c])
 	}
 	e.nbits += bits
+	e.decoded += len(url)
 	e.count++
 	e.prev = append(e.prev[:0], url...)
 	return true
