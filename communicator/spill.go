@@ -256,9 +256,13 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	}
 	b := s.rbuf[:want]
 	start, hungry := s.readOff, q.bytes < limit
-	if _, err := s.f.ReadAt(b, s.readOff); err != nil && err != io.EOF {
+	k, err := s.f.ReadAt(b, s.readOff)
+	if err != nil && err != io.EOF {
 		return fmt.Errorf("spill file %s: reading at offset %d: %w", s.path, s.readOff, err)
 	}
+	// Short only if the file shrank under us: the rest of rbuf holds an
+	// earlier chunk's records, which must not be read again.
+	b = b[:k]
 	for q.bytes < limit {
 		if len(s.bad) > 0 && s.readOff == s.bad[0].start {
 			// A damaged stretch the open scan found: jump over it.

@@ -282,3 +282,58 @@ func TestSpillItemLongerThanMaxURL(t *testing.T) {
 		t.Errorf("the peer dropped %d datagrams as malformed", d)
 	}
 }
+
+// TestSpillShrunkUnderReader: a spill file cut short while the endpoint
+// reads it (by an operator, by a tool) must not make the reader
+// take the bytes of an earlier chunk, still in its buffer, for the records
+// that are gone: each item is read at most once, and the loss is reported
+// with the offset.
+func TestSpillShrunkUnderReader(t *testing.T) {
+	for _, cut := range []int64{0, 50} { // at a record boundary, inside a record
+		dir := t.TempDir()
+		s, err := openSpill(dir, 1, 2, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 40 {
+			s.append(uint64(k), []byte(testURL(1, 2, k)))
+		}
+		if err := s.close(); err != nil {
+			t.Fatal(err)
+		}
+		if s, err = openSpill(dir, 1, 2, 1000); err != nil { // an earlier run's items: read from the file
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		var errs []error
+		read := func() {
+			var q queue
+			if err := s.readChunk(&q, 500); err != nil {
+				errs = append(errs, err)
+			}
+			for _, it := range q.items[q.head:] {
+				seen[string(q.bytesOf(it))]++
+			}
+		}
+		read()
+		at := s.readOff + cut
+		if err := os.Truncate(s.path, at); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; s.unread(); i++ {
+			if i > 100 {
+				t.Fatal("reader does not advance")
+			}
+			read()
+		}
+		s.close()
+		for u, c := range seen {
+			if c > 1 {
+				t.Errorf("cut at +%d: %s read %d times", cut, u, c)
+			}
+		}
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), fmt.Sprintf("at offset %d", at-cut)) {
+			t.Errorf("cut at +%d: errors %v; want one naming offset %d", cut, errs, at-cut)
+		}
+	}
+}
