@@ -289,10 +289,17 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			return err
 		}
 		pl := b[recHead : recHead+n]
-		if crc32.Checksum(pl, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
+		why := ""
+		switch {
+		case n < 2: // zeroed bytes have a matching checksum, and no type
+			why = fmt.Sprintf("bad record length %d", n)
+		case crc32.Checksum(pl, castagnoli) != binary.BigEndian.Uint32(b[4:]):
+			why = "checksum mismatch"
+		}
+		if why != "" {
 			// The file changed under us (it was checked on open and
 			// written by us since): skip the rest rather than loop.
-			err := fmt.Errorf("spill file %s: checksum mismatch in record at offset %d; %d bytes after it not delivered", s.path, s.readOff, upTo-s.readOff)
+			err := fmt.Errorf("spill file %s: %s in record at offset %d; %d bytes after it not delivered", s.path, why, s.readOff, upTo-s.readOff)
 			s.errs = append(s.errs, err.Error())
 			s.skipTo(upTo)
 			return err

@@ -337,3 +337,51 @@ func TestSpillShrunkUnderReader(t *testing.T) {
 		}
 	}
 }
+
+// TestSpillZeroedUnderReader: records zeroed while the endpoint reads the
+// file (a length of 0 has a matching checksum, 0) are reported with their
+// offset, not a panic.
+func TestSpillZeroedUnderReader(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for k := range 40 {
+		offs = append(offs, s.end)
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000); err != nil { // an earlier run's items: read from the file
+		t.Fatal(err)
+	}
+	defer s.close()
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 100), offs[20])
+	f.Close()
+	var errs []error
+	n := 0
+	for i := 0; s.unread(); i++ {
+		if i > 100 {
+			t.Fatal("reader does not advance")
+		}
+		var q queue
+		if err := s.readChunk(&q, 500); err != nil {
+			errs = append(errs, err)
+		}
+		n += q.len()
+	}
+	if n != 20 {
+		t.Errorf("%d items read; want the 20 before the zeroed bytes", n)
+	}
+	want := fmt.Sprintf("bad record length 0 in record at offset %d", offs[20])
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), want) {
+		t.Errorf("errors %v; want one saying %q", errs, want)
+	}
+}
