@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -275,5 +276,52 @@ func TestManyLongURLsOneDatagram(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the backlog drained", func() bool { return cl.eps[0].Backlog(2) == 0 })
 	if c, d := cl.sinks[1].count(), cl.eps[1].Stats().Drops["malformed"]; c != n || d != 0 {
 		t.Fatalf("%d items delivered, %d datagrams dropped as malformed; want %d and 0", c, d, n)
+	}
+}
+
+// TestSendErrorLogged: a peer the socket cannot send to (here an IPv6
+// address for an IPv4 socket) fails every datagram; the first failure is
+// logged naming the peer and the error, once, and every one is counted.
+// Node 3 is there for a send after Close.
+func TestSendErrorLogged(t *testing.T) {
+	conns, addrs := loopbackConns(t, 3)
+	conns[2].Close()
+	addrs[2] = netip.MustParseAddrPort("[::1]:9")
+	var mu sync.Mutex
+	var logs []string
+	ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, FlushInterval: 5 * time.Millisecond, RetransmitMin: 10 * time.Millisecond,
+		Logf: func(f string, a ...any) {
+			mu.Lock()
+			logs = append(logs, fmt.Sprintf(f, a...))
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	ep.Send(2, 0, []byte("http://a.example/"))
+	ep.Flush()
+	waitUntil(t, 10*time.Second, "several failed sends", func() bool { return ep.Stats().SendErrors >= 3 })
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range logs {
+		if strings.Contains(l, "sending to node 2 ([::1]:9): ") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d log lines about failed sends to node 2, want 1: %q", n, logs)
+	}
+	// A send after Close closed the socket (a tick under way) is no news.
+	mu.Unlock()
+	ep.Close()
+	ep.writeRaw([]byte("x"), ep.peers[3])
+	mu.Lock()
+	for _, l := range logs {
+		if strings.Contains(l, "node 3") {
+			t.Errorf("logged: %s", l)
+		}
 	}
 }

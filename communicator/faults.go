@@ -1,26 +1,36 @@
 package communicator
 
 import (
+	"errors"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"sync"
 )
 
-// write sends one datagram through the hook, if any. The counters count
-// it as sent even if the hook then loses it, as the network would.
-func (e *Endpoint) write(b []byte, to netip.AddrPort) {
+// write sends one datagram to p through the hook, if any. The counters
+// count it as sent even if the hook then loses it, as the network would.
+func (e *Endpoint) write(b []byte, p *peer) {
 	e.ctr.sentDatagrams.Add(1)
 	e.ctr.sentBytes.Add(uint64(len(b)))
 	if e.cfg.Hook != nil {
-		e.cfg.Hook(b, to, func(b []byte) { e.writeRaw(b, to) })
+		e.cfg.Hook(b, p.addr, func(b []byte) { e.writeRaw(b, p) })
 		return
 	}
-	e.writeRaw(b, to)
+	e.writeRaw(b, p)
 }
 
-func (e *Endpoint) writeRaw(b []byte, to netip.AddrPort) {
-	if _, err := e.conn.WriteToUDPAddrPort(b, to); err != nil {
+func (e *Endpoint) writeRaw(b []byte, p *peer) {
+	if _, err := e.conn.WriteToUDPAddrPort(b, p.addr); err != nil {
 		e.ctr.sendErrors.Add(1)
+		// A tick under way when Close closes the socket is no news.
+		if !errors.Is(err, net.ErrClosed) && p.sendErrLogged.CompareAndSwap(false, true) {
+			// Once per peer: it may fail for every datagram (a peer
+			// address the socket cannot reach, a path MTU below Payload),
+			// and the count is in the stats; without this line the
+			// peer just looks down.
+			e.cfg.Logf("communicator: sending to node %d (%v): %v (counted as send errors; said once)", p.id, p.addr, err)
+		}
 	}
 }
 

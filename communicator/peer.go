@@ -57,6 +57,8 @@ type peer struct {
 	drops [numReasons]atomic.Uint64
 	// badMACLogged is set once the first bad tag in its name is logged.
 	badMACLogged atomic.Bool
+	// sendErrLogged is set once the first failed send to it is logged.
+	sendErrLogged atomic.Bool
 }
 
 // batch is one in-flight datagram's items, kept until acknowledged.
@@ -293,7 +295,7 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 	} else {
 		p.e.ctr.ackOnly.Add(1)
 	}
-	p.e.write(out, p.addr)
+	p.e.write(out, p)
 }
 
 // jitter spreads d by ±25%, which keeps the retransmissions of many
