@@ -67,7 +67,10 @@
 //
 //   - Loss, duplication, reordering, replay, retransmission, a peer down
 //     for any time, a clean restart (Close, New) of the receiver: every item
-//     reaches the peer's handler exactly once.
+//     reaches the peer's handler exactly once. (The state file keeps only
+//     how far each sender is acknowledged in order; Close sends the
+//     acknowledgements of batches that arrived out of order, and should
+//     the network lose those, the batches are delivered again.)
 //   - A clean restart of the sender: Close writes the memory queue and the
 //     batches in flight to the spill file, and the next start sends them
 //     under its new epoch; batches that had arrived but whose ack had not

@@ -286,8 +286,23 @@ func (e *Endpoint) unpark() {
 func (e *Endpoint) Close() error {
 	e.closed.Do(func() {
 		close(e.done)
-		e.conn.Close()
+		// Stop the reader (a read deadline in the past ends its read)
+		// and the timer, then send the acknowledgements not yet sent,
+		// and again those of batches above a peer's cumulative position
+		// (their first may have been lost): the state file keeps only
+		// that position, so the peer would send such batches to the
+		// next start again.
+		e.conn.SetReadDeadline(time.Unix(1, 0))
 		e.wg.Wait()
+		now := e.cfg.Clock.Now()
+		for _, p := range e.order {
+			p.mu.Lock()
+			if p.rx.ackDirty || len(p.rx.advRanges) > 0 {
+				p.transmit(nil, now, false)
+			}
+			p.mu.Unlock()
+		}
+		e.conn.Close()
 		var errs []error
 		lost := 0
 		for _, p := range e.order {

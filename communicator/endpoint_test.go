@@ -1,6 +1,7 @@
 package communicator
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -322,6 +323,79 @@ func TestSendErrorLogged(t *testing.T) {
 	for _, l := range logs {
 		if strings.Contains(l, "node 3") {
 			t.Errorf("logged: %s", l)
+		}
+	}
+}
+
+// TestReceiverCloseAcks: a clean restart of the receiver delivers every
+// item exactly once, also when batches arrived out of order: the batches
+// acknowledged above the cumulative position (which the state file does
+// not keep) have their acknowledgement sent by Close, so the sender does
+// not send them to the receiver's next start. Node 2 sends three batches;
+// the first is lost once, and node 1's acknowledgements are lost until it
+// closes.
+func TestReceiverCloseAcks(t *testing.T) {
+	conns, addrs := loopbackConns(t, 2)
+	dir := t.TempDir()
+	s1 := newSink()
+	var deaf atomic.Bool // node 1's datagrams are lost
+	deaf.Store(true)
+	cfg1 := Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: s1.handle, AckOnReturn: true, SpillDir: dir,
+		Hook: func(b []byte, _ netip.AddrPort, send func([]byte)) {
+			if !deaf.Load() {
+				send(b)
+			}
+		}}
+	ep1, err := New(cfg1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Bool
+	ep2, err := New(Config{Self: 2, Peers: addrs, Conn: conns[1], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: t.TempDir(),
+		RetransmitMin: 200 * time.Millisecond,
+		Hook: func(b []byte, _ netip.AddrPort, send func([]byte)) {
+			if b[2]&flagData != 0 && binary.BigEndian.Uint32(b[24:]) == 1 && lost.CompareAndSwap(false, true) {
+				return
+			}
+			send(b)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep2.Close()
+	// Node 2 knows node 1's epoch once node 1's first datagram gets through.
+	deaf.Store(false)
+	ep1.Send(2, 0, []byte("http://hello.example/"))
+	ep1.Flush()
+	waitUntil(t, 5*time.Second, "node 2 knows node 1", func() bool { return ep2.Stats().Peers[0].Epoch == ep1.Epoch() && ep1.Backlog(2) == 0 })
+	deaf.Store(true)
+	for k := range 3 {
+		ep2.Send(1, 0, []byte(fmt.Sprintf("http://b%d.example/", k)))
+		ep2.Flush()
+	}
+	waitUntil(t, 5*time.Second, "batches 2 and 3 delivered", func() bool { return s1.count() == 2 })
+	deaf.Store(false)
+	a1 := conns[0].LocalAddr().(*net.UDPAddr)
+	if err := ep1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.ListenUDP("udp", a1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg1.Conn = c
+	if ep1, err = New(cfg1); err != nil {
+		t.Fatal(err)
+	}
+	defer ep1.Close()
+	waitUntil(t, 10*time.Second, "node 2's backlog drained", func() bool { return ep2.Backlog(1) == 0 })
+	s1.mu.Lock()
+	defer s1.mu.Unlock()
+	for k := range 3 {
+		if n := s1.got[fmt.Sprintf("2 0 http://b%d.example/", k)]; n != 1 {
+			t.Errorf("batch %d delivered %d times, want once", k+1, n)
 		}
 	}
 }
