@@ -115,6 +115,15 @@ func New(cfg Config) (*Endpoint, error) {
 		e.order = append(e.order, p)
 	}
 	slices.SortFunc(e.order, func(a, b *peer) int { return int(a.id) - int(b.id) })
+	for _, p := range e.order {
+		if p.spill == nil {
+			continue
+		}
+		// Damage the open found: items lost or skipped, said where.
+		for _, m := range p.spill.errs {
+			cfg.Logf("communicator: %s", m)
+		}
+	}
 	if cfg.SpillDir != "" {
 		foreign, err := ForeignSpill(cfg.SpillDir, cfg.Self, func(id NodeID) bool { return e.peers[id] != nil })
 		if err != nil {

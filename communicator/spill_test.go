@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -383,5 +384,54 @@ func TestSpillZeroedUnderReader(t *testing.T) {
 	want := fmt.Sprintf("bad record length 0 in record at offset %d", offs[20])
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), want) {
 		t.Errorf("errors %v; want one saying %q", errs, want)
+	}
+}
+
+// TestSpillDamageLogged: damage the open of a spill file finds (here a
+// record in the middle and a header of another format) costs items, so
+// New logs it, naming the file and offset, as it does the state file's;
+// the stats alone are read by nobody when a node starts.
+func TestSpillDamageLogged(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for k := range 5 {
+		offs = append(offs, s.end)
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(spillPath(dir, 1, 2))
+	b[offs[2]+recHead+3] ^= 0x40
+	os.WriteFile(spillPath(dir, 1, 2), b, 0o644)
+	old := spillHeaderBytes(1, 3)
+	old[5] = 0 // version 0
+	os.WriteFile(spillPath(dir, 1, 3), append(old, b[spillHeader:]...), 0o644)
+	var mu sync.Mutex
+	var logs []string
+	newCluster(t, 3, func(i int, c *Config) {
+		if i == 0 {
+			c.SpillDir = dir
+			c.Logf = func(f string, a ...any) {
+				mu.Lock()
+				logs = append(logs, fmt.Sprintf(f, a...))
+				mu.Unlock()
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(logs, "\n")
+	for _, want := range []string{
+		fmt.Sprintf("spill file %s: checksum mismatch in record at offset %d; skipped", spillPath(dir, 1, 2), offs[2]),
+		fmt.Sprintf("spill file %s: bad header at offset 0", spillPath(dir, 1, 3)),
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("log lacks %q:\n%s", want, all)
+		}
 	}
 }
