@@ -28,8 +28,9 @@ import (
 // next record that verifies (spillscan.go), so only the damaged bytes are
 // lost; the counts are in PeerStats. A damaged or torn stretch that runs
 // to the end of the file is moved to <file>.bad-<offset> for the operator
-// (new records are appended there); one in the middle stays in place and
-// the reader jumps over it. A bad header moves the whole file aside.
+// (.1, .2, ... appended if an earlier start took the name; new records are
+// appended to the file); one in the middle stays in place and the reader
+// jumps over it. A bad header moves the whole file aside (to .bad-0).
 //
 // Write-through: items appended in this run are also kept in memory (up
 // to memCap bytes of URLs per file) and sent from there, so the file is
@@ -125,7 +126,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	if scanErr != nil {
 		// Not even the header is right: keep the file aside, start anew.
 		f.Close()
-		bad := path + ".bad-0"
+		bad := badName(path, 0)
 		if err := os.Rename(path, bad); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
@@ -147,10 +148,10 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	if sc.good < fi.Size() {
 		r := sc.bad[len(sc.bad)-1]
 		msg := fmt.Sprintf("spill file %s: %s; the %d intact items before offset %d are delivered", path, r.why, sc.items, sc.good)
-		if err := s.cutTail(sc.good, fi.Size()); err != nil {
+		if bad, err := s.cutTail(sc.good, fi.Size()); err != nil {
 			msg += fmt.Sprintf("; saving the damaged tail failed: %v", err)
 		} else {
-			msg += fmt.Sprintf(", the %d bytes from there on are in %s.bad-%d", fi.Size()-sc.good, path, sc.good)
+			msg += fmt.Sprintf(", the %d bytes from there on are in %s", fi.Size()-sc.good, bad)
 		}
 		s.errs = append(s.errs, msg)
 	}
@@ -161,16 +162,31 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	return s, nil
 }
 
-// cutTail copies the bytes from off on to <path>.bad-<off> and truncates.
-func (s *spill) cutTail(off, size int64) error {
+// cutTail copies the bytes from off on to a new <path>.bad-<off> (its
+// name returned) and truncates.
+func (s *spill) cutTail(off, size int64) (string, error) {
 	tail := make([]byte, size-off)
 	if _, err := s.f.ReadAt(tail, off); err != nil && err != io.EOF {
-		return err
+		return "", err
 	}
-	if err := os.WriteFile(fmt.Sprintf("%s.bad-%d", s.path, off), tail, 0o644); err != nil {
-		return err
+	bad := badName(s.path, off)
+	if err := os.WriteFile(bad, tail, 0o644); err != nil {
+		return "", err
 	}
-	return s.f.Truncate(off)
+	return bad, s.f.Truncate(off)
+}
+
+// badName is <path>.bad-<off>, or with .1, .2, ... appended if that is
+// taken: what an earlier start kept aside for the operator stays.
+func badName(path string, off int64) string {
+	base := fmt.Sprintf("%s.bad-%d", path, off)
+	name := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(name); err != nil {
+			return name // free, or the write that follows says why not
+		}
+		name = fmt.Sprintf("%s.%d", base, i)
+	}
 }
 
 // parseItemRecord reads an item record's payload. An item longer than

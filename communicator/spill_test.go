@@ -435,3 +435,49 @@ func TestSpillDamageLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestSpillBadKeptAside: what a start moves aside for the operator (a
+// file whose header is not this file's, a damaged tail) is not overwritten
+// by the next start that finds the same: each goes to a name of its own,
+// which the log names.
+func TestSpillBadKeptAside(t *testing.T) {
+	dir := t.TempDir()
+	path := spillPath(dir, 1, 2)
+	for i, content := range []string{"first bad header", "second bad header"} {
+		os.WriteFile(path, []byte(content), 0o644)
+		s, err := openSpill(dir, 1, 2, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := path + ".bad-0"
+		if i > 0 {
+			want += fmt.Sprintf(".%d", i)
+		}
+		if len(s.errs) != 1 || !strings.Contains(s.errs[0], "moved to "+want+",") {
+			t.Errorf("start %d: errors %q; want one naming %s", i, s.errs, want)
+		}
+		s.close()
+		if b, _ := os.ReadFile(want); string(b) != content {
+			t.Errorf("start %d: %s holds %q; want %q", i, want, b, content)
+		}
+	}
+	// A damaged tail at the same offset, twice.
+	for i, junk := range []string{"junk one", "junk two"} {
+		os.WriteFile(path, append(spillHeaderBytes(1, 2), junk...), 0o644)
+		s, err := openSpill(dir, 1, 2, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%s.bad-%d", path, spillHeader)
+		if i > 0 {
+			want += fmt.Sprintf(".%d", i)
+		}
+		if len(s.errs) != 1 || !strings.HasSuffix(s.errs[0], " are in "+want) {
+			t.Errorf("tail %d: errors %q; want one naming %s", i, s.errs, want)
+		}
+		s.close()
+		if b, _ := os.ReadFile(want); string(b) != junk {
+			t.Errorf("tail %d: %s holds %q; want %q", i, want, b, junk)
+		}
+	}
+}
