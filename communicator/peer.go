@@ -169,7 +169,7 @@ func (p *peer) pack(flush bool) {
 			p.packFrom(&p.sq, true, true, p.sqOff)
 		case p.spill != nil && p.spill.unread():
 			p.sqOff = p.spill.readOff
-			if err := p.spill.readChunk(&p.sq, p.e.cfg.SortWindow); err != nil {
+			if err := p.spill.readChunk(&p.sq, p.e.cfg.SortWindow); err != nil && p.spill.news(err) {
 				p.e.cfg.Logf("communicator: %v", err)
 			}
 			if p.sq.len() == 0 {
@@ -509,9 +509,8 @@ func (p *peer) spillUpkeep() {
 	} else if err == nil {
 		err = s.sync()
 	}
-	if err != nil {
+	if err != nil && s.news(err) {
 		p.e.cfg.Logf("communicator: %v", err)
-		s.errs = append(s.errs, err.Error())
 	}
 }
 

@@ -66,6 +66,7 @@ type spill struct {
 	skippedRegions int   // damaged stretches found at open
 	spilledItems   uint64
 	errs           []string
+	lastErr        string // the last error news took
 	rbuf           []byte
 	scratch        []byte
 
@@ -338,6 +339,22 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		return err
 	}
 	return nil
+}
+
+// news records err in errs and reports whether to log it: an error that
+// comes back at every tick (a full disk, a failing device) is said and
+// kept once until another takes its place, not a line per tick and a
+// list that grows as long as it lasts.
+func (s *spill) news(err error) bool {
+	msg := err.Error()
+	if msg == s.lastErr {
+		return false
+	}
+	s.lastErr = msg
+	if n := len(s.errs); n == 0 || s.errs[n-1] != msg { // readChunk's own are there
+		s.errs = append(s.errs, msg)
+	}
+	return true
 }
 
 // mark records that everything before off is acknowledged; when that is

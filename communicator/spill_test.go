@@ -481,3 +481,45 @@ func TestSpillBadKeptAside(t *testing.T) {
 		}
 	}
 }
+
+// TestSpillErrorSaidOnce: a spill file that cannot be written (here its
+// descriptor is closed under the endpoint; a full disk, a failing device)
+// fails at every tick's upkeep; the error is logged and kept in
+// SpillErrors once while it lasts, not once per tick: a line per tick and a
+// list without bound.
+func TestSpillErrorSaidOnce(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 0 {
+			c.SpillDir = t.TempDir()
+			c.QueueBytes = 1
+			c.Logf = func(f string, a ...any) {
+				mu.Lock()
+				logs = append(logs, fmt.Sprintf(f, a...))
+				mu.Unlock()
+			}
+		}
+	})
+	ep := cl.eps[0]
+	ep.Send(2, 0, []byte("http://a.example/"))
+	waitUntil(t, 5*time.Second, "delivery", func() bool { return cl.sinks[1].count() == 1 })
+	p := ep.peers[2]
+	p.mu.Lock()
+	p.spill.f.Close()
+	p.mu.Unlock()
+	ep.Send(2, 0, []byte("http://b.example/"))
+	time.Sleep(200 * time.Millisecond) // some 200 ticks of 1 ms
+	errs := ep.Stats().Peers[0].SpillErrors
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range logs {
+		if strings.Contains(l, "file already closed") {
+			n++
+		}
+	}
+	if n != 1 || len(errs) != 1 {
+		t.Errorf("the write error logged %d times and kept %d times; want once each: %q", n, len(errs), errs)
+	}
+}
