@@ -67,8 +67,17 @@ func (r *CheckReport) Damaged() bool {
 // recovered becomes a lost entry (Get returns ErrLost). The new files are
 // built beside the old ones, then the old ones are moved into
 // dir/damaged/<UTC time>/ (never deleted) and the new ones take their
-// place. The tree must not be open while Check repairs it.
+// place. A repair takes the tree's lock: while a writer has the tree open
+// it fails with ErrLocked.
 func Check(dir string, repair bool) (*CheckReport, error) {
+	if repair {
+		lock, err := openLocked(filepath.Join(dir, metaName), os.O_RDONLY)
+		if err == nil {
+			defer lock.Close()
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	c, err := newChecker(dir)
 	if err != nil {
 		return nil, err

@@ -81,4 +81,7 @@
 //
 // One writer and any number of readers: Add, Sync and Close take a write
 // lock; Find, Get, Len and the iterators a read lock.
+// A tree open for writing holds an exclusive flock on urltree.meta, so a
+// second writer (another Open, or Check with repair) gets ErrLocked; a
+// ReadOnly Open takes no lock.
 package urltree

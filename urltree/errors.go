@@ -19,6 +19,7 @@ var (
 	ErrLost        = errors.New("urltree: URL lost to damage (a repair could not recover it)")
 	ErrExists      = errors.New("urltree: a tree already exists in this directory")
 	ErrNoTree      = errors.New("urltree: no tree in this directory")
+	ErrLocked      = errors.New("urltree: tree in use by another writer (its meta file is locked)")
 )
 
 // CorruptError is the error for damage found in a file: which file, at

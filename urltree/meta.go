@@ -99,9 +99,9 @@ func createMeta(path string, c commit) (*metaFile, error) {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("urltree: %w", err)
 	}
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := openLocked(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	if err != nil {
-		return nil, fmt.Errorf("urltree: %w", err)
+		return nil, err
 	}
 	m := &metaFile{path: tmp, f: f}
 	fail := func(err error) (*metaFile, error) {
@@ -127,13 +127,16 @@ func createMeta(path string, c commit) (*metaFile, error) {
 }
 
 func openMeta(path string, readOnly bool) (*metaFile, error) {
-	flag := os.O_RDWR
+	var f *os.File
+	var err error
 	if readOnly {
-		flag = os.O_RDONLY
-	}
-	f, err := os.OpenFile(path, flag, 0)
-	if err != nil {
-		return nil, fmt.Errorf("urltree: %w", err)
+		// A reader takes no lock: tools and tests read the tree a
+		// node left, and a reader writes nothing.
+		if f, err = os.Open(path); err != nil {
+			return nil, fmt.Errorf("urltree: %w", err)
+		}
+	} else if f, err = openLocked(path, os.O_RDWR); err != nil {
+		return nil, err
 	}
 	b := make([]byte, metaFileSize)
 	n, err := f.ReadAt(b, 0)
@@ -183,3 +186,23 @@ func (m *metaFile) write(c commit) error {
 }
 
 func (m *metaFile) close() error { return m.f.Close() }
+
+// openLocked opens the meta file and takes an exclusive lock on it for as
+// long as it is open (a killed process loses it): a second writer rebuilt
+// the node file under the first, whose Find then missed URLs it had
+// added, gave them new ids, and left a tree no Open would take ("URL 200
+// repeats URL 100").
+func openLocked(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("urltree: lock %s: %w", path, err)
+	}
+	return f, nil
+}

@@ -117,6 +117,56 @@ func TestReadOnly(t *testing.T) {
 	}
 }
 
+// TestSecondWriter: while a tree is open for writing, a second writable
+// Open and a repair fail with ErrLocked; a reader may still open it. A
+// second writer used to rebuild the node file under the first, whose Find
+// then missed its URLs and gave them new ids, leaving a tree no later Open
+// would take ("URL 200 repeats URL 100").
+func TestSecondWriter(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(i int) string { return fmt.Sprintf("http://h%d.example/p%d", i%7, i) }
+	for i := range 200 {
+		if i == 100 {
+			tr.Sync()
+		}
+		tr.AddString(url(i))
+	}
+	if second, err := Open(dir, nil); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			second.Close()
+		}
+		t.Errorf("second writable Open = %v, want ErrLocked", err)
+	}
+	if _, err := Check(dir, true); !errors.Is(err, ErrLocked) {
+		t.Errorf("Check with repair of an open tree = %v, want ErrLocked", err)
+	}
+	ro, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open beside a writer: %v", err)
+	}
+	ro.Close()
+	for i := range 200 {
+		if id, ok := tr.FindString(url(i)); !ok || id != uint32(i) {
+			t.Fatalf("the writer's Find(%s) = %d, %v after the other opens", url(i), id, ok)
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = Open(dir, nil)
+	if err != nil {
+		t.Fatalf("Open after the writer closed: %v", err)
+	}
+	if tr.Len() != 200 {
+		t.Errorf("Len %d, want 200", tr.Len())
+	}
+	tr.Close()
+}
+
 func TestReadOnlyDirectory(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root ignores directory permissions")
