@@ -183,3 +183,74 @@ func TestCheckHealthy(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairWithoutCommitAfterCrash: a node adds 48 URLs, syncs at 16 and
+// is killed; its next run adds 16 other URLs as ids 16..31, whose entries
+// are shorter, and closes; then the meta file is lost. A repair walks the
+// arena as far as blocks verify. The block of ids 32..47 the first run
+// left verified at its old pointer and came back, its references decoded
+// against the second run's URLs: id 32 read "http://h.example/00/eeee…/z",
+// a URL nobody added. Now the arena past the commit is zeroed when a
+// tree reopens after a crash.
+func TestRepairWithoutCommitAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	url := func(i int, mid string) string {
+		if i < 16 {
+			return fmt.Sprintf("http://other%d.example/", i)
+		}
+		return fmt.Sprintf("http://h.example/%02d/%s/%c", i%16, mid, 'x'+i/16)
+	}
+	tr, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 48 {
+		if i == 16 {
+			if err := tr.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := tr.AddString(url(i, strings.Repeat("a", 20))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.closeFiles() // kill -9: the commit holds 16 URLs
+	if tr, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]string, 16, 32)
+	for i := range 16 {
+		want[i] = url(i, "")
+	}
+	for i := 16; i < 32; i++ {
+		want = append(want, url(i, strings.Repeat("e", 20)))
+		if id, _, err := tr.AddString(want[i]); err != nil || id != uint32(i) {
+			t.Fatalf("Add = %d, %v; want id %d", id, err, i)
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, metaName), make([]byte, metaFileSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err = Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for id := range uint32(tr.Len()) {
+		got, err := tr.Get(id, nil)
+		switch {
+		case errors.Is(err, ErrLost):
+		case err != nil:
+			t.Errorf("Get(%d): %v", id, err)
+		case int(id) >= len(want):
+			t.Errorf("id %d is back after the repair as %q; the tree held %d URLs", id, got, len(want))
+		case string(got) != want[id]:
+			t.Errorf("Get(%d) = %q, want %q", id, got, want[id])
+		}
+	}
+}

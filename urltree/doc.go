@@ -47,8 +47,8 @@
 // Sync writes back the arena and pointer files, then the next commit slot
 // with the number of durable entries, the arena length and the checksum of
 // the last, unfinished block. Open trusts only that prefix: after a crash,
-// entries past it are ignored (and later overwritten), so a URL added after
-// the last Sync is wholly there or wholly gone.
+// entries past it are ignored (a writer's Open zeroes them), so a URL
+// added after the last Sync is wholly there or wholly gone.
 //
 // # Damage
 //

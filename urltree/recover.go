@@ -54,10 +54,39 @@ func (t *Tree) open() error {
 	if t.readOnly {
 		return nil
 	}
+	if c.flags&flagClean == 0 {
+		t.clearTail()
+	}
 	// From here on the node file changes in place; until Close marks it
 	// clean again a crash leaves it to be rebuilt.
 	return t.meta.write(t.commitRecord(0))
 }
+
+// clearTail zeroes the arena past the commit: entries a crash left there
+// are overwritten only as far as the new ones reach, and whole blocks of
+// them beyond that still verified, so a repair that has lost the commit
+// (and walks the arena as far as blocks verify) gave those dead ids back,
+// their references decoded against the ids that replaced them. Zeroed, the
+// arena is the committed entries, then whatever was added since, then
+// nothing.
+//
+// The entries a crash left are contiguous, and no entry holds a run of
+// zero bytes longer than its code (maxZeroRun), so the scan stops at the
+// first longer run: a file extended with zeros costs it nothing.
+func (t *Tree) clearTail() {
+	a := t.arena
+	end := t.arenaEnd // past the last nonzero byte seen
+	for i := t.arenaEnd; i < uint64(len(a)) && i-end < maxZeroRun; i++ {
+		if a[i] != 0 {
+			end = i + 1
+		}
+	}
+	clear(a[t.arenaEnd:end])
+}
+
+// maxZeroRun exceeds the longest run of zero bytes an entry can hold: a
+// tail of MaxURLLenLimit bytes of maxCodeLen bits each.
+const maxZeroRun = MaxURLLenLimit*maxCodeLen/8 + 1024
 
 // nodeProblem says why the node file cannot be trusted for commit c, or
 // "" when it can: after a clean Close its checksum matches and its
