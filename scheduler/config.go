@@ -109,11 +109,21 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("%w: %d retries (want 0..%d)", ErrConfig, c.MaxRetries, maxRetries)
 	case c.MinDelay < 0 || c.PartialWait < 0 || c.MaxCrawlDelay < 0 || c.ErrorDelay < 0 || c.MaxBackoff < 0 || c.MaxRetryAfter < 0 || c.MaxWait < 0:
 		return fmt.Errorf("%w: negative duration", ErrConfig)
+	case max(c.MinDelay, c.PartialWait, c.MaxCrawlDelay, c.ErrorDelay, c.MaxBackoff, c.MaxRetryAfter, c.MaxWait) > MaxDelay:
+		return fmt.Errorf("%w: a duration over %v (MinDelay %v, PartialWait %v, MaxCrawlDelay %v, ErrorDelay %v, MaxBackoff %v, MaxRetryAfter %v, MaxWait %v)",
+			ErrConfig, MaxDelay, c.MinDelay, c.PartialWait, c.MaxCrawlDelay, c.ErrorDelay, c.MaxBackoff, c.MaxRetryAfter, c.MaxWait)
 	case c.MaxHostsPerIP < 0:
 		return fmt.Errorf("%w: %d hosts per IP", ErrConfig, c.MaxHostsPerIP)
 	}
 	return nil
 }
+
+// MaxDelay bounds every duration of a Config and SetMinDelay: a wait is
+// added to the time in Unix nanoseconds, and doubled after errors, and a
+// longer one wrapped past 2^63 to a time in the past, so that a host
+// waited not at all (MinDelay 2562047h, or ErrorDelay 150 years after two
+// lists with errors).
+const MaxDelay = 100 * 365 * 24 * time.Hour
 
 func isPrime(n int) bool {
 	if n < 2 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,6 +219,57 @@ func TestPoliteness(t *testing.T) {
 	}
 	if u := s.URL(4); u.State != InProgress {
 		t.Fatalf("URL 4: %+v", u)
+	}
+}
+
+// TestHugeDelays: a politeness wait too long to add to the time (it
+// wrapped past 2^63 to a time in the past) let the host's next list go at
+// once: MinDelay 2562047h, or ErrorDelay 150 years after two lists with
+// errors. Such a Config, and such a SetMinDelay, is now an error; any
+// other must hold the host back.
+func TestHugeDelays(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	for _, c := range []struct {
+		name string
+		set  func(*Config)
+		o    Outcome // how each list ends
+	}{
+		{"MinDelay", func(c *Config) { c.MinDelay = huge }, Outcome{Kind: Fetched}},
+		{"ErrorDelay", func(c *Config) { c.ErrorDelay = 150 * 365 * 24 * time.Hour }, Outcome{Kind: FailedTemp}},
+	} {
+		clk := newFakeClock(1, 1<<62, 0)
+		cfg := basicConfig(clk)
+		cfg.ListLen = 1
+		c.set(&cfg)
+		s, err := Open(t.TempDir(), cfg)
+		if errors.Is(err, ErrConfig) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := range uint32(3) {
+			s.Add(id, "a.example", 0)
+		}
+		for range 3 {
+			ls := drain(t, s)
+			if len(ls) == 0 {
+				break // held back longer than the 2 h waited
+			}
+			s.Report(ls[0].IDs[0], c.o)
+			clk.advance(time.Second)
+			if ls := drain(t, s); len(ls) > 0 {
+				t.Errorf("%s: list %v one second after the host's last", c.name, ls[0].IDs)
+				break
+			}
+			clk.advance(2 * time.Hour)
+		}
+		s.Close()
+	}
+	s := mustOpen(t, t.TempDir(), basicConfig(newFakeClock(1, time.Hour, 0)))
+	defer s.Close()
+	if err := s.SetMinDelay(huge); err == nil {
+		t.Errorf("SetMinDelay(%v) = nil", huge)
 	}
 }
 

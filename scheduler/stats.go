@@ -134,8 +134,8 @@ func (s *Scheduler) countStates() {
 // SetMinDelay changes the politeness wait after each list (Config.MinDelay)
 // for the lists that end from now on.
 func (s *Scheduler) SetMinDelay(d time.Duration) error {
-	if d < 0 {
-		return fmt.Errorf("scheduler: negative politeness delay %v", d)
+	if d < 0 || d > MaxDelay {
+		return fmt.Errorf("scheduler: politeness delay %v outside 0 to %v", d, MaxDelay)
 	}
 	s.mu.Lock()
 	s.cfg.MinDelay = d
