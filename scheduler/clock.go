@@ -23,6 +23,11 @@ type ClockConfig struct {
 
 	// Now is the system clock; default time.Now. Tests inject their own.
 	Now func() time.Time
+	// Mono is a clock that is never stepped, read alongside Now to see the
+	// system clock stepped since the last good round; default the
+	// process's monotonic time when Now is time.Now, else none (tests that
+	// inject Now move it as they like).
+	Mono func() time.Duration
 }
 
 // Clock is the system clock corrected by NTP, and the judge of its own
@@ -32,8 +37,9 @@ type Clock struct {
 
 	mu       sync.Mutex
 	offset   time.Duration
-	synced   bool      // a round ever had a good sample
-	lastGood time.Time // local time of the last round with a good sample
+	synced   bool          // a round ever had a good sample
+	lastGood time.Time     // local time of the last round with a good sample
+	goodMono time.Duration // cfg.Mono then
 	last     Measurement
 	lastErr  error
 }
@@ -56,8 +62,20 @@ func NewClock(cfg ClockConfig) (*Clock, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+		if cfg.Mono == nil {
+			start := time.Now()
+			cfg.Mono = func() time.Duration { return time.Since(start) }
+		}
 	}
 	return &Clock{cfg: cfg}, nil
+}
+
+// mono reads cfg.Mono, 0 if there is none.
+func (c *Clock) mono() time.Duration {
+	if c.cfg.Mono == nil {
+		return 0
+	}
+	return c.cfg.Mono()
 }
 
 // Guard returns the guard interval at each end of a slot.
@@ -66,12 +84,13 @@ func (c *Clock) Guard() time.Duration { return c.cfg.Guard }
 // Measure runs one round against the NTP servers and, if any answer was
 // good, adopts its median offset.
 func (c *Clock) Measure(ctx context.Context) (Measurement, error) {
+	mono := c.mono()
 	m, err := measure(ctx, &c.cfg.NTP, c.cfg.Now())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last, c.lastErr = m, err
 	if err == nil {
-		c.offset, c.synced, c.lastGood = m.Offset, true, m.At
+		c.offset, c.synced, c.lastGood, c.goodMono = m.Offset, true, m.At, mono
 	}
 	return m, err
 }
@@ -112,15 +131,24 @@ type Status struct {
 
 // Status returns the offset and the safety verdict.
 func (c *Clock) Status() Status {
-	now := c.cfg.Now()
+	now, mono := c.cfg.Now(), c.mono()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Status{Offset: c.offset, Synced: c.synced, LastGood: c.lastGood, Last: c.last, LastErr: c.lastErr, Safe: true}
+	// The offset holds for the system clock as it was at the last good
+	// round: stepped since (by hand, by an NTP daemon's step), the
+	// corrected time is off by the step until the next good round.
+	step := now.Round(0).Sub(c.lastGood.Round(0)) - (mono - c.goodMono)
+	if c.cfg.Mono == nil {
+		step = 0
+	}
 	switch {
 	case !c.synced:
 		s.Safe, s.Reason = false, "no NTP server has answered yet"
 	case c.offset > c.cfg.MaxOffset || c.offset < -c.cfg.MaxOffset:
 		s.Safe, s.Reason = false, fmt.Sprintf("offset %v exceeds the bound %v", c.offset, c.cfg.MaxOffset)
+	case step > c.cfg.MaxOffset || step < -c.cfg.MaxOffset:
+		s.Safe, s.Reason = false, fmt.Sprintf("the system clock was stepped by %v since the last good NTP round", step)
 	case now.Sub(c.lastGood) > c.cfg.MaxSilence:
 		s.Safe, s.Reason = false, fmt.Sprintf("no good NTP answer for %v (limit %v)", now.Sub(c.lastGood).Round(time.Second), c.cfg.MaxSilence)
 	}

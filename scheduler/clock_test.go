@@ -180,6 +180,39 @@ func TestSilenceMakesUnsafe(t *testing.T) {
 	}
 }
 
+// TestClockStepMakesUnsafe: the offset a round measured holds for the
+// system clock as it was then. Stepped by 5 s since (by hand, or by an NTP
+// daemon), the corrected time was 5 s off while the clock still called
+// itself safe, so two nodes could be in one phase until the next round.
+// Now the clock is unsafe from the step until a round measures again.
+func TestClockStepMakesUnsafe(t *testing.T) {
+	sys := &settable{now: time.Now()}
+	var mono atomic.Int64
+	clk, err := NewClock(ClockConfig{NTP: NTPConfig{Servers: []string{"a"}, Query: fixedQuery(0)}, MaxSilence: time.Hour,
+		Now: sys.Now, Mono: func() time.Duration { return time.Duration(mono.Load()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clk.Measure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sys.Advance(10 * time.Second)
+	mono.Add(int64(10 * time.Second))
+	if st := clk.Status(); !st.Safe {
+		t.Fatalf("unsafe 10 s after a good round, the clock not stepped: %s", st.Reason)
+	}
+	sys.Advance(5 * time.Second) // the step: the system clock alone moves
+	if st := clk.Status(); st.Safe || !strings.Contains(st.Reason, "stepped by 5s") {
+		t.Errorf("after a 5 s step: %+v", st)
+	}
+	if _, err := clk.Measure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := clk.Status(); !st.Safe {
+		t.Errorf("unsafe after a round measured again: %s", st.Reason)
+	}
+}
+
 // TestGuardAroundBoundary walks the injected clock across a slot boundary,
 // with an exactly known offset of +50 ms.
 func TestGuardAroundBoundary(t *testing.T) {

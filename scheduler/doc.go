@@ -104,7 +104,9 @@
 // the offset bound) in which no new fetch starts, and it reports itself
 // unsafe when it cannot vouch for its error: the measured offset exceeds the
 // bound (default 100 ms), no NTP server has answered well for longer than
-// ClockConfig.MaxSilence, or none ever has. An unsafe clock starts no new
+// ClockConfig.MaxSilence, or none ever has, or the system clock was
+// stepped by more than the bound since the last good round (its wall time
+// ran apart from the monotonic clock). An unsafe clock starts no new
 // fetches at all (Phase.MayStart), since it does not know where the
 // boundaries are. NodeClock makes a Clock the scheduler's PhaseSource.
 //
