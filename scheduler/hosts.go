@@ -211,7 +211,12 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 	}
 	var end, top uint64 // top: the furthest name end (end may move back after a resync)
 	resync := false     // the previous record was damaged: its name's end is unknown
-	s.recs = make([]hostRec, 0, n)
+	// Room for the committed records only, not for all the file could
+	// hold: one extended with zeros (a sparse terabyte) made this a
+	// 200 GB allocation, and Open and Check died of it ("fatal error:
+	// runtime: out of memory"). The table ends at the first zero record
+	// past them anyway.
+	s.recs = make([]hostRec, 0, min(n, durable))
 	for i := range n {
 		b := body[i*hostRecSize : (i+1)*hostRecSize]
 		off := int64(headerSize + i*hostRecSize)

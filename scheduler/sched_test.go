@@ -273,6 +273,42 @@ func TestHugeDelays(t *testing.T) {
 	}
 }
 
+// TestHostsFileExtended: sched.hosts extended with zeros to a sparse
+// terabyte. decodeHosts made room for every record the file could hold,
+// a 200 GB allocation, and Open died of it ("fatal error: runtime: out of
+// memory"); now it reads the one host there is, and a clean close trims
+// the file back.
+func TestHostsFileExtended(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, basicConfig(clk))
+	for id := range uint32(10) {
+		s.Add(id, "a.example", 0)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, hostsName)
+	if err := os.Truncate(p, 1<<40); err != nil {
+		t.Skipf("no sparse terabyte file here: %v", err)
+	}
+	s, err := Open(dir, basicConfig(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Hosts() != 1 || s.Len() != 10 || s.URL(9).State != InList {
+		t.Errorf("after the extension: %d hosts, %d URLs, URL 9 %+v", s.Hosts(), s.Len(), s.URL(9))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil {
+		t.Error(err)
+	} else if fi.Size() != headerSize+hostRecSize {
+		t.Errorf("%s after a clean close: %d bytes, want %d", p, fi.Size(), headerSize+hostRecSize)
+	}
+}
+
 func TestCorruptFiles(t *testing.T) {
 	clk := newFakeClock(1, time.Hour, 0)
 	base := t.TempDir()
