@@ -99,7 +99,9 @@ func (c *Config) setDefaults() error {
 		return fmt.Errorf("%w: %d phases (want 1..65536)", ErrConfig, c.Phases)
 	case c.Window < 1:
 		return fmt.Errorf("%w: window of %d ids", ErrConfig, c.Window)
-	case c.Columns < 2 || !isPrime(c.Columns):
+	case c.Columns < 2 || c.Columns > MaxColumns:
+		return fmt.Errorf("%w: %d columns (want 2..%d)", ErrConfig, c.Columns, MaxColumns)
+	case !isPrime(c.Columns):
 		return fmt.Errorf("%w: %d columns is not a prime", ErrConfig, c.Columns)
 	case c.Rows < 1 || c.Rows > 255:
 		return fmt.Errorf("%w: %d rows (want 1..255)", ErrConfig, c.Rows)
@@ -125,11 +127,16 @@ func (c *Config) setDefaults() error {
 // lists with errors).
 const MaxDelay = 100 * 365 * 24 * time.Hour
 
+// MaxColumns bounds Config.Columns: the scheduler keeps 9 bytes per
+// column, and a prime near 2^63 kept isPrime's d*d from ever passing n (it
+// wrapped negative first), so Open never returned.
+const MaxColumns = 1 << 24
+
 func isPrime(n int) bool {
 	if n < 2 {
 		return false
 	}
-	for d := 2; d*d <= n; d++ {
+	for d := 2; d <= n/d; d++ {
 		if n%d == 0 {
 			return false
 		}

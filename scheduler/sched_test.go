@@ -309,6 +309,33 @@ func TestHostsFileExtended(t *testing.T) {
 	}
 }
 
+// TestHugeColumns: Config.Columns of 2^63-25, a prime, kept Open in
+// isPrime for good (d*d wrapped negative before it passed n), and a prime
+// near 2^30 made Open allocate 9 GB; now Columns over MaxColumns is an
+// error.
+func TestHugeColumns(t *testing.T) {
+	for _, cols := range []int{math.MaxInt64 - 24, 1<<30 + 3} {
+		cfg := basicConfig(newFakeClock(1, time.Hour, 0))
+		cfg.Columns = cols
+		done := make(chan error, 1)
+		go func() {
+			s, err := Open(t.TempDir(), cfg)
+			if err == nil {
+				s.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("Open with %d columns = %v, want ErrConfig", cols, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("Open with %d columns has not returned in 20 s", cols)
+		}
+	}
+}
+
 func TestCorruptFiles(t *testing.T) {
 	clk := newFakeClock(1, time.Hour, 0)
 	base := t.TempDir()
