@@ -52,7 +52,9 @@ func (s *Scheduler) Stats(topK int) Stats {
 	for _, u := range rt.colUsed {
 		st.RowsUsed += int(u)
 	}
-	top := make([]HostQueue, 0, max(topK, 0))
+	// No more room than there are hosts in view: Stats(math.MaxInt)
+	// panicked ("makeslice: cap out of range").
+	top := make([]HostQueue, 0, min(max(topK, 0), len(rt.runs)))
 	free := len(rt.free)
 	st.HostsInView = len(rt.runs) - free
 	for i := range rt.runs {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -70,4 +71,20 @@ func TestStatsCountsStates(t *testing.T) {
 	s = mustOpen(t, dir, Config{Clock: clk})
 	defer s.Close()
 	check("reopened")
+}
+
+// TestStatsHugeTopK: Stats made room for topK hosts up front, and
+// Stats(math.MaxInt) panicked ("makeslice: cap out of range"); now it
+// returns the hosts there are.
+func TestStatsHugeTopK(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	s := mustOpen(t, t.TempDir(), Config{Clock: clk, ListLen: 5})
+	defer s.Close()
+	for id := range uint32(3) {
+		s.Add(id, fmt.Sprintf("h%d.test", id), 0)
+	}
+	s.TryNext() // the scan queues the ids at their hosts
+	if st := s.Stats(math.MaxInt); len(st.TopQueued) > 3 {
+		t.Errorf("top of %d hosts: %+v", len(st.TopQueued), st.TopQueued)
+	}
 }
