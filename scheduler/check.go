@@ -191,7 +191,12 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	if maps[0] != nil {
 		// The private mapping takes decodeStates' in-memory fixes
 		// (in-progress back to in-list) without writing to the file.
-		ss, _ := decodeStates(p(statesName), headerVersion(maps[0]), records(maps[0]), c.urls, nHosts, sink)
+		recs := records(maps[0])
+		if f, err := os.Open(p(statesName)); err == nil {
+			recs = scanRecords(recs, c.urls, func(from int64) int64 { return dataEnd(f, from, int64(len(maps[0]))) })
+			f.Close()
+		}
+		ss, _ := decodeStates(p(statesName), headerVersion(maps[0]), recs, c.urls, nHosts, sink)
 		rep.URLs, rep.InProgress, rep.Dropped = ss.count, ss.inProgress, ss.dropped
 		if ss.dropped > 0 {
 			sink.leftover(p(statesName), headerSize+int64(c.urls)*recordSize,

@@ -152,3 +152,50 @@ func (m *mappedFile) close() error {
 	}
 	return nil
 }
+
+// dataEnd returns where the file's data ends at or after offset from:
+// past it lie only holes, which read as zeros (so do extents fallocate
+// reserved and nothing wrote). Open and Check scan the records past the
+// commit up to here, not over a file extended with zeros: a sparse 16 GB
+// took Open 42 s. Without SEEK_DATA it is the file's size.
+func (m *mappedFile) dataEnd(from int64) int64 { return dataEnd(m.f, from, int64(len(m.data))) }
+
+func dataEnd(f *os.File, from, size int64) int64 {
+	end := from
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return size
+	}
+	cerr := rc.Control(func(fd uintptr) {
+		for off := from; off < size; {
+			d, err := unix.Seek(int(fd), off, unix.SEEK_DATA)
+			if errors.Is(err, unix.ENXIO) {
+				return // nothing but holes from off on
+			}
+			if err != nil {
+				end = size
+				return
+			}
+			h, err := unix.Seek(int(fd), d, unix.SEEK_HOLE)
+			if err != nil {
+				end = size
+				return
+			}
+			end, off = h, h
+		}
+	})
+	if cerr != nil {
+		return size
+	}
+	return min(end, size)
+}
+
+// scanRecords is recs, the records of a states file, cut where the file's
+// data ends (dataEnd), but never inside the durable ones.
+func scanRecords(recs []record, durable uint64, dataEnd func(from int64) int64) []record {
+	from := headerSize + int64(min(durable, uint64(len(recs))))*recordSize
+	if end := (dataEnd(from) - headerSize + recordSize - 1) / recordSize; end < int64(len(recs)) {
+		return recs[:max(end, 0)]
+	}
+	return recs
+}

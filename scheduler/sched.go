@@ -196,7 +196,7 @@ func (s *Scheduler) load() error {
 	s.opened.TornHosts = len(hs.torn)
 	s.recs = records(s.statesF.data)
 	version := headerVersion(s.statesF.data)
-	ss, err := decodeStates(s.statesF.path, version, s.recs, c.urls, uint32(len(s.hosts)), nil)
+	ss, err := decodeStates(s.statesF.path, version, scanRecords(s.recs, c.urls, s.statesF.dataEnd), c.urls, uint32(len(s.hosts)), nil)
 	if err != nil {
 		return err
 	}
