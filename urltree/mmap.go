@@ -151,3 +151,37 @@ func (m *mappedFile) close() error {
 	}
 	return nil
 }
+
+// dataEnd returns where the file's data ends at or after offset from:
+// past it lie only holes, which read as zeros (so do extents fallocate
+// reserved and nothing wrote). Without SEEK_DATA it is the mapping's end.
+func (m *mappedFile) dataEnd(from int64) int64 {
+	size := int64(len(m.data))
+	end := from
+	rc, err := m.f.SyscallConn()
+	if err != nil {
+		return size
+	}
+	cerr := rc.Control(func(fd uintptr) {
+		for off := from; off < size; {
+			d, err := unix.Seek(int(fd), off, unix.SEEK_DATA)
+			if errors.Is(err, unix.ENXIO) {
+				return // nothing but holes from off on
+			}
+			if err != nil {
+				end = size
+				return
+			}
+			h, err := unix.Seek(int(fd), d, unix.SEEK_HOLE)
+			if err != nil {
+				end = size
+				return
+			}
+			end, off = h, h
+		}
+	})
+	if cerr != nil {
+		return size
+	}
+	return min(end, size)
+}
