@@ -56,12 +56,18 @@ type CheckReport struct {
 	// Repaired is set when a repair ran. With damage only in committed
 	// URL records, those Salvaged records became gaps (never added: the
 	// node adds those URLs again when it meets them) and everything else
-	// was kept, the damaged file copied into Quarantine first; otherwise
+	// was kept, the damaged file copied into Quarantine first; with damage
+	// only in sched.meta's commit slots, one of them still valid (which
+	// Open uses), both slots were written anew from it, the old meta file
+	// copied into Quarantine first; otherwise
 	// all four files moved into Quarantine and the next Open starts an
 	// empty scheduler.
 	Repaired   bool
 	Quarantine string
 	Salvaged   int
+	// MetaRewritten: the repair wrote sched.meta's commit slots anew from
+	// its valid one and changed nothing else.
+	MetaRewritten bool
 }
 
 // Damaged reports whether any finding is damage.
@@ -216,6 +222,13 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	q := filepath.Join(dir, "damaged", time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(q, 0o755); err != nil {
 		return rep, fmt.Errorf("scheduler: repair: %w", err)
+	}
+	if metaOK && maps[0] != nil && nHosts != ^uint32(0) && onlyIn(rep.Findings, p(metaName)) {
+		if err := rewriteMeta(p(metaName), filepath.Join(q, metaName), c); err != nil {
+			return rep, err
+		}
+		rep.Repaired, rep.Quarantine, rep.MetaRewritten = true, q, true
+		return rep, nil
 	}
 	if metaOK && maps[0] != nil && nHosts != ^uint32(0) && onlyIn(rep.Findings, p(statesName)) {
 		n, err := salvageStates(p(statesName), filepath.Join(q, statesName), headerVersion(maps[0]), c.urls, nHosts)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -137,4 +138,36 @@ func TestSwappedCommitSlots(t *testing.T) {
 		t.Errorf("after swapped slots: %d URLs", s.Len())
 	}
 	s.Close()
+}
+
+// TestRepairMetaSlot: one commit slot damaged, the other valid. Open uses
+// the valid one; a repair moved all four files away, and the next Open
+// started an empty scheduler (30 URLs lost). Now the repair writes both
+// slots anew from the valid commit, keeping the old meta file.
+func TestRepairMetaSlot(t *testing.T) {
+	for _, slot := range []int64{512, 1024} {
+		dir, _ := gapFixture(t)
+		path := filepath.Join(dir, metaName)
+		orig, _ := os.ReadFile(path)
+		b := bytes.Clone(orig)
+		b[slot+9] ^= 0x40
+		os.WriteFile(path, b, 0o644)
+		rep, err := Check(dir, true)
+		if err != nil || !rep.Damaged() || !rep.Repaired || !rep.MetaRewritten {
+			t.Fatalf("slot at %d: repair: %v %+v", slot, err, rep)
+		}
+		if rep2, err := Check(dir, false); err != nil {
+			t.Errorf("slot at %d: after repair: %v", slot, err)
+		} else if rep2.Damaged() {
+			t.Errorf("slot at %d: after repair: %v", slot, rep2.Findings)
+		}
+		if got, err := os.ReadFile(filepath.Join(rep.Quarantine, metaName)); err != nil || !bytes.Equal(got, b) {
+			t.Errorf("slot at %d: the damaged meta file not kept in %s: %v", slot, rep.Quarantine, err)
+		}
+		s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+		if s.Len() != 30 || s.URL(29).State != InList {
+			t.Errorf("slot at %d: after repair %d URLs, URL 29 %+v; want 30, in-list", slot, s.Len(), s.URL(29))
+		}
+		s.Close()
+	}
 }

@@ -100,3 +100,50 @@ func copyFile(f *os.File, dst string) error {
 	}
 	return err
 }
+
+// rewriteMeta repairs a meta file whose only damage is in its commit slots
+// while one holds a valid commit c, which Open uses: a slot failing its
+// checksum (a bad sector, a torn write), zeroed or misdirected. Such damage
+// moved all four files away before, and the next Open started an empty
+// scheduler, losing every URL's state for a slot Open did not even need.
+// It copies the file to keep, then writes a new one beside it, c in the
+// slot of its number and c again as the next commit in the other, and
+// renames it into place.
+func rewriteMeta(path, keep string, c commit) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("scheduler: repair: %w", err)
+	}
+	err = copyFile(f, keep)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("scheduler: repair: keeping %s in %s: %w", path, keep, err)
+	}
+	b := make([]byte, metaFileSize)
+	putHeader(b, magicMeta)
+	next := c
+	next.seq++
+	for _, x := range []commit{c, next} {
+		copy(b[metaSlotOffsets[x.seq%2]:], x.encode())
+	}
+	tmp := path + ".repair"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("scheduler: repair: %w", err)
+	}
+	_, err = out.Write(b)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("scheduler: repair: rewriting %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}

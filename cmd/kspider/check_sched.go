@@ -31,6 +31,9 @@ func checkSched(dir string, repair bool, w io.Writer) (problems int, err error) 
 	case rep.Repaired && rep.Salvaged > 0:
 		fmt.Fprintf(w, "sched: %s: repaired: %d damaged URL records replaced by gaps, everything else kept (the damaged file is copied in %s); the node adds those URLs again when it meets them\n",
 			dir, rep.Salvaged, rep.Quarantine)
+	case rep.Repaired && rep.MetaRewritten:
+		fmt.Fprintf(w, "sched: %s: repaired: the commit slots are written anew from the valid one, everything else kept (the damaged meta file is copied in %s)\n",
+			dir, rep.Quarantine)
 	case rep.Repaired:
 		fmt.Fprintf(w, "sched: %s: repaired: the damaged files are in %s; the next start creates an empty scheduler, and the node must add its URLs again from the URL tree (which were fetched and the hosts' politeness and robots state are lost)\n",
 			dir, rep.Quarantine)
