@@ -104,9 +104,9 @@ func openIndex(path string, writable bool) (*index, error) {
 		flag = os.O_RDWR
 		prot |= unix.PROT_WRITE
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := openRegular(path, flag)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, err
 	}
 	fi, err := f.Stat()
 	if err != nil {

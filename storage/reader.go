@@ -415,7 +415,7 @@ func (dr *dirReader) segment(n uint32) (*segmentFile, error) {
 		return sf, nil
 	}
 	path := segmentPath(dr.dir, n)
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, fmt.Errorf("storage: %s: %w: index points at segment %d, which cannot be opened: %v", dr.dir, ErrCorrupt, n, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // segmentHeader starts every segment file:
@@ -122,6 +124,27 @@ func HoldsPages(dir string) (bool, error) {
 }
 
 func segmentPath(dir string, n uint32) string { return filepath.Join(dir, segmentName(n)) }
+
+// openRegular opens path, which must be a regular file. A named pipe in
+// its place would block the open until something writes to it (forever),
+// and a device or a directory is no store file either: such a file is an
+// error wrapping ErrCorrupt, naming what it is.
+func openRegular(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("storage: %s: %w: not a regular file (%v)", path, ErrCorrupt, fi.Mode().Type())
+	}
+	return f, nil
+}
 
 // syncDir makes a file's creation or removal in dir durable.
 func syncDir(dir string) error {

@@ -1,0 +1,105 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// withinDeadline runs f and fails the test if it has not returned within a
+// generous deadline: it catches hangs, it does not time anything.
+func withinDeadline(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s hangs", what)
+	}
+}
+
+// A named pipe in place of url.idx or of a segment the index points at
+// (an operator's mistake, or a hostile one) blocked the open forever: a
+// reader opening it waits for a writer that never comes. Now it is damage:
+// the reader reads the segments instead, and a writer rebuilds the index.
+func TestNamedPipeInsteadOfAStoreFile(t *testing.T) {
+	dir, spans := layoutStore(t, smallSegments(), 60)
+	ix := filepath.Join(dir, indexName)
+	if err := os.Remove(ix); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(ix, 0o644); err != nil {
+		t.Skipf("cannot make a named pipe: %v", err)
+	}
+	withinDeadline(t, "OpenReader with a named pipe as url.idx", func() {
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Errorf("OpenReader: %v", err)
+			return
+		}
+		defer r.Close()
+		for id := uint64(0); id < 60; id++ {
+			p, err := r.Get(id)
+			if err != nil {
+				t.Errorf("Get(%d): %v", id, err)
+				return
+			}
+			samePage(t, p, testPage(id))
+		}
+		if st := r.Stats(); st.Damage == 0 || !strings.Contains(st.Errors[0].Error(), "not a regular file") {
+			t.Errorf("a named pipe as the index not reported: %+v", st)
+		}
+	})
+	withinDeadline(t, "a writer's Open with a named pipe as url.idx", func() {
+		writeStore(t, Config{Dirs: []string{dir}}, 60, 70)
+	})
+	checkStore(t, []string{dir}, 0, 70)
+
+	// The last segment, which the index names, replaced by a named pipe.
+	var last uint32
+	for _, sp := range spans {
+		last = max(last, sp.seg)
+	}
+	seg := segmentPath(dir, last)
+	if err := os.Rename(seg, seg+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(seg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withinDeadline(t, "Get of a page in a segment replaced by a named pipe", func() {
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Errorf("OpenReader: %v", err)
+			return
+		}
+		defer r.Close()
+		for id, sp := range spans {
+			p, err := r.Get(id)
+			switch {
+			case sp.seg == last && (err == nil || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file")):
+				t.Errorf("Get(%d) in the named pipe: %v, want damage naming it", id, err)
+			case sp.seg != last && err != nil:
+				t.Errorf("Get(%d): %v", id, err)
+			case sp.seg != last:
+				samePage(t, p, testPage(id))
+			}
+		}
+		if err := r.Scan(context.Background(), func(*Page) error { return nil }); err != nil {
+			t.Errorf("Scan: %v", err)
+		}
+		if r.Stats().Lost == 0 {
+			t.Errorf("the pages of the replaced segment not counted lost: %+v", r.Stats())
+		}
+	})
+}
