@@ -133,7 +133,9 @@
 //     the pages lost.
 //
 // After a full Scan, the index is checked entry by entry (verifyIndex), so
-// damage in entries of pages whose records are gone is reported too.
+// damage in entries of pages whose records are gone is reported too, and
+// so are entries pointing at no record of their URL id (counted against
+// the records the Scan found where the index points).
 // kspider check (Check) runs all of this over a directory and, with
 // repair, rewrites what can be rebuilt.
 package storage

@@ -54,6 +54,9 @@ type dirReader struct {
 	rebuildMu sync.Mutex
 
 	regions []*Corruption // damaged regions Scan met, for verifyIndex
+	// indexed counts the records a Scan found where the index points (not
+	// through extra), for verifyIndex: each intact entry points at one.
+	indexed int64
 }
 
 // dirView maps URL ids to records: through the index, and extra for the

@@ -43,6 +43,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 	dec := new(decoder)
 	defer dec.close()
 	dr.regions = dr.regions[:0]
+	dr.indexed = 0
 	note := func(c *Corruption) {
 		r.noteCorruption(c)
 		dr.regions = append(dr.regions, c)

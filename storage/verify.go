@@ -58,6 +58,11 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 	if !ok || got != l {
 		return false
 	}
+	if v := dr.view.Load(); !v.rebuilt {
+		if _, later := v.extra[h.urlID]; !later {
+			dr.indexed++
+		}
+	}
 	for j, odr := range r.dirs {
 		if j == i {
 			continue
@@ -162,6 +167,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		beyond     = map[uint32]int64{} // pages past the end of a segment
 		missing    = map[uint32]int64{} // pages in a missing segment
 		lost       int64
+		intact     int64 // entries pointing at a record Scan should have met
 		torn       = &TornEntries{Index: v.ix.path}
 	)
 	// Entries at or after the end of the last segment as OpenReader saw it
@@ -224,10 +230,22 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 			if k >= 0 && off < rs[k].Offset+rs[k].Skipped {
 				rs[k].Lost++
 			} else {
+				intact++
 				continue
 			}
 		}
 		lost++
+	}
+	// Every such entry points at a record of its URL id that Scan met and
+	// found the index pointing at, unless it points elsewhere: into the
+	// middle of a record, or at another id's record written where a
+	// damaged one was cut away. The page has no record here then (one
+	// elsewhere in the segments would have made the view be rebuilt).
+	// A live writer's entries may name records beyond OpenReader's view.
+	if dangling := intact - dr.indexed; dangling > 0 && !dr.live {
+		lost += dangling
+		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries point at no record of their URL id in the segments: %d pages lost (kspider check --repair rebuilds the index)",
+			v.ix.path, ErrCorrupt, dangling, dangling))
 	}
 	r.lost.Add(lost)
 	if torn.N > 0 {
