@@ -530,3 +530,70 @@ func TestIndexEntryPointingElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// A durable record damaged at the very end of the last segment, after the
+// index checkpoint (as a crash leaves it, the checkpoint behind), looked
+// like a write cut short: the next writer truncated it away and appended
+// the next page in its place, so its index entry pointed at another page
+// and the damaged bytes were gone. The index has the record, so it was
+// durable: now it is kept for kspider check and new pages go to a new
+// segment.
+func TestDamagedDurableTailIsKept(t *testing.T) {
+	const n = 30
+	dir, spans := layoutStore(t, Config{}, n)
+	var last recordSpan
+	var lastID uint64
+	for id, sp := range spans {
+		if sp.off > last.off {
+			last, lastID = sp, id
+		}
+	}
+	// The checkpoint back at the start of the segment, as a crash before
+	// the next checkpoint leaves it, and the last record damaged.
+	ix, err := openIndex(filepath.Join(dir, indexName), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.setCheckpoint(1, segmentHeaderSize); err != nil {
+		t.Fatal(err)
+	}
+	ix.close()
+	seg := segmentPath(dir, 1)
+	flipByte(t, seg, last.end-5)
+	logged := reopenLogged(t, dir)
+	if !strings.Contains(strings.Join(logged, "\n"), "not a write cut short") {
+		t.Errorf("the writer's open did not say the tail is damage: %q", logged)
+	}
+	if fi, err := os.Stat(seg); err != nil || fi.Size() != last.end {
+		t.Fatalf("segment after the writer's open: %v, %v; want its %d bytes kept", fi.Size(), err, last.end)
+	}
+	writeStore(t, Config{Dirs: []string{dir}}, n, n+10)
+
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get(lastID); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%s at offset %d", seg, last.off)) {
+		t.Errorf("Get(%d) of the damaged page: %v, want the damage at %s offset %d", lastID, err, seg, last.off)
+	}
+	seen := scanAll(t, r)
+	if st := r.Stats(); len(seen) != n+9 || st.Lost != 1 || st.Skipped != 1 {
+		t.Errorf("scan: %d pages, %d lost, %d regions skipped; want %d, 1, 1: %v", len(seen), st.Lost, st.Skipped, n+9, st.Errors)
+	}
+	r.Close()
+	var out strings.Builder
+	if _, err := Check(dir, true, &out); err != nil {
+		t.Fatalf("check --repair: %v\n%s", err, out.String())
+	}
+	r, err = OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if seen := scanAll(t, r); len(seen) != n+9 || r.Stats().Damaged() {
+		t.Errorf("after the repair: %d pages, want %d: %v", len(seen), n+9, r.Stats().Errors)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DamagedDir, segmentName(1))); err != nil {
+		t.Errorf("the damaged segment was not kept in %s: %v", DamagedDir, err)
+	}
+}

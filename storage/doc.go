@@ -93,8 +93,10 @@
 // first (or as soon as their input is empty while Store.SyncWhenIdle is on),
 // and report the URL ids just made durable through Config.OnDurable
 // (Store.Durable counts them). After a crash (kill -9, power loss) the next
-// Open truncates a torn record at the tail of the last segment and re-indexes
-// the records after the checkpoint; every record reported durable is kept.
+// Open truncates a torn record at the tail of the last segment (unless the
+// index has it: a durable record damaged, kept for kspider check, new
+// records then going to a new segment) and re-indexes the records after
+// the checkpoint; every record reported durable is kept.
 //
 // A saver whose directory fails (disk full, I/O error, read-only file
 // system) stops with an error naming the directory; the records it had not

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -187,6 +188,19 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		var c *Corruption
 		if errors.As(err, &c) {
 			if last && c.Offset+c.Skipped == size {
+				// A write cut short leaves records never synced, which
+				// the index does not have. One it has was durable: that
+				// is damage, kept for kspider check, and the next
+				// record must not take its place (its entry would then
+				// point at another page).
+				id, at, durable, err := sv.indexedRecordIn(r, c.Offset)
+				if err != nil {
+					return 0, false, err
+				}
+				if durable {
+					logf("%v; not a write cut short: the index has the record of URL id %d at offset %d in it; left for kspider check --repair, new records go to a new segment", c, id, at)
+					return size, false, nil
+				}
 				logf("%v; truncating the torn tail", c)
 				if err := f.Truncate(c.Offset); err != nil {
 					return 0, false, fmt.Errorf("storage: truncating %s: %w", path, err)
@@ -206,4 +220,40 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 			return 0, false, err
 		}
 	}
+}
+
+// indexedRecordIn looks for a record header in r from offset from on that
+// the index points at: a record reported durable. It returns its URL id
+// and offset if there is one.
+func (sv *saver) indexedRecordIn(r *segmentReader, from int64) (id uint64, at int64, found bool, err error) {
+	magic := []byte(recordMagic)
+	for pos := from; r.size-pos >= recordHeaderSize; {
+		n := int(min(int64(readWindow), r.size-pos))
+		b, err := r.window(pos, n)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		i := bytes.Index(b, magic)
+		if i < 0 {
+			pos += int64(n - len(magic) + 1)
+			continue
+		}
+		cand := pos + int64(i)
+		pos = cand + 1
+		if r.size-cand < recordHeaderSize {
+			break
+		}
+		hb, err := r.window(cand, recordHeaderSize)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		h, err := parseRecordHeader(hb)
+		if err != nil {
+			continue
+		}
+		if seg, off, st := sv.ix.lookup(h.urlID); st == entrySet && seg == r.num && off == cand {
+			return h.urlID, cand, true, nil
+		}
+	}
+	return 0, 0, false, nil
 }
