@@ -329,6 +329,11 @@ func (sv *saver) roll() error {
 // createSegment starts segment n, durably: header written and synced, and
 // the directory entry synced.
 func (sv *saver) createSegment(n uint32) error {
+	if n == 0 {
+		// The number after 4294967295 wrapped around: a segment 0 is
+		// never read, so the pages written into it would be lost.
+		return fmt.Errorf("storage: %s: no segment number left after %s (a stray file?)", sv.dir, segmentName(n-1))
+	}
 	path := segmentPath(sv.dir, n)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
