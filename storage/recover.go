@@ -187,7 +187,10 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		}
 		var c *Corruption
 		if errors.As(err, &c) {
-			if last && c.Offset+c.Skipped == size {
+			// Only a segment the writer appends to, its header intact,
+			// can end in a write cut short; behind a damaged header
+			// (another file under a segment's name?) nothing is cut.
+			if last && ok && c.Offset+c.Skipped == size {
 				// A write cut short leaves records never synced, which
 				// the index does not have. One it has was durable: that
 				// is damage, kept for kspider check, and the next
