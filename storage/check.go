@@ -115,6 +115,12 @@ func checkOnce(dir string, w io.Writer) (ScanStats, error) {
 	return st, nil
 }
 
+// maxStandIns bounds the empty segments a repair writes into one gap of
+// the numbering: a larger gap is a stray file far beyond the store's
+// segments (99999999.seg), not lost ones, and filling it would write
+// millions of files.
+const maxStandIns = 1024
+
 // repairStore rewrites damaged segments, fills gaps in the numbering and
 // rebuilds the index, under the directory's lock.
 func repairStore(dir string, damaged bool, w io.Writer) error {
@@ -135,6 +141,10 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 		from := uint32(1)
 		if i > 0 {
 			from = nums[i-1] + 1
+		}
+		if n-from > maxStandIns {
+			return fmt.Errorf("storage: %s: segments %s to %s are missing, %d of them: too many for empty stand-ins; if %s is not this store's, move it out of the directory",
+				dir, segmentName(from), segmentName(n-1), n-from, segmentPath(dir, n))
 		}
 		for m := from; m < n; m++ {
 			if err := writeSegmentAtomic(dir, m, func(io.Writer) error { return nil }); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -143,4 +144,33 @@ func TestForeignFileUnderASegmentName(t *testing.T) {
 	if st := r.Stats(); !strings.Contains(fmt.Sprint(st.Errors), foreign) {
 		t.Fatalf("%s not reported: %v", foreign, st.Errors)
 	}
+}
+
+// A stray file named far beyond the store's segments (99999999.seg) made
+// kspider check --repair fill the gap in the numbering with empty
+// stand-ins: a hundred million files, each synced, for hours. A gap that
+// large is refused, naming the file; nothing is written.
+func TestRepairRefusesAHugeGap(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 40)
+	stray := segmentPath(dir, 99999999)
+	if err := os.WriteFile(stray, encodeSegmentHeader(99999999), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withinDeadline(t, "check --repair with a stray 99999999.seg", func() {
+		_, err := Check(dir, true, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), stray) {
+			t.Errorf("check --repair: %v, want an error naming %s", err, stray)
+		}
+	})
+	if after, err := listSegments(dir); err != nil || len(after) != len(before) {
+		t.Fatalf("segments before the repair %d, after %d (%v)", len(before), len(after), err)
+	}
+	if err := os.Remove(stray); err != nil {
+		t.Fatal(err)
+	}
+	checkStore(t, []string{dir}, 0, 40)
 }
