@@ -58,7 +58,21 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(segs) > 0 && lastOK && end < s.cfg.SegmentSize {
+	var lastSeg uint32
+	if len(segs) > 0 {
+		lastSeg = segs[len(segs)-1]
+	}
+	// Segments the checkpoint names are gone (deleted, or a directory
+	// restored from an older copy): the index still points into them, so
+	// their numbers must not be used again, or its entries would name
+	// other pages' records.
+	ckSeg, _ := sv.ix.checkpoint()
+	gone := ckSeg > lastSeg
+	if gone {
+		s.cfg.Logf("storage: %s: segment %s, which the index checkpoint names, is missing: its pages are lost (kspider check counts them); new records go to %s",
+			dir, segmentName(ckSeg), segmentName(ckSeg+1))
+	}
+	if len(segs) > 0 && lastOK && end < s.cfg.SegmentSize && !gone {
 		n := segs[len(segs)-1]
 		path := segmentPath(dir, n)
 		if sv.seg, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
@@ -69,11 +83,7 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 		}
 		sv.segNum, sv.segOff, sv.synced = n, end, end
 	} else {
-		next := uint32(1)
-		if len(segs) > 0 {
-			next = segs[len(segs)-1] + 1
-		}
-		if err := sv.createSegment(next); err != nil {
+		if err := sv.createSegment(max(lastSeg, ckSeg) + 1); err != nil {
 			return nil, fmt.Errorf("storage: %w", err)
 		}
 	}

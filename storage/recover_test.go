@@ -1,0 +1,72 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// When the last segments, which the index checkpoint names, were gone
+// (deleted, or the directory restored from an older copy), the next
+// writer went on under their numbers: the index's entries for the lost
+// pages then named other pages' records, and check reported "entries
+// point at no record" instead of the missing segments. The writer now
+// says so and starts after the checkpoint's segment, so the gap shows.
+func TestMissingLastSegmentsAreNotReused(t *testing.T) {
+	const n = 80
+	dir, spans := layoutStore(t, smallSegments(), n)
+	nums, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := nums[len(nums)-1]
+	for _, k := range []uint32{last - 1, last} {
+		if err := os.Remove(segmentPath(dir, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost := map[uint64]bool{}
+	for id, sp := range spans {
+		if sp.seg >= last-1 {
+			lost[id] = true
+		}
+	}
+	logged := strings.Join(reopenLogged(t, dir), "\n")
+	if !strings.Contains(logged, segmentName(last)+", which the index checkpoint names, is missing") {
+		t.Errorf("the writer's open did not say the segments are missing: %q", logged)
+	}
+	writeStore(t, Config{Dirs: []string{dir}, SegmentSize: 24 << 10}, n, n+40)
+	for _, k := range []uint32{last - 1, last} {
+		if _, err := os.Stat(segmentPath(dir, k)); err == nil {
+			t.Fatalf("%s was written again", segmentName(k))
+		}
+	}
+
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint64(n + 40) {
+		p, err := r.Get(id)
+		switch {
+		case lost[id] && !errors.Is(err, ErrCorrupt):
+			t.Fatalf("Get(%d) of a page in a missing segment: %v, %v; want damage", id, p, err)
+		case !lost[id] && err != nil:
+			t.Fatalf("Get(%d): %v", id, err)
+		case !lost[id]:
+			samePage(t, p, testPage(id))
+		}
+	}
+	seen := scanAll(t, r)
+	st := r.Stats()
+	if len(seen) != n+40-len(lost) || st.Lost != int64(len(lost)) || !strings.Contains(fmt.Sprint(st.Errors), "missing") {
+		t.Fatalf("scan: %d pages, %d lost; want %d, %d, with the missing segments reported: %v", len(seen), st.Lost, n+40-len(lost), len(lost), st.Errors)
+	}
+	r.Close()
+	var out strings.Builder
+	if _, err := Check(dir, true, &out); err != nil {
+		t.Fatalf("check --repair: %v\n%s", err, out.String())
+	}
+}
