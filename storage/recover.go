@@ -186,8 +186,12 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		ok = true
 	}
 	if start > size {
-		logf("storage: %s is shorter (%d bytes) than the index checkpoint (%d); re-reading it whole", path, size, start)
+		// Cut short after its records were durable: the index still
+		// points past its end, so nothing may be appended at offsets
+		// those entries name.
+		logf("storage: %s is shorter (%d bytes) than the index checkpoint (%d): pages lost (kspider check counts them); re-reading it whole, new records go to a new segment", path, size, start)
 		start = segmentHeaderSize
+		ok = false
 	}
 	r.off = start
 	for {

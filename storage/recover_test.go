@@ -70,3 +70,50 @@ func TestMissingLastSegmentsAreNotReused(t *testing.T) {
 		t.Fatalf("check --repair: %v\n%s", err, out.String())
 	}
 }
+
+// The last segment cut at a record boundary before the index checkpoint:
+// the writer appended the next pages at the offsets where the index still
+// had the lost ones. It now starts a new segment, and check counts the
+// pages lost beyond the cut.
+func TestTruncatedLastSegmentIsNotAppendedTo(t *testing.T) {
+	const n = 80
+	dir, spans := layoutStore(t, smallSegments(), n)
+	nums, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := nums[len(nums)-1]
+	// Cut after the first record of the last segment.
+	var cut int64 = -1
+	for _, sp := range spans {
+		if sp.seg == last && sp.off == segmentHeaderSize {
+			cut = sp.end
+		}
+	}
+	lost := 0
+	for _, sp := range spans {
+		if sp.seg == last && sp.off >= cut {
+			lost++
+		}
+	}
+	if cut < 0 || lost == 0 {
+		t.Fatalf("the last segment has no second record to lose (cut %d)", cut)
+	}
+	seg := segmentPath(dir, last)
+	if err := os.Truncate(seg, cut); err != nil {
+		t.Fatal(err)
+	}
+	writeStore(t, Config{Dirs: []string{dir}, SegmentSize: 24 << 10}, n, n+20)
+	if fi, err := os.Stat(seg); err != nil || fi.Size() != cut {
+		t.Fatalf("%s after the writer: %d bytes, %v; want it left at %d", seg, fi.Size(), err, cut)
+	}
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	seen := scanAll(t, r)
+	if st := r.Stats(); len(seen) != n+20-lost || st.Lost != int64(lost) {
+		t.Fatalf("scan: %d pages, %d lost; want %d, %d: %v", len(seen), st.Lost, n+20-lost, lost, st.Errors)
+	}
+}
