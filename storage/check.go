@@ -121,6 +121,21 @@ func checkOnce(dir string, w io.Writer) (ScanStats, error) {
 // millions of files.
 const maxStandIns = 1024
 
+// checkStrayGap returns an error naming the segment after the first gap in
+// dir's numbering nums (ascending) longer than maxStandIns: a stray file,
+// which neither a repair nor a writer may take for the store's.
+func checkStrayGap(dir string, nums []uint32) error {
+	var prev uint32
+	for _, n := range nums {
+		if n-prev-1 > maxStandIns {
+			return fmt.Errorf("storage: %s: segments %s to %s are missing, %d of them: if %s is not this store's, move it out of the directory",
+				dir, segmentName(prev+1), segmentName(n-1), n-prev-1, segmentPath(dir, n))
+		}
+		prev = n
+	}
+	return nil
+}
+
 // repairStore rewrites damaged segments, fills gaps in the numbering and
 // rebuilds the index, under the directory's lock.
 func repairStore(dir string, damaged bool, w io.Writer) error {
@@ -137,14 +152,13 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkStrayGap(dir, nums); err != nil {
+		return err
+	}
 	for i, n := range nums {
 		from := uint32(1)
 		if i > 0 {
 			from = nums[i-1] + 1
-		}
-		if n-from > maxStandIns {
-			return fmt.Errorf("storage: %s: segments %s to %s are missing, %d of them: too many for empty stand-ins; if %s is not this store's, move it out of the directory",
-				dir, segmentName(from), segmentName(n-1), n-from, segmentPath(dir, n))
 		}
 		for m := from; m < n; m++ {
 			if err := writeSegmentAtomic(dir, m, func(io.Writer) error { return nil }); err != nil {

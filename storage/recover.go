@@ -54,6 +54,9 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStrayGap(dir, segs); err != nil {
+		return nil, err
+	}
 	end, lastOK, err := sv.reindex(segs)
 	if err != nil {
 		return nil, err

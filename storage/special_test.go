@@ -174,3 +174,30 @@ func TestRepairRefusesAHugeGap(t *testing.T) {
 	}
 	checkStore(t, []string{dir}, 0, 40)
 }
+
+// The same stray file was taken in by a writer: an empty one got a
+// segment header and the next pages, so the store's numbering jumped for
+// good and every read reported the gap as damage, which no repair can
+// mend. A writer's Open now refuses it, naming the file, and writes
+// nothing.
+func TestWriterRefusesAHugeGap(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 40)
+	stray := segmentPath(dir, 99999999)
+	if err := os.WriteFile(stray, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(Config{Dirs: []string{dir}}); err == nil || !strings.Contains(err.Error(), stray) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open with a stray %s: %v, want an error naming it", stray, err)
+	}
+	if fi, err := os.Stat(stray); err != nil || fi.Size() != 0 {
+		t.Fatalf("the stray file was written to: %v, %v", fi, err)
+	}
+	if err := os.Remove(stray); err != nil {
+		t.Fatal(err)
+	}
+	writeStore(t, Config{Dirs: []string{dir}}, 40, 50)
+	checkStore(t, []string{dir}, 0, 50)
+}
