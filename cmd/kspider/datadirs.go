@@ -65,3 +65,26 @@ func holdsStore(dir string) bool {
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	return len(segs) > 0
 }
+
+// checkOutsideStores refuses an output path whose file would land in one
+// of dirs (the --data directories and the stores they stand for): renamed
+// into place, the output would replace a file of the store or the node
+// of the same name (a segment, url.idx, IDENTITY) after the scan.
+func checkOutsideStores(out string, dirs ...[]string) error {
+	target, err := outputPath(out)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(filepath.Dir(target))
+	if err != nil {
+		return nil // creating the file reports it
+	}
+	for _, ds := range dirs {
+		for _, d := range ds {
+			if di, err := os.Stat(d); err == nil && os.SameFile(fi, di) {
+				return usagef("%s would be written into the data directory %s, over any file of that name there; write it elsewhere", out, d)
+			}
+		}
+	}
+	return nil
+}

@@ -76,6 +76,9 @@ The file is written under a temporary name and renamed when complete.`)
 	if err != nil {
 		return err
 	}
+	if err := checkOutsideStores(*out, dirs, sdirs); err != nil {
+		return err
+	}
 	f, err := createAtomic(*out)
 	if err != nil {
 		return err

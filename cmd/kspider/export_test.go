@@ -355,3 +355,39 @@ func TestKilledExportLeavesNoStrayFile(t *testing.T) {
 		t.Fatalf("after the next export: %v, want the export and the live process's temporary", names)
 	}
 }
+
+// An output named inside the store being read (a slip of the shell: --out
+// DIR/00000001.seg, --html DIR/url.idx) was renamed over the store's file
+// once the scan was done: the segment's pages were gone, replaced by the
+// WARC. An output in a --data directory, or in the store it stands for,
+// is now refused before anything is read or written.
+func TestOutputIntoTheStoreIsRefused(t *testing.T) {
+	node := t.TempDir()
+	store := filepath.Join(node, "pages")
+	storetest.Build(t, []string{store}, "lzo", storetest.Pages()[:3])
+	seg := filepath.Join(store, "00000001.seg")
+	before, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"export", "warc", "--data", store, "--out", seg},
+		{"export", "warc", "--data", node, "--out", seg},
+		{"export", "warc", "--data", node, "--out", filepath.Join(node, "IDENTITY")},
+		{"stats", "--data", store, "--html", filepath.Join(store, "url.idx")},
+	} {
+		code, _, errOut := runCmd(t, "", args...)
+		if code != 2 || !strings.Contains(errOut, "would be written into the data directory") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and the output refused", args, code, errOut)
+		}
+	}
+	if after, err := os.ReadFile(seg); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("%s changed: %d bytes, %v", seg, len(after), err)
+	}
+	if _, err := os.Stat(filepath.Join(node, "IDENTITY")); err == nil {
+		t.Fatal("an IDENTITY file was written into the node's directory")
+	}
+	if code, _, errOut := runCmd(t, "", "check", "--data", store); code != 0 {
+		t.Fatalf("check after the refused outputs: exit %d: %s", code, errOut)
+	}
+}

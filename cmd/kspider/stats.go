@@ -44,12 +44,16 @@ the report covers the intact pages and the exit status is 1 unless
 		return usagef("--top must be positive or -1")
 	}
 
+	given := dirs
 	dirs, err := storeDirs(dirs)
 	if err != nil {
 		return err
 	}
 	var html *atomicFile
 	if *htmlFile != "" {
+		if err := checkOutsideStores(*htmlFile, given, dirs); err != nil {
+			return err
+		}
 		if html, err = createAtomic(*htmlFile); err != nil {
 			return err
 		}
