@@ -355,14 +355,28 @@ func (r *Reader) Skipped() int64 { return r.skipped.Load() }
 // index entry that fails its checksum.
 func (dr *dirReader) locate(id uint64) (l location, ok, bad bool) {
 	v := dr.view.Load()
-	if l, ok := v.extra[id]; ok {
-		return l, true, false
-	}
+	el, inExtra := v.extra[id]
 	if v.ix == nil {
-		return location{}, false, false
+		return el, inExtra, false
 	}
 	seg, off, st := v.ix.lookup(id)
-	return location{seg, off}, st == entrySet, st == entryBad
+	l = location{seg, off}
+	if inExtra && !(st == entrySet && el.before(l)) {
+		// extra has the records after the checkpoint, which the index
+		// may lack; an entry naming a later record is a live writer's,
+		// the page stored again since OpenReader.
+		return el, true, false
+	}
+	return l, st == entrySet, st == entryBad
+}
+
+// snapshotEnd is where the segments ended at OpenReader: what a Scan reads.
+func (dr *dirReader) snapshotEnd() location {
+	if len(dr.order) == 0 {
+		return location{}
+	}
+	last := dr.order[len(dr.order)-1]
+	return location{last.num, last.size}
 }
 
 // readRecord reads and checks the record at l: one read for records up to

@@ -40,6 +40,13 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 func (r *Reader) current(i int, l location, h recordHeader) bool {
 	dr := r.dirs[i]
 	got, ok := r.find(dr, h.urlID)
+	// Stored again after OpenReader by a live writer: a Scan, a snapshot,
+	// does not reach the later record, so this one stands for the page
+	// (else the page would be in neither).
+	again := ok && l.before(got) && !got.before(dr.snapshotEnd()) && dr.holds(got, h.urlID)
+	if again {
+		got = l
+	}
 	if v := dr.view.Load(); !v.rebuilt && (!ok || got != l) {
 		var why error
 		switch {
@@ -58,7 +65,7 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 	if !ok || got != l {
 		return false
 	}
-	if v := dr.view.Load(); !v.rebuilt {
+	if v := dr.view.Load(); !v.rebuilt && !again {
 		if _, later := v.extra[h.urlID]; !later {
 			dr.indexed++
 		}
@@ -68,8 +75,8 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 			continue
 		}
 		ol, ok := r.find(odr, h.urlID)
-		if !ok {
-			continue
+		if !ok || !ol.before(odr.snapshotEnd()) {
+			continue // none, or one this Scan does not reach
 		}
 		oh, _, err := odr.readRecord(ol, nil)
 		if err != nil || oh.urlID != h.urlID {
