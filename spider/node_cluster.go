@@ -114,6 +114,14 @@ type nodeCluster struct {
 
 	delivered uint64 // writer only: the last delivery processed
 	unsynced  bool   // writer only: URLs admitted since the last sync
+	// Writer only: peers whose hello in this run matched our cluster
+	// block, and per other peer the first delivery of URLs from it, which
+	// is not acknowledged (nor any after it) until its hello matches.
+	// Under another partition or node list a URL is dropped as not ours,
+	// or admitted into a directory the operator replaces once the
+	// configs are fixed: acknowledged, it would be lost on both sides.
+	matched map[int]bool
+	held    map[int]uint64
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
@@ -148,7 +156,8 @@ type nodeCluster struct {
 func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
-		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}}
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
+		matched: map[int]bool{}, held: map[int]uint64{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -329,6 +338,9 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 		if urls > 0 {
 			c.gen.Add(1)
 			c.unsynced = true
+			if _, ok := c.held[int(b.from)]; !ok && !c.matched[int(b.from)] {
+				c.held[int(b.from)] = b.n
+			}
 		}
 		c.delivered = max(c.delivered, b.n)
 		n.pending.Add(-1)
@@ -340,9 +352,19 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 		n.poke()
 	}
 	if len(in) > 0 && !c.unsynced {
-		c.ep.Durable(c.delivered)
+		c.ep.Durable(c.ackable())
 	}
 	return c.unsynced
+}
+
+// ackable is the last delivery that may be acknowledged once synced: the
+// one before the first held (writer only).
+func (c *nodeCluster) ackable() uint64 {
+	n := c.delivered
+	for _, h := range c.held {
+		n = min(n, h-1)
+	}
+	return n
 }
 
 // route sends u to its owner if that is another node (true), counting it.
@@ -381,8 +403,8 @@ func (n *Node) syncCluster() error {
 	if err := c.ep.Sync(); err != nil {
 		return fmt.Errorf("spider: syncing the communicator's spill files: %w", err)
 	}
-	if c.delivered > 0 {
-		c.ep.Durable(c.delivered)
+	if n := c.ackable(); n > 0 {
+		c.ep.Durable(n)
 	}
 	c.unsynced = false
 	return nil
@@ -420,6 +442,10 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 		}
 		refuse := len(c.mismatch) > 0
 		c.mismatchMu.Unlock()
+		c.matched[from] = len(diff) == 0
+		if len(diff) == 0 {
+			delete(c.held, from)
+		}
 		if len(diff) > 0 {
 			c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, diff)
 		}
