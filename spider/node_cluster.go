@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,10 +217,24 @@ func (n *Node) openCluster() error {
 	}
 	for id := range nc.Config.Members {
 		if id != c.self {
-			c.sendControl(id, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), true))
+			c.sendControl(id, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), true, c.clockNow()))
 		}
 	}
 	return nil
+}
+
+// clockNow is the time by the phase clock, which hellos carry and are
+// compared with: the slots follow it, not the system clock, when they
+// differ (NTP). Zero while the clock is unsafe: an NTP clock before its
+// first good round is the system clock as is, however far off, and
+// compared it would stop fetches until a restart.
+func (c *nodeCluster) clockNow() time.Time {
+	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
+		if p := g.inner.Phase(); p.Safe {
+			return p.Now
+		}
+	}
+	return time.Time{}
 }
 
 func nonce() uint64 {
@@ -433,7 +448,18 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.badControl.Add(1)
 			return
 		}
-		diff := cluster.Diff(c.fields, h.Fields)
+		block := cluster.Diff(c.fields, h.Fields)
+		diff := block
+		var ahead time.Duration
+		if now := c.clockNow(); !now.IsZero() {
+			ahead = cluster.ClockAhead(h, now)
+		}
+		if ahead > 0 {
+			why := fmt.Sprintf("its phase clock is at least %v ahead of ours, beyond the guard of %v (both may fetch from one host in one slot); set both clocks right (ntp_servers, chrony) and restart either node",
+				ahead.Round(time.Millisecond), cluster.Guard)
+			diff = append(slices.Clip(block), "clock: "+why)
+			c.n.cfg.Logf("cluster: node %d: %s; fetching nothing", from, why)
+		}
 		c.mismatchMu.Lock()
 		if len(diff) > 0 {
 			c.mismatch[from] = diff
@@ -442,16 +468,16 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 		}
 		refuse := len(c.mismatch) > 0
 		c.mismatchMu.Unlock()
-		c.matched[from] = len(diff) == 0
-		if len(diff) == 0 {
+		c.matched[from] = len(block) == 0
+		if len(block) == 0 {
 			delete(c.held, from)
 		}
-		if len(diff) > 0 {
-			c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, diff)
+		if len(block) > 0 {
+			c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, block)
 		}
 		c.refuse.Store(refuse)
 		if h.Want {
-			c.sendControl(from, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), false))
+			c.sendControl(from, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), false, c.clockNow()))
 		}
 	case cluster.TagProbe:
 		r, err := cluster.DecodeRound(it.URL)

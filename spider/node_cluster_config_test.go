@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,61 @@ func TestClusterMismatchLosesNothing(t *testing.T) {
 		}
 	}
 	compareSets(t, union, truthURLs(t, srv, depth))
+}
+
+// TestClusterClockAhead: without NTP, node 1's clock is an hour ahead, so
+// it works on a phase node 0 works on an hour later (with url
+// partitioning, both fetch from the same hosts at once). Node 0 sees its
+// hellos come from the future: it names the skew on its log and status
+// page and fetches nothing.
+func TestClusterClockAhead(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 6, Seed: 4, MaxPages: 6, Seeds: 2, Plain: true}, &log)
+	cfgs := clusterNodes(t, 2, srv, lookup, 2, time.Second, cluster.ByURL)
+	cfgs[1].Scheduler.Clock = cluster.SystemClock(cfgs[1].Cluster.Config.Schedule(), 1, 100*time.Millisecond,
+		func() time.Time { return time.Now().Add(time.Hour) })
+	var nodes []*Node
+	for _, cfg := range cfgs {
+		n, err := OpenNode(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Node 0 has node 1's hello before it runs, so that no list starts
+	// before it is read.
+	waitFor(t, "node 1's hello", time.Minute, func() bool {
+		nodes[0].cl.mu.Lock()
+		defer nodes[0].cl.mu.Unlock()
+		return len(nodes[0].cl.inbox) > 0
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 2)
+	for _, n := range nodes {
+		go func() {
+			_, err := n.Run(runCtx)
+			done <- err
+		}()
+	}
+	waitFor(t, "node 0 to see node 1's clock ahead", time.Minute, func() bool { return nodes[0].ClusterStats().Refusing })
+	stop()
+	for range nodes {
+		if err := <-done; !errors.Is(err, ErrInterrupted) {
+			t.Errorf("run: %v, want interrupted", err)
+		}
+	}
+	cs := nodes[0].ClusterStats()
+	if m := strings.Join(cs.Mismatch, " "); !strings.Contains(m, "clock: its phase clock is at least ") || !strings.Contains(m, " ahead of ours") {
+		t.Errorf("node 0: mismatch %v; want node 1's clock named", cs.Mismatch)
+	}
+	if p := nodes[0].Counters().Pages; p != 0 {
+		t.Errorf("node 0 fetched %d pages in slots node 1's clock gives it too", p)
+	}
+	st := nodes[0].Status()
+	if len(st.Peers) != 1 || !strings.Contains(strings.Join(st.Peers[0].ConfigMismatch, " "), "ahead of ours") {
+		t.Errorf("node 0's peers on the status page: %+v; want the clock in config_mismatch", st.Peers)
+	}
 }

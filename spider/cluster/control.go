@@ -6,16 +6,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 )
 
 // Items between nodes are the communicator's (tag, bytes) pairs. A URL
 // goes with its link depth as the tag (0..MaxURLTag); tags from TagHello
 // on are control messages of this package:
 //
-//	hello     "kspider-hello 1 NONCE WANT\n" + EncodeFields(Canonical()):
-//	          sent to every peer at start (WANT 1) and in answer to a
-//	          hello with WANT 1 (WANT 0); NONCE (16 hex digits, random per
-//	          message) keeps the sent-URL cache from suppressing a resend.
+//	hello     "kspider-hello 1 NONCE WANT\n" + EncodeFields(Canonical()),
+//	          then "clock=NS\n", the sender's phase clock when it wrote the
+//	          message (Unix nanoseconds): sent to every peer at start
+//	          (WANT 1) and in answer to a hello with WANT 1 (WANT 0);
+//	          NONCE (16 hex digits, random per message) keeps the sent-URL
+//	          cache from suppressing a resend.
 //	probe     uvarint(round): the coordinator asks for a peer's state
 //	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen): the
 //	          answer to probe round; also sent unasked, with the round it
@@ -41,10 +45,19 @@ const helloMagic = "kspider-hello 1 "
 type Hello struct {
 	Want   bool // the sender wants our hello back
 	Fields []Field
+	// Sent is the sender's phase clock when it wrote the message (zero if
+	// it did not say). A message arrives after it was written, so Sent
+	// later than the receiver's clock by more than a guard proves the
+	// two clocks disagree by that much: see ClockAhead.
+	Sent time.Time
 }
 
-// EncodeHello builds a hello for fields; nonce makes each message distinct.
-func EncodeHello(fields []Field, nonce uint64, want bool) []byte {
+// clockKey is the hello line that carries Hello.Sent.
+const clockKey = "clock"
+
+// EncodeHello builds a hello for fields, written at sent by the sender's
+// phase clock (zero: not said); nonce makes each message distinct.
+func EncodeHello(fields []Field, nonce uint64, want bool, sent time.Time) []byte {
 	b := []byte(helloMagic)
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], nonce)
@@ -54,7 +67,11 @@ func EncodeHello(fields []Field, nonce uint64, want bool) []byte {
 	} else {
 		b = append(b, " 0\n"...)
 	}
-	return EncodeFields(b, fields)
+	b = EncodeFields(b, fields)
+	if !sent.IsZero() {
+		b = EncodeFields(b, []Field{{clockKey, strconv.FormatInt(sent.UnixNano(), 10)}})
+	}
+	return b
 }
 
 // DecodeHello reads a hello; bad bytes give an error, never a panic.
@@ -70,7 +87,31 @@ func DecodeHello(b []byte) (Hello, error) {
 	if err != nil {
 		return Hello{}, err
 	}
-	return Hello{Want: rest[17] == '1', Fields: fs}, nil
+	h := Hello{Want: rest[17] == '1', Fields: fs}
+	if k := len(fs) - 1; k >= 0 && fs[k].Key == clockKey {
+		ns, err := strconv.ParseInt(fs[k].Value, 10, 64)
+		if err != nil {
+			return Hello{}, fmt.Errorf("cluster: hello's clock %q is not Unix nanoseconds", fs[k].Value)
+		}
+		h.Sent, h.Fields = time.Unix(0, ns), fs[:k]
+	}
+	return h, nil
+}
+
+// ClockAhead says how far a hello's sender's phase clock is proven ahead
+// of ours (now, when we read it) beyond Guard, or 0. Only that direction
+// can be told from one message: one that is late (queued while we were
+// down, retransmitted) looks older, never newer. With two nodes' clocks
+// more than Guard apart, both may work on one phase at once; the node
+// that is behind sees the other's hellos ahead of it.
+func ClockAhead(h Hello, now time.Time) time.Duration {
+	if h.Sent.IsZero() {
+		return 0
+	}
+	if d := h.Sent.Sub(now); d > Guard {
+		return d
+	}
+	return 0
 }
 
 // State is what a node tells the coordinator about itself.

@@ -3,17 +3,32 @@ package cluster
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestControlCodec(t *testing.T) {
 	c := testConfig()
 	fs := c.Canonical()
 	for _, want := range []bool{true, false} {
-		b := EncodeHello(fs, 0x0123456789abcdef, want)
-		h, err := DecodeHello(b)
-		if err != nil || h.Want != want || !slices.Equal(h.Fields, fs) {
-			t.Fatalf("hello round trip: %+v %v", h, err)
+		for _, sent := range []time.Time{{}, time.Unix(1767225600, 123456789)} {
+			b := EncodeHello(fs, 0x0123456789abcdef, want, sent)
+			h, err := DecodeHello(b)
+			if err != nil || h.Want != want || !slices.Equal(h.Fields, fs) || !h.Sent.Equal(sent) {
+				t.Fatalf("hello round trip: %+v %v", h, err)
+			}
 		}
+	}
+	now := time.Unix(1767225600, 0)
+	for _, c := range []struct {
+		sent time.Time
+		want time.Duration
+	}{{time.Time{}, 0}, {now.Add(-time.Hour), 0}, {now.Add(Guard), 0}, {now.Add(time.Hour), time.Hour}} {
+		if got := ClockAhead(Hello{Sent: c.sent}, now); got != c.want {
+			t.Errorf("ClockAhead(sent %v, now %v) = %v, want %v", c.sent, now, got, c.want)
+		}
+	}
+	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nclock=soon\n")); err == nil {
+		t.Error("DecodeHello: a clock that is no number accepted")
 	}
 	for _, bad := range []string{"", "kspider-hello 1 ", "kspider-hello 1 0123456789abcdeg 1\n", "kspider-hello 1 0123456789abcdef 2\n",
 		"kspider-hello 1 0123456789abcdef 1\nnoequals", "kspider-hello 2 0123456789abcdef 1\n"} {

@@ -3,20 +3,21 @@ package cluster
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // FuzzControl: any bytes given to the control decoders decode or fail,
 // never panic, and what decodes encodes back to an equal message.
 func FuzzControl(f *testing.F) {
 	c := testConfig()
-	f.Add(EncodeHello(c.Canonical(), 7, true))
+	f.Add(EncodeHello(c.Canonical(), 7, true, time.Unix(1767225600, 5)))
 	f.Add(EncodeState(3, State{true, 9}))
 	f.Add(EncodeRound(300))
 	f.Add([]byte("kspider-hello 1 0000000000000000 0\nphases=4\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := DecodeHello(b); err == nil {
-			again, err := DecodeHello(EncodeHello(h.Fields, 1, h.Want))
-			if err != nil || again.Want != h.Want || !slices.Equal(again.Fields, h.Fields) {
+			again, err := DecodeHello(EncodeHello(h.Fields, 1, h.Want, h.Sent))
+			if err != nil || again.Want != h.Want || !slices.Equal(again.Fields, h.Fields) || !again.Sent.Equal(h.Sent) {
 				t.Fatalf("hello %q: round trip %+v %v", b, again, err)
 			}
 			Diff(c.Canonical(), h.Fields)
