@@ -210,10 +210,20 @@ func (c *RunConfig) validateCluster(k *checker) {
 		ids[nd.ID] = true
 		if err := checkHostPort(nd.UDP, true); err != nil {
 			k.errorf(key+".udp", "%v", err)
-		} else if j, ok := udp[nd.UDP]; ok {
-			k.errorf(key+".udp", "%q is cluster.nodes[%d]'s too", nd.UDP, j)
 		} else {
-			udp[nd.UDP] = i
+			same := nd.UDP // two spellings of one address are one
+			if ap, err := netip.ParseAddrPort(nd.UDP); err == nil {
+				ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+				same = ap.String()
+				if err := cluster.CheckUDP(ap); err != nil {
+					k.errorf(key+".udp", "%q: %v", nd.UDP, err)
+				}
+			}
+			if j, ok := udp[same]; ok {
+				k.errorf(key+".udp", "%q is cluster.nodes[%d]'s too", nd.UDP, j)
+			} else {
+				udp[same] = i
+			}
 		}
 		if nd.Status != "" {
 			if err := checkHostPort(nd.Status, true); err != nil {

@@ -91,9 +91,11 @@ func (c *Config) Partitioner() Partitioner {
 }
 
 // Addrs resolves every member's UDP address (host names through the
-// system resolver, once, at start).
+// system resolver, once, at start), refusing one no peer can use
+// (CheckUDP) and two members on one address.
 func (c *Config) Addrs() (map[int]netip.AddrPort, error) {
 	out := make(map[int]netip.AddrPort, len(c.Members))
+	by := make(map[netip.AddrPort]int, len(c.Members))
 	for _, m := range c.Members {
 		ap, err := netip.ParseAddrPort(m.UDP)
 		if err != nil {
@@ -103,7 +105,32 @@ func (c *Config) Addrs() (map[int]netip.AddrPort, error) {
 			}
 			ap = ua.AddrPort()
 		}
-		out[m.ID] = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		if err := CheckUDP(ap); err != nil {
+			return nil, fmt.Errorf("cluster.nodes[id %d].udp %q: %w", m.ID, m.UDP, err)
+		}
+		if j, ok := by[ap]; ok {
+			return nil, fmt.Errorf("cluster.nodes[id %d].udp %q is %s, as node %d's is: each node needs an address of its own", m.ID, m.UDP, ap, j)
+		}
+		by[ap] = m.ID
+		out[m.ID] = ap
 	}
 	return out, nil
+}
+
+// CheckUDP says why ap cannot be a node's communicator address: peers
+// send to it, and take a node's datagrams only from it, so it must be an
+// address of the node's own (a socket bound to the unspecified address
+// sends from the interface's, which its peers refuse).
+func CheckUDP(ap netip.AddrPort) error {
+	a := ap.Addr().Unmap()
+	switch {
+	case ap.Port() == 0:
+		return errors.New("port 0: peers need the port the node binds")
+	case a.IsUnspecified():
+		return fmt.Errorf("%s is the unspecified address, which peers cannot send to; give the node's own address", a)
+	case a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("%s is a multicast or broadcast address; give the node's own address", a)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,5 +45,29 @@ func TestFetchSchedule(t *testing.T) {
 		if guarded > 3 {
 			t.Errorf("%v: %d instants in a guard in 3 days", by, guarded)
 		}
+	}
+}
+
+// TestAddrsRefused: an address no peer can send to, or one that two
+// members share however spelled, is refused at start naming the node.
+func TestAddrsRefused(t *testing.T) {
+	for _, c := range []struct {
+		udp  [2]string
+		want string
+	}{
+		{[2]string{"127.0.0.1:7410", "0.0.0.0:7411"}, `cluster.nodes[id 1].udp "0.0.0.0:7411": 0.0.0.0 is the unspecified address`},
+		{[2]string{"[::]:7410", "127.0.0.1:7411"}, `cluster.nodes[id 0].udp "[::]:7410": :: is the unspecified address`},
+		{[2]string{"127.0.0.1:7410", "224.0.0.1:7411"}, "224.0.0.1 is a multicast or broadcast address"},
+		{[2]string{"127.0.0.1:7410", "127.0.0.1:0"}, "port 0"},
+		{[2]string{"127.0.0.1:7410", "[::ffff:127.0.0.1]:7410"}, `cluster.nodes[id 1].udp "[::ffff:127.0.0.1]:7410" is 127.0.0.1:7410, as node 0's is`},
+	} {
+		cfg := Config{Members: []Member{{ID: 0, UDP: c.udp[0]}, {ID: 1, UDP: c.udp[1]}}}
+		if _, err := cfg.Addrs(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.udp, err, c.want)
+		}
+	}
+	cfg := Config{Members: []Member{{ID: 0, UDP: "127.0.0.1:7410"}, {ID: 1, UDP: "[::1]:7410"}}}
+	if _, err := cfg.Addrs(); err != nil {
+		t.Error(err)
 	}
 }
