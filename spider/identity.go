@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
 )
 
 // DirIdentity says whose share of the URLs a data directory holds: the
@@ -139,6 +141,12 @@ func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) erro
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fresh := newTree(dir)
+		if !fresh {
+			if u, owner := foreignURL(dir, want); u != "" {
+				return fmt.Errorf("spider: data directory %s has no %s, and its URL tree holds %q, which node %d owns, not this run's %s: it is another node's directory (a node's tree holds only the URLs it owns). Run each node on its own directory; if this is the directory of node %d, run that node on it",
+					dir, IdentityFile, u, owner, want, owner)
+			}
+		}
 		if err := writeIdentity(dir, want); err != nil {
 			return err
 		}
@@ -156,6 +164,39 @@ func checkIdentity(dir string, want DirIdentity, logf func(string, ...any)) erro
 			dir, was, want)
 	}
 	return nil
+}
+
+// maxOwnerCheck bounds the URLs foreignURL looks at: in another node's
+// tree all but one in N are foreign.
+const maxOwnerCheck = 10000
+
+// foreignURL returns a URL among the first of dir's URL tree that a
+// cluster node of identity id does not own, and its owner; "" when there
+// is none, or the tree cannot be read (opening it for the crawl then says
+// why). A node's links to URLs other nodes own go to them, so its own
+// tree holds its URLs only: one that does not is another node's
+// directory, for a directory with no IDENTITY to tell.
+func foreignURL(dir string, id DirIdentity) (string, int) {
+	by, err := cluster.ParsePartition(id.Partition)
+	if id.Nodes <= 1 || err != nil {
+		return "", 0
+	}
+	t, err := urltree.Open(filepath.Join(dir, treeSubdir), &urltree.Options{ReadOnly: true})
+	if err != nil {
+		return "", 0
+	}
+	defer t.Close()
+	p := cluster.Partitioner{By: by, Nodes: id.Nodes}
+	seen := 0
+	for _, u := range t.ByID() {
+		if o := p.Owner(string(u)); o != id.Node {
+			return string(u), o
+		}
+		if seen++; seen == maxOwnerCheck {
+			break
+		}
+	}
+	return "", 0
 }
 
 func writeIdentity(dir string, id DirIdentity) error {

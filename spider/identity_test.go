@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
 )
 
 func TestIdentityRoundTrip(t *testing.T) {
@@ -60,6 +62,46 @@ func TestCheckIdentity(t *testing.T) {
 	}
 	if err := checkIdentity(dir, alone, logf); err == nil {
 		t.Error("an older directory, once recorded, opened as another share")
+	}
+}
+
+// A cluster node's directory whose IDENTITY was deleted is recorded anew
+// only as the node whose URLs its tree holds: run as another node, it
+// would fetch URLs that node owns.
+func TestIdentityLostOwnerChecked(t *testing.T) {
+	node0 := DirIdentity{0, 2, "url"}
+	p := cluster.Partitioner{By: cluster.ByURL, Nodes: 2}
+	dir := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(dir, treeSubdir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for i := 0; added < 20; i++ {
+		if u := fmt.Sprintf("http://h%d.example/p%d", i%5, i); p.Owner(u) == 0 {
+			if _, _, err := tr.AddString(u); err != nil {
+				t.Fatal(err)
+			}
+			added++
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []DirIdentity{{1, 2, "url"}, {1, 2, "host"}} {
+		err := checkIdentity(dir, other, t.Logf)
+		if err == nil || !strings.Contains(err.Error(), "which node 0 owns, not this run's "+other.String()) {
+			t.Errorf("node 0's tree without IDENTITY opened as %v: %v", other, err)
+		}
+		if _, err := ReadDirIdentity(dir); err == nil {
+			t.Fatalf("refused as %v, but recorded", other)
+		}
+	}
+	if err := checkIdentity(dir, node0, t.Logf); err != nil {
+		t.Fatalf("node 0's tree without IDENTITY opened as node 0: %v", err)
+	}
+	if id, err := ReadDirIdentity(dir); err != nil || id != node0 {
+		t.Errorf("recorded %v, %v; want %v", id, err, node0)
 	}
 }
 
