@@ -107,6 +107,10 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	if err != nil {
 		return err
 	}
+	if rc != nil {
+		// The node's endpoint closes it; this is for a return before.
+		defer rc.node.Comm.Conn.Close()
+	}
 	if rc != nil && rc.status != "" && *statusAddr == "" {
 		// The node list says where each node's page is: every node may
 		// run from one config file.

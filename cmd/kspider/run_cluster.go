@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/kspider/kspider/scheduler"
@@ -86,6 +87,19 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 	}
 	fmt.Fprintf(e.stderr, "cluster: this is node %d of %d (%s), %s, partition by %s\n",
 		self, cc.N(), how, turns, cc.Partition)
+	// The node's socket, bound before the data directory is opened: a
+	// node started on the wrong machine (or as the wrong --node) fails
+	// here, before its directory records a share that is not its own.
+	addrs, err := cc.Addrs()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addrs[self]))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: this is node %d (%s), but its udp address %s (cluster.nodes[id %d].udp %q) cannot be bound here: %v; run it on node %d's machine, or say which node this machine is with --node",
+			self, how, addrs[self], self, cc.Members[self].UDP, err, self)
+	}
+	rc.node.Comm.Conn = conn
 	if len(cfg.NTPServers) == 0 {
 		// Without NTP the clocks of the nodes are trusted to agree
 		// within half the guard.
@@ -96,6 +110,7 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 	}
 	clock, err := scheduler.NewClock(scheduler.ClockConfig{NTP: scheduler.NTPConfig{Servers: cfg.NTPServers}, Guard: cluster.Guard})
 	if err != nil {
+		conn.Close()
 		return nil, err
 	}
 	go clock.Run(ctx)

@@ -160,3 +160,32 @@ func TestDataDirKeepsItsShare(t *testing.T) {
 		t.Errorf("IDENTITY after the refusal: %q, %v", b, err)
 	}
 }
+
+// A node started where its udp address is not (the wrong machine, or the
+// wrong --node) fails before its data directory records a share: run
+// again as the right node, the directory is not refused as another's.
+func TestClusterNodeNotHere(t *testing.T) {
+	conf, ca, dir, _ := crawlSetup(t, 3, 3, 1, "100ms")
+	secret := filepath.Join(filepath.Dir(conf), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// 192.0.2.1 (TEST-NET-1) is no address of this machine; nothing is
+	// sent to it.
+	block := fmt.Sprintf("[cluster]\nphases = 2\nphase_length = \"2s\"\nepoch = 2026-01-01T00:00:00Z\nsecret_file = %q\n"+
+		"[[cluster.nodes]]\nid = 0\nudp = \"192.0.2.1:7410\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:%d\"\n",
+		secret, freeLoopbackPort(t, "udp"))
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(block)
+	f.Close()
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet", "--node", "0")
+	if want := `this is node 0 (--node), but its udp address 192.0.2.1:7410 (cluster.nodes[id 0].udp "192.0.2.1:7410") cannot be bound here`; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("node 0 on a machine without its address: exit %d, want 1 and %q:\n%s", code, want, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "IDENTITY")); err == nil {
+		t.Error("the refused start recorded the directory's share")
+	}
+}
