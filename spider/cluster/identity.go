@@ -9,7 +9,8 @@ import (
 
 // Identify returns this node's id: flag when it is >= 0 (`--node`),
 // otherwise the one member whose UDP address is an address of this
-// machine (local, as LocalAddrs lists them), otherwise configured (the
+// machine (local, as LocalAddrs lists them; a host name resolved as Addrs
+// resolves it, to the address the node binds), otherwise configured (the
 // config's cluster.node). how says which rule decided, for the log.
 // Several members on local addresses (a test on one machine) need --node.
 func Identify(members []Member, flag, configured int, local []netip.Addr) (id int, how string, err error) {
@@ -31,7 +32,17 @@ func Identify(members []Member, flag, configured int, local []netip.Addr) (id in
 		if err != nil {
 			continue
 		}
-		if a, err := netip.ParseAddr(host); err == nil && isLocal[a.Unmap()] {
+		a, err := netip.ParseAddr(host)
+		if err != nil {
+			// A name: Addrs resolves it at start the same way, and a
+			// name that does not resolve is reported there.
+			ua, rerr := net.ResolveUDPAddr("udp", m.UDP)
+			if rerr != nil {
+				continue
+			}
+			a = ua.AddrPort().Addr()
+		}
+		if isLocal[a.Unmap()] {
 			match = append(match, m.ID)
 		}
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -38,5 +39,19 @@ func TestIdentify(t *testing.T) {
 	}
 	if _, err := LocalAddrs(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIdentifyByName: a node listed by a host name is found by the
+// address the name resolves to, as it is for a node listed by address.
+func TestIdentifyByName(t *testing.T) {
+	ua, err := net.ResolveUDPAddr("udp", "localhost:7410")
+	if err != nil {
+		t.Skipf("localhost does not resolve here: %v", err)
+	}
+	ms := []Member{{0, "192.0.2.1:7410", ""}, {1, "localhost:7410", ""}}
+	got, how, err := Identify(ms, -1, 0, []netip.Addr{ua.AddrPort().Addr().Unmap()})
+	if err != nil || got != 1 {
+		t.Errorf("node 1 listed as localhost, on a machine with %v: node %d (%s), %v; want node 1", ua, got, how, err)
 	}
 }
