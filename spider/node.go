@@ -125,6 +125,9 @@ type Node struct {
 	dstore treeDepth // depth.Store
 	agent  string
 	budget budgets // node_budget.go
+	// freshDir: the URL tree did not exist when the node opened (a new
+	// directory; a cluster node's hellos say so, node_cluster.go).
+	freshDir bool
 
 	robots nodeRobots // nodeRobots.go
 
@@ -292,7 +295,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent),
+	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent), freshDir: newTree(cfg.Dir),
 		depth: scope.Depth{Max: cfg.MaxDepth},
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]scheduler.Outcome{}}

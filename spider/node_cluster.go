@@ -85,8 +85,9 @@ type ClusterStats struct {
 	Misrouted         uint64 // URLs received that this node does not own (configs differ)
 	BadControl        uint64 // control messages that did not decode
 	Mismatch          []string
-	Refusing          bool   // fetching nothing: configs differ or the clock is unsafe
-	ClockUnsafe       string // why the clock is unsafe, "" when safe
+	LostDirs          []string // peers seen to come back with a new data directory, their share lost
+	Refusing          bool     // fetching nothing: configs differ or the clock is unsafe
+	ClockUnsafe       string   // why the clock is unsafe, "" when safe
 	Over              bool
 	Comm              communicator.Stats
 	TerminationRounds uint64
@@ -123,9 +124,15 @@ type nodeCluster struct {
 	// configs are fixed: acknowledged, it would be lost on both sides.
 	matched map[int]bool
 	held    map[int]uint64
+	// Writer only: per peer, its communicator epoch as of its last hello
+	// (from the state file at start: 0 if never heard). A hello saying its
+	// directory is fresh under a later epoch is a node that lost its
+	// directory since (lostDir).
+	heard map[int]uint64
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
+	lost       []string       // peers that came back with a new directory (lostDir)
 	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
@@ -158,7 +165,7 @@ func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
 		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
-		matched: map[int]bool{}, held: map[int]uint64{}}
+		matched: map[int]bool{}, held: map[int]uint64{}, heard: map[int]uint64{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -215,26 +222,15 @@ func (n *Node) openCluster() error {
 		n.cl = nil
 		return fmt.Errorf("spider: cluster communicator: %w", err)
 	}
+	for _, p := range c.ep.Stats().Peers {
+		c.heard[int(p.ID)] = p.Epoch
+	}
 	for id := range nc.Config.Members {
 		if id != c.self {
-			c.sendControl(id, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), true, c.clockNow()))
+			c.sendControl(id, cluster.TagHello, c.helloMsg(true))
 		}
 	}
 	return nil
-}
-
-// clockNow is the time by the phase clock, which hellos carry and are
-// compared with: the slots follow it, not the system clock, when they
-// differ (NTP). Zero while the clock is unsafe: an NTP clock before its
-// first good round is the system clock as is, however far off, and
-// compared it would stop fetches until a restart.
-func (c *nodeCluster) clockNow() time.Time {
-	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
-		if p := g.inner.Phase(); p.Safe {
-			return p.Now
-		}
-	}
-	return time.Time{}
 }
 
 func nonce() uint64 {
@@ -443,42 +439,7 @@ func (c *nodeCluster) sendControl(to int, tag uint64, b []byte) {
 func (c *nodeCluster) control(from int, it communicator.Item) {
 	switch it.Tag {
 	case cluster.TagHello:
-		h, err := cluster.DecodeHello(it.URL)
-		if err != nil {
-			c.badControl.Add(1)
-			return
-		}
-		block := cluster.Diff(c.fields, h.Fields)
-		diff := block
-		var ahead time.Duration
-		if now := c.clockNow(); !now.IsZero() {
-			ahead = cluster.ClockAhead(h, now)
-		}
-		if ahead > 0 {
-			why := fmt.Sprintf("its phase clock is at least %v ahead of ours, beyond the guard of %v (both may fetch from one host in one slot); set both clocks right (ntp_servers, chrony) and restart either node",
-				ahead.Round(time.Millisecond), cluster.Guard)
-			diff = append(slices.Clip(block), "clock: "+why)
-			c.n.cfg.Logf("cluster: node %d: %s; fetching nothing", from, why)
-		}
-		c.mismatchMu.Lock()
-		if len(diff) > 0 {
-			c.mismatch[from] = diff
-		} else {
-			delete(c.mismatch, from)
-		}
-		refuse := len(c.mismatch) > 0
-		c.mismatchMu.Unlock()
-		c.matched[from] = len(block) == 0
-		if len(block) == 0 {
-			delete(c.held, from)
-		}
-		if len(block) > 0 {
-			c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, block)
-		}
-		c.refuse.Store(refuse)
-		if h.Want {
-			c.sendControl(from, cluster.TagHello, cluster.EncodeHello(c.fields, nonce(), false, c.clockNow()))
-		}
+		c.hello(from, it) // node_cluster_hello.go
 	case cluster.TagProbe:
 		r, err := cluster.DecodeRound(it.URL)
 		if err != nil {
@@ -558,6 +519,7 @@ func (n *Node) ClusterStats() ClusterStats {
 	s.PrefetchRounds, s.Prefetched = c.pf.rounds.Load(), c.pf.resolved.Load()
 	s.PrefetchFailed, s.PrefetchLate = c.pf.failed.Load(), c.pf.late.Load()
 	c.mismatchMu.Lock()
+	s.LostDirs = slices.Clone(c.lost)
 	for id, d := range c.mismatch {
 		for _, l := range d {
 			s.Mismatch = append(s.Mismatch, fmt.Sprintf("node %d: %s", id, l))

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/communicator"
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/tools/testweb"
 )
@@ -163,5 +165,106 @@ func TestClusterClockAhead(t *testing.T) {
 	st := nodes[0].Status()
 	if len(st.Peers) != 1 || !strings.Contains(strings.Join(st.Peers[0].ConfigMismatch, " "), "ahead of ours") {
 		t.Errorf("node 0's peers on the status page: %+v; want the clock in config_mismatch", st.Peers)
+	}
+}
+
+// TestClusterLostDir: node 1's hellos say whether its data directory is
+// new. Node 0 reports node 1's share lost when, having heard from node 1
+// before, it hears a hello of a new directory under a new epoch; a hello
+// written before node 1's restart and sent again after it (from its spill
+// file) is stale and ignored. Node 1 is a bare endpoint on its address,
+// so the test says what each hello holds.
+func TestClusterLostDir(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &log)
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		n0.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-ran
+	}()
+	conn := cfgs[1].Cluster.Comm.Conn
+	var ep *communicator.Endpoint
+	// restart starts node 1 again: a new endpoint, a new epoch.
+	restart := func() {
+		t.Helper()
+		var last uint64
+		if ep != nil {
+			last = ep.Epoch()
+			ep.Close()
+			if conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(addrs[1])); err != nil {
+				t.Fatal(err)
+			}
+			// An epoch is the start's millisecond and random bits (a
+			// node's state file makes them grow; this endpoint has none).
+			time.Sleep(2 * time.Millisecond)
+		}
+		ep, err = communicator.New(communicator.Config{Self: 1, Conn: conn,
+			Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+			Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1,
+			Handler: func(communicator.NodeID, uint64, []communicator.Item) {}, AckOnReturn: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ep.Epoch() <= last {
+			t.Fatalf("restarted endpoint's epoch %d not after %d", ep.Epoch(), last)
+		}
+	}
+	defer func() { ep.Close() }()
+	// hello sends one with block and waits until node 0's writer took it.
+	var block []cluster.Field
+	hello := func(fresh bool, epoch uint64) {
+		t.Helper()
+		h := cluster.Hello{Fields: block, Epoch: epoch, Fresh: fresh}
+		if err := ep.Send(0, cluster.TagHello, cluster.EncodeHello(h, nonce())); err != nil {
+			t.Fatal(err)
+		}
+		ep.Flush()
+		waitFor(t, "the hello acknowledged", time.Minute, func() bool { return ep.Backlog(0) == 0 })
+	}
+	lost := func() []string { return n0.ClusterStats().LostDirs }
+
+	// Its first run had another number of phases (the block differs).
+	other := cfgs[1].Cluster.Config
+	other.Phases++
+	block = other.Canonical()
+	restart()
+	first := ep.Epoch()
+	hello(true, first) // a new cluster: nothing was lost
+	if !n0.ClusterStats().Refusing {
+		t.Fatal("node 0 took node 1's differing block")
+	}
+	// Restarted right, on its own directory; the first run's hello goes
+	// again after the new one.
+	block = cfgs[1].Cluster.Config.Canonical()
+	restart()
+	hello(false, ep.Epoch())
+	block = other.Canonical()
+	hello(true, first)
+	if l := lost(); len(l) != 0 {
+		t.Errorf("node 1 restarted on its own directory reported lost: %v", l)
+	}
+	if cs := n0.ClusterStats(); cs.Refusing {
+		t.Errorf("node 1's stale hello taken: mismatch %v", cs.Mismatch)
+	}
+	block = cfgs[1].Cluster.Config.Canonical()
+	restart()
+	hello(true, ep.Epoch()) // its disk was lost
+	if l := lost(); len(l) != 1 || !strings.Contains(l[0], "node 1 came back with a new data directory") {
+		t.Errorf("node 1 restarted on a new directory: lost %v; want node 1 named", l)
 	}
 }

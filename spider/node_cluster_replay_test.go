@@ -193,7 +193,7 @@ func TestClusterReplayed(t *testing.T) {
 		}
 		// As a node does at its start: URLs of a peer whose cluster
 		// block is not known to match are not acknowledged.
-		if err := ep.Send(0, cluster.TagHello, cluster.EncodeHello(cfgs[1].Cluster.Config.Canonical(), nonce(), false, time.Now())); err != nil {
+		if err := ep.Send(0, cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch(), Sent: time.Now()}, nonce())); err != nil {
 			t.Fatal(err)
 		}
 		return ep

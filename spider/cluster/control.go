@@ -15,11 +15,13 @@ import (
 // on are control messages of this package:
 //
 //	hello     "kspider-hello 1 NONCE WANT\n" + EncodeFields(Canonical()),
-//	          then "clock=NS\n", the sender's phase clock when it wrote the
-//	          message (Unix nanoseconds): sent to every peer at start
-//	          (WANT 1) and in answer to a hello with WANT 1 (WANT 0);
-//	          NONCE (16 hex digits, random per message) keeps the sent-URL
-//	          cache from suppressing a resend.
+//	          then "epoch_of_sender=E\n" (its communicator epoch),
+//	          "fresh=1\n" if its data directory is new in this run, and
+//	          "clock=NS\n", its phase clock when it wrote the message (Unix
+//	          nanoseconds): see Hello. Sent to every peer at start (WANT 1)
+//	          and in answer to a hello with WANT 1 (WANT 0); NONCE (16 hex
+//	          digits, random per message) keeps the sent-URL cache from
+//	          suppressing a resend.
 //	probe     uvarint(round): the coordinator asks for a peer's state
 //	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen): the
 //	          answer to probe round; also sent unasked, with the round it
@@ -41,10 +43,20 @@ const (
 
 const helloMagic = "kspider-hello 1 "
 
-// Hello is a decoded hello message.
+// Hello is a hello message.
 type Hello struct {
 	Want   bool // the sender wants our hello back
 	Fields []Field
+	// Epoch is the sender's communicator epoch when it wrote the message
+	// (0: not said). A hello the sender did not see acknowledged goes
+	// again after its restart, from its spill file, under the new epoch:
+	// one naming an older epoch than it came under is stale (its block,
+	// directory and clock may have changed since) and is ignored.
+	Epoch uint64
+	// Fresh: the sender's data directory is new in its current run. From
+	// a node its peers heard from before, that is a node whose directory
+	// was lost, and with it its share of the crawl.
+	Fresh bool
 	// Sent is the sender's phase clock when it wrote the message (zero if
 	// it did not say). A message arrives after it was written, so Sent
 	// later than the receiver's clock by more than a guard proves the
@@ -52,24 +64,34 @@ type Hello struct {
 	Sent time.Time
 }
 
-// clockKey is the hello line that carries Hello.Sent.
-const clockKey = "clock"
+// The hello lines after the cluster block, in this order, each only when
+// it says something: Hello.Epoch, Hello.Fresh, Hello.Sent.
+const (
+	epochKey = "epoch_of_sender"
+	freshKey = "fresh"
+	clockKey = "clock"
+)
 
-// EncodeHello builds a hello for fields, written at sent by the sender's
-// phase clock (zero: not said); nonce makes each message distinct.
-func EncodeHello(fields []Field, nonce uint64, want bool, sent time.Time) []byte {
+// EncodeHello builds hello h; nonce makes each message distinct.
+func EncodeHello(h Hello, nonce uint64) []byte {
 	b := []byte(helloMagic)
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], nonce)
 	b = hex.AppendEncode(b, n[:])
-	if want {
+	if h.Want {
 		b = append(b, " 1\n"...)
 	} else {
 		b = append(b, " 0\n"...)
 	}
-	b = EncodeFields(b, fields)
-	if !sent.IsZero() {
-		b = EncodeFields(b, []Field{{clockKey, strconv.FormatInt(sent.UnixNano(), 10)}})
+	b = EncodeFields(b, h.Fields)
+	if h.Epoch != 0 {
+		b = EncodeFields(b, []Field{{epochKey, strconv.FormatUint(h.Epoch, 10)}})
+	}
+	if h.Fresh {
+		b = EncodeFields(b, []Field{{freshKey, "1"}})
+	}
+	if !h.Sent.IsZero() {
+		b = EncodeFields(b, []Field{{clockKey, strconv.FormatInt(h.Sent.UnixNano(), 10)}})
 	}
 	return b
 }
@@ -88,12 +110,35 @@ func DecodeHello(b []byte) (Hello, error) {
 		return Hello{}, err
 	}
 	h := Hello{Want: rest[17] == '1', Fields: fs}
-	if k := len(fs) - 1; k >= 0 && fs[k].Key == clockKey {
-		ns, err := strconv.ParseInt(fs[k].Value, 10, 64)
-		if err != nil {
-			return Hello{}, fmt.Errorf("cluster: hello's clock %q is not Unix nanoseconds", fs[k].Value)
+	// last takes the value of the last line if its key is key.
+	last := func(key string) (string, bool) {
+		k := len(h.Fields) - 1
+		if k < 0 || h.Fields[k].Key != key {
+			return "", false
 		}
-		h.Sent, h.Fields = time.Unix(0, ns), fs[:k]
+		v := h.Fields[k].Value
+		h.Fields = h.Fields[:k]
+		return v, true
+	}
+	if v, ok := last(clockKey); ok {
+		ns, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return Hello{}, fmt.Errorf("cluster: hello's clock %q is not Unix nanoseconds", v)
+		}
+		h.Sent = time.Unix(0, ns)
+	}
+	if v, ok := last(freshKey); ok {
+		if v != "1" {
+			return Hello{}, fmt.Errorf("cluster: hello's fresh %q is not 1", v)
+		}
+		h.Fresh = true
+	}
+	if v, ok := last(epochKey); ok {
+		e, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || e == 0 {
+			return Hello{}, fmt.Errorf("cluster: hello's epoch %q is not a positive number", v)
+		}
+		h.Epoch = e
 	}
 	return h, nil
 }

@@ -11,10 +11,14 @@ func TestControlCodec(t *testing.T) {
 	fs := c.Canonical()
 	for _, want := range []bool{true, false} {
 		for _, sent := range []time.Time{{}, time.Unix(1767225600, 123456789)} {
-			b := EncodeHello(fs, 0x0123456789abcdef, want, sent)
-			h, err := DecodeHello(b)
-			if err != nil || h.Want != want || !slices.Equal(h.Fields, fs) || !h.Sent.Equal(sent) {
-				t.Fatalf("hello round trip: %+v %v", h, err)
+			for _, fresh := range []bool{false, true} {
+				for _, epoch := range []uint64{0, 1 << 60} {
+					h := Hello{Want: want, Fields: fs, Epoch: epoch, Fresh: fresh, Sent: sent}
+					got, err := DecodeHello(EncodeHello(h, 0x0123456789abcdef))
+					if err != nil || got.Want != want || !slices.Equal(got.Fields, fs) || !got.Sent.Equal(sent) || got.Fresh != fresh || got.Epoch != epoch {
+						t.Fatalf("hello round trip: %+v %v; want %+v", got, err, h)
+					}
+				}
 			}
 		}
 	}
@@ -29,6 +33,12 @@ func TestControlCodec(t *testing.T) {
 	}
 	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nclock=soon\n")); err == nil {
 		t.Error("DecodeHello: a clock that is no number accepted")
+	}
+	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nfresh=yes\n")); err == nil {
+		t.Error("DecodeHello: fresh other than 1 accepted")
+	}
+	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nepoch_of_sender=0\n")); err == nil {
+		t.Error("DecodeHello: epoch 0 accepted")
 	}
 	for _, bad := range []string{"", "kspider-hello 1 ", "kspider-hello 1 0123456789abcdeg 1\n", "kspider-hello 1 0123456789abcdef 2\n",
 		"kspider-hello 1 0123456789abcdef 1\nnoequals", "kspider-hello 2 0123456789abcdef 1\n"} {

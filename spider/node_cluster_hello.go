@@ -1,0 +1,112 @@
+package spider
+
+// Hellos (spider/cluster/control.go): each node sends every peer its
+// cluster block at start and answers a peer's with its own. Besides the
+// block they say the sender's communicator epoch (a stale hello is
+// ignored), whether its data directory is new (a peer that lost its
+// directory) and its phase clock (a clock too far ahead).
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kspider/kspider/communicator"
+	"github.com/kspider/kspider/spider/cluster"
+)
+
+// helloMsg is this node's hello, asking for the peer's if want.
+func (c *nodeCluster) helloMsg(want bool) []byte {
+	return cluster.EncodeHello(cluster.Hello{Want: want, Fields: c.fields, Epoch: c.ep.Epoch(),
+		Fresh: c.n.freshDir, Sent: c.clockNow()}, nonce())
+}
+
+// hello takes peer from's hello (writer only).
+func (c *nodeCluster) hello(from int, it communicator.Item) {
+	h, err := cluster.DecodeHello(it.URL)
+	if err != nil {
+		c.badControl.Add(1)
+		return
+	}
+	cur := c.peerEpoch(from)
+	if h.Epoch != 0 && h.Epoch < cur {
+		// Written before the peer's restart and sent again from its
+		// spill file: its block, directory or clock may have changed.
+		return
+	}
+	c.lostDir(from, h.Fresh, cur)
+	block := cluster.Diff(c.fields, h.Fields)
+	diff := block
+	var ahead time.Duration
+	if now := c.clockNow(); !now.IsZero() {
+		ahead = cluster.ClockAhead(h, now)
+	}
+	if ahead > 0 {
+		why := fmt.Sprintf("its phase clock is at least %v ahead of ours, beyond the guard of %v (both may fetch from one host in one slot); set both clocks right (ntp_servers, chrony) and restart either node",
+			ahead.Round(time.Millisecond), cluster.Guard)
+		diff = append(slices.Clip(block), "clock: "+why)
+		c.n.cfg.Logf("cluster: node %d: %s; fetching nothing", from, why)
+	}
+	c.mismatchMu.Lock()
+	if len(diff) > 0 {
+		c.mismatch[from] = diff
+	} else {
+		delete(c.mismatch, from)
+	}
+	refuse := len(c.mismatch) > 0
+	c.mismatchMu.Unlock()
+	c.matched[from] = len(block) == 0
+	if len(block) == 0 {
+		delete(c.held, from)
+	}
+	if len(block) > 0 {
+		c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, block)
+	}
+	c.refuse.Store(refuse)
+	if h.Want {
+		c.sendControl(from, cluster.TagHello, c.helloMsg(false))
+	}
+}
+
+// peerEpoch is peer id's communicator epoch as last seen (0: never).
+func (c *nodeCluster) peerEpoch(id int) uint64 {
+	for _, p := range c.ep.Stats().Peers {
+		if int(p.ID) == id {
+			return p.Epoch
+		}
+	}
+	return 0
+}
+
+// clockNow is the time by the phase clock, which hellos carry and are
+// compared with: the slots follow it, not the system clock, when they
+// differ (NTP). Zero while the clock is unsafe: an NTP clock before its
+// first good round is the system clock as is, however far off, and
+// compared it would stop fetches until a restart.
+func (c *nodeCluster) clockNow() time.Time {
+	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
+		if p := g.inner.Phase(); p.Safe {
+			return p.Now
+		}
+	}
+	return time.Time{}
+}
+
+// lostDir notes a hello from peer from under its epoch now (writer
+// only): a peer heard from before, under an earlier epoch, whose
+// directory is fresh now lost the one it had, and with it the URLs it
+// held: those its peers sent it and it acknowledged, and what its pages
+// would have led to. Nothing sends them again; they are crawled only if
+// found again.
+func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
+	was := c.heard[from]
+	c.heard[from] = now
+	if !fresh || was == 0 || now == was {
+		return
+	}
+	msg := fmt.Sprintf("node %d came back with a new data directory: the URLs it held (those sent to it and acknowledged before, and its pages' links) are lost with its old one and are crawled only if found again", from)
+	c.mismatchMu.Lock()
+	c.lost = append(c.lost, msg)
+	c.mismatchMu.Unlock()
+	c.n.cfg.Logf("cluster: %s", msg)
+}
