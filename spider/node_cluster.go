@@ -116,14 +116,9 @@ type nodeCluster struct {
 
 	delivered uint64 // writer only: the last delivery processed
 	unsynced  bool   // writer only: URLs admitted since the last sync
-	// Writer only: peers whose hello in this run matched our cluster
-	// block, and per other peer the first delivery of URLs from it, which
-	// is not acknowledged (nor any after it) until its hello matches.
-	// Under another partition or node list a URL is dropped as not ours,
-	// or admitted into a directory the operator replaces once the
-	// configs are fixed: acknowledged, it would be lost on both sides.
-	matched map[int]bool
-	held    map[int]uint64
+	// Writer only: per peer, whether URLs from it are acknowledged
+	// (node_cluster_hello.go, peerHold).
+	holds map[int]*peerHold
 	// Writer only: per peer, its communicator epoch as of its last hello
 	// (from the state file at start: 0 if never heard). A hello saying its
 	// directory is fresh under a later epoch is a node that lost its
@@ -165,7 +160,7 @@ func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
 		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
-		matched: map[int]bool{}, held: map[int]uint64{}, heard: map[int]uint64{}}
+		holds: map[int]*peerHold{}, heard: map[int]uint64{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -349,9 +344,7 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 		if urls > 0 {
 			c.gen.Add(1)
 			c.unsynced = true
-			if _, ok := c.held[int(b.from)]; !ok && !c.matched[int(b.from)] {
-				c.held[int(b.from)] = b.n
-			}
+			c.hold(int(b.from)).urls(b.n)
 		}
 		c.delivered = max(c.delivered, b.n)
 		n.pending.Add(-1)
@@ -372,8 +365,10 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 // one before the first held (writer only).
 func (c *nodeCluster) ackable() uint64 {
 	n := c.delivered
-	for _, h := range c.held {
-		n = min(n, h-1)
+	for _, h := range c.holds {
+		if h.first > 0 {
+			n = min(n, h.first-1)
+		}
 	}
 	return n
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -266,5 +267,69 @@ func TestClusterLostDir(t *testing.T) {
 	hello(true, ep.Epoch()) // its disk was lost
 	if l := lost(); len(l) != 1 || !strings.Contains(l[0], "node 1 came back with a new data directory") {
 		t.Errorf("node 1 restarted on a new directory: lost %v; want node 1 named", l)
+	}
+}
+
+// TestClusterHelloBehindBacklog: node 1 had more than a window (512) of
+// URL batches queued for node 0 (down a while, say) when node 0 started,
+// and its hello comes after them: node 0 does not wait for the hello to
+// acknowledge them all, or neither side would ever move.
+func TestClusterHelloBehindBacklog(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &log)
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	cfgs[0].Seeds = nil
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		n0.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-ran
+	}()
+	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1,
+		Handler: func(communicator.NodeID, uint64, []communicator.Item) {}, AckOnReturn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	part := cfgs[0].Cluster.Config.Partitioner()
+	sent := 0
+	for i := 0; sent < 520; i++ {
+		// Hosts that do not resolve: node 0 admits them and fails them.
+		if u := fmt.Sprintf("http://backlog-%d.example/", i); part.Owner(u) == 0 {
+			if err := ep.Send(0, 1, []byte(u)); err != nil {
+				t.Fatal(err)
+			}
+			ep.Flush() // a batch each, once node 0's epoch is known
+			if sent++; sent == 1 {
+				waitFor(t, "the first batch", time.Minute, func() bool { return n0.ClusterStats().ReceivedURLs == 1 })
+			}
+		}
+	}
+	if st := ep.Stats().Peers[0]; st.Unacked+st.Queued == 0 {
+		t.Fatalf("nothing waits at node 1: %+v", st)
+	}
+	h := cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}
+	if err := ep.Send(0, cluster.TagHello, cluster.EncodeHello(h, nonce())); err != nil {
+		t.Fatal(err)
+	}
+	ep.Flush()
+	waitFor(t, "node 1's URLs and hello acknowledged", time.Minute, func() bool { return ep.Backlog(0) == 0 })
+	if got := n0.ClusterStats().ReceivedURLs; got != uint64(sent) {
+		t.Errorf("node 0 received %d URLs, want %d", got, sent)
 	}
 }

@@ -55,16 +55,68 @@ func (c *nodeCluster) hello(from int, it communicator.Item) {
 	}
 	refuse := len(c.mismatch) > 0
 	c.mismatchMu.Unlock()
-	c.matched[from] = len(block) == 0
-	if len(block) == 0 {
-		delete(c.held, from)
-	}
+	c.hold(from).hello(cluster.OwnersDiffer(c.fields, h.Fields))
 	if len(block) > 0 {
 		c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, block)
 	}
 	c.refuse.Store(refuse)
 	if h.Want {
 		c.sendControl(from, cluster.TagHello, c.helloMsg(false))
+	}
+}
+
+// unheardHoldMax bounds the batches of URLs held from a peer not yet
+// heard from in this run. Its hello may come after them: within the first
+// sorted window of its queue (16 datagrams, spilled items of an earlier
+// run aside), but a peer with more than its window of batches queued
+// could never send it while they wait. The senders' window is 512.
+const unheardHoldMax = 64
+
+// peerHold is whether URLs from a peer are acknowledged. They are not
+// while its hello of this run says its block gives URLs other owners
+// (another partition or node count, cluster.OwnersDiffer), nor before its
+// first hello (up to unheardHoldMax batches): such a URL is dropped as not
+// ours, or admitted into a directory the operator replaces once the
+// configs agree (its IDENTITY changes), and acknowledged it would be lost
+// on both sides. Held, it waits in the peer's spill file and comes again
+// to the node restarted right.
+type peerHold struct {
+	heard, differs bool
+	first          uint64 // the first delivery held; 0: none
+	n              int    // URL batches held before the first hello
+}
+
+func (c *nodeCluster) hold(peer int) *peerHold {
+	h := c.holds[peer]
+	if h == nil {
+		h = &peerHold{}
+		c.holds[peer] = h
+	}
+	return h
+}
+
+// urls notes a delivery of URLs.
+func (h *peerHold) urls(n uint64) {
+	switch {
+	case h.differs:
+	case h.heard:
+		return
+	case h.n >= unheardHoldMax:
+		h.first = 0 // no hello yet: take them, rather than wait forever
+		return
+	default:
+		h.n++
+	}
+	if h.first == 0 {
+		h.first = n
+	}
+}
+
+// hello notes the peer's hello.
+func (h *peerHold) hello(differs bool) {
+	h.heard, h.differs = true, differs
+	if !differs {
+		h.first = 0
 	}
 }
 

@@ -113,3 +113,22 @@ func Diff(ours, theirs []Field) []string {
 	}
 	return out
 }
+
+// OwnersDiffer reports whether theirs gives URLs other owners than ours:
+// another partition or another number of nodes (the count in "nodes").
+// Other differences (phases, addresses) leave every URL's owner as is.
+func OwnersDiffer(ours, theirs []Field) bool {
+	value := func(fs []Field, key string) string {
+		for _, f := range fs {
+			if f.Key == key {
+				return f.Value
+			}
+		}
+		return ""
+	}
+	count := func(fs []Field) string {
+		n, _, _ := strings.Cut(value(fs, "nodes"), " ")
+		return n
+	}
+	return value(ours, "partition") != value(theirs, "partition") || count(ours) != count(theirs)
+}
