@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -82,14 +83,17 @@ func (n *Node) spend(u string) scope.Reason {
 	}
 	if !known {
 		var err error
-		if h, err = n.sched.Host(key); err != nil {
+		if h, err = n.sched.Host(key); errors.Is(err, scheduler.ErrBadHost) {
 			n.cfg.Logf("url %q: %v", u, err)
+			return scope.BadURL
+		} else if err != nil { // the scheduler's disk is full, or worse
+			n.writeFailed(fmt.Errorf("spider: scheduler host %s: %w", key, err))
 			return scope.BadURL
 		}
 	}
 	ok, err := n.sched.AdmitPage(h, b.perHost)
 	if err != nil {
-		n.fail(fmt.Errorf("spider: scheduler host budget of %s: %w", key, err))
+		n.writeFailed(fmt.Errorf("spider: scheduler host budget of %s: %w", key, err))
 		return scope.HostBudget
 	}
 	if !ok {

@@ -1,11 +1,13 @@
 package spider
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/kspider/kspider/spider/scope"
+	"github.com/kspider/kspider/urltree"
 )
 
 // found is one message to the writer: the seeds, or the links of a
@@ -141,22 +143,35 @@ func (n *Node) syncTo(l int) bool {
 	if err == nil {
 		err = n.syncCluster()
 	}
-	n.syncMu.Lock()
 	if err != nil {
-		if n.syncErr == nil {
-			n.syncErr = fmt.Errorf("spider: syncing the URL tree and scheduler: %w", err)
-			close(n.syncFailed)
-		}
-	} else {
-		n.syncedLen = l
+		n.writeFailed(fmt.Errorf("spider: syncing the URL tree and scheduler: %w", err))
+		return false
+	}
+	n.syncMu.Lock()
+	defer n.syncMu.Unlock()
+	if n.syncErr != nil {
+		// An addition failed (writeFailed): the messages this sync
+		// covers may have lost links, so none of them counts as durable.
+		return false
+	}
+	n.syncedLen = l
+	n.syncCond.Broadcast()
+	return true
+}
+
+// writeFailed stops the crawl on err, a failed sync or a URL the tree or
+// the scheduler could not take (a full disk). From then on no message's
+// links count as durable and no page waiting for its id is stored: a page
+// stored with a link lost is completed, and the link never seen again.
+func (n *Node) writeFailed(err error) {
+	n.syncMu.Lock()
+	if n.syncErr == nil {
+		n.syncErr = err
+		close(n.syncFailed)
 	}
 	n.syncCond.Broadcast()
 	n.syncMu.Unlock()
-	if err != nil {
-		n.fail(err)
-		return false
-	}
-	return true
+	n.fail(err)
 }
 
 func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
@@ -203,9 +218,13 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		return
 	}
 	id, added, err := n.tree.AddString(u)
-	if err != nil {
+	if errors.Is(err, urltree.ErrURLTooLong) || errors.Is(err, urltree.ErrEmptyURL) {
 		n.cfg.Logf("url %q: %v", u, err)
 		n.st.rejected.Add(1)
+		return
+	}
+	if err != nil { // the tree's disk is full, or worse: not the URL's fault
+		n.writeFailed(fmt.Errorf("spider: adding %s to the URL tree: %w", u, err))
 		return
 	}
 	ds.remember(u, id)
@@ -213,7 +232,7 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	// recover): the scheduler learns it now.
 	isNew, err := n.sched.Add(id, hostKey(u), dec.Depth)
 	if err != nil {
-		n.fail(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
+		n.writeFailed(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
 		return
 	}
 	if isNew {

@@ -1,0 +1,173 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/testweb"
+	"github.com/kspider/kspider/urltree"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory under
+// t.TempDir() and unmounts it at the end of the test; it skips the test
+// when it cannot (not root, no mount allowed).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v): needs root with CAP_SYS_ADMIN", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmounting the test's tmpfs %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// resizeTmpfs gives the tmpfs at dir a new size.
+func resizeTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, "size="+size); err != nil {
+		t.Fatalf("remounting the tmpfs with size %s: %v", size, err)
+	}
+}
+
+// fillDisk writes a file into dir until its disk is full.
+func fillDisk(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for i := 0; i < 1<<20; i++ {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatal("the disk did not fill up")
+}
+
+// TestNodeTreeDiskFull: the disk of the URL tree and the scheduler fills
+// up mid-crawl (the pages on another disk). A link the tree or the
+// scheduler's host table cannot take is not a link rejected: the crawl
+// stops with the error, no page whose links were lost is stored, and once
+// space is freed the next run ends with the truth. Before, the links were
+// counted rejected, the crawl "finished" and their pages were never
+// fetched.
+func TestNodeTreeDiskFull(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		budget int                            // limits.max_pages_per_host: the host table is asked first
+		fill   func(t *testing.T, dir string) // brings the files near their first growth
+	}{
+		// The tree's node file first grows at 5,461 URLs (64 KiB): ids a
+		// crash left in the tree without the scheduler (recover) bring
+		// the crawl near it.
+		{"tree", 0, func(t *testing.T, dir string) {
+			tree, err := urltree.Open(filepath.Join(dir, treeSubdir), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5300 {
+				if _, _, err := tree.AddString(fmt.Sprintf("http://filler.invalid/%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := errors.Join(tree.Sync(), tree.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		// The host table's files, trimmed by a clean close, grow at the
+		// first new host: the seeds' (before, counted rejected, and the
+		// crawl "finished" with nothing fetched).
+		{"hosts", 100, func(t *testing.T, dir string) {
+			s, err := scheduler.Open(filepath.Join(dir, "sched"), scheduler.Config{Clock: SoloClock()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 1000 {
+				if _, err := s.Host(fmt.Sprintf("filler-%d.invalid", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := errors.Join(s.Sync(), s.Close()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 5, MaxPages: 60, MeanPageSize: 2000, Seeds: 3, Plain: true}, &log)
+			const depth = 3
+			disk := mountTmpfs(t, "4m")
+			dir := filepath.Join(disk, "node")
+			cfg := nodeConfig(t, dir, srv, lookup, depth)
+			cfg.StorageDirs = []string{t.TempDir()}
+			if c.budget > 0 {
+				budget := scopeNone()
+				budget.MaxPagesPerHost = c.budget
+				cfg.Scope = &budget
+			}
+			c.fill(t, dir)
+			n, err := OpenNode(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillDisk(t, disk)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			sum1, runErr := n.Run(ctx)
+			closeErr := n.Close()
+			t.Logf("first run: %+v; run error: %v; close error: %v", *sum1, runErr, closeErr)
+			if runErr == nil || !strings.Contains(runErr.Error(), "no space left on device") {
+				t.Errorf("the crawl with its URL tree's disk full ended with %v, want an error saying no space is left", runErr)
+			}
+			if err := os.Remove(filepath.Join(disk, "filler")); err != nil {
+				t.Fatal(err)
+			}
+			sum2, err := runNode(t, ctx, cfg)
+			if err != nil {
+				t.Fatalf("the run after space was freed: %v", err)
+			}
+			t.Logf("second run: %+v", *sum2)
+			r, err := storage.OpenReader(cfg.StorageDirs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			got := map[string]bool{}
+			if err := r.Scan(context.Background(), func(p *storage.Page) error {
+				if got[p.URL] {
+					t.Errorf("stored twice: %s", p.URL)
+				}
+				got[p.URL] = true
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			compareSets(t, got, truthURLs(t, srv, depth))
+		})
+	}
+}
