@@ -128,6 +128,11 @@ func TestStoredBeforeCrashRobotsDown(t *testing.T) {
 // putDurable stores pages as a crawl before a crash would have, and waits
 // until the store has made them durable: its OnDurable (Node.durable)
 // pokes n.idle, which nothing else reads while the node is not running.
+// The store counts a sync's pages in Durable only after its OnDurable
+// returned, so the poke can come before the count: the loop looks again
+// every few milliseconds too (waiting on the poke alone it could miss
+// the count and hang: TestReexpandStoredBeforeCrash timed out once in
+// a -race run of the package).
 func putDurable(ctx context.Context, n *Node, pages ...*storage.Page) error {
 	want := n.store.Durable() + uint64(len(pages))
 	for _, p := range pages {
@@ -136,9 +141,12 @@ func putDurable(ctx context.Context, n *Node, pages ...*storage.Page) error {
 		}
 	}
 	n.store.SyncWhenIdle(true)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for n.store.Durable() < want {
 		select {
 		case <-n.idle:
+		case <-tick.C:
 		case <-ctx.Done():
 			return fmt.Errorf("%d pages stored, %d durable: %w", len(pages), n.store.Durable(), ctx.Err())
 		}
