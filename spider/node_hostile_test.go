@@ -250,3 +250,34 @@ func TestRetryAfterForms(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeLongHostName: a link to a host name of 253 characters (the most
+// DNS allows) with a port makes a scheduler host key ("https:", name,
+// port) longer than the scheduler takes. It stopped the crawl ("scheduler
+// add: bad host name"); it is one bad link: counted rejected, the crawl
+// goes on and ends. As a seed it is refused.
+func TestNodeLongHostName(t *testing.T) {
+	long := strings.Repeat(strings.Repeat("a", 62)+".", 4)[:252] + "t"
+	web := startHostile(t, func(w http.ResponseWriter, r *http.Request, web *hostileWeb) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/":
+			htmlLinks(w, web.url(long, "/"), fmt.Sprintf("https://%s:65000/", long), "/a")
+		default:
+			htmlLinks(w)
+		}
+	})
+	dir := t.TempDir()
+	sum := runHostile(t, hostileConfig(t, dir, []string{web.url("site.test", "/")}, 2), 30*time.Second)
+	if sum.Rejected != 2 {
+		t.Errorf("summary %+v: want the 2 links to the long host name rejected", *sum)
+	}
+	if got := storedURLs(t, dir); !got[web.url("site.test", "/a")] || len(got) != 2 {
+		t.Errorf("stored %v, want / and /a", got)
+	}
+	// As a seed it is refused before anything is opened.
+	if err := CheckSeeds([]string{web.url(long, "/")}); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("CheckSeeds of a seed with a 253-character host and a port: %v, want it refused", err)
+	}
+}

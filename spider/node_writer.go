@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/scope"
 	"github.com/kspider/kspider/urltree"
 )
@@ -209,6 +210,13 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		return // else known beyond the limit until now: lowered, now due
 	}
 	if r := n.filter.Admit(u); r != scope.OK {
+		n.st.rejected.Add(1)
+		return
+	}
+	if k := hostKey(u); len(k) > scheduler.MaxHostLen {
+		// A host name as long as DNS allows, with "https:" and a port:
+		// one bad link, not a reason to stop the crawl.
+		n.cfg.Logf("url %q: its scheduler host key is %d bytes, over the %d the scheduler takes", u, len(k), scheduler.MaxHostLen)
 		n.st.rejected.Add(1)
 		return
 	}
