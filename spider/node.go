@@ -116,6 +116,7 @@ type NodeConfig struct {
 type Node struct {
 	cfg    NodeConfig
 	lock   *DirLock
+	dirs   dirWatch // node_dirs.go
 	tree   *urltree.Tree
 	sched  *scheduler.Scheduler
 	store  *storage.Store
@@ -322,6 +323,11 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
+	watch := append([]string{filepath.Join(cfg.Dir, treeSubdir), filepath.Join(cfg.Dir, "sched")}, cfg.StorageDirs...)
+	if n.dirs, err = watchPaths(append(watch, lock.Path())...); err != nil {
+		n.Close()
+		return nil, err
+	}
 	if err := n.recover(); err != nil {
 		n.Close()
 		return nil, err
@@ -434,7 +440,11 @@ func (n *Node) Close() error {
 	errC := n.closeCluster()
 	errT := n.tree.Sync()
 	errS := n.sched.Sync()
-	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), n.lock.Release())
+	errD := n.dirs.check()
+	if errD != nil {
+		errD = fmt.Errorf("spider: %w", errD)
+	}
+	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), errD, n.lock.Release())
 }
 
 // Counters is a snapshot for the progress line: the part of Status it

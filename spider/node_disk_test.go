@@ -171,3 +171,57 @@ func TestNodeTreeDiskFull(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeDirRemoved: the data directory, or a page store directory, is
+// removed or renamed while the node crawls. The node's files stay open,
+// so every write went on into files no path reached, and the crawl
+// "finished" (exit 0) with nothing left on disk; now the crawl stops
+// with an error naming the directory, and Close says so too.
+func TestNodeDirRemoved(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	for _, c := range []struct {
+		name string
+		gone func(dir, pages string) error
+		want string // (the end of) the path the error names
+	}{
+		{"data dir removed", func(dir, _ string) error { return os.RemoveAll(dir) }, "/node/urls"},
+		{"data dir renamed", func(dir, _ string) error { return os.Rename(dir, dir+".old") }, "/node/urls"},
+		{"lock removed", func(dir, _ string) error { return os.Remove(filepath.Join(dir, "LOCK")) }, "/node/LOCK"},
+		{"page store removed", func(_, pages string) error { return os.RemoveAll(pages) }, "/pages"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			cfg := nodeConfig(t, filepath.Join(tmp, "node"), srv, lookup, 3)
+			cfg.StorageDirs = []string{filepath.Join(tmp, "pages")}
+			n, err := OpenNode(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			removed := make(chan error, 1)
+			go func() {
+				tick := time.NewTicker(time.Millisecond)
+				defer tick.Stop()
+				for range tick.C {
+					if n.Counters().Pages >= 20 || ctx.Err() != nil {
+						removed <- c.gone(cfg.Dir, cfg.StorageDirs[0])
+						return
+					}
+				}
+			}()
+			sum, runErr := n.Run(ctx)
+			closeErr := n.Close()
+			if err := <-removed; err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("run: %+v; error %v; close error %v", *sum, runErr, closeErr)
+			for what, err := range map[string]error{"Run": runErr, "Close": closeErr} {
+				if err == nil || !strings.Contains(err.Error(), "removed or replaced") || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s returned %v, want an error saying %s was removed", what, err, c.want)
+				}
+			}
+		})
+	}
+}

@@ -137,7 +137,10 @@ func (n *Node) syncAll() bool { return n.syncTo(n.tree.Len()) }
 // syncTo is syncAll publishing length l, taken by the writer when every id
 // below it was in the tree and the scheduler (node_sync.go).
 func (n *Node) syncTo(l int) bool {
-	err := n.tree.Sync()
+	err := n.dirs.check() // node_dirs.go
+	if err == nil {
+		err = n.tree.Sync()
+	}
 	if err == nil {
 		err = n.sched.SyncUpTo(uint64(l)) // not past the tree's commit
 	}
