@@ -180,6 +180,7 @@ type Node struct {
 type nodeStats struct {
 	pages, bytes, errors, fetched, denied, tooDeep, admitted, links atomic.Uint64
 	rejected                                                        atomic.Uint64
+	durable                                                         atomic.Uint64 // pages made durable (Durable)
 }
 
 // NodeSummary is what a node's Run did.
@@ -446,6 +447,13 @@ func (n *Node) Close() error {
 	}
 	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), errD, n.lock.Release())
 }
+
+// Durable is how many of the pages this run handed to the store
+// (NodeSummary.Stored) the store has made durable; final once Close
+// returned. It is below Stored only when the store failed: the others
+// were lost with it, and the next run fetches them again (their URLs were
+// never reported fetched).
+func (n *Node) Durable() uint64 { return n.st.durable.Load() }
 
 // Counters is a snapshot for the progress line: the part of Status it
 // shows (one source of truth).

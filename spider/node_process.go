@@ -284,6 +284,7 @@ func (n *Node) durable(ids []uint64) {
 		delete(n.awaiting, uint32(id))
 		n.awaitMu.Unlock()
 		if ok {
+			n.st.durable.Add(1)
 			n.report(uint32(id), o)
 		}
 	}

@@ -192,10 +192,20 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	if runErr != nil {
 		how = spider.RunInterrupted
 	}
+	// Pages handed to a store that then failed were not all made
+	// durable: say what the store holds, not what it was given.
+	var lost uint64
+	if sum != nil && node.Durable() < sum.Stored {
+		lost = sum.Stored - node.Durable()
+		sum.Stored, counters.Pages = node.Durable(), node.Durable()
+	}
 	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), how))
 	if sum != nil {
 		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
 			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)
+		if lost > 0 {
+			fmt.Fprintf(e.stderr, "%d more pages fetched were lost with the page store before they were on disk; the next run fetches them again\n", lost)
+		}
 		if sum.LimitReached {
 			fmt.Fprintf(e.stderr, "limits.max_pages (%d) reached: the URLs left wait; raise it and run again to continue\n", cfg.Limits.MaxPages)
 		}
