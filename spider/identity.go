@@ -200,13 +200,19 @@ func foreignURL(dir string, id DirIdentity) (string, int) {
 }
 
 func writeIdentity(dir string, id DirIdentity) error {
-	path := filepath.Join(dir, IdentityFile)
+	return writeDirFile(dir, IdentityFile, id.encode())
+}
+
+// writeDirFile writes a small file of a data directory whole: to a
+// temporary name, fsynced, renamed, and the directory fsynced.
+func writeDirFile(dir, name string, b []byte) error {
+	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("spider: %w", err)
 	}
-	_, err = f.Write(id.encode())
+	_, err = f.Write(b)
 	if err == nil {
 		err = f.Sync()
 	}

@@ -159,6 +159,11 @@ type Node struct {
 	// Read-only after OpenNode.
 	stored map[uint32]scheduler.Outcome
 
+	// raiseFrom is the depth limit the directory was crawled to when this
+	// run's is higher (node_depthlimit.go), else -1. Read-only after
+	// OpenNode.
+	raiseFrom int
+
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
 	extractors sync.Pool // *links.Extractor, reused between pages
@@ -337,6 +342,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	if err := n.openDepthLimit(); err != nil { // node_depthlimit.go
+		n.Close()
+		return nil, err
+	}
 	if cfg.Cluster != nil {
 		if err := n.openCluster(); err != nil {
 			n.Close()
@@ -512,6 +521,18 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		defer close(writerDone)
 		n.writer(msgs)
 	}()
+	raised := make(chan struct{})
+	if n.raiseFrom >= 0 {
+		n.pending.Add(1)
+		done := make(chan struct{})
+		msgs <- found{raise: true, done: done}
+		go func() {
+			defer close(raised)
+			n.recordRaise(done)
+		}()
+	} else {
+		close(raised)
+	}
 	if len(n.cfg.Seeds) > 0 {
 		n.pending.Add(1)
 		msgs <- found{seeds: n.cfg.Seeds}
@@ -573,6 +594,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	n.coll.CloseIdle() // node_keep.go
 	close(msgs)
 	<-writerDone
+	<-raised
 	sum := &NodeSummary{Fetched: n.st.fetched.Load(), Stored: n.st.pages.Load(), Bytes: n.st.bytes.Load(),
 		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), TooDeep: n.st.tooDeep.Load(),
 		Rejected: n.st.rejected.Load(), Admitted: n.st.admitted.Load(), URLs: n.tree.Len(), Elapsed: time.Since(start)}

@@ -19,6 +19,7 @@ type found struct {
 	pages    []pageLinks
 	done     chan struct{}
 	syncSoon bool // too many bytes wait for a sync (node_held.go)
+	raise    bool // follow links beyond the old depth limit (node_depthlimit.go)
 }
 
 // pageLinks are the links of one page.
@@ -71,6 +72,9 @@ func (n *Node) writer(msgs <-chan found) {
 				ws.wait(n)
 				syncHere(n, waiting)
 				return
+			}
+			if m.raise {
+				n.raiseDepth(outlinks)
 			}
 			for _, u := range m.seeds {
 				n.seeOne(u, 0, outlinks)

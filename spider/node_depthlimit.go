@@ -1,0 +1,124 @@
+package spider
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// A link beyond limits.max_depth is dropped, not kept, and the page it is
+// on is done: a run with a higher limit found every page done and
+// "finished" with nothing fetched. So the limit a data directory was
+// crawled to is kept in DIR/DEPTH, and a run with a higher one first
+// follows again the links of the pages fetched at the old limit and
+// deeper (a lowered limit leaves the URLs queued under the higher one in
+// the queue, so pages beyond it may be fetched), read back from the store.
+// The new limit is recorded once the URLs that adds are durable: a crash
+// before follows them again.
+//
+// On disk, DIR/DEPTH (version 1) is three lines of text:
+//
+//	kspider depth limit 1
+//	max_depth 3
+//	crc32c 1a2b3c4d
+//
+// The CRC-32C (Castagnoli) covers the two lines before it. It is written
+// to a temporary name, fsynced and renamed (writeDirFile).
+
+// DepthFile is the name of the depth limit's file in a data directory.
+const DepthFile = "DEPTH"
+
+func encodeDepthLimit(d int) []byte {
+	body := fmt.Appendf(nil, "kspider depth limit 1\nmax_depth %d\n", d)
+	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// readDepthLimit reads dir's DEPTH; the error matches fs.ErrNotExist
+// when there is none, and names the file when it is damaged.
+func readDepthLimit(dir string) (int, error) {
+	path := filepath.Join(dir, DepthFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return 0, fmt.Errorf("spider: %w", err)
+	}
+	var d int
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) == 4 {
+		_, err = fmt.Sscanf(string(lines[1]), "max_depth %d\n", &d)
+	}
+	if len(lines) != 4 || err != nil || d < 0 || !bytes.Equal(encodeDepthLimit(d), b) {
+		return 0, fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run takes the directory as crawled to its limit", path, len(b))
+	}
+	return d, nil
+}
+
+// openDepthLimit compares the depth limit the directory was crawled to
+// with this run's: a higher one sets n.raiseFrom, for Run; otherwise the
+// new limit is recorded at once.
+func (n *Node) openDepthLimit() error {
+	n.raiseFrom = -1
+	prev, err := readDepthLimit(n.cfg.Dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A new directory, or one from before the file: taken as
+		// crawled to this limit.
+		return writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth))
+	case err != nil:
+		return err
+	case prev == n.cfg.MaxDepth:
+		return nil
+	case prev > n.cfg.MaxDepth:
+		n.cfg.Logf("spider: limits.max_depth lowered from %d to %d: URLs queued deeper before are still fetched, their links dropped", prev, n.cfg.MaxDepth)
+		return writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth))
+	}
+	n.raiseFrom = prev
+	return nil
+}
+
+// raiseDepth follows again, from their depths, the links of the pages
+// fetched at depth raiseFrom and deeper, below the new limit: those
+// links were beyond the old one. The writer calls it, first.
+func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
+	pages := 0
+	end := n.sched.Len() // (the loop adds URLs)
+	for id := uint32(0); uint64(id) < end; id++ {
+		d, ok := n.sched.Depth(id)
+		if !ok || int(d) < n.raiseFrom || int(d) >= n.cfg.MaxDepth || !n.linksInStore(id) {
+			continue
+		}
+		m, err := n.storedLinks(id)
+		if err != nil {
+			n.cfg.Logf("following the links of URL %d again: %v", id, err)
+			continue
+		}
+		m.depth = int(d)
+		n.see(m, outlinks)
+		pages++
+	}
+	n.cfg.Logf("spider: limits.max_depth raised from %d to %d: the links of %d pages fetched at depth %d or deeper followed again",
+		n.raiseFrom, n.cfg.MaxDepth, pages, n.raiseFrom)
+}
+
+// recordRaise records the raised limit once done (the sync that made
+// raiseDepth's additions durable) is closed; nothing if the crawl's
+// syncs failed first.
+func (n *Node) recordRaise(done <-chan struct{}) {
+	select {
+	case <-done:
+	case <-n.syncFailed:
+		return
+	}
+	if err := writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth)); err != nil {
+		n.fail(err)
+	}
+}
