@@ -2,8 +2,11 @@ package spider
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/kspider/kspider/collector"
@@ -203,10 +206,27 @@ func hostDown(k collector.Kind) bool {
 	return k == collector.DNS || k == collector.Connect || k == collector.TLS
 }
 
+// outOfFiles stops the crawl when r failed for want of a file descriptor
+// (this process's open-files limit, or the system's): not the host's
+// failure. Counted as one, the crawl went on spending every URL's retries
+// on it and "finished" (exit 0) without the pages, which no later run
+// fetched; stopped at once, a URL spends one retry and the next run,
+// with the limit raised, fetches it.
+func (n *Node) outOfFiles(r *collector.Result) {
+	if r.Status != 0 || !errors.Is(r.Err, syscall.EMFILE) && !errors.Is(r.Err, syscall.ENFILE) {
+		return
+	}
+	var lim syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	n.fail(fmt.Errorf("spider: fetching %s: %v: the open-files limit (%d) is too low for %d fetchers (they need %d); raise it (ulimit -n, LimitNOFILE=) or lower fetchers, and run again",
+		r.URL, r.Err, lim.Cur, n.maxFetchers(), FilesNeeded(n.maxFetchers())))
+}
+
 // count counts result r, processed into p, in the node's figures, after
 // Fetch and in list order.
 func (n *Node) count(r *collector.Result, p *pageResult) {
 	n.ss.countResult(r)
+	n.outOfFiles(r)
 	if r.Status == 0 || r.Kind == collector.Canceled {
 		switch p.o.Kind {
 		case scheduler.FailedPerm:

@@ -191,6 +191,7 @@ func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	n.robots.mu.Lock()
 	n.robots.connected[origin] = time.Now()
 	n.robots.mu.Unlock()
+	n.outOfFiles(&b.Results[0])
 	p := primeRobots(&b.Results[0])
 	if p.err != nil {
 		return nil, p.err

@@ -154,6 +154,7 @@ type robotsHook struct {
 // touches memory only.
 func (h *robotsHook) after(r *collector.Result) []bool {
 	h.called = true
+	h.n.outOfFiles(r) // (memory only: it cancels the crawl's context)
 	all := func() []bool {
 		skip := make([]bool, len(h.reqs))
 		for i := range skip {
