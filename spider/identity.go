@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
@@ -114,7 +115,10 @@ var ErrIdentityDamaged = errors.New("damaged")
 // damaged.
 func ReadDirIdentity(dir string) (DirIdentity, error) {
 	path := filepath.Join(dir, IdentityFile)
-	f, err := os.Open(path)
+	f, err := openRegular(path)
+	if errors.Is(err, errNotRegular) {
+		return DirIdentity{}, fmt.Errorf("%s is %w: %v", path, ErrIdentityDamaged, err)
+	}
 	if err != nil {
 		return DirIdentity{}, err
 	}
@@ -129,6 +133,27 @@ func ReadDirIdentity(dir string) (DirIdentity, error) {
 		return id, fmt.Errorf("%s is %w: %v", path, ErrIdentityDamaged, err)
 	}
 	return id, nil
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens a small file of a data directory for reading, or says
+// it is not a regular file: a FIFO put there would block the open, and
+// the run, for good (a device would be read as the file).
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (a %v)", errNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // checkIdentity compares dir's IDENTITY with want and records want when

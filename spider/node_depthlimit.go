@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -42,7 +41,10 @@ func encodeDepthLimit(d int) []byte {
 // when there is none, and names the file when it is damaged.
 func readDepthLimit(dir string) (int, error) {
 	path := filepath.Join(dir, DepthFile)
-	f, err := os.Open(path)
+	f, err := openRegular(path)
+	if errors.Is(err, errNotRegular) {
+		return 0, fmt.Errorf("spider: %s is %v: delete it, and the next run takes the directory as crawled to its limit", path, err)
+	}
 	if err != nil {
 		return 0, err
 	}

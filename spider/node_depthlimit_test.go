@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,5 +49,49 @@ func TestNodeDepthRaised(t *testing.T) {
 	}
 	if _, err := OpenNode(nodeConfig(t, dir, srv, lookup, 3)); err == nil || !strings.Contains(err.Error(), DepthFile) {
 		t.Errorf("open with a damaged %s: %v, want it named", DepthFile, err)
+	}
+}
+
+// TestDataDirFileNotRegular: IDENTITY or DEPTH made a FIFO (or a
+// directory) by a hostile operator. Opening the FIFO blocked, and so did
+// the run, for good (a SIGTERM does not end a blocked open); now OpenNode
+// refuses it, naming the file.
+func TestDataDirFileNotRegular(t *testing.T) {
+	for _, name := range []string{IdentityFile, DepthFile} {
+		for _, kind := range []string{"fifo", "dir"} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, name)
+				var err error
+				if kind == "fifo" {
+					err = syscall.Mkfifo(path, 0o644)
+				} else {
+					err = os.Mkdir(path, 0o755)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				opened := make(chan error, 1)
+				go func() {
+					n, err := OpenNode(NodeConfig{Dir: dir, Lookup: noLookup})
+					if err == nil {
+						n.Close()
+					}
+					opened <- err
+				}()
+				select {
+				case err := <-opened:
+					if err == nil || !strings.Contains(err.Error(), path) {
+						t.Errorf("open with %s a %s: %v, want it refused, naming it", name, kind, err)
+					}
+				case <-time.After(20 * time.Second):
+					// Unblock the open so the test binary can end.
+					if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+						w.Close()
+					}
+					t.Fatalf("open with %s a %s did not return", name, kind)
+				}
+			})
+		}
 	}
 }
