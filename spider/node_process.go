@@ -12,6 +12,7 @@ import (
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/links"
+	"github.com/kspider/kspider/spider/scope"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -47,6 +48,13 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	if ctx.Err() != nil || len(urls) == 0 || n.pagesExhausted() || n.overIPLimit(ctx, l) {
 		return // (max_pages reached, or the host's address busy: the list waits, NotTried)
 	}
+	pre := n.presets(l.IDs, urls)
+	if pre.all() { // nothing to fetch: not even robots.txt
+		for i, id := range l.IDs {
+			report(id, pre[i].o)
+		}
+		return
+	}
 	// The list's results are processed as they arrive (node_result.go);
 	// what they leave waits here, and the records' bytes count as held
 	// once they wait for their links' sync.
@@ -54,7 +62,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	defer lr.wait() // (early returns: before the batch's Release below)
 	// robots.txt on the list's connection when the node has no rules for
 	// the host (node_robots_list.go): rl.batch is then the list fetched.
-	rl := n.robotsFirst(ctx, l, urls, lr)
+	rl := n.robotsFirst(ctx, l, urls, pre, lr)
 	rules, fetched, ok := rl.rules, rl.fetched, rl.ok
 	if rl.batch == nil {
 		// Anything the robots.txt list's Each saw was dropped with it (its
@@ -66,8 +74,8 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		if ctx.Err() != nil || rl.later {
 			return
 		}
-		for _, id := range l.IDs {
-			if o, ok := n.stored[id]; ok { // stored before a crash: done, whatever robots.txt says now
+		for i, id := range l.IDs {
+			if o, ok := pre.of(i); ok { // stored before a crash: done, whatever robots.txt says now
 				report(id, o)
 				continue
 			}
@@ -82,7 +90,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	denied := map[int]bool{}
 	for i, u := range urls {
 		switch {
-		case n.wasStored(l.IDs[i]):
+		case pre.has(i):
 		case !rules.AllowedURL(u):
 			denied[i] = true
 		default:
@@ -127,7 +135,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	done, ri := 0, 0 // done: the ids of l classified, l.IDs[:done]
 	for i, id := range l.IDs {
 		p := &lr.res[i]
-		if o, ok := n.stored[id]; ok { // stored before a crash: not fetched again
+		if o, ok := pre.of(i); ok { // stored before a crash, or out of scope: not fetched
 			*p = pageResult{seen: true, o: o}
 			done++
 			continue
@@ -204,6 +212,61 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		}
 		report(id, p.o)
 	}
+}
+
+// preset is an outcome of a list's URL decided before any fetch.
+type preset struct {
+	o  scheduler.Outcome
+	ok bool
+}
+
+// presets are a list's outcomes decided before any fetch, by index; nil
+// when there are none (the common case).
+type presets []preset
+
+// presets decides what needs no fetch: a page a crash left stored
+// (recover), and a URL the scope filters refuse now. The filters apply to
+// links as they are found; a URL queued before the scope was narrowed
+// between runs (scope.exclude for a site that asked not to be crawled)
+// was fetched all the same: it is dropped.
+func (n *Node) presets(ids []uint32, urls []string) presets {
+	var p presets
+	for i, id := range ids {
+		o, ok := n.stored[id]
+		if !ok {
+			if r := n.filter.Check(urls[i]); r != scope.OK {
+				n.filter.Count(r)
+				n.st.rejected.Add(1)
+				o, ok = scheduler.Outcome{Kind: scheduler.Dropped}, true
+			}
+		}
+		if ok {
+			if p == nil {
+				p = make(presets, len(ids))
+			}
+			p[i] = preset{o: o, ok: true}
+		}
+	}
+	return p
+}
+
+func (p presets) of(i int) (scheduler.Outcome, bool) {
+	if p == nil {
+		return scheduler.Outcome{}, false
+	}
+	return p[i].o, p[i].ok
+}
+
+func (p presets) has(i int) bool { return p != nil && p[i].ok }
+
+// all reports whether every URL's outcome is decided.
+func (p presets) all() bool {
+	for i := range p {
+		if !p[i].ok {
+			return false
+		}
+	}
+	return p != nil
 }
 
 // extractLinks extracts the links to follow from a page (of depth d):

@@ -61,14 +61,14 @@ type robotsList struct {
 // robots.txt on one connection: only allowed, not stored URLs, in list
 // order, as many as max_pages allowed (reserved), each result processed by
 // lr as it arrived (node_result.go). batch nil: fetch the list as before.
-func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string, lr *listResults) robotsList {
+func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string, pre presets, lr *listResults) robotsList {
 	origin := robots.OriginOf(urls[0])
 	if _, fresh := n.robots.src.Cache.Get(origin, time.Now()); fresh {
 		return n.robotsSeparate(ctx, l, urls)
 	}
 	var reqs []collector.Request
 	for i, u := range urls {
-		if !n.wasStored(l.IDs[i]) {
+		if !pre.has(i) { // (stored before a crash, or out of scope)
 			reqs = append(reqs, collector.Request{ID: reqID(i), URL: u})
 		}
 	}

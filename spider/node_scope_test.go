@@ -1,0 +1,72 @@
+package spider
+
+import (
+	"bytes"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/tools/testweb"
+	"github.com/kspider/kspider/urltree"
+)
+
+// TestNodeScopeNarrowed: a crawl stopped part way, and run again with a
+// host excluded (scope.exclude: the site asked not to be crawled). The
+// URLs of that host already queued were fetched all the same: the scope
+// applied only to links found. Now they are dropped unfetched (counted
+// rejected), and the crawl ends.
+func TestNodeScopeNarrowed(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	const depth = 3
+	dir := t.TempDir()
+	cfg := nodeConfig(t, dir, srv, lookup, depth)
+	if _, err := runNodeUntil(t, cfg, 60); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first run: %v, want it interrupted", err)
+	}
+	before := storedURLs(t, dir)
+	// The host with the most URLs known but not stored (queued, most of
+	// them).
+	tree, err := urltree.Open(dir+"/urls", &urltree.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := map[string]int{}
+	for id := uint32(0); int(id) < tree.Len(); id++ {
+		u, err := tree.Get(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !before[string(u)] {
+			queued[hostKey(string(u))]++
+		}
+	}
+	tree.Close()
+	host, most := "", 0
+	for h, n := range queued {
+		if n > most {
+			host, most = h, n
+		}
+	}
+	if most == 0 {
+		t.Fatal("nothing queued after the first run")
+	}
+	t.Logf("excluding %s, with %d URLs queued", host, most)
+	name := strings.TrimPrefix(host, "https:")
+	sc := scopeNone()
+	sc.Exclude = []string{"^https?://" + regexp.QuoteMeta(name) + "/"}
+	cfg.Scope = &sc
+	sum, err := runNode(t, t.Context(), cfg)
+	if err != nil || !sum.Finished {
+		t.Fatalf("run with the host excluded: %+v, %v", sum, err)
+	}
+	if sum.Rejected == 0 {
+		t.Errorf("run with the host excluded: %+v, want its queued URLs counted rejected", *sum)
+	}
+	for u := range storedURLs(t, dir) {
+		if hostKey(u) == host && !before[u] {
+			t.Errorf("%s fetched after its host was excluded", u)
+		}
+	}
+}
