@@ -233,7 +233,12 @@ func writeIdentity(dir string, id DirIdentity) error {
 func writeDirFile(dir, name string, b []byte) error {
 	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Made anew: one left there (a crash) may be a link to another file,
+	// which writing through would overwrite.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("spider: %w", err)
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("spider: %w", err)
 	}

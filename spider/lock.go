@@ -59,9 +59,20 @@ func LockDir(dir string) (*DirLock, error) {
 	path := filepath.Join(dir, "LOCK")
 	// O_CLOEXEC (os.OpenFile's default) keeps children from inheriting
 	// the flock and holding the directory after this process is gone.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// Not through a link: the pid is written into the file, truncating
+	// it, and a LOCK linked to another file (a system file, for a node
+	// running as root) would have that file truncated.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("lock: %s is a symbolic link; a data directory's LOCK is a file of its own: remove the link", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		f.Close()
+		return nil, fmt.Errorf("lock: %s is not a file of its own (a special file, or a hard link to another file: %v): remove it", path, err)
 	}
 	if err := flock(f); err != nil {
 		pid := readPID(f)
