@@ -179,8 +179,8 @@ func (n *Node) Set(settings ...Setting) error {
 		switch s.Key {
 		case "delay":
 			d, err := time.ParseDuration(s.Value)
-			if err != nil || d < 0 || d > time.Hour {
-				return fmt.Errorf("delay: want a duration from 0s to 1h, like 250ms, not %q", s.Value)
+			if err != nil || d < 0 || d > maxPoliteDelay {
+				return fmt.Errorf("delay: want a duration from 0s to %v, like 250ms, not %q", Duration{maxPoliteDelay}, s.Value)
 			}
 			delay = d
 		case "fetchers":

@@ -128,6 +128,12 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	c.validateScope(k)
 	p := &c.Politeness
 	k.duration("politeness.delay", p.Delay, false)
+	if p.Delay.Duration > maxPoliteDelay {
+		// The scheduler adds it to the time of day: a delay near the
+		// largest duration wrapped around to a time long past, and every
+		// host was asked again at once, with no delay at all.
+		k.errorf("politeness.delay", "%v is above %v (the most 'kspider ctl set delay' takes too)", p.Delay, Duration{maxPoliteDelay})
+	}
 	k.intRange("politeness.per_ip", int64(p.PerIP), 1, 10_000)
 	k.duration("politeness.crawl_delay_cap", p.CrawlDelayCap, false)
 	k.duration("politeness.robots_stale_for", p.RobotsStaleFor, false)
@@ -145,6 +151,9 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	c.validateCluster(k)
 	return k.err()
 }
+
+// maxPoliteDelay is the longest politeness.delay (as Node.Set's "delay").
+const maxPoliteDelay = time.Hour
 
 func (c *RunConfig) validateStorage(k *checker) {
 	seen := map[string]int{}

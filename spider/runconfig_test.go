@@ -170,6 +170,9 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[cluster]\nepoch = 5\n", "x.toml:2: cluster.epoch: a TOML integer where a date-time is wanted"},
 		{"[politeness]\ndelay = 2026-01-01\n", `x.toml:2:9: politeness.delay: a TOML local date where a duration string such as "250ms" is wanted`},
 		{"[politeness]\ncrawl_delay_cap = \"-5m\"\n", "x.toml:2: politeness.crawl_delay_cap: negative duration"},
+		// Added to the time of day, it wrapped round: no delay at all.
+		{"[politeness]\ndelay = \"2562047h\"\n", "x.toml:2: politeness.delay: 2562047h is above 1h"},
+		{"[politeness]\ndelay = \"1h0m1s\"\n", "x.toml:2: politeness.delay: 1h0m1s is above 1h"},
 		{"[limits]\nconnect_timeout = \"0s\"\n", "x.toml:2: limits.connect_timeout: must be longer than 0"},
 		{"[limits]\nmax_depth = 255\n", "x.toml:2: limits.max_depth: 255 is out of range 0..253"},
 		{"[limits]\nmax_depth = 254\n", "x.toml:2: limits.max_depth: 254 is out of range 0..253"},
