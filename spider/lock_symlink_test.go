@@ -3,6 +3,7 @@ package spider
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,4 +39,38 @@ func TestDataDirSymlinkedFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTreeSharedByTwoDirs: two data directories whose urls/ is one
+// directory (a symbolic link). DIR/LOCK guards each directory only; the
+// URL tree's own lock (urltree.ErrLocked) refuses the second node.
+func TestTreeSharedByTwoDirs(t *testing.T) {
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	na, err := OpenNode(NodeConfig{Dir: a, Lookup: noLookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a, treeSubdir), filepath.Join(b, treeSubdir)); err != nil {
+		t.Fatal(err)
+	}
+	nb, err := OpenNode(NodeConfig{Dir: b, Lookup: noLookup})
+	if err == nil {
+		nb.Close()
+		t.Error("a second node opened the URL tree of a running one")
+	} else if !strings.Contains(err.Error(), "in use") {
+		t.Errorf("second node: %v, want the tree named in use", err)
+	}
+	if err := na.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the first is closed, the tree opens again.
+	nb, err = OpenNode(NodeConfig{Dir: b, Lookup: noLookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb.Close()
 }
