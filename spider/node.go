@@ -100,6 +100,12 @@ type NodeConfig struct {
 	// serialises its goroutines' calls: a logger writing to a plain
 	// buffer or file needs no lock of its own).
 	Logf func(string, ...any)
+	// URLLogf receives the lines about one URL or host (a fetch that
+	// failed, a link refused, a robots.txt unreachable), serialised with
+	// Logf's. A large crawl has many, and an operator who reads Logf's
+	// (damage found, a resume, the cluster's state) would lose those in
+	// them. Nil: they go to Logf.
+	URLLogf func(string, ...any)
 
 	// Status hooks (node_status.go), all optional: the NTP clock's view of
 	// itself (also the reason a cluster node logs when its clock is
@@ -242,11 +248,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 3 * time.Second
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	} else {
-		cfg.Logf = serialLogf(cfg.Logf)
-	}
+	cfg.Logf, cfg.URLLogf = serialLogf(cfg.Logf, cfg.URLLogf)
 	if len(cfg.StorageDirs) == 0 {
 		cfg.StorageDirs = []string{filepath.Join(cfg.Dir, "pages")}
 	}
@@ -627,12 +629,22 @@ func (n *Node) waitSynced(id uint32) error {
 	return n.syncErr
 }
 
-// serialLogf returns logf behind a mutex.
-func serialLogf(logf func(string, ...any)) func(string, ...any) {
-	var mu sync.Mutex
-	return func(format string, a ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		logf(format, a...)
+// serialLogf returns logf and urlLogf behind one mutex (the two may write
+// to one stream); a nil urlLogf is logf, a nil logf drops its lines.
+func serialLogf(logf, urlLogf func(string, ...any)) (serialLog, serialURLLog func(string, ...any)) {
+	if logf == nil {
+		logf = func(string, ...any) {}
 	}
+	if urlLogf == nil {
+		urlLogf = logf
+	}
+	var mu sync.Mutex
+	serial := func(log func(string, ...any)) func(string, ...any) {
+		return func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			log(format, a...)
+		}
+	}
+	return serial(logf), serial(urlLogf)
 }

@@ -84,7 +84,7 @@ func (n *Node) spend(u string) scope.Reason {
 	if !known {
 		var err error
 		if h, err = n.sched.Host(key); errors.Is(err, scheduler.ErrBadHost) {
-			n.cfg.Logf("url %q: %v", u, err)
+			n.cfg.URLLogf("url %q: %v", u, err)
 			return scope.BadURL
 		} else if err != nil { // the scheduler's disk is full, or worse
 			n.writeFailed(fmt.Errorf("spider: scheduler host %s: %w", key, err))
@@ -202,7 +202,7 @@ func (n *Node) followRedirect(u string, redirect bool, p *pageLinks) {
 		return
 	}
 	if hops >= maxRedirectHops {
-		n.cfg.Logf("%s: redirect not followed: %d redirects in a row", u, hops+1)
+		n.cfg.URLLogf("%s: redirect not followed: %d redirects in a row", u, hops+1)
 		n.st.rejected.Add(uint64(len(p.same)))
 		p.same = nil
 		return

@@ -100,7 +100,7 @@ func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
 		}
 		m, err := n.storedLinks(id)
 		if err != nil {
-			n.cfg.Logf("following the links of URL %d again: %v", id, err)
+			n.cfg.URLLogf("following the links of URL %d again: %v", id, err)
 			continue
 		}
 		m.depth = int(d)

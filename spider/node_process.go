@@ -282,7 +282,7 @@ func (n *Node) extractLinks(id uint32, d int, u string, body []byte, h http.Head
 	res, err := x.Extract(body, u, h, links.Options{Agent: n.agent, MaxLinks: n.cfg.MaxLinks})
 	n.extractors.Put(x)
 	if err != nil {
-		n.cfg.Logf("links of %s: %v", u, err)
+		n.cfg.URLLogf("links of %s: %v", u, err)
 	}
 	p := pageLinks{parent: id, depth: d}
 	if res.NoFollow {

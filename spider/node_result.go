@@ -233,7 +233,7 @@ func (n *Node) count(r *collector.Result, p *pageResult) {
 			n.st.errors.Add(1)
 		case scheduler.FailedTemp:
 			n.st.errors.Add(1)
-			n.cfg.Logf("fetch %s: %v: %v", r.URL, r.Kind, r.Err)
+			n.cfg.URLLogf("fetch %s: %v: %v", r.URL, r.Kind, r.Err)
 		}
 		return
 	}
@@ -243,7 +243,7 @@ func (n *Node) count(r *collector.Result, p *pageResult) {
 		// short): said as a failure without an answer is, so that a
 		// second request for the URL is seen to be a retry.
 		n.st.errors.Add(1)
-		n.cfg.Logf("fetch %s: status %d (%v): fetched again later", r.URL, r.Status, r.Kind)
+		n.cfg.URLLogf("fetch %s: status %d (%v): fetched again later", r.URL, r.Status, r.Kind)
 	}
 	n.st.links.Add(uint64(p.nlinks))
 }

@@ -110,7 +110,7 @@ func (n *Node) recordRobots(h uint32, v robotsVerdict) bool {
 	}
 	if !v.ok {
 		n.st.errors.Add(1)
-		n.cfg.Logf("robots.txt of %s unreachable (%d times running)", v.origin, v.failures)
+		n.cfg.URLLogf("robots.txt of %s unreachable (%d times running)", v.origin, v.failures)
 		if err := n.sched.SetRobots(h, scheduler.RobotsUnreachable, 0); err != nil {
 			n.fail(err)
 		}
@@ -121,7 +121,7 @@ func (n *Node) recordRobots(h uint32, v robotsVerdict) bool {
 		st = scheduler.RobotsNone // 4xx, too many redirects
 	}
 	if v.failures > 0 {
-		n.cfg.Logf("robots.txt of %s unreachable: using the copy fetched before", v.origin)
+		n.cfg.URLLogf("robots.txt of %s unreachable: using the copy fetched before", v.origin)
 	}
 	if err := n.sched.SetRobots(h, st, v.rules.CrawlDelay); err != nil {
 		n.fail(err)

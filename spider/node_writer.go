@@ -223,7 +223,7 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	if k := hostKey(u); len(k) > scheduler.MaxHostLen {
 		// A host name as long as DNS allows, with "https:" and a port:
 		// one bad link, not a reason to stop the crawl.
-		n.cfg.Logf("url %q: its scheduler host key is %d bytes, over the %d the scheduler takes", u, len(k), scheduler.MaxHostLen)
+		n.cfg.URLLogf("url %q: its scheduler host key is %d bytes, over the %d the scheduler takes", u, len(k), scheduler.MaxHostLen)
 		n.st.rejected.Add(1)
 		return
 	}
@@ -234,7 +234,7 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	}
 	id, added, err := n.tree.AddString(u)
 	if errors.Is(err, urltree.ErrURLTooLong) || errors.Is(err, urltree.ErrEmptyURL) {
-		n.cfg.Logf("url %q: %v", u, err)
+		n.cfg.URLLogf("url %q: %v", u, err)
 		n.st.rejected.Add(1)
 		return
 	}
@@ -274,7 +274,7 @@ func (n *Node) reexpand(u string, id uint32, d uint8, outlinks map[uint32]pageLi
 		}
 		var err error
 		if m, err = n.storedLinks(id); err != nil {
-			n.cfg.Logf("re-expanding %s: %v", u, err)
+			n.cfg.URLLogf("re-expanding %s: %v", u, err)
 			return
 		}
 		outlinks[id] = m

@@ -183,12 +183,12 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 	var rep demoReport
 	rep.Web.Hosts, rep.Web.Seed, rep.Web.Plain, rep.Web.HTTP, rep.Web.DNS = st.Hosts, st.Seed, st.Plain, srv.HTTPAddr(), srv.DNSAddr()
 	rep.Depth, rep.Dir = *depth, *dir
-	logf := func(string, ...any) {}
-	if *verbose {
-		logf = func(format string, a ...any) { fmt.Fprintf(e.stderr, format+"\n", a...) }
-	}
+	terminal := !*asJSON && stats.IsTerminal(e.stderr)
+	// The node's own lines (a resume after a kill, damage found in --dir)
+	// always; each URL's, and the audit's, with -v.
+	nodeLogf, logf := nodeLogs(e.stderr, "", *verbose, terminal)
 	node, err := spider.OpenNode(spider.NodeConfig{
-		Dir: stateDir, Seeds: srv.SeedURLs(), MaxDepth: *depth, RootCAs: srv.CertPool(), Logf: logf,
+		Dir: stateDir, Seeds: srv.SeedURLs(), MaxDepth: *depth, RootCAs: srv.CertPool(), Logf: nodeLogf, URLLogf: logf,
 		Lookup: func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) },
 		Collector: collector.Config{Fetchers: *workers, ConnectTimeout: 3 * time.Second, TLSTimeout: 3 * time.Second,
 			FirstByte: 3 * time.Second, ResponseTimeout: 5 * time.Second, IdleRead: 2 * time.Second, MaxBody: 2 << 20},
@@ -208,7 +208,7 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 	progCtx, stopProg := context.WithCancel(ctx)
 	progDone := make(chan struct{})
 	if !*asJSON {
-		prog := &spider.Progress{W: e.stderr, Snapshot: node.Counters, Terminal: stats.IsTerminal(e.stderr)}
+		prog := &spider.Progress{W: e.stderr, Snapshot: node.Counters, Terminal: terminal}
 		go func() {
 			defer close(progDone)
 			prog.Run(progCtx)

@@ -18,7 +18,7 @@ import (
 
 // runRun crawls as one node from a config file.
 func runRun(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--status ADDR] [--node ID] [--quiet]",
+	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--status ADDR] [--node ID] [--quiet] [--verbose]",
 		`Crawls as one node, as the config file says (write one with 'kspider init'),
 until nothing within the limits is left to fetch (exit 0). Ctrl-C or SIGTERM
 stops handing out work, stores every page fetched, syncs the data directory
@@ -28,6 +28,9 @@ again). Running the same command again continues where it stopped. Two
 runs on one data directory are refused.
 
 A progress line goes to stderr every second (--quiet: none), then a summary.
+The node's own lines go there too: damage found in its files and what was
+done about it, a resume after a crash, the cluster's state; each URL's
+trouble only with --verbose.
 The status page (--status; a cluster node's status in its cluster.nodes
 entry; else the config key status, default 127.0.0.1:7411) serves
 a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
@@ -43,6 +46,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
 	quiet := fs.Bool("quiet", false, "no progress line")
+	verbose := fs.Bool("verbose", false, "also log each URL's trouble (a fetch failed, a link refused, a robots.txt unreachable) to stderr")
 	caFile := fs.String("ca", "", "extra trusted CA certificates, PEM `FILE` (a test web's)")
 	statusAddr := fs.String("status", "", "status page `ADDR`ess (host:port; \"off\": none), replacing the config's status")
 	nodeFlag := fs.Int("node", -1, "this node's `ID` in cluster.nodes (default: the node whose udp address is local, else cluster.node)")
@@ -150,8 +154,11 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 			MaxCrawlDelay: cfg.Politeness.CrawlDelayCap.Duration, MaxHostsPerIP: cfg.Politeness.PerIP},
 		DNSStats: res.Stats,
 	}
+	terminal := !*quiet && stats.IsTerminal(e.stderr)
+	ncfg.Logf, ncfg.URLLogf = nodeLogs(e.stderr, "", *verbose, terminal)
 	if rc != nil {
-		ncfg.Cluster, ncfg.Logf = rc.node, rc.logf
+		ncfg.Cluster = rc.node
+		ncfg.Logf, ncfg.URLLogf = nodeLogs(e.stderr, rc.logPrefix, *verbose, terminal)
 		ncfg.Scheduler.Clock, ncfg.Scheduler.Phases = rc.clock, rc.phases
 		ncfg.ClockStatus = rc.clockStatus
 	}
@@ -164,7 +171,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 		fmt.Fprintf(e.stderr, "warning: %v\n", err)
 	}
 	defer status.Close()
-	prog := &spider.Progress{W: e.stderr, Snapshot: node.Counters, Terminal: stats.IsTerminal(e.stderr)}
+	prog := &spider.Progress{W: e.stderr, Snapshot: node.Counters, Terminal: terminal}
 	progCtx, stopProg := context.WithCancel(ctx)
 	progDone := make(chan struct{})
 	if !*quiet {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -180,5 +181,48 @@ func TestRunNodeFlagOneNode(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("the data directory was created for a run that never started")
+	}
+}
+
+// TestRunLogsNodeLines: a lone node's own lines reach stderr (here the
+// page index found damaged and rebuilt, which a node's operator must
+// see), while each URL's trouble (a redirect chain cut) shows only with
+// --verbose.
+func TestRunLogsNodeLines(t *testing.T) {
+	srv, tmp, ca := startRunWeb(t, testweb.Config{Hosts: 5, Seed: 9, MaxPages: 5, Seeds: 2, Plain: true})
+	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/r"))
+		http.Redirect(w, r, fmt.Sprintf("/r%d", n+1), http.StatusFound)
+	}))
+	defer loop.Close()
+	dir := filepath.Join(tmp, "data")
+	conf := writeRunConfig(t, tmp, dir, srv.DNSAddr(), append(srv.SeedURLs(), loop.URL+"/r0")...)
+	const cut = "redirect not followed"
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet")
+	if code != 0 || strings.Contains(errOut, cut) {
+		t.Fatalf("crawl: exit %d, want 0 and no URL's trouble logged without --verbose:\n%s", code, errOut)
+	}
+	ix := filepath.Join(dir, "pages", "url.idx")
+	b, err := os.ReadFile(ix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(ix, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet")
+	if code != 0 || !strings.Contains(errOut, "rebuilding it from the segments") {
+		t.Errorf("damaged page index: exit %d, want 0 and the rebuild logged:\n%s", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet", "--verbose", "--dir", filepath.Join(tmp, "data2"))
+	if code != 0 || !strings.Contains(errOut, cut) {
+		t.Errorf("--verbose: exit %d, want 0 and the redirect chain's cut logged:\n%s", code, errOut)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider"
@@ -29,7 +28,9 @@ type runCluster struct {
 	// status is this node's status address from its cluster.nodes entry
 	// ("" when not given).
 	status string
-	logf   func(string, ...any)
+	// logPrefix starts each of the node's log lines ("node 2: "): the
+	// nodes of a test or of one terminal share a screen.
+	logPrefix string
 	// clockStatus is the NTP clock's view of itself, for the status page
 	// (nil without NTP).
 	clockStatus func() scheduler.Status
@@ -71,15 +72,8 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 	} else {
 		return nil, fmt.Errorf("cluster.secret_file is required with %d nodes", len(cl.Nodes))
 	}
-	logf := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		// The node's own log is per URL; only the cluster's goes to stderr.
-		if strings.HasPrefix(msg, "cluster:") || strings.HasPrefix(msg, "communicator:") {
-			fmt.Fprintf(e.stderr, "node %d: %s\n", self, msg)
-		}
-	}
 	sch := cc.FetchSchedule()
-	rc := &runCluster{phases: sch.Phases, logf: logf, status: cc.Members[self].Status,
+	rc := &runCluster{phases: sch.Phases, logPrefix: fmt.Sprintf("node %d: ", self), status: cc.Members[self].Status,
 		node: &spider.NodeCluster{Config: cc, Secret: secret}}
 	turns := fmt.Sprintf("%d phases of %v", cc.Phases, cc.PhaseLength)
 	if !cc.Turns() {

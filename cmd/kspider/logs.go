@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// nodeLogs returns the NodeConfig.Logf and URLLogf of a node run from the
+// command line: the node's own lines go to w, each starting with prefix;
+// the lines about single URLs, thousands on a large crawl, only when
+// verbose. On a terminal, where the progress line is redrawn in place
+// (spider.Progress), a line first clears it: the next second redraws it.
+func nodeLogs(w io.Writer, prefix string, verbose, terminal bool) (logf, urlLogf func(string, ...any)) {
+	if terminal {
+		prefix = "\r\x1b[K" + prefix
+	}
+	logf = func(format string, a ...any) {
+		fmt.Fprintf(w, "%s%s\n", prefix, fmt.Sprintf(format, a...))
+	}
+	urlLogf = func(string, ...any) {}
+	if verbose {
+		urlLogf = logf
+	}
+	return logf, urlLogf
+}
