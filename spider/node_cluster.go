@@ -339,7 +339,11 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 				c.misrouted.Add(1)
 				continue
 			}
-			n.seeOne(u, int(it.Tag), outlinks)
+			d, hops := cluster.SplitURLTag(it.Tag)
+			if hops > 0 {
+				n.budget.hops.put(u, hops)
+			}
+			n.seeOne(u, d, outlinks)
 		}
 		if urls > 0 {
 			c.gen.Add(1)
@@ -387,7 +391,10 @@ func (n *Node) route(u string, d int) bool {
 		n.st.tooDeep.Add(1)
 		return true
 	}
-	if err := c.ep.Send(communicator.NodeID(o), uint64(d), []byte(u)); err != nil {
+	// A redirect's target takes its count of redirects in a row to its
+	// owner, which goes on counting (followRedirect).
+	tag := cluster.URLTag(d, n.budget.hops.take(u))
+	if err := c.ep.Send(communicator.NodeID(o), tag, []byte(u)); err != nil {
 		if errors.Is(err, communicator.ErrTooLong) {
 			n.st.rejected.Add(1)
 			return true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
@@ -22,6 +23,13 @@ import (
 // clusterNodes builds the configs of an n-node cluster on loopback with
 // phases of length slot, each node's UDP socket bound already.
 func clusterNodes(t *testing.T, n int, srv *testweb.Server, lookup LookupFunc, depth int, slot time.Duration, by cluster.Partition) []NodeConfig {
+	t.Helper()
+	return clusterOf(t, n, slot, by, func(dir string) NodeConfig { return nodeConfig(t, dir, srv, lookup, depth) })
+}
+
+// clusterOf is clusterNodes with each node's config from base(its data
+// directory).
+func clusterOf(t *testing.T, n int, slot time.Duration, by cluster.Partition, base func(dir string) NodeConfig) []NodeConfig {
 	t.Helper()
 	var conns []*net.UDPConn
 	var members []cluster.Member
@@ -40,7 +48,7 @@ func clusterNodes(t *testing.T, n int, srv *testweb.Server, lookup LookupFunc, d
 		if err := cc.Check(); err != nil {
 			t.Fatal(err)
 		}
-		cfg := nodeConfig(t, t.TempDir(), srv, lookup, depth)
+		cfg := base(t.TempDir())
 		cfg.Scheduler.Phases = n
 		cfg.Scheduler.Clock = cluster.SystemClock(cc.Schedule(), i, slot/10, nil)
 		id := i
@@ -450,5 +458,43 @@ func TestPhaseKeyOfHostKey(t *testing.T) {
 		if got := hostName(name); got != want {
 			t.Errorf("hostName(%q) = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestClusterRedirectChainBounded: with URLs partitioned over nodes, the
+// hops of a redirect chain /r/N -> /r/N+1 mostly belong to other nodes.
+// The count of redirects in a row must go with the target to its owner,
+// or each node starts it again and the chain is crawled without end.
+func TestClusterRedirectChainBounded(t *testing.T) {
+	web := startHostile(t, func(w http.ResponseWriter, r *http.Request, web *hostileWeb) {
+		var k int
+		fmt.Sscanf(r.URL.Path[min(3, len(r.URL.Path)):], "%d", &k)
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/":
+			htmlLinks(w, "/r/0")
+		default:
+			http.Redirect(w, r, fmt.Sprintf("/r/%d", k+1), http.StatusFound)
+		}
+	})
+	seeds := []string{web.url("main.test", "/")}
+	cfgs := clusterOf(t, 3, 300*time.Millisecond, cluster.ByURL, func(dir string) NodeConfig { return hostileConfig(t, dir, seeds, 1) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runCluster(t, ctx, cfgs)
+	union := map[string]bool{}
+	for _, cfg := range cfgs {
+		for u := range storedURLs(t, cfg.Dir) {
+			union[u] = true
+		}
+	}
+	for k := 0; k <= maxRedirectHops; k++ {
+		if u := web.url("main.test", fmt.Sprintf("/r/%d", k)); !union[u] {
+			t.Errorf("%s not stored", u)
+		}
+	}
+	if u := web.url("main.test", fmt.Sprintf("/r/%d", maxRedirectHops+1)); union[u] {
+		t.Errorf("%s stored: %d redirects in a row followed across the nodes (%d pages stored)", u, maxRedirectHops+1, len(union))
 	}
 }

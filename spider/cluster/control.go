@@ -11,8 +11,15 @@ import (
 )
 
 // Items between nodes are the communicator's (tag, bytes) pairs. A URL
-// goes with its link depth as the tag (0..MaxURLTag); tags from TagHello
-// on are control messages of this package:
+// goes with URLTag(depth, hops) as the tag (0..MaxURLTag): its link depth
+// in the low byte, and, for the target of a redirect, the redirects in a
+// row that led to it above (without them a chain /r/N -> /r/N+1, its hops
+// owned by other nodes, started its count again on each and was crawled
+// without end). Protocol 1 sent the depth alone (0..255): its nodes would
+// drop the tags above as unknown control, so the hello's block carries
+// the protocol ("protocol=2") and nodes of two protocols fetch nothing,
+// naming the difference. Tags from TagHello on are control messages of
+// this package:
 //
 //	hello     "kspider-hello 1 NONCE WANT\n" + EncodeFields(Canonical()),
 //	          then "epoch_of_sender=E\n" (its communicator epoch),
@@ -33,7 +40,7 @@ import (
 //
 // Anything else with a tag above MaxURLTag is counted and dropped.
 const (
-	MaxURLTag   = 255
+	MaxURLTag   = 0xffff
 	TagHello    = 1 << 20
 	TagProbe    = TagHello + 1
 	TagState    = TagHello + 2
@@ -42,6 +49,21 @@ const (
 )
 
 const helloMagic = "kspider-hello 1 "
+
+// Protocol is the meaning of the items' tags, carried in the hello's
+// block as "protocol" (protocol 1 did not say).
+const Protocol = "2"
+
+// URLTag is the tag of a URL at link depth depth (0..255) reached by hops
+// redirects in a row.
+func URLTag(depth int, hops uint8) uint64 {
+	return uint64(hops)<<8 | uint64(uint8(depth))
+}
+
+// SplitURLTag is URLTag's inverse, for tags up to MaxURLTag.
+func SplitURLTag(tag uint64) (depth int, hops uint8) {
+	return int(tag & 0xff), uint8(tag >> 8)
+}
 
 // Hello is a hello message.
 type Hello struct {

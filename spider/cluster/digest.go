@@ -21,9 +21,12 @@ const maxInline = 700
 // node must agree on (not Self, and not the secret, which the datagrams'
 // MACs already check), in a fixed order and format. cluster.nodes comes as
 // a hash of all node lines ("nodes") and, when they are short enough to fit
-// one datagram, as one field per node ("nodes[ID]").
+// one datagram, as one field per node ("nodes[ID]"). The protocol of the
+// items (Protocol) comes first: nodes of two kspider versions that would
+// read each other's items differently must not exchange them.
 func (c *Config) Canonical() []Field {
 	fs := []Field{
+		{"protocol", Protocol},
 		{"phases", strconv.Itoa(c.Phases)},
 		{"phase_length", c.PhaseLength.String()},
 		{"epoch", c.Epoch.UTC().Format(time.RFC3339Nano)},

@@ -104,3 +104,34 @@ func TestConfigCheck(t *testing.T) {
 		t.Errorf("Addrs: %v %v", addrs, err)
 	}
 }
+
+// TestProtocolDiffers: a node of protocol 1 (its block without
+// "protocol") reads items' tags otherwise; the blocks differ, by name.
+func TestProtocolDiffers(t *testing.T) {
+	a := testConfig()
+	old := slices.DeleteFunc(a.Canonical(), func(f Field) bool { return f.Key == "protocol" })
+	d := Diff(a.Canonical(), old)
+	if len(d) != 1 || d[0] != `cluster.protocol: ours "2", theirs has none` {
+		t.Errorf("protocol 1 against 2: %v", d)
+	}
+}
+
+// TestURLTag: depth and redirects in a row survive the tag, which stays
+// below the control tags.
+func TestURLTag(t *testing.T) {
+	for _, c := range []struct {
+		depth int
+		hops  uint8
+	}{{0, 0}, {253, 0}, {3, 1}, {255, 255}} {
+		tag := URLTag(c.depth, c.hops)
+		if d, h := SplitURLTag(tag); d != c.depth || h != c.hops || tag > MaxURLTag {
+			t.Errorf("URLTag(%d, %d) = %d, split %d %d", c.depth, c.hops, tag, d, h)
+		}
+	}
+	if URLTag(7, 0) != 7 {
+		t.Error("a link's tag is no longer its depth, as protocol 1 sent it")
+	}
+	if MaxURLTag >= TagHello {
+		t.Error("URL tags reach the control tags")
+	}
+}
