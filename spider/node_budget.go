@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/spider/scope"
 )
 
@@ -23,6 +24,15 @@ import (
 //   - max_pages (NodeConfig.MaxPages): pages fetched in all runs, counted
 //     at open from the scheduler's completed and redirected URLs; lists
 //     reserve fetches against it before they go out, so it is never passed.
+//
+// In a cluster of N nodes the limits are the cluster's: each node counts
+// only its own share of the URLs, so it takes 1/N of max_pages (rounded
+// up) and, when URLs are partitioned by URL (a host's spread over every
+// node), 1/N of the per-host budget. Taken whole by each node, they let
+// the cluster store N times the pages the operator asked for, and a trap
+// host N times its budget. The per-domain host budget stays whole: with
+// URL partitioning every node sees nearly every origin of a domain, and
+// with host partitioning a domain's origins fall to the nodes unevenly.
 type budgets struct {
 	perHost   uint32         // 0: none
 	perDomain int            // 0: none
@@ -36,7 +46,11 @@ type budgets struct {
 // openBudgets derives the budgets' counts from the scheduler at open.
 func (n *Node) openBudgets() error {
 	b := &n.budget
-	b.perHost = uint32(min(max(n.cfg.Scope.MaxPagesPerHost, 0), 1<<32-1))
+	perHost := int64(max(n.cfg.Scope.MaxPagesPerHost, 0))
+	if c := n.cfg.Cluster; c != nil && c.Config.Partition == cluster.ByURL {
+		perHost = NodeShare(perHost, c.Config.N())
+	}
+	b.perHost = uint32(min(perHost, 1<<32-1))
 	b.perDomain = max(n.cfg.Scope.MaxSubdomains, 0)
 	b.pagesLeft.Store(-1)
 	if b.perDomain > 0 {
@@ -58,9 +72,22 @@ func (n *Node) openBudgets() error {
 				pages++
 			}
 		}
-		b.pagesLeft.Store(max(n.cfg.MaxPages-pages, 0))
+		limit := n.cfg.MaxPages
+		if c := n.cfg.Cluster; c != nil {
+			limit = NodeShare(limit, c.Config.N())
+		}
+		b.pagesLeft.Store(max(limit-pages, 0))
 	}
 	return nil
+}
+
+// NodeShare is one node's share of a cluster-wide limit over nodes nodes,
+// rounded up (a limit of 0, none, stays 0).
+func NodeShare(limit int64, nodes int) int64 {
+	if nodes <= 1 || limit <= 0 {
+		return limit
+	}
+	return limit/int64(nodes) + min(limit%int64(nodes), 1)
 }
 
 // spend charges a new URL to its host's and its domain's budgets (scope's

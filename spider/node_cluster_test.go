@@ -498,3 +498,49 @@ func TestClusterRedirectChainBounded(t *testing.T) {
 		t.Errorf("%s stored: %d redirects in a row followed across the nodes (%d pages stored)", u, maxRedirectHops+1, len(union))
 	}
 }
+
+// TestClusterLimitsAreTheCluster: limits.max_pages and, with URLs
+// partitioned by URL, max_pages_per_host bound the cluster's crawl, not
+// each node's: three nodes each taking the whole limit stored three times
+// the pages asked for.
+func TestClusterLimitsAreTheCluster(t *testing.T) {
+	if got := NodeShare(10, 3); got != 4 {
+		t.Errorf("NodeShare(10, 3) = %d, want 4", got)
+	}
+	for _, c := range []struct {
+		name              string
+		maxPages, perHost int
+	}{{"max_pages", 30, 0}, {"max_pages_per_host", 0, 5}} {
+		t.Run(c.name, func(t *testing.T) {
+			var log bytes.Buffer
+			srv, lookup := startWeb(t, testweb.Config{Hosts: 10, Seed: 3, MaxPages: 40, MeanPageSize: 2000, Seeds: 3, Plain: true}, &log)
+			cfgs := clusterNodes(t, 3, srv, lookup, 4, time.Second, cluster.ByURL)
+			for i := range cfgs {
+				cfgs[i].MaxPages = int64(c.maxPages)
+				cfgs[i].Scope.MaxPagesPerHost = c.perHost
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			runCluster(t, ctx, cfgs)
+			hosts := map[string]int{}
+			total := 0
+			for _, cfg := range cfgs {
+				for u := range storedURLs(t, cfg.Dir) {
+					total++
+					h := u[strings.Index(u, "//")+2:]
+					hosts[h[:strings.IndexByte(h+"/", '/')]]++
+				}
+			}
+			if total == 0 || c.maxPages > 0 && total > c.maxPages {
+				t.Errorf("the cluster stored %d pages at max_pages %d", total, c.maxPages)
+			}
+			for h, n := range hosts {
+				// Each node admits ceil(5/3) = 2 of a host's URLs: at most 6.
+				if c.perHost > 0 && n > 6 {
+					t.Errorf("host %s: %d pages stored at max_pages_per_host %d", h, n, c.perHost)
+				}
+			}
+			t.Logf("%d pages stored, per host %v", total, hosts)
+		})
+	}
+}

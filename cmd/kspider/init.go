@@ -233,12 +233,15 @@ response_timeout = {{q .Limits.ResponseTimeout.String}}
 idle_timeout = {{q .Limits.IdleTimeout.String}}
 # Link depth from the seeds (0: the seeds only; at most 253).
 max_depth = {{.Limits.MaxDepth}}
-# URLs admitted per host (origin), over every run (0: no limit).
+# URLs admitted per host (origin), over every run (0: no limit); in a
+# cluster partitioned by url, each node admits its share (1/N, rounded up).
 max_pages_per_host = {{.Limits.MaxPagesPerHost}}
 # Distinct links followed per page, fragments removed.
 max_links_per_page = {{.Limits.MaxLinksPerPage}}
 # Pages fetched over every run on data_dir before the crawl ends (0: crawl
 # until nothing is left); a larger value continues a crawl that reached it.
+# In a cluster it is the cluster's: each node fetches its share (1/N,
+# rounded up).
 max_pages = {{.Limits.MaxPages}}
 
 # The cluster: the same block on every node but for 'node'. The default is

@@ -213,7 +213,10 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 		if lost > 0 {
 			fmt.Fprintf(e.stderr, "%d more pages fetched were lost with the page store before they were on disk; the next run fetches them again\n", lost)
 		}
-		if sum.LimitReached {
+		if sum.LimitReached && rc != nil && rc.node.Config.N() > 1 {
+			fmt.Fprintf(e.stderr, "limits.max_pages (%d) reached: this node's share (%d, 1/%d of it); the URLs left wait; raise it and run again to continue\n",
+				cfg.Limits.MaxPages, spider.NodeShare(cfg.Limits.MaxPages, rc.node.Config.N()), rc.node.Config.N())
+		} else if sum.LimitReached {
 			fmt.Fprintf(e.stderr, "limits.max_pages (%d) reached: the URLs left wait; raise it and run again to continue\n", cfg.Limits.MaxPages)
 		}
 	}
