@@ -15,7 +15,7 @@ func BenchmarkStateSave(b *testing.B) {
 			name = "whole"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := openState(b.TempDir())
+			s, err := openState(b.TempDir(), 1)
 			if err != nil {
 				b.Fatal(err)
 			}

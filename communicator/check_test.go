@@ -26,7 +26,7 @@ func spillFixture(t testing.TB) (string, []int64) {
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := openState(dir)
+	st, err := openState(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

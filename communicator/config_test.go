@@ -37,7 +37,7 @@ func TestConfigErrors(t *testing.T) {
 func TestStateFile(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Unix(1700000000, 0)
-	s, err := openState(dir)
+	s, err := openState(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestStateFile(t *testing.T) {
 	if err := s.save(e1, []stateEntry{{2, 77, 1234}}); err != nil {
 		t.Fatal(err)
 	}
-	s, err = openState(dir)
+	s, err = openState(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,18 +61,18 @@ func TestStateFile(t *testing.T) {
 	b[len(b)-6] ^= 1
 	os.WriteFile(path, b, 0o644)
 	// One slot damaged: the other opens, and the damage is reported.
-	if s, err := openState(dir); err != nil || len(s.warnings) != 1 || !strings.Contains(s.warnings[0].what, "checksum mismatch at offset") {
+	if s, err := openState(dir, 1); err != nil || len(s.warnings) != 1 || !strings.Contains(s.warnings[0].what, "checksum mismatch at offset") {
 		t.Errorf("one damaged slot: %v %+v", err, s)
 	} else {
 		s.close()
 	}
 	b[len(b)/2-6] ^= 1
 	os.WriteFile(path, b, 0o644)
-	if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "checksum mismatch at offset") {
+	if _, err := openState(dir, 1); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "checksum mismatch at offset") {
 		t.Errorf("damaged state file: %v", err)
 	}
 	os.WriteFile(path, b[:10], 0o644)
-	if _, err := openState(dir); err == nil || !strings.Contains(err.Error(), "shorter than a header") {
+	if _, err := openState(dir, 1); err == nil || !strings.Contains(err.Error(), "shorter than a header") {
 		t.Errorf("truncated state file: %v", err)
 	}
 }

@@ -89,7 +89,7 @@ func New(cfg Config) (*Endpoint, error) {
 		e.cache = newSentCache(cfg.SentCache)
 	}
 	var err error
-	if e.state, err = openState(cfg.SpillDir); err != nil {
+	if e.state, err = openState(cfg.SpillDir, cfg.Self); err != nil {
 		return nil, err
 	}
 	for _, w := range e.state.warnings {

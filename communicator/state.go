@@ -13,25 +13,31 @@ import (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// State file (SpillDir/state), version 2: two slots of S bytes each (S a
+// State file (SpillDir/state), version 3: two slots of S bytes each (S a
 // multiple of 512, at least 512; the file is 2S bytes and never changes
 // size), each a whole copy of the state:
 //
 //	offset size
 //	0      8    magic "kspstate"
-//	8      4    version = 2
+//	8      4    version = 3
 //	12     4    S, the slot size
 //	16     8    write counter: the valid slot with the larger one wins
 //	24     8    epoch
-//	32     4    count
-//	36     14×count  entries: node id u16 | sender epoch u64 | cum u32
+//	32     2    node id of the endpoint that wrote it
+//	34     2    reserved, 0
+//	36     4    count
+//	40     14×count  entries: node id u16 | sender epoch u64 | cum u32
 //	...         zeros
 //	S-4    4    CRC-32C of the slot's bytes before it
 //
 // all big-endian. epoch is this endpoint's last epoch (the next start
 // takes a larger one even if the wall clock stepped back); each entry is
 // how far a sender's batches are acknowledged, so a restarted receiver
-// still drops what it acknowledged.
+// still drops what it acknowledged. Those positions are the writer's own:
+// another node taking them (a directory copied from a node, or the node
+// id changed) would drop the batches its peers send it up to them, never
+// delivered, as duplicates. So an endpoint refuses a state file another
+// node id wrote, naming both.
 //
 // A save overwrites the older slot in place and fdatasyncs (bbolt's meta
 // pages): one write and one fdatasync, where version 1 took a temporary
@@ -40,9 +46,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // the open reports it (Endpoint logs it, CheckSpill lists it). Both slots
 // bad is an error. The file is made whole (write to state.tmp, fsync,
 // rename, fsync the directory) only when it is created, converted from
-// version 1, or the entries outgrow the slots.
+// an older version, or the entries outgrow the slots.
 //
-// Version 1 (still read, then rewritten as version 2 by the next save):
+// Version 2 is version 3 without the node id (offsets 32-35 absent, the
+// entries at 36). Versions 1 and 2 are still read, with no node to check,
+// then rewritten as version 3 by the next save (the endpoint saves at
+// once when it starts). Version 1:
 //
 //	magic "kspstate" | version u32 = 1 | epoch u64 | count u32 |
 //	count × (node id u16 | sender epoch u64 | cum u32) | CRC-32C u32
@@ -51,9 +60,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 const (
 	stateMagic     = "kspstate"
 	stateVersion1  = 1
-	stateVersion   = 2
+	stateVersion2  = 2
+	stateVersion   = 3
 	stateEntrySize = 14
-	stateSlotHead  = 36
+	stateSlotHead2 = 36
+	stateSlotHead  = 40
 	stateSlotAlign = 512
 )
 
@@ -64,9 +75,15 @@ type stateEntry struct {
 }
 
 type stateFile struct {
-	path    string // "" when there is no SpillDir
-	last    uint64
-	entries map[NodeID]stateEntry
+	path string // "" when there is no SpillDir
+	self NodeID // the endpoint's node: saves record it
+	last uint64
+	// owner is the node that wrote the file read at open (ownerKnown:
+	// version 3; older ones do not say).
+	owner      NodeID
+	ownerKnown bool
+	version    uint32 // of the slot read at open; 0: none read
+	entries    map[NodeID]stateEntry
 
 	f       *os.File // open for in-place saves; nil: the next save makes the file whole
 	slot    int64    // slot size of f
@@ -84,8 +101,8 @@ type stateWarning struct {
 	what string
 }
 
-func openState(dir string) (*stateFile, error) {
-	s := &stateFile{entries: make(map[NodeID]stateEntry)}
+func openState(dir string, self NodeID) (*stateFile, error) {
+	s := &stateFile{self: self, entries: make(map[NodeID]stateEntry)}
 	if dir == "" {
 		return s, nil
 	}
@@ -103,7 +120,10 @@ func openState(dir string) (*stateFile, error) {
 	if _, err := s.parse(b); err != nil {
 		return nil, fmt.Errorf("communicator: state file %s: %w (remove it to start afresh; peers may then deliver acknowledged batches again)", s.path, err)
 	}
-	if s.slot > 0 {
+	if s.ownerKnown && s.owner != self {
+		return nil, fmt.Errorf("communicator: state file %s was written by node %d, and this is node %d: its receive positions are node %d's, and taken here they would drop batches peers send node %d as already delivered; run node %d on this directory, or give node %d a directory of its own", s.path, s.owner, self, s.owner, self, s.owner, self)
+	}
+	if s.slot > 0 && s.version == stateVersion {
 		if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
@@ -111,8 +131,8 @@ func openState(dir string) (*stateFile, error) {
 	return s, nil
 }
 
-// parse reads a state file's contents, of either version; a problem comes
-// with the offset it was found at. A version 2 file with one bad slot
+// parse reads a state file's contents, of any version; a problem comes
+// with the offset it was found at. A version 2 or 3 file with one bad slot
 // parses, with the problem in s.warnings.
 func (s *stateFile) parse(b []byte) (int64, error) {
 	if len(b) >= 12 && string(b[:8]) == stateMagic && binary.BigEndian.Uint32(b[8:]) == stateVersion1 {
@@ -120,8 +140,8 @@ func (s *stateFile) parse(b []byte) (int64, error) {
 		if err == nil || len(b) < 2*stateSlotAlign || len(b)%(2*stateSlotAlign) != 0 {
 			return off, err
 		}
-		// The size of a version 2 file: slot 0's version may be what is
-		// damaged.
+		// The size of a two-slot file (version 2 or 3): slot 0's
+		// version may be what is damaged.
 	}
 	return s.parseV2(b)
 }
@@ -139,7 +159,7 @@ func (s *stateFile) parseV1(b []byte) (int64, error) {
 	if crc32.Checksum(b[:end], castagnoli) != binary.BigEndian.Uint32(b[end:]) {
 		return int64(end), fmt.Errorf("checksum mismatch at offset %d", end)
 	}
-	s.last = binary.BigEndian.Uint64(b[12:])
+	s.last, s.version = binary.BigEndian.Uint64(b[12:]), stateVersion1
 	s.readEntries(b[fixed:], n)
 	return 0, nil
 }
@@ -152,9 +172,11 @@ func (s *stateFile) readEntries(b []byte, n int) {
 	}
 }
 
-// stateSlot is what one version 2 slot holds.
+// stateSlot is what one version 2 or 3 slot holds.
 type stateSlot struct {
+	version        uint32
 	counter, epoch uint64
+	owner          NodeID // version 3
 	count          int
 	body           []byte // the entries
 }
@@ -166,8 +188,9 @@ func checkSlot(b []byte, off, slot int64) (stateSlot, int64, error) {
 	if string(p[:8]) != stateMagic {
 		return stateSlot{}, off, fmt.Errorf("bad magic at offset %d", off)
 	}
-	if v := binary.BigEndian.Uint32(p[8:]); v != stateVersion {
-		return stateSlot{}, off + 8, fmt.Errorf("format version %d at offset %d; this build reads versions %d and %d", v, off+8, stateVersion1, stateVersion)
+	v := binary.BigEndian.Uint32(p[8:])
+	if v != stateVersion && v != stateVersion2 {
+		return stateSlot{}, off + 8, fmt.Errorf("format version %d at offset %d; this build reads versions %d, %d and %d", v, off+8, stateVersion1, stateVersion2, stateVersion)
 	}
 	end := slot - 4
 	if crc32.Checksum(p[:end], castagnoli) != binary.BigEndian.Uint32(p[end:]) {
@@ -176,11 +199,18 @@ func checkSlot(b []byte, off, slot int64) (stateSlot, int64, error) {
 	if size := int64(binary.BigEndian.Uint32(p[12:])); size != slot {
 		return stateSlot{}, off + 12, fmt.Errorf("slot size %d at offset %d in a file of two %d-byte slots", size, off+12, slot)
 	}
-	n := int64(binary.BigEndian.Uint32(p[32:]))
-	if stateSlotHead+n*stateEntrySize > end {
-		return stateSlot{}, off + 32, fmt.Errorf("%d entries at offset %d do not fit a %d-byte slot", n, off+32, slot)
+	ss := stateSlot{version: v, counter: binary.BigEndian.Uint64(p[16:]), epoch: binary.BigEndian.Uint64(p[24:])}
+	head, countAt := int64(stateSlotHead2), int64(32)
+	if v == stateVersion {
+		head, countAt = stateSlotHead, 36
+		ss.owner = NodeID(binary.BigEndian.Uint16(p[32:]))
 	}
-	return stateSlot{binary.BigEndian.Uint64(p[16:]), binary.BigEndian.Uint64(p[24:]), int(n), p[stateSlotHead:]}, 0, nil
+	n := int64(binary.BigEndian.Uint32(p[countAt:]))
+	if head+n*stateEntrySize > end {
+		return stateSlot{}, off + countAt, fmt.Errorf("%d entries at offset %d do not fit a %d-byte slot", n, off+countAt, slot)
+	}
+	ss.count, ss.body = int(n), p[head:]
+	return ss, 0, nil
 }
 
 func (s *stateFile) parseV2(b []byte) (int64, error) {
@@ -191,8 +221,8 @@ func (s *stateFile) parseV2(b []byte) (int64, error) {
 		if string(b[:8]) != stateMagic {
 			return 0, errors.New("bad magic at offset 0")
 		}
-		if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion {
-			return 8, fmt.Errorf("format version %d at offset 8; this build reads versions %d and %d", v, stateVersion1, stateVersion)
+		if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion && v != stateVersion2 {
+			return 8, fmt.Errorf("format version %d at offset 8; this build reads versions %d, %d and %d", v, stateVersion1, stateVersion2, stateVersion)
 		}
 		return int64(len(b)), fmt.Errorf("%d bytes: not two slots of a multiple of %d bytes", len(b), stateSlotAlign)
 	}
@@ -217,7 +247,8 @@ func (s *stateFile) parseV2(b []byte) (int64, error) {
 		s.warnings = append(s.warnings, stateWarning{offs[bad], fmt.Sprintf("slot %d: %v (a write cut short by a crash, or damage); using slot %d, save %d: receive positions saved after it are lost, which only lets peers deliver again what they delivered", bad, errs[bad], pick, good[pick].counter)})
 	}
 	g := good[pick]
-	s.slot, s.cur, s.counter, s.last = slot, pick, g.counter, g.epoch
+	s.slot, s.cur, s.counter, s.last, s.version = slot, pick, g.counter, g.epoch, g.version
+	s.owner, s.ownerKnown = g.owner, g.version == stateVersion
 	s.readEntries(g.body, g.count)
 	return 0, nil
 }
@@ -260,7 +291,8 @@ func (s *stateFile) encodeSlot(slot int64, counter, epoch uint64, ents []stateEn
 	binary.BigEndian.PutUint32(b[12:], uint32(slot))
 	binary.BigEndian.PutUint64(b[16:], counter)
 	binary.BigEndian.PutUint64(b[24:], epoch)
-	binary.BigEndian.PutUint32(b[32:], uint32(len(ents)))
+	binary.BigEndian.PutUint16(b[32:], uint16(s.self))
+	binary.BigEndian.PutUint32(b[36:], uint32(len(ents)))
 	for i, e := range ents {
 		r := b[stateSlotHead+i*stateEntrySize:]
 		binary.BigEndian.PutUint16(r, uint16(e.id))

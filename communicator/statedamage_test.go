@@ -17,7 +17,7 @@ import (
 func stateFixture(t testing.TB) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := openState(dir)
+	st, err := openState(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +161,12 @@ func TestStateFileDamage(t *testing.T) {
 	b := bytes.Clone(orig)
 	for k := range 2 {
 		p := b[k*slot : (k+1)*slot]
-		binary.BigEndian.PutUint32(p[8:], 3)
+		binary.BigEndian.PutUint32(p[8:], 4)
 		binary.BigEndian.PutUint32(p[slot-4:], crc32.Checksum(p[:slot-4], castagnoli))
 	}
 	s := &stateFile{entries: map[NodeID]stateEntry{}}
-	if _, err := s.parse(b); err == nil || !strings.Contains(err.Error(), "format version 3 at offset 8; this build reads versions 1 and 2") {
-		t.Fatalf("version 3: %v", err)
+	if _, err := s.parse(b); err == nil || !strings.Contains(err.Error(), "format version 4 at offset 8; this build reads versions 1, 2 and 3") {
+		t.Fatalf("version 4: %v", err)
 	}
 
 	// Version 1 files: any change refused.
@@ -175,14 +175,14 @@ func TestStateFileDamage(t *testing.T) {
 }
 
 // TestStateFileV1: a version 1 file opens, and the next save rewrites it
-// as version 2 with the same positions; then saves go in place, to the
+// as version 3 with the same positions; then saves go in place, to the
 // older slot, alternating, and a torn write of one leaves the last one.
 func TestStateFileV1(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")
 	ents := []stateEntry{{2, 5, 9}, {3, 6, 1}}
 	os.WriteFile(path, stateV1(7, ents), 0o644)
-	st, err := openState(dir)
+	st, err := openState(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestStateFileV1(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	if len(b) != 2*stateSlotAlign || binary.BigEndian.Uint32(b[8:]) != stateVersion {
-		t.Fatalf("not rewritten as version 2: %d bytes, version %d", len(b), binary.BigEndian.Uint32(b[8:]))
+		t.Fatalf("not rewritten as version 3: %d bytes, version %d", len(b), binary.BigEndian.Uint32(b[8:]))
 	}
 	fi, _ := os.Stat(path)
 	for k := range 5 {
@@ -215,7 +215,7 @@ func TestStateFileV1(t *testing.T) {
 	copy(b[100:stateSlotAlign], bytes.Repeat([]byte{0xee}, stateSlotAlign))
 	os.WriteFile(path, b, 0o644)
 	var logged []string
-	st, err = openState(dir)
+	st, err = openState(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestStateFileV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.close()
-	if st, err = openState(dir); err != nil || len(st.warnings) != 0 || st.last != 14 {
+	if st, err = openState(dir, 1); err != nil || len(st.warnings) != 0 || st.last != 14 {
 		t.Fatalf("after the next save: %v %+v", err, st)
 	}
 	st.close()
@@ -240,12 +240,12 @@ func TestStateFileV1(t *testing.T) {
 	for i := range many {
 		many[i] = stateEntry{NodeID(i), uint64(i), uint32(i)}
 	}
-	st, _ = openState(dir)
+	st, _ = openState(dir, 1)
 	if err := st.save(15, many); err != nil {
 		t.Fatal(err)
 	}
 	st.close()
-	st, err = openState(dir)
+	st, err = openState(dir, 1)
 	if err != nil || len(st.entries) != 100 || st.slot != 3*stateSlotAlign {
 		t.Fatalf("grown: %v, %d entries, slot %d", err, len(st.entries), st.slot)
 	}
@@ -280,7 +280,7 @@ func FuzzStateFile(f *testing.F) {
 }
 
 // TestEndpointStateV1: an endpoint started on a version 1 state file takes
-// its epoch and positions, and leaves a version 2 file holding them.
+// its epoch and positions, and leaves a version 3 file holding them.
 func TestEndpointStateV1(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state")

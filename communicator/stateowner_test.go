@@ -1,0 +1,106 @@
+package communicator
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stateV2 is a version 2 state file (two slots of 512 bytes, no node id)
+// holding epoch and ents in both slots.
+func stateV2(epoch uint64, ents []stateEntry) []byte {
+	slot := make([]byte, stateSlotAlign)
+	copy(slot, stateMagic)
+	binary.BigEndian.PutUint32(slot[8:], stateVersion2)
+	binary.BigEndian.PutUint32(slot[12:], stateSlotAlign)
+	binary.BigEndian.PutUint64(slot[16:], 1)
+	binary.BigEndian.PutUint64(slot[24:], epoch)
+	binary.BigEndian.PutUint32(slot[32:], uint32(len(ents)))
+	for i, e := range ents {
+		r := slot[stateSlotHead2+i*stateEntrySize:]
+		binary.BigEndian.PutUint16(r, uint16(e.id))
+		binary.BigEndian.PutUint64(r[2:], e.epoch)
+		binary.BigEndian.PutUint32(r[10:], e.cum)
+	}
+	binary.BigEndian.PutUint32(slot[stateSlotAlign-4:], crc32.Checksum(slot[:stateSlotAlign-4], castagnoli))
+	return append(append([]byte(nil), slot...), slot...)
+}
+
+// TestStateFileOtherNode: a communicator directory node 1 wrote, started
+// as node 2 (copied from node 1, or the node renumbered), is refused,
+// naming both nodes: node 1's receive positions taken by node 2 would
+// drop the batches node 3 sends node 2 as already delivered, under node
+// 3's running epoch, which nothing would ever deliver again.
+func TestStateFileOtherNode(t *testing.T) {
+	dir := t.TempDir()
+	conns, addrs := loopbackConns(t, 3)
+	cfg := func(self NodeID) Config {
+		return Config{Self: self, Peers: addrs, Conn: conns[self-1], Keys: []Key{testKey}, SendKey: testKey.ID,
+			Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir}
+	}
+	ep, err := New(cfg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "state")
+	before, _ := os.ReadFile(path)
+	ep, err = New(cfg(2))
+	if err == nil {
+		ep.Close()
+		t.Fatal("node 2 started on node 1's state file")
+	}
+	for _, want := range []string{path, "written by node 1", "this is node 2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("the refused start changed the state file")
+	}
+	// Node 1 itself still starts on it.
+	if ep, err = New(cfg(1)); err != nil {
+		t.Fatal(err)
+	}
+	ep.Close()
+}
+
+// TestStateFileV2: a version 2 file (no node id) is read, its positions
+// and epoch kept, and rewritten as version 3 naming the node.
+func TestStateFileV2(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	const oldEpoch = 1 << 60
+	os.WriteFile(path, stateV2(oldEpoch, []stateEntry{{2, 77, 1234}, {3, 78, 5}}), 0o644)
+	st, err := openState(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := st.entry(2); !ok || e.cum != 1234 || st.last != oldEpoch || st.f != nil || st.ownerKnown {
+		t.Fatalf("version 2 read: %+v", st)
+	}
+	if err := st.save(oldEpoch+1, st.list()); err != nil {
+		t.Fatal(err)
+	}
+	st.close()
+	b, _ := os.ReadFile(path)
+	if v := binary.BigEndian.Uint32(b[8:]); v != stateVersion {
+		t.Fatalf("rewritten as version %d", v)
+	}
+	st, err = openState(dir, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.close()
+	if e, ok := st.entry(3); !ok || e.cum != 5 || e.epoch != 78 || !st.ownerKnown || st.owner != 4 || st.last != oldEpoch+1 {
+		t.Fatalf("version 3 after the rewrite: %+v", st)
+	}
+	if _, err := openState(dir, 5); err == nil || !strings.Contains(err.Error(), "written by node 4") {
+		t.Fatalf("node 5 on node 4's converted file: %v", err)
+	}
+}
