@@ -169,8 +169,14 @@ func (p *peer) pack(flush bool) {
 			p.packFrom(&p.sq, true, true, p.sqOff)
 		case p.spill != nil && p.spill.unread():
 			p.sqOff = p.spill.readOff
+			before := p.backlog()
 			if err := p.spill.readChunk(&p.sq, p.e.cfg.SortWindow); err != nil && p.spill.news(err) {
 				p.e.cfg.Logf("communicator: %v", err)
+			}
+			if p.backlog() < before {
+				// Damaged records skipped: their items are gone, and
+				// no acknowledgement will say so to a waiter.
+				p.shrunk()
 			}
 			if p.sq.len() == 0 {
 				return
@@ -366,10 +372,15 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 		if p.inflight == 0 {
 			p.firstSent = time.Time{}
 		}
-		close(p.changed)
-		p.changed = make(chan struct{})
+		p.shrunk()
 		p.pack(now.Sub(p.qSince) >= p.e.cfg.FlushInterval)
 	}
+}
+
+// shrunk wakes the WaitBacklog callers: the backlog may have shrunk.
+func (p *peer) shrunk() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // rttSample folds one round-trip time into srtt and rttvar (RFC 6298):
