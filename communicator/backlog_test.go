@@ -1,6 +1,9 @@
 package communicator
 
 import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +74,65 @@ func TestWaitBacklogSkippedSpill(t *testing.T) {
 	defer mu.Unlock()
 	if len(logged) == 0 || !strings.Contains(strings.Join(logged, "\n"), "communicator") {
 		t.Errorf("the skip was not logged: %q", logged)
+	}
+}
+
+// TestBacklogUnparsableSpillItem: a spilled item record whose checksum
+// holds but whose item does not parse (written under the reader after
+// the open checked the file) is reported and leaves the backlog: it was
+// counted once and stayed counted, so Backlog never came back to 0 and a
+// node waiting for that to finish its crawl never did.
+func TestBacklogUnparsableSpillItem(t *testing.T) {
+	dir, offs := spillFixture(t)
+	conns, addrs := loopbackConns(t, 2)
+	clock := NewManualClock(time.Unix(1700000000, 0))
+	var mu sync.Mutex
+	var logged []string
+	cfg := Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir, Clock: clock,
+		FlushInterval: 5 * time.Millisecond,
+		Logf: func(f string, a ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(f, a...))
+			mu.Unlock()
+		}}
+	ep, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	// Record 0 rewritten in place: same length, a valid checksum, a tag
+	// varint that never ends.
+	path := filepath.Join(dir, "spill-1-2")
+	b, _ := os.ReadFile(path)
+	n := binary.BigEndian.Uint32(b[offs[0]:])
+	pl := b[offs[0]+recHead : offs[0]+recHead+int64(n)]
+	for i := 1; i < len(pl); i++ {
+		pl[i] = 0x80
+	}
+	binary.BigEndian.PutUint32(b[offs[0]+4:], crc32.Checksum(pl, castagnoli))
+	os.WriteFile(path, b, 0o644)
+
+	s2 := newSink()
+	rcfg := cfg
+	rcfg.Self, rcfg.Conn, rcfg.SpillDir, rcfg.Handler, rcfg.Logf = 2, conns[1], "", s2.handle, nil
+	rcfg.Clock = nil
+	recv, err := New(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for s2.count() < 9 || ep.Backlog(2) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 9 intact items delivered, backlog %d, want 0", s2.count(), ep.Backlog(2))
+		}
+		clock.Advance(50 * time.Millisecond)
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(logged, "\n"), fmt.Sprintf("at offset %d", offs[0])) {
+		t.Errorf("the unparsable item was not reported with its offset: %q", logged)
 	}
 }

@@ -280,6 +280,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	// Short only if the file shrank under us: the rest of rbuf holds an
 	// earlier chunk's records, which must not be read again.
 	b = b[:k]
+	var itemErr error
 	for q.bytes < limit {
 		if len(s.bad) > 0 && s.readOff == s.bad[0].start {
 			// A damaged stretch the open scan found: jump over it.
@@ -322,10 +323,15 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			return err
 		}
 		if pl[0] == recItem {
+			s.unreadItems--
 			tag, url, err := parseItemRecord(pl, s.maxURL)
-			if err == nil {
+			if err != nil {
+				// The file changed under us, as above, but only this
+				// record: it is lost, the rest is read on.
+				itemErr = fmt.Errorf("spill file %s: record at offset %d: %v; its item not delivered", s.path, s.readOff, err)
+				s.errs = append(s.errs, itemErr.Error())
+			} else {
 				q.push(tag, url)
-				s.unreadItems--
 			}
 		}
 		s.readOff += int64(recHead + n)
@@ -338,7 +344,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		s.skipTo(upTo)
 		return err
 	}
-	return nil
+	return itemErr
 }
 
 // news records err in errs and reports whether to log it: an error that
