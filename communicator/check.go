@@ -148,15 +148,11 @@ func parseSpillName(name string, self, peer *NodeID) bool {
 }
 
 func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
-	f, err := os.Open(path)
+	f, fi, err := openRegular(path)
 	if err != nil {
 		return fmt.Errorf("communicator: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("communicator: %w", err)
-	}
 	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(MaxPayload))
 	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
 	fr.Skipped, fr.Regions = sc.skipped()
@@ -185,7 +181,11 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 }
 
 func checkStateFile(path string, rep *SpillReport) error {
-	b, err := os.ReadFile(path)
+	b, err := readStateFile(path)
+	if errors.Is(err, errStateSize) {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Damage: true, What: err.Error()})
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("communicator: %w", err)
 	}

@@ -110,7 +110,7 @@ func openState(dir string, self NodeID) (*stateFile, error) {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
 	s.path = filepath.Join(dir, "state")
-	b, err := os.ReadFile(s.path)
+	b, err := readStateFile(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}

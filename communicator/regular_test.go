@@ -1,0 +1,89 @@
+package communicator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// within runs f and fails the test if it has not returned after 5 s (a
+// blocked open of a FIFO, which nothing ends).
+func within(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s still blocked after 5 s", what)
+		return nil
+	}
+}
+
+// TestStateSpillNotRegular: the state file or a spill file made a FIFO
+// (or a directory) by a hostile operator. Opening the FIFO blocked the
+// endpoint's start, or kspider check, for good; now it is refused,
+// naming the file.
+func TestStateSpillNotRegular(t *testing.T) {
+	for _, name := range []string{"state", "spill-1-2"} {
+		for _, kind := range []string{"fifo", "dir"} {
+			t.Run(name+"/"+kind, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, name)
+				var err error
+				if kind == "fifo" {
+					err = syscall.Mkfifo(path, 0o644)
+				} else {
+					err = os.Mkdir(path, 0o755)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = within(t, "CheckSpill", func() error { _, err := CheckSpill(dir); return err })
+				if err == nil || !strings.Contains(err.Error(), path) {
+					t.Errorf("CheckSpill: %v; want an error naming %s", err, path)
+				}
+				if name != "state" {
+					return // the endpoint moves a bad spill file aside (TestSpillBadKeptAside)
+				}
+				conns, addrs := loopbackConns(t, 2)
+				err = within(t, "New", func() error {
+					ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+						Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir})
+					if err == nil {
+						ep.Close()
+					}
+					return err
+				})
+				if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Errorf("New: %v; want an error naming %s, not a regular file", err, path)
+				}
+			})
+		}
+	}
+}
+
+// TestStateFileHuge: a state file far larger than any (a big file copied
+// there by mistake) is refused, saying its size, before it is read into
+// memory.
+func TestStateFileHuge(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 64<<20); err != nil { // sparse
+		t.Fatal(err)
+	}
+	if _, err := openState(dir, 1); err == nil || !strings.Contains(err.Error(), "67108864 bytes, more than a state file has") {
+		t.Errorf("openState: %v", err)
+	}
+	rep, err := CheckSpill(dir)
+	if err != nil || !rep.Damaged() || !strings.Contains(rep.Findings[0].What, "more than a state file has") {
+		t.Errorf("CheckSpill: %v %+v", err, rep)
+	}
+}
