@@ -41,7 +41,9 @@
 // # Reliability
 //
 // Each direction between two nodes numbers its batches 1, 2, ... per
-// sender epoch. A sender keeps up to Config.Window batches unacknowledged
+// sender epoch, up to 2^32-2^20: a start that has used them all sends
+// that peer nothing more until it restarts, and says so (the log once,
+// PeerStats.Exhausted). A sender keeps up to Config.Window batches unacknowledged
 // and retransmits each with exponential back-off (RetransmitMin doubling
 // to RetransmitMax) and ±25% jitter. Acknowledgements ride on every
 // datagram going back, or leave on their own. A receiver acknowledges a

@@ -35,6 +35,7 @@ type peer struct {
 	upkeepAt  time.Time // last spill upkeep by the timer
 	firstSent time.Time // oldest unacknowledged send; zero when none
 	theirs    uint64    // the peer's epoch as last seen; 0: not yet
+	exhausted bool      // every sequence number of this start given out (maxSeq)
 	retrans   uint64
 	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
 	rttvar    time.Duration
@@ -135,6 +136,12 @@ func (p *peer) enqueue(tag uint64, url []byte) error {
 // data that does not name its epoch, and answers with it.
 func (p *peer) room() bool {
 	if p.seq >= maxSeq {
+		if !p.exhausted {
+			// Nothing more leaves for the peer until a restart: said, or
+			// the items would just wait, the peer neither down nor slow.
+			p.exhausted = true
+			p.e.cfg.Logf("communicator: node %d: this start has numbered all the %d batches one start may send it; nothing more is sent to it until this node restarts (its queued items are kept, in the spill file if any, and sent after the restart)", p.id, uint32(maxSeq))
+		}
 		return false // see maxSeq
 	}
 	if p.theirs == 0 {

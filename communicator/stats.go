@@ -38,6 +38,10 @@ type PeerStats struct {
 	Unacked      int // batches in flight
 	UnackedItems int
 	Retransmits  uint64
+	// Exhausted: this start has given out every sequence number it may
+	// use towards the peer (about 4.3 billion batches); nothing more is
+	// sent to it until this node restarts.
+	Exhausted bool
 	// SpillBytes is the size of the spill file, SpillItems the items in
 	// it not yet sent, SpilledItems all items ever spilled.
 	SpillBytes   int64
@@ -81,7 +85,7 @@ func (e *Endpoint) Stats() Stats {
 		ps := PeerStats{
 			ID: p.id, Addr: p.addr, Down: p.down(now), LastAck: p.lastAck, Epoch: p.theirs,
 			Queued: p.q.len() + p.sq.len(), QueuedBytes: p.q.bytes + p.sq.bytes,
-			Unacked: p.inflight, UnackedItems: p.inItems, Retransmits: p.retrans,
+			Unacked: p.inflight, UnackedItems: p.inItems, Retransmits: p.retrans, Exhausted: p.exhausted,
 			RecvAcked: p.rx.cum, RecvPending: len(p.rx.pending),
 		}
 		if sp := p.spill; sp != nil {

@@ -37,8 +37,9 @@ const (
 )
 
 // maxSeq is the last sequence number an epoch uses: a sender stops there
-// (at 10,000 datagrams a second, after about five days) and needs a
-// restart, which starts a new epoch. Far from 2^32, so no comparison wraps.
+// (at 10,000 datagrams a second, after about five days), says so (the log,
+// PeerStats.Exhausted) and needs a restart, which starts a new epoch. Far
+// from 2^32, so no comparison wraps.
 const maxSeq = 1<<32 - 1<<20
 
 // header is the fixed part of a datagram.
