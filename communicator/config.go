@@ -69,7 +69,7 @@ type Config struct {
 	// nothing for this long is reported down (default 3 s).
 	DownAfter time.Duration
 	// QueueBytes bounds each peer's memory queue; beyond it items spill
-	// to SpillDir (default 8 MiB).
+	// to SpillDir (default 8 MiB, at most MaxQueueBytes).
 	QueueBytes int
 	// SpillDir holds the per-peer spill files and the endpoint's state
 	// file (receive positions, epoch). Empty: no spilling (items beyond
@@ -146,6 +146,9 @@ func (c *Config) fill() error {
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = 8 << 20
 	}
+	if c.QueueBytes > MaxQueueBytes {
+		return fmt.Errorf("communicator: QueueBytes %d above %d (the queue's 32-bit offsets)", c.QueueBytes, MaxQueueBytes)
+	}
 	if c.SentCache == 0 {
 		c.SentCache = 1 << 16
 	}
@@ -160,6 +163,10 @@ func (c *Config) fill() error {
 	}
 	return nil
 }
+
+// MaxQueueBytes is the largest Config.QueueBytes: a queue addresses its
+// bytes with 32-bit offsets, and holds at most twice its bytes and 1 MiB.
+const MaxQueueBytes = 512 << 20
 
 // MaxItemLen is the longest item a datagram of payload bytes carries
 // (1126 bytes at the default payload): Send refuses longer ones.

@@ -25,6 +25,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey, testKey}, SendKey: 1, Handler: h}, "two keys with id 1"},
 		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 2, Handler: h}, "SendKey 2"},
 		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 1, Handler: h, Payload: 2000}, "Payload 2000"},
+		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 1, Handler: h, QueueBytes: 3 << 30}, "QueueBytes 3221225472 above"},
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v", c.want, err)

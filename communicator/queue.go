@@ -44,8 +44,11 @@ func (q *queue) drop(n int) {
 	switch {
 	case q.head == len(q.items):
 		q.items, q.slab, q.head = q.items[:0], q.slab[:0], 0
-	case q.head >= 1024 && q.head*2 >= len(q.items):
+	case q.head >= 1024 && q.head*2 >= len(q.items), len(q.slab)-q.bytes > max(q.bytes, 1<<20):
 		// Compact: copy the live items and their bytes to the front.
+		// By bytes too: a few long items gone before many short ones
+		// left would otherwise keep the slab growing, without bound
+		// but the 32-bit offsets' (a panic past 2 GiB).
 		var slab []byte
 		if cap(q.slab) >= 2*q.bytes {
 			slab = make([]byte, 0, cap(q.slab))
