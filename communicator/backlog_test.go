@@ -136,3 +136,33 @@ func TestBacklogUnparsableSpillItem(t *testing.T) {
 		t.Errorf("the unparsable item was not reported with its offset: %q", logged)
 	}
 }
+
+// TestCloseSpillWriteFails: Close with the spill file failing every write
+// (a full disk; here its descriptor closed under it) returned at the
+// first failed write with only that error: the file left open, the rest
+// of the queue not even tried, and nothing said of how many items were
+// lost. Now every item is tried, the file closed, and the error counts
+// the items that did not reach the file.
+func TestCloseSpillWriteFails(t *testing.T) {
+	conns, addrs := loopbackConns(t, 2) // node 2's socket never answers
+	ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: t.TempDir(), SentCache: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 200
+	for k := range sent {
+		if err := ep.Send(2, 0, []byte(fmt.Sprintf("http://a.example/%d/%s", k, strings.Repeat("p", 600)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ep.Flush()
+	p := ep.peers[2]
+	p.mu.Lock()
+	p.spill.f.Close()
+	p.mu.Unlock()
+	err = ep.Close()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("up to %d items for it did not reach spill file", sent)) {
+		t.Fatalf("Close: %v; want it to say the %d items did not reach the spill file", err, sent)
+	}
+}

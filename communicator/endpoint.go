@@ -291,7 +291,8 @@ func (e *Endpoint) unpark() {
 
 // Close stops the endpoint. Items not yet acknowledged are appended to the
 // peers' spill files, to be sent after the next start; without a spill
-// directory they are lost, and Close says how many.
+// directory, or with a spill file that cannot be written, they are lost,
+// and Close says how many (at most, for a failed write).
 func (e *Endpoint) Close() error {
 	e.closed.Do(func() {
 		close(e.done)

@@ -56,7 +56,10 @@ type spill struct {
 	readOff  int64  // next record to read back
 	consumed int64  // last mark written (or found on open)
 	dirty    bool   // written since the last fsync
-	items    bool   // items appended since the last fsync (syncItems)
+	// unwritten counts the item records appended since buf was last
+	// written out whole: what a failing write may have lost (at most).
+	unwritten int64
+	items     bool // items appended since the last fsync (syncItems)
 
 	unreadItems int64 // items at or after readOff
 	// bad holds the damaged stretches (found at open) that readChunk
@@ -224,6 +227,7 @@ func (s *spill) append(tag uint64, url []byte) error {
 	s.appendRecord(s.scratch)
 	s.mem.keep(tag, url, s.end)
 	s.items = true
+	s.unwritten++
 	s.unreadItems++
 	s.spilledItems++
 	if len(s.buf) >= flushAt {
@@ -241,6 +245,9 @@ func (s *spill) flush() error {
 	s.flushed += int64(n)
 	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
 	s.dirty = true
+	if len(s.buf) == 0 {
+		s.unwritten = 0
+	}
 	if err != nil {
 		return fmt.Errorf("spill file %s: writing at offset %d: %w", s.path, s.flushed, err)
 	}
