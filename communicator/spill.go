@@ -167,15 +167,23 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 }
 
 // cutTail copies the bytes from off on to a new <path>.bad-<off> (its
-// name returned) and truncates.
+// name returned), fsyncs it and truncates. The copy streams: a damaged
+// tail may be most of a large file.
 func (s *spill) cutTail(off, size int64) (string, error) {
-	tail := make([]byte, size-off)
-	if _, err := s.f.ReadAt(tail, off); err != nil && err != io.EOF {
+	bad := badName(s.path, off)
+	f, err := os.OpenFile(bad, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
 		return "", err
 	}
-	bad := badName(s.path, off)
-	if err := os.WriteFile(bad, tail, 0o644); err != nil {
-		return "", err
+	_, err = io.Copy(f, io.NewSectionReader(s.f, off, size-off))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("copying to %s: %w", bad, err)
 	}
 	return bad, s.f.Truncate(off)
 }
