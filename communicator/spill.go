@@ -29,8 +29,8 @@ import (
 // lost; the counts are in PeerStats. A damaged or torn stretch that runs
 // to the end of the file is moved to <file>.bad-<offset> for the operator
 // (.1, .2, ... appended if an earlier start took the name; new records are
-// appended to the file); one in the middle stays in place and the reader
-// jumps over it. A bad header moves the whole file aside (to .bad-0).
+// appended to the file); one in the middle, or a tail that cannot be
+// copied aside (a full disk), stays in place and the reader jumps over it. A bad header moves the whole file aside (to .bad-0).
 //
 // Write-through: items appended in this run are also kept in memory (up
 // to memCap bytes of URLs per file) and sent from there, so the file is
@@ -149,18 +149,23 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 			s.bad = append(s.bad, r)
 		}
 	}
+	end := sc.good
 	if sc.good < fi.Size() {
 		r := sc.bad[len(sc.bad)-1]
 		msg := fmt.Sprintf("spill file %s: %s; the %d intact items before offset %d are delivered", path, r.why, sc.items, sc.good)
 		if bad, err := s.cutTail(sc.good, fi.Size()); err != nil {
-			msg += fmt.Sprintf("; saving the damaged tail failed: %v", err)
+			// The tail is still there, and new records go after it
+			// (O_APPEND): it stays, skipped like damage in the middle.
+			msg += fmt.Sprintf("; keeping the damaged tail aside failed (%v): the %d bytes from there on stay in the file, skipped", err, fi.Size()-sc.good)
+			s.bad = append(s.bad, r)
+			end = fi.Size()
 		} else {
 			msg += fmt.Sprintf(", the %d bytes from there on are in %s", fi.Size()-sc.good, bad)
 		}
 		s.errs = append(s.errs, msg)
 	}
 	s.skippedBytes, s.skippedRegions = sc.skipped()
-	s.end, s.flushed, s.consumed, s.readOff = sc.good, sc.good, sc.consumed, sc.consumed
+	s.end, s.flushed, s.consumed, s.readOff = end, end, sc.consumed, sc.consumed
 	s.unreadItems = int64(sc.unread)
 	s.mem.start(s.end) // what is there already is read from the file
 	return s, nil
@@ -183,6 +188,7 @@ func (s *spill) cutTail(off, size int64) (string, error) {
 		err = cerr
 	}
 	if err != nil {
+		os.Remove(bad) // a part of the tail would pass for all of it
 		return "", fmt.Errorf("copying to %s: %w", bad, err)
 	}
 	return bad, s.f.Truncate(off)

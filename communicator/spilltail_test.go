@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -40,4 +42,77 @@ func TestSpillBigTailStreamed(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Size() != spillHeader {
 		t.Errorf("spill file of %d bytes after the cut; want its header", fi.Size())
 	}
+}
+
+// TestSpillTailCutFails: when the damaged tail cannot be moved aside (a
+// full disk; here a file size limit) the tail stayed in the file, but the
+// endpoint took the file to end where the tail began: items it then
+// appended landed after the tail while it read at the tail, so they were
+// skipped as damage and lost. Now the tail stays in place and is skipped,
+// and what is appended after it is delivered.
+func TestSpillTailCutFails(t *testing.T) {
+	dir := t.TempDir()
+	path := spillPath(dir, 1, 2)
+	junk := bytes.Repeat([]byte("junk after a crash "), 4096) // 76 KB
+	if err := os.WriteFile(path, append(spillHeaderBytes(1, 2), junk...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	small := lim
+	small.Cur = 4096 // the copy of the tail fails (EFBIG; Go ignores SIGXFSZ)
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &small); err != nil {
+		t.Skipf("cannot lower the file size limit: %v", err)
+	}
+	s, err := openSpill(dir, 1, 2, 1000)
+	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.errs) != 1 || !strings.Contains(s.errs[0], "stay in the file, skipped") {
+		t.Errorf("errors %q; want one saying the tail stays in the file", s.errs)
+	}
+	if _, err := os.Stat(path + ".bad-16"); err == nil {
+		t.Error("a part of the tail left in .bad-16 as if it were all of it")
+	}
+	// Items beyond what memory keeps are read back from the file in
+	// this run, and all of them in the next.
+	s.mem.limit = 100
+	var want []string
+	for k := range 20 {
+		u := testURL(1, 2, k)
+		want = append(want, u)
+		if err := s.append(uint64(k), []byte(u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll := func(run string) {
+		var got []string
+		for i := 0; s.unread(); i++ {
+			if i > 100 {
+				t.Fatalf("%s: reader does not advance", run)
+			}
+			var q queue
+			if err := s.readChunk(&q, 4096); err != nil {
+				t.Errorf("%s: %v", run, err)
+			}
+			for _, it := range q.items[q.head:] {
+				got = append(got, string(q.bytesOf(it)))
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: read back %d items, want the %d appended: %q", run, len(got), len(want), got)
+		}
+	}
+	readAll("this run")
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	readAll("the next run")
 }
