@@ -56,6 +56,7 @@ type spill struct {
 	readOff  int64  // next record to read back
 	consumed int64  // last mark written (or found on open)
 	dirty    bool   // written since the last fsync
+	syncErr  error  // the first failed fsync: sticky (sync)
 	// unwritten counts the item records appended since buf was last
 	// written out whole: what a failing write may have lost (at most).
 	unwritten int64
@@ -411,19 +412,28 @@ func (s *spill) mark(off int64, idle bool) error {
 	return nil
 }
 
-// sync writes buffered records and fsyncs if anything was written.
+// sync writes buffered records and fsyncs if anything was written. An
+// fsync that failed fails every later one: the kernel may have dropped
+// the pages it could not write and reports that once (a second fsync
+// succeeds over the loss), so what was written before can no longer be
+// said durable, and a Sync that said so would let the caller take items
+// for saved that a crash then loses.
 func (s *spill) sync() error {
+	if s.syncErr != nil {
+		return s.syncErr
+	}
 	if err := s.flush(); err != nil {
 		return err
 	}
 	if !s.dirty {
 		return nil
 	}
-	s.dirty = false
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("spill file %s: %w", s.path, err)
+		s.syncErr = fmt.Errorf("spill file %s: fsync failed, so records written before may be lost: %w", s.path, err)
+		s.dirty = false // nothing to retry: the timer need not tick for it
+		return s.syncErr
 	}
-	s.items = false
+	s.dirty, s.items = false, false
 	return nil
 }
 

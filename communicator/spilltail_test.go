@@ -116,3 +116,29 @@ func TestSpillTailCutFails(t *testing.T) {
 	defer s.close()
 	readAll("the next run")
 }
+
+// TestSpillSyncFailureSticks: after an fsync of a spill file failed (here
+// its descriptor closed under it, as a failing device gives EIO), the next
+// Sync with nothing new to write returned nil, so the caller took the
+// items spilled before for durable: the timer's own fsync failing (only
+// logged) made the application's next Sync say all was well. Now every
+// later fsync of the file fails with the first error.
+func TestSpillSyncFailureSticks(t *testing.T) {
+	s, err := openSpill(t.TempDir(), 1, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.append(1, []byte("http://a.example/"))
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.f.Close()
+	if err := s.sync(); err == nil { // the timer's upkeep
+		t.Fatal("fsync on a closed descriptor succeeded")
+	}
+	for i := range 3 {
+		if err := s.syncItems(); err == nil || !strings.Contains(err.Error(), "fsync failed") { // the caller's Sync
+			t.Fatalf("Sync %d after a failed fsync: %v; want the failure again", i, err)
+		}
+	}
+}
