@@ -61,7 +61,8 @@ type Config struct {
 	// SortWindow is how many bytes of queued items are sorted together
 	// before front coding (default 16 datagrams' worth).
 	SortWindow int
-	// Window is the number of unacknowledged batches per peer (default 512).
+	// Window is the number of unacknowledged batches per peer (default
+	// 512, at most MaxWindow).
 	Window int
 	// RetransmitMin and RetransmitMax bound the back-off (200 ms, 5 s).
 	RetransmitMin, RetransmitMax time.Duration
@@ -77,7 +78,8 @@ type Config struct {
 	// restarts.
 	SpillDir string
 	// SentCache is the number of recently sent (peer, tag, URL) entries
-	// remembered so a popular link is sent once (default 65536; -1: off).
+	// remembered so a popular link is sent once (default 65536, at most
+	// MaxSentCache; -1: off).
 	SentCache int
 	// SocketBuffer is the socket buffer size asked for (default 4 MiB).
 	SocketBuffer int
@@ -143,6 +145,9 @@ func (c *Config) fill() error {
 	if c.Window <= 0 {
 		c.Window = 512
 	}
+	if c.Window > MaxWindow {
+		return fmt.Errorf("communicator: Window %d above %d", c.Window, MaxWindow)
+	}
 	if c.QueueBytes <= 0 {
 		c.QueueBytes = 8 << 20
 	}
@@ -151,6 +156,9 @@ func (c *Config) fill() error {
 	}
 	if c.SentCache == 0 {
 		c.SentCache = 1 << 16
+	}
+	if c.SentCache > MaxSentCache {
+		return fmt.Errorf("communicator: SentCache %d above %d", c.SentCache, MaxSentCache)
 	}
 	if c.SocketBuffer <= 0 {
 		c.SocketBuffer = 4 << 20
@@ -163,6 +171,14 @@ func (c *Config) fill() error {
 	}
 	return nil
 }
+
+// MaxWindow and MaxSentCache bound Config.Window and SentCache: each
+// peer holds a slot per window batch, the cache a word per entry, and
+// sizes beyond these only exhaust memory (a typo's 1e12 panicked New).
+const (
+	MaxWindow    = 1 << 16
+	MaxSentCache = 1 << 24
+)
 
 // MaxQueueBytes is the largest Config.QueueBytes: a queue addresses its
 // bytes with 32-bit offsets, and holds at most twice its bytes and 1 MiB.

@@ -26,6 +26,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 2, Handler: h}, "SendKey 2"},
 		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 1, Handler: h, Payload: 2000}, "Payload 2000"},
 		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 1, Handler: h, QueueBytes: 3 << 30}, "QueueBytes 3221225472 above"},
+		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 1, Handler: h, Window: 1 << 40}, "Window 1099511627776 above 65536"},
+		{Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: 1, Handler: h, SentCache: 1 << 50}, "SentCache 1125899906842624 above"},
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v", c.want, err)
