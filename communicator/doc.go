@@ -116,5 +116,7 @@
 // the receiver epoch, the sequence number's window and freshness, and the
 // items' encoding. A failure drops the datagram and counts it by reason
 // (Stats.Drops). Without the secret nothing can be injected; a replay is
-// a duplicate or a stale epoch.
+// a duplicate or a stale epoch. The first stale epoch of each peer is
+// logged: a peer restarted without its state file and with its clock
+// behind an epoch seen is refused, not only a replay.
 package communicator

@@ -60,6 +60,9 @@ type peer struct {
 	drops [numReasons]atomic.Uint64
 	// badMACLogged is set once the first bad tag in its name is logged.
 	badMACLogged atomic.Bool
+	// staleLogged is set once the first datagram in its name with an
+	// epoch older than seen is logged.
+	staleLogged atomic.Bool
 	// sendErrLogged is set once the first failed send to it is logged.
 	sendErrLogged atomic.Bool
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"time"
 )
 
 // Drop reasons, counted per datagram (Stats.Drops).
@@ -139,8 +140,17 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	p.mu.Lock()
 	ok, newer := p.theirEpoch(h.epoch, now)
 	if !ok {
+		seen := p.theirs
 		p.mu.Unlock()
 		e.dropFrom(p, DropStaleEpoch)
+		if p.staleLogged.CompareAndSwap(false, true) {
+			// Once per peer, as for bad tags. A replay is harmless, but
+			// a node restarted without its state file and with its
+			// clock behind the time of an epoch we saw is refused
+			// until its clock passes it, shown only as down.
+			e.cfg.Logf("communicator: datagrams from node %d (%v) carry its epoch %d, older than %d seen before: replayed, or node %d restarted without its state file (SpillDir/state) and with its clock behind the time it ran at before; its datagrams are refused until it restarts with its clock past %v (counted as stale_epoch; said once)",
+				p.id, src, h.epoch, seen, p.id, time.UnixMilli(int64(seen>>16)).UTC().Format(time.RFC3339))
+		}
 		return
 	}
 	if !p.rx.known || p.rx.epoch != h.epoch {
