@@ -87,3 +87,40 @@ func TestStateFileHuge(t *testing.T) {
 		t.Errorf("CheckSpill: %v %+v", err, rep)
 	}
 }
+
+// TestStateTmpSymlink: a symbolic link planted as SpillDir/state.tmp had
+// its target truncated and overwritten with the state by the next save
+// that makes the file whole (the first start, say), and a dangling one
+// planted as a spill file had its target created; now the temporary file
+// is removed and made anew, and a spill file is created only where
+// nothing is.
+func TestStateTmpSymlink(t *testing.T) {
+	dir := t.TempDir()
+	other := t.TempDir()
+	target := filepath.Join(other, "precious")
+	if err := os.WriteFile(target, []byte("not the communicator's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "state.tmp")); err != nil {
+		t.Fatal(err)
+	}
+	dangling := filepath.Join(other, "created")
+	if err := os.Symlink(dangling, filepath.Join(dir, "spill-1-2")); err != nil {
+		t.Fatal(err)
+	}
+	conns, addrs := loopbackConns(t, 2)
+	ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir})
+	if err == nil {
+		ep.Close()
+	}
+	if b, _ := os.ReadFile(target); string(b) != "not the communicator's" {
+		t.Errorf("the target of state.tmp now holds %q", b)
+	}
+	if _, err := os.Lstat(dangling); err == nil {
+		t.Error("the target of a dangling spill-1-2 link was created")
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "state")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("state: %v %v", fi, err)
+	}
+}

@@ -102,7 +102,9 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	s := &spill{path: path, maxURL: maxURL}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		if f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+		// O_EXCL: a dangling symbolic link there is refused, not
+		// followed to create its target.
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
 		s.f = f

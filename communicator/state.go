@@ -346,7 +346,13 @@ func (s *stateFile) create(slot int64, epoch uint64, ents []stateEntry) error {
 	b := make([]byte, 0, 2*slot)
 	b = append(append(b, one...), one...)
 	tmp := s.path + ".tmp"
-	f, err := os.Create(tmp)
+	// Removed and made anew, never opened as found: one a crash left is
+	// stale, and a symbolic link put there would have its target
+	// truncated and overwritten (a system file, for a node run as root).
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
