@@ -213,6 +213,13 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 				prob = recProblem{kind: probMark, off: off}
 			} else {
 				sc.consumed = m
+				// Later marks are at or after m, and only items at or
+				// after it are counted: what is before need not be kept,
+				// so a file of every item a busy run sent (it is cut back
+				// only when all is acknowledged) costs memory for the
+				// records after its last mark, not for all of them.
+				starts = dropBelow(starts, m)
+				itemOffs = dropBelow(itemOffs, m)
 			}
 		}
 		if prob.kind != probNone {
@@ -233,6 +240,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 			continue
 		}
 		if p[0] == recItem {
+			sc.items++
 			itemOffs = append(itemOffs, off)
 		}
 		off += recHead + int64(len(p))
@@ -242,11 +250,21 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 	if n := len(sc.bad); n > 0 && sc.bad[n-1].end == size {
 		sc.good = sc.bad[n-1].start
 	}
-	sc.items = len(itemOffs)
 	for _, o := range itemOffs {
 		if o >= sc.consumed {
 			sc.unread++
 		}
 	}
 	return sc, nil
+}
+
+// dropBelow removes the offsets below m from the sorted xs once they are
+// at least half of it (amortised: each offset is copied at most once per
+// halving), in place.
+func dropBelow(xs []int64, m int64) []int64 {
+	i, _ := slices.BinarySearch(xs, m)
+	if i == 0 || 2*i < len(xs) {
+		return xs
+	}
+	return xs[:copy(xs, xs[i:])]
 }
