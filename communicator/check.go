@@ -57,10 +57,14 @@ type SpillFileReport struct {
 
 // SpillReport is what CheckSpill found in a spill directory.
 type SpillReport struct {
-	Dir      string
-	Files    []SpillFileReport
-	State    bool // a state file is there
-	Findings []SpillFinding
+	Dir   string
+	Files []SpillFileReport
+	State bool // a state file is there
+	// StateNode is the node that wrote the state file, when it says
+	// (StateNodeKnown: format version 3 on).
+	StateNode      NodeID
+	StateNodeKnown bool
+	Findings       []SpillFinding
 }
 
 // Damaged reports whether any finding is damage.
@@ -133,6 +137,16 @@ func CheckSpill(dir string) (*SpillReport, error) {
 	if !found {
 		return nil, fmt.Errorf("%w in %s", ErrNoSpill, dir)
 	}
+	if rep.StateNodeKnown {
+		for _, f := range rep.Files {
+			if f.Self != rep.StateNode {
+				// One node's endpoint refuses the state file, the
+				// other never opens the spill file.
+				rep.Findings = append(rep.Findings, SpillFinding{File: f.Path, Damage: true,
+					What: fmt.Sprintf("a spill file of node %d beside the state file of node %d: the directory holds two nodes' files; node %d refuses this state file, node %d never sends this file's items", f.Self, rep.StateNode, f.Self, rep.StateNode)})
+			}
+		}
+	}
 	return rep, nil
 }
 
@@ -197,6 +211,7 @@ func checkStateFile(path string, rep *SpillReport) error {
 	for _, w := range s.warnings {
 		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: w.off, Damage: true, What: w.what})
 	}
+	rep.StateNode, rep.StateNodeKnown = s.owner, s.ownerKnown
 	return nil
 }
 

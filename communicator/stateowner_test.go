@@ -104,3 +104,25 @@ func TestStateFileV2(t *testing.T) {
 		t.Fatalf("node 5 on node 4's converted file: %v", err)
 	}
 }
+
+// TestCheckSpillStateOwner: kspider check said ok for a communicator
+// directory holding node 2's spill file beside node 1's state file (two
+// nodes' directories merged), which neither node can start on whole; now
+// that is damage naming both, and the state's node is in the report.
+func TestCheckSpillStateOwner(t *testing.T) {
+	dir, _ := spillFixture(t) // spill-1-2 and node 1's state
+	rep, err := CheckSpill(dir)
+	if err != nil || rep.Damaged() || !rep.StateNodeKnown || rep.StateNode != 1 {
+		t.Fatalf("node 1's own files: %v %+v", err, rep)
+	}
+	s, err := openSpill(dir, 2, 3, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.append(0, []byte("http://a.example/"))
+	s.close()
+	rep, err = CheckSpill(dir)
+	if err != nil || !rep.Damaged() || len(rep.Findings) != 1 || !strings.Contains(rep.Findings[0].What, "spill file of node 2 beside the state file of node 1") {
+		t.Fatalf("node 2's spill file beside node 1's state: %v %+v", err, rep)
+	}
+}
