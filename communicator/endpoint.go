@@ -31,6 +31,7 @@ type Endpoint struct {
 
 	readBuf, writeBuf int // granted by the kernel
 	lastSave          time.Time
+	lastSaveErr       string // the last failed save's error, said once
 
 	wake     chan struct{}
 	parked   atomic.Bool // the timer loop waits for wake alone: nothing to time
@@ -420,8 +421,15 @@ func (e *Endpoint) onTick() {
 		}
 		if unsaved {
 			e.lastSave = now
-			if err := e.saveState(); err != nil {
+			err := e.saveState()
+			if msg := fmt.Sprint(err); err != nil && msg != e.lastSaveErr {
+				// Said once while it lasts (a full disk fails every
+				// save, ten a second): Close returns it too.
 				e.cfg.Logf("communicator: %v", err)
+			}
+			e.lastSaveErr = ""
+			if err != nil {
+				e.lastSaveErr = err.Error()
 			}
 		}
 	}

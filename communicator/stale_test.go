@@ -68,3 +68,40 @@ func TestStaleEpochSaid(t *testing.T) {
 		t.Errorf("the stale epoch said %d times, want once: %q", n, logs)
 	}
 }
+
+// TestStateSaveErrorSaidOnce: a state file that cannot be written (a full
+// disk; here its descriptor closed under the endpoint) failed every save
+// of the receive positions, ten a second while items came in, and each
+// failure was a log line; now it is said once while it lasts.
+func TestStateSaveErrorSaidOnce(t *testing.T) {
+	var mu sync.Mutex
+	var logs []string
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 0 {
+			c.SpillDir = t.TempDir()
+			c.Logf = func(f string, a ...any) {
+				mu.Lock()
+				logs = append(logs, fmt.Sprintf(f, a...))
+				mu.Unlock()
+			}
+		}
+	})
+	cl.eps[0].state.f.Close() // only the timer saves while the endpoint runs
+	for k := range 30 {
+		cl.eps[1].Send(1, 0, []byte(testURL(2, 1, k)))
+		cl.eps[1].Flush()
+		waitUntil(t, 5*time.Second, "delivery", func() bool { return cl.sinks[0].count() == k+1 })
+		time.Sleep(15 * time.Millisecond) // a save is due every 10 ms while positions move
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range logs {
+		if strings.Contains(l, "saving") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the failing save said %d times, want once: %q", n, logs)
+	}
+}
