@@ -124,6 +124,9 @@ func CheckSpill(dir string) (*SpillReport, error) {
 		case name == "state.tmp":
 			found = true
 			rep.note(path, 0, "a state file a crash left unfinished; the endpoint keeps using state")
+		case strings.HasPrefix(name, "spill-") && strings.HasSuffix(name, ".tmp"):
+			found = true
+			rep.note(path, 0, "a rewrite of a spill file a crash cut short (spillcompact.go); the spill file is whole without it, and the endpoint removes it")
 		case strings.HasPrefix(name, "spill-") && strings.Contains(name, ".bad-"):
 			found = true
 			rep.note(path, 0, "the damaged tail an earlier start kept aside; not delivered")

@@ -95,7 +95,9 @@ type Config struct {
 	// saves receive positions at most every SpillUpkeepEvery, on a tick
 	// that runs anyway (and at Close). Neither keeps the timer ticking.
 	// Both only narrow what a crash may deliver again, so a crash between
-	// them costs duplicates, which the receiver drops.
+	// them costs duplicates, which the receiver drops. (The rewrite of a
+	// spill file without its acknowledged part, once per 64 MiB of it,
+	// fsyncs itself: spillcompact.go.)
 	Lazy bool
 
 	Clock Clock

@@ -204,7 +204,9 @@ const senderCrashEnv = "KSPIDER_COMMUNICATOR_SENDER_CRASH"
 // "send" it sends URL after URL (all spilled: its queue holds nothing) and
 // prints "synced N" after each Sync; with mode "drain" it sends nothing,
 // prints "drained" once its spill file is delivered, and exits when stdin
-// closes. With lazy "lazy" its endpoint is Lazy (as a cluster node's).
+// closes. With lazy "lazy" its endpoint is Lazy (as a cluster node's);
+// with "compact" it rewrites its spill file without the acknowledged part
+// from 8 KiB on (spillcompact.go).
 func TestSenderCrashChild(t *testing.T) {
 	env := os.Getenv(senderCrashEnv)
 	if env == "" {
@@ -219,6 +221,13 @@ func TestSenderCrashChild(t *testing.T) {
 		RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond})
 	if err != nil {
 		fail(err)
+	}
+	if lazy == "compact" {
+		// Rewritten without its acknowledged part early and often.
+		p := ep.peers[2]
+		p.mu.Lock()
+		p.spill.compactAt = 8 << 10
+		p.mu.Unlock()
 	}
 	if mode == "send" {
 		for k := 0; ; k++ {
@@ -262,7 +271,7 @@ func TestSenderCrash(t *testing.T) {
 	if os.Getenv(senderCrashEnv) != "" {
 		t.Skip("in the child")
 	}
-	for _, lazy := range []string{"eager", "lazy"} {
+	for _, lazy := range []string{"eager", "lazy", "compact"} {
 		t.Run(lazy, func(t *testing.T) { testSenderCrash(t, lazy) })
 	}
 }

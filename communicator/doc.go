@@ -101,7 +101,8 @@
 // DownAfter. Its items then fill the memory queue (QueueBytes), and
 // further ones are appended to SpillDir/spill-<self>-<peer>; once the peer
 // answers they are sent in order, and the file is truncated when all is
-// acknowledged. Items spilled in this run are also kept in memory (up to
+// acknowledged (under steady traffic, rewritten without a large
+// acknowledged part: spillcompact.go). Items spilled in this run are also kept in memory (up to
 // 512 KiB per peer) and sent from there: the file is read only for items
 // of an earlier run or beyond that (spillmem.go). Stats shows per peer the queue, the items in flight, the
 // spill file's size and unread items, retransmissions and the last ack.

@@ -23,7 +23,8 @@ import (
 // and read back in order when the window has room. A mark says every item
 // before that offset was acknowledged; on open the file is read from the
 // last mark. When everything is consumed the file is truncated back to its
-// header. A record that fails its checksum, length or type is reported
+// header; a large consumed part is cut off under traffic too, by
+// rewriting the file (spillcompact.go). A record that fails its checksum, length or type is reported
 // with the file and offset and skipped: the scan resynchronises on the
 // next record that verifies (spillscan.go), so only the damaged bytes are
 // lost; the counts are in PeerStats. A damaged or torn stretch that runs
@@ -75,6 +76,9 @@ type spill struct {
 	scratch        []byte
 
 	mem spillMem // items appended in this run, not yet read (spillmem.go)
+	// compactAt is the acknowledged bytes that make the file worth
+	// rewriting without them (spillcompact.go; tests lower it).
+	compactAt int64
 }
 
 func spillPath(dir string, self, peer NodeID) string {
@@ -99,7 +103,11 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
 	path := spillPath(dir, self, peer)
-	s := &spill{path: path, maxURL: maxURL}
+	s := &spill{path: path, maxURL: maxURL, compactAt: spillCompactAt}
+	// A compaction a crash cut short: the file is whole without it.
+	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("communicator: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// O_EXCL: a dangling symbolic link there is refused, not

@@ -118,7 +118,7 @@ func TestSpillWriteThrough(t *testing.T) {
 }
 
 // FuzzSpillWriteThrough runs a spill file through appends, reads, marks
-// (plain and idle, which truncates), syncs and reopens (memory lost, as
+// (plain and idle, which truncates), compactions, syncs and reopens (memory lost, as
 // after a crash or a restart) chosen by the input, against a model: the
 // reader returns every item appended, in order, exactly once per run, and
 // after a reopen exactly the items from the last mark on; memory is kept
@@ -127,6 +127,7 @@ func FuzzSpillWriteThrough(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 4, 5, 0, 6, 7, 4, 8, 1, 4})
 	f.Add(bytes.Repeat([]byte{3, 3, 3, 4}, 20))
 	f.Add([]byte{0, 0, 0, 7, 1, 4, 5, 7, 4, 5, 8, 0, 4})
+	f.Add([]byte{0, 10, 20, 30, 0, 10, 14, 14, 14, 14, 14, 14, 5, 9, 0, 4, 5, 9, 7, 4, 0, 9, 14, 15, 19, 17, 14})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		dir := t.TempDir()
 		open := func() *spill {
@@ -135,6 +136,7 @@ func FuzzSpillWriteThrough(f *testing.F) {
 				t.Fatal(err, s.errs)
 			}
 			s.mem.limit = 700
+			s.compactAt = 300
 			return s
 		}
 		s := open()
@@ -147,7 +149,7 @@ func FuzzSpillWriteThrough(f *testing.F) {
 		next := 0        // the next item the reader must return
 		mark := int64(spillHeader)
 		for i, op := range ops {
-			switch op % 9 {
+			switch op % 10 {
 			case 0, 1, 2, 3:
 				u := fmt.Sprintf("http://h%d.example/%d/%s", op%3, i, strings.Repeat("p", int(op)%7*40))
 				items = append(items, item{s.end, u})
@@ -168,8 +170,30 @@ func FuzzSpillWriteThrough(f *testing.F) {
 					}
 					next++
 				}
+			case 9:
+				// Rewritten without what the last mark acknowledged.
+				c := s.consumed
+				gone, err := s.compact(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gone == 0 {
+					continue
+				}
+				if gone != c-spillHeader {
+					t.Fatalf("op %d: compact at %d moved offsets by %d", i, c, gone)
+				}
+				k := sort.Search(len(items), func(k int) bool { return items[k].off >= c })
+				if next < k {
+					t.Fatalf("op %d: compacted away unread items", i)
+				}
+				items, next = items[k:], next-k
+				for j := range items {
+					items[j].off -= gone
+				}
+				mark = s.consumed
 			case 5, 8:
-				idle := op%9 == 8 && !s.unread()
+				idle := op%10 == 8 && !s.unread()
 				if err := s.mark(s.readOff, idle); err != nil {
 					t.Fatal(err)
 				}
