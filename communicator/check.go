@@ -91,7 +91,10 @@ func (r *SpillReport) Skipped() (bytes int64, regions int) {
 
 // CheckSpill verifies the spill files and the receive-state file of an
 // endpoint's SpillDir without changing anything, with the same readers the
-// endpoint uses when it starts. A spill file has no commit record, so a
+// endpoint uses when it starts, one of the default Payload (a cluster
+// node's): an item longer than such an endpoint sends is damage, as its
+// open skips it (an endpoint of a larger Payload wrote it; counted
+// deliverable before, it was never delivered). A spill file has no commit record, so a
 // record cut short at the very end is taken for a write a crash
 // interrupted (a note); any other bad record is damage, one finding per
 // damaged stretch, and the reader skips exactly that stretch: the intact
@@ -170,7 +173,7 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 		return fmt.Errorf("communicator: %w", err)
 	}
 	defer f.Close()
-	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(MaxPayload))
+	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(DefaultPayload))
 	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
 	fr.Skipped, fr.Regions = sc.skipped()
 	rep.Files = append(rep.Files, fr)

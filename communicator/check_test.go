@@ -90,7 +90,7 @@ func FuzzCheckSpill(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)-3])
 	f.Add(spillHeaderBytes(1, 2))
-	maxURL := MaxItemLen(MaxPayload)
+	maxURL := MaxItemLen(DefaultPayload)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "spill-1-2"), b, 0o644); err != nil {
@@ -124,4 +124,35 @@ func FuzzCheckSpill(f *testing.F) {
 			t.Fatalf("read %d items back; check says %d are deliverable", q.len(), rep.Deliverable())
 		}
 	})
+}
+
+// TestCheckSpillLongItem: an item longer than an endpoint of the default
+// Payload sends (one of Payload 1472 wrote it) was counted deliverable by
+// kspider check, while such an endpoint's open (a cluster node's) skips it
+// as damage; now check reports it as the open does.
+func TestCheckSpillLongItem(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, MaxItemLen(MaxPayload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.append(1, []byte(testURL(1, 2, 1)))
+	long := MaxItemLen(DefaultPayload) + 100
+	s.append(2, bytes.Repeat([]byte("l"), long))
+	s.append(3, []byte(testURL(1, 2, 3)))
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckSpill(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = openSpill(dir, 1, 2, MaxItemLen(DefaultPayload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if !rep.Damaged() || rep.Deliverable() != 2 || len(s.errs) != 1 || s.unreadItems != 2 {
+		t.Fatalf("check: %d deliverable, findings %v; the endpoint's open: %d unread, %q", rep.Deliverable(), rep.Findings, s.unreadItems, s.errs)
+	}
 }
