@@ -140,9 +140,9 @@ func checkStrayGap(dir string, nums []uint32) error {
 // rebuilds the index, under the directory's lock.
 func repairStore(dir string, damaged bool, w io.Writer) error {
 	lockPath := filepath.Join(dir, "LOCK")
-	lock, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	lock, err := openLock(lockPath)
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return err
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -266,9 +266,9 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 func writeSegmentAtomic(dir string, n uint32, fill func(io.Writer) error, before ...func() error) error {
 	path := segmentPath(dir, n)
 	tmp := path + ".repair"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createTemp(tmp)
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	_, err = bw.Write(encodeSegmentHeader(n))

@@ -18,7 +18,7 @@
 //
 // A data directory holds
 //
-//	LOCK               flock(2)ed by the one Store writing the directory
+//	LOCK               flock(2)ed by the one Store writing the directory (a link there is refused)
 //	00000001.seg …     segment files, appended to sequentially, rolled at Config.SegmentSize
 //	url.idx            the index: URL id → (segment, offset), mmapped
 //

@@ -71,9 +71,9 @@ type index struct {
 // createIndex writes a fresh, empty index at path (replacing any file
 // there) with the checkpoint at the start of segment 1.
 func createIndex(path string) error {
-	f, err := os.OpenFile(path+".tmp", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createTemp(path + ".tmp")
 	if err != nil {
-		return fmt.Errorf("storage: %w", err)
+		return err
 	}
 	hdr := make([]byte, indexHeaderSize)
 	putIndexSlot(hdr, indexHeader{seq: 0})

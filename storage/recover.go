@@ -27,8 +27,8 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 		}
 	}()
 	lockPath := filepath.Join(dir, "LOCK")
-	if sv.lock, err = os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644); err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+	if sv.lock, err = openLock(lockPath); err != nil {
+		return nil, err
 	}
 	if err := unix.Flock(int(sv.lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return nil, fmt.Errorf("storage: data directory %s is in use by another store (%s: %w)", dir, lockPath, err)

@@ -146,6 +146,44 @@ func openRegular(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
+// createTemp creates path, a temporary file of the store's own naming
+// (url.idx.tmp, NNNNNNNN.seg.repair), anew. Whatever is there - left by a
+// crash, or a symbolic link someone put there - is removed first and the
+// file is created without following links: opened with O_TRUNC through a
+// link, another file (a system file, for a node run as root) would be
+// truncated and overwritten, and the rename after it would install the
+// link in the store.
+func createTemp(path string) (*os.File, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("storage: removing the leftover temporary file %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	return f, nil
+}
+
+// openLock opens (creating it) the directory's LOCK file at path, to be
+// flock(2)ed. It is never followed as a link: a LOCK made a link to a
+// file elsewhere (/etc/nologin, for a node run as root) would have that
+// file created; a special file or a hard link is refused too.
+func openLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("storage: %s is a symbolic link; a data directory's LOCK is a file of its own: remove the link", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		f.Close()
+		return nil, fmt.Errorf("storage: %s is not a file of its own (a special file, or a hard link to another file: %v): remove it", path, err)
+	}
+	return f, nil
+}
+
 // syncDir makes a file's creation or removal in dir durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -201,3 +201,80 @@ func TestWriterRefusesAHugeGap(t *testing.T) {
 	writeStore(t, Config{Dirs: []string{dir}}, 40, 50)
 	checkStore(t, []string{dir}, 0, 50)
 }
+
+// The temporary files a writer's index rebuild (url.idx.tmp) and a repair
+// (NNNNNNNN.seg.repair) write were opened with O_TRUNC, following links:
+// one of them left a symbolic link to another file (by a crash, or by
+// someone with write access to the directory) had that file truncated and
+// overwritten, a system file for a node run as root. The temporary file
+// is now removed and created anew, never followed.
+func TestTemporaryFileLinkIsNotFollowed(t *testing.T) {
+	dir, spans := layoutStore(t, smallSegments(), 40)
+	victim := filepath.Join(t.TempDir(), "victim")
+	want := []byte("someone else's file\n")
+	if err := os.WriteFile(victim, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	intact := func(when string) {
+		t.Helper()
+		if got, err := os.ReadFile(victim); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: the file a temporary name linked to was changed: %d bytes, %v", when, len(got), err)
+		}
+	}
+	ixTmp := filepath.Join(dir, indexName+".tmp")
+	if err := os.Remove(filepath.Join(dir, indexName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, ixTmp); err != nil {
+		t.Fatal(err)
+	}
+	writeStore(t, Config{Dirs: []string{dir}}, 40, 45) // rebuilds the index
+	intact("a writer rebuilding url.idx")
+
+	flipByte(t, segmentPath(dir, spans[3].seg), spans[3].off+70)
+	repairTmp := segmentPath(dir, spans[3].seg) + ".repair"
+	if err := os.Symlink(victim, repairTmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, ixTmp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(dir, true, io.Discard); err != nil {
+		t.Fatalf("check --repair: %v", err)
+	}
+	intact("check --repair")
+	for _, p := range []string{ixTmp, repairTmp} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", p, err)
+		}
+	}
+}
+
+// LOCK made a symbolic link to a file that does not exist had that file
+// created by the next writer or repair (/etc/nologin, say, for a node run
+// as root). Now a LOCK that is a link is refused, naming it, and nothing
+// is created.
+func TestLockLinkIsRefused(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 10)
+	target := filepath.Join(t.TempDir(), "nologin")
+	lock := filepath.Join(dir, "LOCK")
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, lock); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(Config{Dirs: []string{dir}}); err == nil || !strings.Contains(err.Error(), lock) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("Open with LOCK a link: %v, want an error naming %s", err, lock)
+	}
+	flipByte(t, segmentPath(dir, 1), 100)
+	if _, err := Check(dir, true, io.Discard); err == nil || !strings.Contains(err.Error(), lock) {
+		t.Errorf("check --repair with LOCK a link: %v, want an error naming %s", err, lock)
+	}
+	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the file LOCK links to was created: %v", err)
+	}
+}
