@@ -200,7 +200,7 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	sr, hdr, err := newSegmentReader(f, path, n, fi.Size())
+	sr, hdr, err := newSegmentReader(f, path, n, fi.Size(), true)
 	var c *Corruption
 	switch {
 	case errors.As(err, &c):
@@ -354,7 +354,7 @@ func rebuildIndex(dir string) (pages int, err error) {
 			f.Close()
 			return 0, fmt.Errorf("storage: %w", err)
 		}
-		sr, _, err := newSegmentReader(f, p, n, fi.Size())
+		sr, _, err := newSegmentReader(f, p, n, fi.Size(), true)
 		if err != nil {
 			f.Close()
 			return 0, err

@@ -123,6 +123,10 @@
 //   - a record failing its checks: Scan resynchronises on the next valid
 //     record and reports the region skipped; Get returns an error naming
 //     the file and offset;
+//   - bytes that cannot be read (EIO: a bad sector): a damaged region like
+//     any other, found block by block (4 KiB) and marked Unreadable; a
+//     writer's recovery fails on them instead, so that an unreadable tail
+//     is never cut away as a torn one;
 //   - a damaged segment header: reported, the records are still read;
 //   - an index entry failing its CRC or zeroed below the header's dense
 //     mark (Get then rebuilds the view before it answers), missing for a record the segments

@@ -70,6 +70,7 @@ type dirView struct {
 
 type segmentFile struct {
 	f    *os.File
+	ra   io.ReaderAt // what reads go through: f (a test injects read errors)
 	path string
 	num  uint32
 	size int64       // at OpenReader
@@ -246,7 +247,7 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 		if err != nil {
 			return fmt.Errorf("storage: %w", err)
 		}
-		sf := &segmentFile{f: f, path: path, num: n}
+		sf := &segmentFile{f: f, ra: f, path: path, num: n}
 		dr.segs[n] = sf
 		dr.order = append(dr.order, sf)
 		st, err := f.Stat()
@@ -254,7 +255,7 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 			return fmt.Errorf("storage: %w", err)
 		}
 		sf.size = st.Size()
-		_, hdr, err := newSegmentReader(f, path, n, sf.size)
+		_, hdr, err := newSegmentReader(sf.ra, path, n, sf.size, true)
 		var c *Corruption
 		switch {
 		case errors.As(err, &c) && i == len(nums)-1:
@@ -281,7 +282,7 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption)
 	if sf.bad.Load() {
 		return nil
 	}
-	sr, _, err := newSegmentReader(sf.f, sf.path, sf.num, sf.size)
+	sr, _, err := newSegmentReader(sf.ra, sf.path, sf.num, sf.size, true)
 	if err != nil {
 		return err // openSegments met it first
 	}
@@ -394,7 +395,7 @@ func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, e
 	}
 	const first = 16 << 10
 	buf = grow(buf[:0], first)[:first]
-	n, err := sf.f.ReadAt(buf, l.off)
+	n, err := sf.ra.ReadAt(buf, l.off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return h, nil, fmt.Errorf("storage: reading %s at offset %d: %w", sf.path, l.off, err)
 	}
@@ -410,7 +411,7 @@ func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, e
 			return h, nil, fmt.Errorf("storage: %s at offset %d: %w: record of %d bytes runs past the end of the file", sf.path, l.off, ErrCorrupt, h.length)
 		}
 		buf = grow(buf, int(h.length)-n)[:h.length]
-		if _, err := sf.f.ReadAt(buf[n:], l.off+int64(n)); err != nil {
+		if _, err := sf.ra.ReadAt(buf[n:], l.off+int64(n)); err != nil {
 			if errors.Is(err, io.EOF) {
 				return h, nil, fmt.Errorf("storage: %s at offset %d: %w: record of %d bytes runs past the end of the file", sf.path, l.off, ErrCorrupt, h.length)
 			}
@@ -446,7 +447,7 @@ func (dr *dirReader) segment(n uint32) (*segmentFile, error) {
 		return nil, fmt.Errorf("storage: %s: %w", path, err)
 	}
 	// Not added to order: a Scan stays a snapshot of OpenReader's moment.
-	sf := &segmentFile{f: f, path: path, num: n}
+	sf := &segmentFile{f: f, ra: f, path: path, num: n}
 	dr.segs[n] = sf
 	return sf, nil
 }

@@ -170,7 +170,7 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		}
 		return segmentHeaderSize, true, nil
 	}
-	r, hdr, err := newSegmentReader(f, path, n, size)
+	r, hdr, err := newSegmentReader(f, path, n, size, false)
 	if err != nil {
 		var c *Corruption
 		if errors.As(err, &c) {

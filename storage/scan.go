@@ -52,7 +52,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 		n := sf.num
 		last := k == len(dr.order)-1
 		note := func(c *Corruption) {
-			c.TornTail = last && c.Offset+c.Skipped == sf.size && !(location{n, c.Offset}).before(dr.ck)
+			c.TornTail = last && !c.Unreadable && c.Offset+c.Skipped == sf.size && !(location{n, c.Offset}).before(dr.ck)
 			if c.TornTail && dr.live {
 				r.note(fmt.Sprintf("%s: a record being written at offset %d by the running store, not read", sf.path, c.Offset))
 				return

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 )
 
 // Corruption describes a damaged region of a segment that a reader skipped:
@@ -22,7 +21,11 @@ type Corruption struct {
 	// checkpoint: what an interrupted write leaves (the next writer
 	// truncates it), though a truncation looks the same.
 	TornTail bool
-	Reason   error
+	// Unreadable marks a region whose bytes could not be read at all (an
+	// I/O error, such as a bad sector): the disk, not the data written,
+	// may be at fault. It is never a torn tail.
+	Unreadable bool
+	Reason     error
 }
 
 func (c *Corruption) Error() string {
@@ -33,6 +36,9 @@ func (c *Corruption) Error() string {
 	if c.TornTail {
 		lost += "; a torn tail after the index checkpoint, as an interrupted write leaves"
 	}
+	if c.Unreadable {
+		lost += "; unreadable: the disk may be failing"
+	}
 	return fmt.Sprintf("storage: %s at offset %d: %v (skipped %d bytes%s)", c.File, c.Offset, c.Reason, c.Skipped, lost)
 }
 
@@ -41,11 +47,17 @@ func (c *Corruption) Unwrap() error { return c.Reason }
 // segmentReader reads the records of one segment file in order, through a
 // window so that a scan is a few large sequential reads.
 type segmentReader struct {
-	f    *os.File
+	f    io.ReaderAt
 	path string
 	num  uint32
 	size int64
 	off  int64 // offset of the next record
+	// skipUnreadable makes a read error (EIO: a bad sector) a damaged
+	// region like any other, skipped and reported, instead of an error
+	// that ends the reading: a reader's scan and a repair go on behind
+	// it. A writer's recovery leaves it off: it must not take an
+	// unreadable tail for a torn one and cut it away.
+	skipUnreadable bool
 
 	win    []byte // file bytes from winOff on
 	winOff int64
@@ -57,14 +69,18 @@ const readWindow = 1 << 20
 // bytes. The file stays owned by the caller. A damaged header is returned
 // as hdr, with a reader that still reads the records behind it (each has
 // its own checksum); a torn header (size < segmentHeaderSize) and an
-// unsupported version are errors.
-func newSegmentReader(f *os.File, path string, num uint32, size int64) (r *segmentReader, hdr *Corruption, err error) {
-	r = &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderSize}
+// unsupported version are errors. skipUnreadable: see segmentReader.
+func newSegmentReader(f io.ReaderAt, path string, num uint32, size int64, skipUnreadable bool) (r *segmentReader, hdr *Corruption, err error) {
+	r = &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderSize, skipUnreadable: skipUnreadable}
 	if size < segmentHeaderSize {
 		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size,
 			Reason: fmt.Errorf("%w: segment header torn (%d bytes)", ErrCorrupt, size)}
 	}
 	b, err := r.window(0, segmentHeaderSize)
+	var re *readError
+	if errors.As(err, &re) && skipUnreadable {
+		return r, &Corruption{File: path, Offset: 0, Skipped: segmentHeaderSize, Unreadable: true, Reason: re.reason()}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,8 +93,27 @@ func newSegmentReader(f *os.File, path string, num uint32, size int64) (r *segme
 	return r, hdr, nil
 }
 
+// readError is a read of a segment that failed (EIO, say), not data that
+// fails its checks.
+type readError struct {
+	path string
+	off  int64
+	err  error
+}
+
+func (e *readError) Error() string {
+	return fmt.Sprintf("storage: reading %s at offset %d: %v", e.path, e.off, e.err)
+}
+
+func (e *readError) Unwrap() error { return e.err }
+
+// reason is the Reason of the Corruption reporting the unreadable region.
+func (e *readError) reason() error { return fmt.Errorf("%w: unreadable (%w)", ErrCorrupt, e.err) }
+
 // window returns the file's bytes [off, off+n), n ≤ size-off, reading them
-// unless they are already in the window.
+// unless they are already in the window. A read error is a *readError
+// about those very bytes: a read ahead that fails is tried again without
+// reading ahead, so a bad sector behind them does not make them unreadable.
 func (r *segmentReader) window(off int64, n int) ([]byte, error) {
 	if off < 0 || off+int64(n) > r.size {
 		return nil, fmt.Errorf("storage: %s: read of %d bytes at offset %d beyond the end (%d)", r.path, n, off, r.size)
@@ -95,12 +130,17 @@ func (r *segmentReader) window(off int64, n int) ([]byte, error) {
 		r.win = make([]byte, want)
 	}
 	r.win = r.win[:want]
-	if _, err := r.f.ReadAt(r.win, off); err != nil {
+	_, err := r.f.ReadAt(r.win, off)
+	if err != nil && !errors.Is(err, io.EOF) && want > n {
+		r.win = r.win[:n]
+		_, err = r.f.ReadAt(r.win, off)
+	}
+	if err != nil {
 		r.win = r.win[:0]
 		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+			return nil, fmt.Errorf("storage: reading %s at offset %d: %w", r.path, off, io.ErrUnexpectedEOF)
 		}
-		return nil, fmt.Errorf("storage: reading %s at offset %d: %w", r.path, off, err)
+		return nil, &readError{path: r.path, off: off, err: err}
 	}
 	r.winOff = off
 	return r.win[:n], nil
@@ -141,41 +181,89 @@ func (r *segmentReader) next() (off int64, h recordHeader, rec []byte, err error
 		r.off = off + int64(h.length)
 		return off, h, rec, nil
 	}
-	if !errors.Is(err, ErrCorrupt) {
+	var re *readError
+	unreadable := errors.As(err, &re) && r.skipUnreadable
+	if unreadable {
+		err = re.reason()
+	} else if !errors.Is(err, ErrCorrupt) {
 		return off, h, nil, err
 	}
-	resume, rerr := r.resync(off + 1)
+	resume, sawUnreadable, rerr := r.resync(off + 1)
 	if rerr != nil {
 		return off, h, nil, rerr
 	}
 	r.off = resume
-	return off, h, nil, &Corruption{File: r.path, Offset: off, Skipped: resume - off, Reason: err}
+	return off, h, nil, &Corruption{File: r.path, Offset: off, Skipped: resume - off, Unreadable: unreadable || sawUnreadable, Reason: err}
 }
 
 // resync finds the first valid record at or after from, or the end of the
-// file.
-func (r *segmentReader) resync(from int64) (int64, error) {
+// file. With skipUnreadable it searches the readable bytes only, and says
+// whether it met unreadable ones.
+func (r *segmentReader) resync(from int64) (resume int64, sawUnreadable bool, err error) {
 	magic := []byte(recordMagic)
+	var re *readError
 	for pos := from; r.size-pos >= recordHeaderSize; {
 		n := int(min(int64(readWindow), r.size-pos))
 		b, err := r.window(pos, n)
+		if errors.As(err, &re) && r.skipUnreadable {
+			sawUnreadable = true
+			if n = r.readablePrefix(pos, n); n == 0 {
+				pos = r.nextReadable(pos)
+				continue
+			}
+			b, err = r.window(pos, n)
+		}
 		if err != nil {
-			return 0, err
+			return 0, sawUnreadable, err
 		}
 		i := bytes.Index(b, magic)
 		if i < 0 {
-			pos += int64(n - len(magic) + 1)
+			pos += int64(max(1, n-len(magic)+1))
 			continue
 		}
 		cand := pos + int64(i)
 		_, _, err = r.recordAt(cand)
 		if err == nil {
-			return cand, nil
+			return cand, sawUnreadable, nil
 		}
-		if !errors.Is(err, ErrCorrupt) {
-			return 0, err
+		if errors.As(err, &re) && r.skipUnreadable {
+			sawUnreadable = true
+		} else if !errors.Is(err, ErrCorrupt) {
+			return 0, sawUnreadable, err
 		}
 		pos = cand + 1
 	}
-	return r.size, nil
+	return r.size, sawUnreadable, nil
+}
+
+// ioBlock is the unit in which unreadable bytes are looked for: a page of
+// the page cache, which a bad sector makes fail whole.
+const ioBlock = 4096
+
+// readablePrefix returns how many of the n bytes from pos read without an
+// error, reading them block by block (a larger read failed).
+func (r *segmentReader) readablePrefix(pos int64, n int) int {
+	buf := make([]byte, ioBlock)
+	done := 0
+	for done < n {
+		at := pos + int64(done)
+		k := min(ioBlock-int(at%ioBlock), n-done)
+		if _, err := r.f.ReadAt(buf[:k], at); err != nil {
+			break
+		}
+		done += k
+	}
+	return done
+}
+
+// nextReadable returns the first block boundary after pos from which the
+// file reads again, or its end.
+func (r *segmentReader) nextReadable(pos int64) int64 {
+	buf := make([]byte, 1)
+	for at := (pos/ioBlock + 1) * ioBlock; at < r.size; at += ioBlock {
+		if _, err := r.f.ReadAt(buf, at); err == nil {
+			return at
+		}
+	}
+	return r.size
 }
