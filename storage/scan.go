@@ -67,16 +67,21 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			end := off + int64(h.length)
 			r.scanned.Add(end - pos)
 			pos = end
-			if !r.current(i, location{n, off}, h) {
+			cur, viaIndex := r.current(i, location{n, off}, h)
+			if !cur {
 				r.superseded.Add(1)
 				return nil
 			}
 			p, err := decodeRecord(h, rec, dec)
 			if err != nil {
 				// The CRC matched, so the writer stored a body its codec
-				// cannot read back: report it like any damaged record.
+				// cannot read back: report it like any damaged record
+				// (its index entry then points at no page, a page lost).
 				note(&Corruption{File: sf.path, Offset: off, Skipped: int64(h.length), Reason: err})
 				return nil
+			}
+			if viaIndex {
+				dr.indexed++
 			}
 			r.records.Add(1)
 			return fn(p)

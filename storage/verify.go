@@ -36,8 +36,10 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 // directory may hold a later fetch. It checks the index as it goes: an
 // entry that fails its checksum, is missing although the record is before
 // the checkpoint, or points at anything but a later record of the same id
-// makes the directory's view be rebuilt from the segments.
-func (r *Reader) current(i int, l location, h recordHeader) bool {
+// makes the directory's view be rebuilt from the segments. viaIndex says
+// the index entry points at it (not a record after the checkpoint): the
+// caller counts it in dr.indexed once the page is decoded (verifyIndex).
+func (r *Reader) current(i int, l location, h recordHeader) (cur, viaIndex bool) {
 	dr := r.dirs[i]
 	got, ok := r.find(dr, h.urlID)
 	// Stored again after OpenReader by a live writer: a Scan, a snapshot,
@@ -63,12 +65,11 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 		}
 	}
 	if !ok || got != l {
-		return false
+		return false, false
 	}
 	if v := dr.view.Load(); !v.rebuilt && !again {
-		if _, later := v.extra[h.urlID]; !later {
-			dr.indexed++
-		}
+		_, later := v.extra[h.urlID]
+		viaIndex = !later
 	}
 	for j, odr := range r.dirs {
 		if j == i {
@@ -83,10 +84,10 @@ func (r *Reader) current(i int, l location, h recordHeader) bool {
 			continue
 		}
 		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
-			return false
+			return false, false
 		}
 	}
-	return true
+	return true, viaIndex
 }
 
 // holds reports whether dr has an intact record of id at l.
