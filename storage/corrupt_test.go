@@ -650,6 +650,10 @@ func TestUndecodableRecordHidesNoDanglingEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	// Get's error said "lzo body of page 12" and not where it was.
+	if p, err := r.Get(12); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%s at offset %d", path, l.off)) {
+		t.Errorf("Get(12) = %v, %v; want damage naming %s and offset %d", p, err, path, l.off)
+	}
 	if seen := scanAll(t, r); len(seen) != n-1 || seen[12] {
 		t.Fatalf("scan saw %d pages (page 12: %v), want %d without page 12", len(seen), seen[12], n-1)
 	}

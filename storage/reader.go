@@ -458,6 +458,7 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 	var (
 		best    recordHeader
 		bestRec []byte
+		bestAt  string // its file and offset, for an error
 		found   bool
 	)
 	for _, dr := range r.dirs {
@@ -480,6 +481,7 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 		}
 		if !found || h.fetchTime >= best.fetchTime {
 			best, bestRec, found = h, rec, true
+			bestAt = fmt.Sprintf("%s at offset %d", segmentPath(dr.dir, l.seg), l.off)
 		}
 	}
 	if !found {
@@ -487,7 +489,11 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 	}
 	dec := r.decoders.Get().(*decoder)
 	defer r.decoders.Put(dec)
-	return decodeRecord(best, bestRec, dec) // copies out of bestRec
+	p, err := decodeRecord(best, bestRec, dec) // copies out of bestRec
+	if err != nil {
+		return nil, fmt.Errorf("storage: %s: %w", bestAt, err)
+	}
+	return p, nil
 }
 
 // Close releases the files.
