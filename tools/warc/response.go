@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/kspider/kspider/storage"
 )
@@ -52,7 +53,7 @@ func (e *Encoder) Response(p *storage.Page, warcinfoID string) (member []byte, d
 		Field{"WARC-Type", TypeResponse},
 		Field{"WARC-Record-ID", ResponseRecordID(p.URLID, p.URL, p.FetchTime)},
 		Field{"WARC-Date", FormatDate(p.FetchTime)},
-		Field{"WARC-Target-URI", p.URL},
+		Field{"WARC-Target-URI", targetURI(p.URL)},
 	)
 	if p.ServerIP.IsValid() {
 		fields = append(fields, Field{"WARC-IP-Address", p.ServerIP.Unmap().WithZone("").String()})
@@ -82,6 +83,30 @@ func checkTargetURI(u string) error {
 		}
 	}
 	return nil
+}
+
+// targetURI is u as WARC-Target-URI: a URI, or an IRI in UTF-8, so the
+// bytes of u that are not UTF-8 (no crawl stores such a URL: kspider's are
+// ASCII; a damaged or foreign store may) are percent-encoded, as RFC 3987
+// maps an IRI to a URI. Written raw, they made a header that is neither,
+// which readers decode each their own way (warcio: as U+FFFD), the page
+// then archived under another URL.
+func targetURI(u string) string {
+	if utf8.ValidString(u) {
+		return u
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(u)+16)
+	for i := 0; i < len(u); {
+		r, n := utf8.DecodeRuneInString(u[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, '%', hex[u[i]>>4], hex[u[i]&15])
+		} else {
+			b = append(b, u[i:i+n]...)
+		}
+		i += n
+	}
+	return string(b)
 }
 
 // appendHTTPHead appends the HTTP status line and header block of a response

@@ -26,6 +26,9 @@
 // Content-Length that already matches stays as it is. Content-Encoding is
 // kept: the stored body is still content-encoded (e.g. gzip) as received.
 //
+// WARC-Target-URI is the stored URL, its bytes that are not UTF-8 (if any)
+// percent-encoded, so the field is a URI or a UTF-8 IRI.
+//
 // WARC-Payload-Digest and WARC-Block-Digest are "sha1:" and the base32
 // (RFC 4648) SHA-1 of the body and of the whole block, as Heritrix and
 // warcio write them. Record ids of response records are name-based UUIDs

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/warccheck"
@@ -245,6 +246,33 @@ func TestBadPagesAreSkipped(t *testing.T) {
 	}
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("bad pages left records behind: %v", err)
+	}
+}
+
+// A stored URL that is not UTF-8 (a damaged or foreign store: a crawl's
+// URLs are ASCII) was written raw into WARC-Target-URI, a header neither a
+// URI nor an IRI, which warcio reads with U+FFFD in place of the bytes.
+// Now the stray bytes are percent-encoded; a UTF-8 IRI stays as it is.
+func TestTargetURIIsNeverInvalidUTF8(t *testing.T) {
+	for _, c := range []struct{ url, want string }{
+		{"http://x.example/caf\xe9?q=\xff\xfe", "http://x.example/caf%E9?q=%FF%FE"},
+		{"http://x.example/\xe0\xb8", "http://x.example/%E0%B8"},
+		{"http://x.example/caf\u00e9", "http://x.example/caf\u00e9"},
+	} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		if _, err := w.WriteResponse(&storage.Page{URLID: 1, URL: c.url, Status: 200, FetchTime: fetched}, ""); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		r, _ := NewReader(&buf)
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.Get("WARC-Target-URI"); got != c.want || !utf8.ValidString(got) {
+			t.Errorf("URL %q: WARC-Target-URI %q, want %q", c.url, got, c.want)
+		}
 	}
 }
 
