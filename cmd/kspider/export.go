@@ -53,7 +53,9 @@ as X-Crawler-Content-Length, and a correct Content-Length is added.
 
 Header lines that would break the HTTP block (no colon, control characters)
 are left out and logged. Pages that cannot be written as WARC at all (a URL
-with spaces, a status that is not three digits) are skipped and logged.
+with spaces, a status that is not three digits: only a damaged or foreign
+store holds such) are skipped and logged, and, being missing from the file,
+make the exit status 1 unless --allow-damage is given.
 
 Damage met in the store (records failing their checksums, a damaged index,
 truncated segments) is skipped and reported on stderr with file and offset;
@@ -117,7 +119,15 @@ The file is written under a temporary name and renamed when complete.`)
 	}
 	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",
 		written, *out, scan.Skipped, refused)
-	return reportDamage(e.stderr, "export", scan, *allowDamage)
+	derr := reportDamage(e.stderr, "export", scan, *allowDamage)
+	switch {
+	case refused == 0 || derr != nil:
+	case *allowDamage:
+		fmt.Fprintf(e.stderr, "kspider export: %d stored pages could not be written as WARC and are not in %s (allowed by --allow-damage)\n", refused, *out)
+	default:
+		return fmt.Errorf("%d stored pages could not be written as WARC and are not in %s (logged above); --allow-damage to accept", refused, *out)
+	}
+	return derr
 }
 
 // exportPages writes every page of r as a response record. Workers compress

@@ -177,15 +177,26 @@ func TestExportSkipsCorruptRecord(t *testing.T) {
 	}
 }
 
+// A page that cannot be written as WARC (only a damaged or foreign store
+// holds one) was skipped with exit status 0: a script saw a complete
+// export with the page missing. Now it is exit 1 unless --allow-damage.
 func TestExportSkipsUnwritablePage(t *testing.T) {
 	dir := t.TempDir()
 	bad := storetest.Pages()[:2]
 	bad[1].URL = "http://www.ku.ac.th/a page with spaces"
 	storetest.Build(t, []string{dir}, "lzo", bad)
-	_, out, errOut := exportWARC(t, []string{"--data", dir})
-	if !strings.Contains(out, "wrote 1 pages") || !strings.Contains(out, "1 unwritable pages") ||
-		!strings.Contains(errOut, "a page with spaces") {
-		t.Errorf("stdout %q stderr %q", out, errOut)
+	file := filepath.Join(t.TempDir(), "x.warc.gz")
+	code, out, errOut := runCmd(t, "", "export", "warc", "--data", dir, "--out", file)
+	if code != 1 || !strings.Contains(out, "wrote 1 pages") || !strings.Contains(out, "1 unwritable pages") ||
+		!strings.Contains(errOut, "a page with spaces") || !strings.Contains(errOut, "1 stored pages could not be written") {
+		t.Errorf("exit %d, stdout %q stderr %q; want 1 and the page named", code, out, errOut)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("the WARC of the other pages: %v", err)
+	}
+	_, out, errOut = exportWARC(t, []string{"--data", dir, "--allow-damage"})
+	if !strings.Contains(out, "1 unwritable pages") || !strings.Contains(errOut, "allowed by --allow-damage") {
+		t.Errorf("with --allow-damage: stdout %q stderr %q", out, errOut)
 	}
 }
 
