@@ -127,6 +127,11 @@
 //     any other, found block by block (4 KiB) and marked Unreadable; a
 //     writer's recovery fails on them instead, so that an unreadable tail
 //     is never cut away as a torn one;
+//   - url.idx truncated while mapped (by hand, another program): an entry
+//     beyond the cut, which would be a SIGBUS, is damage like a bad
+//     entry (the view rebuilt from the segments); a writer's saver stops
+//     with an error naming the file, its synced records re-indexed at the
+//     next open;
 //   - a damaged segment header: reported, the records are still read;
 //   - an index entry failing its CRC or zeroed below the header's dense
 //     mark (Get then rebuilds the view before it answers), missing for a record the segments

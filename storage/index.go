@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 )
@@ -179,13 +180,55 @@ func entryCRC(id uint64, e []byte) uint32 {
 	return crc32.Checksum(e[:12], castagnoli) ^ uint32((id*0x9e3779b97f4a7c15)>>32) ^ uint32(id)
 }
 
-// lookup returns where the record of id is, if the index has one.
+// lookup returns where the record of id is, if the index has one. An
+// entry that cannot be read (the file truncated under the mapping) is
+// entryBad, damage.
 func (ix *index) lookup(id uint64) (seg uint32, off int64, st entryState) {
 	if id >= ix.entries() {
 		return 0, 0, entryEmpty
 	}
-	seg, off, st = decodeEntry(id, ix.data[indexHeaderSize+id*indexEntrySize:])
+	seg, off, st, err := ix.decodeAt(id)
+	if err != nil {
+		return 0, 0, entryBad
+	}
 	return seg, off, ix.judge(id, st)
+}
+
+// decodeAt is decodeEntry of id's entry (id < entries()) in the mapping.
+func (ix *index) decodeAt(id uint64) (seg uint32, off int64, st entryState, err error) {
+	onFault := debug.SetPanicOnFault(true)
+	defer func() { err = ix.fault(recover(), onFault) }()
+	seg, off, st = decodeEntry(id, ix.data[indexHeaderSize+id*indexEntrySize:])
+	return seg, off, st, nil
+}
+
+// entry copies id's entry (id < entries()) out of the mapping.
+func (ix *index) entry(id uint64) (e [indexEntrySize]byte, err error) {
+	onFault := debug.SetPanicOnFault(true)
+	defer func() { err = ix.fault(recover(), onFault) }()
+	copy(e[:], ix.data[indexHeaderSize+id*indexEntrySize:])
+	return e, nil
+}
+
+// fault, deferred by a function touching the mapping as
+//
+//	onFault := debug.SetPanicOnFault(true)
+//	defer func() { err = ix.fault(recover(), onFault) }()
+//
+// makes a fault there its error (and restores the goroutine's setting).
+// The file truncated while mapped (by hand, or by another program) makes
+// a touch beyond its new end a SIGBUS, which would otherwise end the
+// process (a crawler reading pages back, a kspider stats) with no word of
+// which file.
+func (ix *index) fault(v any, onFault bool) error {
+	debug.SetPanicOnFault(onFault)
+	if v == nil {
+		return nil
+	}
+	if _, fault := v.(interface{ Addr() uintptr }); !fault {
+		panic(v)
+	}
+	return fmt.Errorf("storage: index %s: %w: the file is shorter than when it was opened (truncated while in use?): %v", ix.path, ErrCorrupt, v)
 }
 
 // judge resolves what decodeEntry found in id's entry against dense, as
@@ -229,15 +272,17 @@ func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 func entryOffset(id uint64) int64 { return int64(indexHeaderSize + id*indexEntrySize) }
 
 // set points id at (seg, off), growing the file first when needed.
-func (ix *index) set(id uint64, seg uint32, off int64) error {
+func (ix *index) set(id uint64, seg uint32, off int64) (err error) {
 	if err := ix.reserve(id); err != nil {
 		return err
 	}
+	onFault := debug.SetPanicOnFault(true)
+	defer func() { err = ix.fault(recover(), onFault) }()
 	for j := ix.dense; j < id; j++ {
 		ix.put(j, 0, -1) // "none" (offset noneOffset): below dense no entry is zero
 	}
-	ix.dense = max(ix.dense, id+1)
 	ix.put(id, seg, off)
+	ix.dense = max(ix.dense, id+1)
 	return nil
 }
 
@@ -302,11 +347,29 @@ func (ix *index) setCheckpoint(seg uint32, off int64) error {
 		return err
 	}
 	h := indexHeader{seq: ix.seq + 1, ckSeg: seg, ckOff: off, entries: ix.entries(), dense: ix.dense}
-	putIndexSlot(ix.data[:indexHeaderSize], h) // the slot not in use
+	if err := ix.putSlot(h); err != nil {
+		return err
+	}
 	if err := unix.Msync(ix.data[:indexHeaderSize], unix.MS_SYNC); err != nil {
 		return fmt.Errorf("storage: syncing index %s: %w", ix.path, err)
 	}
 	ix.seq, ix.ckSeg, ix.ckOff, ix.torn = h.seq, seg, off, nil
+	return nil
+}
+
+// touch runs f, which reads or writes the mapping, a fault there its error.
+func (ix *index) touch(f func()) (err error) {
+	onFault := debug.SetPanicOnFault(true)
+	defer func() { err = ix.fault(recover(), onFault) }()
+	f()
+	return nil
+}
+
+// putSlot writes h into the header slot not in use.
+func (ix *index) putSlot(h indexHeader) (err error) {
+	onFault := debug.SetPanicOnFault(true)
+	defer func() { err = ix.fault(recover(), onFault) }()
+	putIndexSlot(ix.data[:indexHeaderSize], h)
 	return nil
 }
 

@@ -272,9 +272,14 @@ func (sv *saver) applySync(b *syncBatch) error {
 	sv.stats.records.Add(uint64(len(b.recs)))
 	sv.synced = b.end
 	sv.ids = sv.ids[:0]
+	var ixErr error // the records are durable all the same: reported so below
 	for _, r := range b.recs {
 		// The index has room: write reserved it before the record went out.
-		sv.ix.set(r.urlID, r.seg, r.off)
+		// It fails only if url.idx was truncated under the mapping; the
+		// checkpoint then stays before these records, re-indexed at open.
+		if err := sv.ix.set(r.urlID, r.seg, r.off); err != nil && ixErr == nil {
+			ixErr = err
+		}
 		sv.ids = append(sv.ids, r.urlID)
 	}
 	if f := sv.s.cfg.OnDurable; f != nil {
@@ -286,6 +291,9 @@ func (sv *saver) applySync(b *syncBatch) error {
 		sv.s.recordDone(r)
 	}
 	sv.spare = b.recs[:0]
+	if ixErr != nil {
+		return ixErr
+	}
 	if sv.sinceCheckpoint >= checkpointBytes {
 		if err := sv.ix.setCheckpoint(sv.segNum, sv.synced); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -276,5 +277,78 @@ func TestLockLinkIsRefused(t *testing.T) {
 	}
 	if _, err := os.Lstat(target); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the file LOCK links to was created: %v", err)
+	}
+}
+
+// url.idx truncated while mapped (by hand, or another program) made the
+// next touch of an entry beyond its new end a SIGBUS: a Reader's Get or
+// Scan, and a writer's next index update, ended the process ("fatal
+// error: fault"), a crawler reading pages back included. Now a Reader
+// takes the entries it cannot read for damage, rebuilds its view from the
+// segments and says so; a writer's saver stops with an error naming the
+// index, its synced pages kept for the next open.
+func TestIndexTruncatedWhileOpen(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 60)
+	ixPath := filepath.Join(dir, indexName)
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.Truncate(ixPath, indexHeaderSize); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Get(5)
+	if err != nil {
+		t.Fatalf("Get(5) with url.idx truncated under the reader: %v", err)
+	}
+	samePage(t, p, testPage(5))
+	if seen := scanAll(t, r); len(seen) != 60 {
+		t.Fatalf("scan: %d pages, want 60", len(seen))
+	}
+	if st := r.Stats(); !strings.Contains(fmt.Sprint(st.Errors), ixPath) {
+		t.Fatalf("the truncated index is not reported: %v", st.Errors)
+	}
+
+	// A writer: the index truncated while it stores pages.
+	var mu sync.Mutex
+	durable := map[uint64]bool{}
+	s, err := Open(Config{Dirs: []string{dir}, SyncEvery: 1, Logf: func(string, ...any) {},
+		OnDurable: func(ids []uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				durable[id] = true
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint64(60); id < 80; id++ {
+		if id == 70 {
+			if err := os.Truncate(ixPath, indexHeaderSize); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Put(context.Background(), testPage(id)); err != nil {
+			break // the only saver stopped
+		}
+	}
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), ixPath) {
+		t.Fatalf("Close after url.idx was truncated: %v, want an error naming it", err)
+	}
+	r2, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	for id := range uint64(80) {
+		if id < 60 || durable[id] {
+			p, err := r2.Get(id)
+			if err != nil {
+				t.Fatalf("Get(%d), a page made durable: %v", id, err)
+			}
+			samePage(t, p, testPage(id))
+		}
 	}
 }

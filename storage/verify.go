@@ -20,7 +20,9 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 	if bad {
 		why := "fails its CRC-32C"
 		if v := dr.view.Load(); v.ix != nil && id < v.ix.entries() {
-			if _, _, st := decodeEntry(id, v.ix.data[entryOffset(id):]); st == entryZero {
+			if e, err := v.ix.entry(id); err != nil {
+				why = fmt.Sprintf("cannot be read (%v)", err)
+			} else if _, _, st := decodeEntry(id, e[:]); st == entryZero {
 				why = fmt.Sprintf("is all zero, below URL id %d up to which every entry is set", v.ix.dense)
 			}
 		}
@@ -192,57 +194,63 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		end = dr.ck
 	}
 	n := v.ix.entries()
-	data := v.ix.data[indexHeaderSize:]
-	for id := uint64(0); id < n; id++ {
-		e := data[id*indexEntrySize : (id+1)*indexEntrySize]
-		if id >= v.ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
-			continue // the unwritten tail: skip it fast
-		}
-		seg, off, st := decodeEntry(id, e)
-		if _, later := v.extra[id]; id >= v.ix.dense && (st == entryTorn || st == entryBad && later) {
-			// Written after the checkpoint and torn: fresh (the CRC
-			// field still zero), or over an entry put since (a refetch,
-			// a recovery's "none" fill) with a record after the
-			// checkpoint, which answers for id.
-			if torn.N == 0 {
-				torn.First = id
+	err := v.ix.touch(func() {
+		data := v.ix.data[indexHeaderSize:]
+		for id := uint64(0); id < n; id++ {
+			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
+			if id >= v.ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
+				continue // the unwritten tail: skip it fast
 			}
-			torn.N++
-			continue
-		}
-		switch v.ix.judge(id, st) {
-		case entryEmpty:
-			continue
-		case entryBad:
-			if badEntries == 0 {
-				firstBad = id
-			}
-			badEntries++
-			continue
-		}
-		if _, ok := v.extra[id]; ok {
-			continue // a later record, after the checkpoint
-		}
-		if !(location{seg, off}).before(end) {
-			continue // written after OpenReader (a live writer), or in a torn tail
-		}
-		sf := segs[seg]
-		switch {
-		case sf == nil:
-			missing[seg]++
-		case off+recordHeaderSize > sf.size:
-			beyond[seg]++
-		default:
-			rs := bySeg[sf.path]
-			k := sort.Search(len(rs), func(k int) bool { return rs[k].Offset > off }) - 1
-			if k >= 0 && off < rs[k].Offset+rs[k].Skipped {
-				rs[k].Lost++
-			} else {
-				intact++
+			seg, off, st := decodeEntry(id, e)
+			if _, later := v.extra[id]; id >= v.ix.dense && (st == entryTorn || st == entryBad && later) {
+				// Written after the checkpoint and torn: fresh (the CRC
+				// field still zero), or over an entry put since (a refetch,
+				// a recovery's "none" fill) with a record after the
+				// checkpoint, which answers for id.
+				if torn.N == 0 {
+					torn.First = id
+				}
+				torn.N++
 				continue
 			}
+			switch v.ix.judge(id, st) {
+			case entryEmpty:
+				continue
+			case entryBad:
+				if badEntries == 0 {
+					firstBad = id
+				}
+				badEntries++
+				continue
+			}
+			if _, ok := v.extra[id]; ok {
+				continue // a later record, after the checkpoint
+			}
+			if !(location{seg, off}).before(end) {
+				continue // written after OpenReader (a live writer), or in a torn tail
+			}
+			sf := segs[seg]
+			switch {
+			case sf == nil:
+				missing[seg]++
+			case off+recordHeaderSize > sf.size:
+				beyond[seg]++
+			default:
+				rs := bySeg[sf.path]
+				k := sort.Search(len(rs), func(k int) bool { return rs[k].Offset > off }) - 1
+				if k >= 0 && off < rs[k].Offset+rs[k].Skipped {
+					rs[k].Lost++
+				} else {
+					intact++
+					continue
+				}
+			}
+			lost++
 		}
-		lost++
+	})
+	if err != nil {
+		r.noteDamage(err)
+		return
 	}
 	// Every such entry points at a record of its URL id that Scan met and
 	// found the index pointing at, unless it points elsewhere: into the
