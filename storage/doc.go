@@ -111,7 +111,8 @@
 // beyond the index checkpoint are indexed in memory. It may be opened on a
 // store that is being written: Scan then reads the segments as they were at
 // OpenReader (a record being appended at that moment may be reported
-// damaged), while Get follows the live index, apart from URL ids beyond
+// damaged; a segment cut meanwhile, as a writer's recovery cuts a torn
+// tail, is read up to the cut, the bytes gone a damaged region), while Get follows the live index, apart from URL ids beyond
 // the index's size at OpenReader.
 //
 // # Damage: readers never lie

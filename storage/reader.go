@@ -283,6 +283,11 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption)
 		return nil
 	}
 	sr, _, err := newSegmentReader(sf.ra, sf.path, sf.num, sf.size, true)
+	var c *Corruption
+	if errors.As(err, &c) && note != nil {
+		note(c) // cut inside its header since openSegments measured it
+		return nil
+	}
 	if err != nil {
 		return err // openSegments met it first
 	}
@@ -290,6 +295,11 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption)
 	for {
 		off, h, rec, err := sr.next()
 		if err == io.EOF {
+			if sr.size < sf.size && note != nil {
+				// Cut while being read: what was beyond is gone.
+				note(&Corruption{File: sf.path, Offset: sr.size, Skipped: sf.size - sr.size,
+					Reason: fmt.Errorf("%w: the file was cut here while being read (%d bytes when opened)", ErrCorrupt, sf.size)})
+			}
 			return nil
 		}
 		var c *Corruption

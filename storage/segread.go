@@ -78,10 +78,12 @@ func newSegmentReader(f io.ReaderAt, path string, num uint32, size int64, skipUn
 	}
 	b, err := r.window(0, segmentHeaderSize)
 	var re *readError
-	if errors.As(err, &re) && skipUnreadable {
+	switch {
+	case errors.As(err, &re) && skipUnreadable:
 		return r, &Corruption{File: path, Offset: 0, Skipped: segmentHeaderSize, Unreadable: true, Reason: re.reason()}, nil
-	}
-	if err != nil {
+	case errors.Is(err, ErrCorrupt):
+		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size, Reason: err} // cut inside its header since it was measured
+	case err != nil:
 		return nil, nil, err
 	}
 	if err := checkSegmentHeader(b, num); err != nil {
@@ -130,16 +132,26 @@ func (r *segmentReader) window(off int64, n int) ([]byte, error) {
 		r.win = make([]byte, want)
 	}
 	r.win = r.win[:want]
-	_, err := r.f.ReadAt(r.win, off)
+	got, err := r.f.ReadAt(r.win, off)
 	if err != nil && !errors.Is(err, io.EOF) && want > n {
 		r.win = r.win[:n]
-		_, err = r.f.ReadAt(r.win, off)
+		got, err = r.f.ReadAt(r.win, off)
+	}
+	if errors.Is(err, io.EOF) {
+		// The file is shorter than when it was opened: cut while being
+		// read (a writer's recovery truncating a torn tail, or by hand).
+		// What is left is read; the rest is a damaged region.
+		was := r.size
+		r.size = off + int64(got)
+		r.win = r.win[:got]
+		r.winOff = off
+		if got >= n {
+			return r.win[:n], nil
+		}
+		return nil, fmt.Errorf("%w: the file ends at offset %d, %d bytes shorter than when it was opened (truncated while being read?)", ErrCorrupt, r.size, was-r.size)
 	}
 	if err != nil {
 		r.win = r.win[:0]
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("storage: reading %s at offset %d: %w", r.path, off, io.ErrUnexpectedEOF)
-		}
 		return nil, &readError{path: r.path, off: off, err: err}
 	}
 	r.winOff = off
