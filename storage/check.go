@@ -26,7 +26,8 @@ const DamagedDir = "damaged"
 //
 // With repair, it then takes the directory's lock (no writer may run) and
 // rewrites what can be rebuilt: a segment with damage is rewritten with its
-// intact records only, the original moved into dir/damaged/; a segment
+// intact records only (decodable ones), the original moved into
+// dir/damaged/; a segment
 // missing from the numbering gets an empty stand-in; the index is rebuilt
 // from the segments (a damaged one moved into damaged/ first). An index of
 // an older format version is rebuilt too, which is not a problem.
@@ -189,6 +190,8 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 
 // repairSegment rewrites segment n when it has any damage: a new file with
 // a good header and the intact records, the original moved into damaged/.
+// A record whose body cannot be decoded, though its CRC holds, is damaged
+// too: kept, it would be the same damage after the repair.
 func repairSegment(dir string, n uint32, w io.Writer) error {
 	path := segmentPath(dir, n)
 	f, err := os.Open(path)
@@ -216,13 +219,24 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 	case err != nil:
 		return err
 	}
+	dec := new(decoder)
+	defer dec.close()
+	var body []byte
+	intact := func(h recordHeader, rec []byte) bool {
+		b, err := dec.decode(h.codec, body[:0], recordBody(h, rec), int(h.rawLen))
+		if err != nil {
+			return false
+		}
+		body = b // reused, grown to the largest body
+		return true
+	}
 	damaged := hdr != nil
 	for !damaged {
-		_, _, _, err := sr.next()
+		_, h, rec, err := sr.next()
 		if err == io.EOF {
 			break
 		}
-		if errors.As(err, &c) {
+		if errors.As(err, &c) || err == nil && !intact(h, rec) {
 			damaged = true
 		} else if err != nil {
 			return err
@@ -235,11 +249,11 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 	err = writeSegmentAtomic(dir, n, func(out io.Writer) error {
 		sr.off = segmentHeaderSize
 		for {
-			_, _, rec, err := sr.next()
+			_, h, rec, err := sr.next()
 			if err == io.EOF {
 				return nil
 			}
-			if errors.As(err, &c) {
+			if errors.As(err, &c) || err == nil && !intact(h, rec) {
 				continue
 			}
 			if err != nil {

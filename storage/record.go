@@ -203,6 +203,11 @@ func checkRecord(h recordHeader, rec []byte) error {
 	return nil
 }
 
+// recordBody is the stored (compressed) body of the checked record rec.
+func recordBody(h recordHeader, rec []byte) []byte {
+	return rec[recordHeaderSize+uint32(h.ipLen)+h.urlLen+h.headerLen : h.length]
+}
+
 // decodeRecord turns the checked record rec into a Page whose fields own
 // their memory. dec decompresses the body.
 func decodeRecord(h recordHeader, rec []byte, dec *decoder) (*Page, error) {
