@@ -44,7 +44,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 	defer dec.close()
 	dr.regions = dr.regions[:0]
 	dr.indexed = 0
-	note := func(c *Corruption) {
+	noteRegion := func(c *Corruption) {
 		r.noteCorruption(c)
 		dr.regions = append(dr.regions, c)
 	}
@@ -57,7 +57,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 				r.note(fmt.Sprintf("%s: a record being written at offset %d by the running store, not read", sf.path, c.Offset))
 				return
 			}
-			note(c)
+			noteRegion(c)
 		}
 		var pos int64 // how far into sf the scan has counted (Progress)
 		err := r.eachRecord(sf, segmentHeaderSize, note, func(off int64, h recordHeader, rec []byte) error {
@@ -76,8 +76,10 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			if err != nil {
 				// The CRC matched, so the writer stored a body its codec
 				// cannot read back: report it like any damaged record
-				// (its index entry then points at no page, a page lost).
-				note(&Corruption{File: sf.path, Offset: off, Skipped: int64(h.length), Reason: err})
+				// (its index entry then points at no page, a page lost),
+				// never as a torn tail, which the next writer would cut
+				// away: this record passes its checks, so none does.
+				noteRegion(&Corruption{File: sf.path, Offset: off, Skipped: int64(h.length), Reason: err})
 				return nil
 			}
 			if viaIndex {
