@@ -211,3 +211,24 @@ func FuzzTwoDirIndex(f *testing.F) {
 		}
 	})
 }
+
+// A record the index points at, hidden by another directory's later fetch
+// of its URL id (a re-crawl stored on another disk), was no longer counted
+// as found where the index points (since 70afe25 counted only pages
+// decoded): every such entry was then reported as pointing at no record,
+// a page lost, on a store with nothing wrong.
+func TestRecrawlOnAnotherDiskIsNoDamage(t *testing.T) {
+	a, b := twoFetchStore(t, 40)
+	r, err := OpenReader([]string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Scan(context.Background(), func(*Page) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.Damaged() || st.Lost != 0 || st.Records != 50 || st.Superseded != 20 {
+		t.Fatalf("a clean two-disk store with re-crawls: %d records, %d superseded, damage %d, lost %d: %v",
+			st.Records, st.Superseded, st.Damage, st.Lost, st.Errors)
+	}
+}

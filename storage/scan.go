@@ -70,6 +70,9 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			cur, viaIndex := r.current(i, location{n, off}, h)
 			if !cur {
 				r.superseded.Add(1)
+				if viaIndex { // hidden by another directory's later fetch
+					dr.indexed++
+				}
 				return nil
 			}
 			p, err := decodeRecord(h, rec, dec)

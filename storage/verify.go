@@ -40,7 +40,8 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 // the checkpoint, or points at anything but a later record of the same id
 // makes the directory's view be rebuilt from the segments. viaIndex says
 // the index entry points at it (not a record after the checkpoint): the
-// caller counts it in dr.indexed once the page is decoded (verifyIndex).
+// caller counts it in dr.indexed (verifyIndex), once the page is decoded
+// if it is current, at once if another directory's later fetch hides it.
 func (r *Reader) current(i int, l location, h recordHeader) (cur, viaIndex bool) {
 	dr := r.dirs[i]
 	got, ok := r.find(dr, h.urlID)
@@ -86,7 +87,7 @@ func (r *Reader) current(i int, l location, h recordHeader) (cur, viaIndex bool)
 			continue
 		}
 		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
-			return false, false
+			return false, viaIndex
 		}
 	}
 	return true, viaIndex
