@@ -86,6 +86,13 @@
 // (on a tie, the directory listed later). Superseded records stay in the
 // segments until a future compaction.
 //
+// The records of one URL id name one URL: the URL tree numbers a URL once,
+// and a re-crawl stores it again. A later record naming another URL is a
+// page of another crawl (a directory of another store listed with this
+// one's, or its pages written into one): a Scan reports such ids as
+// damage, once per pair of directories, and counts the pages they hide
+// lost.
+//
 // # Durability and crashes
 //
 // A record is durable once its saver has written and fdatasynced it; savers
@@ -112,8 +119,9 @@
 // store that is being written: Scan then reads the segments as they were at
 // OpenReader (a record being appended at that moment may be reported
 // damaged; a segment cut meanwhile, as a writer's recovery cuts a torn
-// tail, is read up to the cut, the bytes gone a damaged region), while Get follows the live index, apart from URL ids beyond
-// the index's size at OpenReader.
+// tail, is read up to the cut, the bytes gone a damaged region), while
+// Get follows the live index, apart from URL ids beyond the index's size
+// at OpenReader.
 //
 // # Damage: readers never lie
 //

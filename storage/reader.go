@@ -33,9 +33,10 @@ type Reader struct {
 	skippedB   atomic.Int64
 	damage     atomic.Int64
 	lost       atomic.Int64
-	errMu      sync.Mutex
+	errMu      sync.Mutex // guards errs, notes and mixed
 	errs       []error
 	notes      []string
+	mixed      map[[2]string]*mixedURLs // during a Scan (noteMixed)
 }
 
 // dirReader is one data directory as the reader sees it.

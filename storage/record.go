@@ -203,6 +203,12 @@ func checkRecord(h recordHeader, rec []byte) error {
 	return nil
 }
 
+// recordURL is the URL of the checked record rec.
+func recordURL(h recordHeader, rec []byte) []byte {
+	s := recordHeaderSize + uint32(h.ipLen)
+	return rec[s : s+h.urlLen]
+}
+
 // recordBody is the stored (compressed) body of the checked record rec.
 func recordBody(h recordHeader, rec []byte) []byte {
 	return rec[recordHeaderSize+uint32(h.ipLen)+h.urlLen+h.headerLen : h.length]

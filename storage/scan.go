@@ -32,6 +32,7 @@ func (r *Reader) Scan(ctx context.Context, fn func(p *Page) error) error {
 		}()
 	}
 	wg.Wait()
+	r.reportMixed()
 	if firstErr != nil {
 		return firstErr
 	}
@@ -67,7 +68,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			end := off + int64(h.length)
 			r.scanned.Add(end - pos)
 			pos = end
-			cur, viaIndex := r.current(i, location{n, off}, h)
+			cur, viaIndex := r.current(i, location{n, off}, h, recordURL(h, rec))
 			if !cur {
 				r.superseded.Add(1)
 				if viaIndex { // hidden by another directory's later fetch

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
@@ -42,7 +43,9 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 // the index entry points at it (not a record after the checkpoint): the
 // caller counts it in dr.indexed (verifyIndex), once the page is decoded
 // if it is current, at once if another directory's later fetch hides it.
-func (r *Reader) current(i int, l location, h recordHeader) (cur, viaIndex bool) {
+// url is the record's URL: a later record of its id naming another URL
+// is reported (noteMixed).
+func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, viaIndex bool) {
 	dr := r.dirs[i]
 	got, ok := r.find(dr, h.urlID)
 	// Stored again after OpenReader by a live writer: a Scan, a snapshot,
@@ -68,6 +71,11 @@ func (r *Reader) current(i int, l location, h recordHeader) (cur, viaIndex bool)
 		}
 	}
 	if !ok || got != l {
+		if ok && l.before(got) {
+			if gh, grec, err := dr.readRecord(got, nil); err == nil && gh.urlID == h.urlID && !bytes.Equal(recordURL(gh, grec), url) {
+				r.noteMixed(dr.dir, dr.dir, h.urlID, url, recordURL(gh, grec))
+			}
+		}
 		return false, false
 	}
 	if v := dr.view.Load(); !v.rebuilt && !again {
@@ -82,15 +90,63 @@ func (r *Reader) current(i int, l location, h recordHeader) (cur, viaIndex bool)
 		if !ok || !ol.before(odr.snapshotEnd()) {
 			continue // none, or one this Scan does not reach
 		}
-		oh, _, err := odr.readRecord(ol, nil)
+		oh, orec, err := odr.readRecord(ol, nil)
 		if err != nil || oh.urlID != h.urlID {
 			continue
+		}
+		if j > i && !bytes.Equal(recordURL(oh, orec), url) { // the pair's other scan sees it too
+			r.noteMixed(dr.dir, odr.dir, h.urlID, url, recordURL(oh, orec))
 		}
 		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
 			return false, viaIndex
 		}
 	}
 	return true, viaIndex
+}
+
+// mixedURLs counts the URL ids two directories (or two records of one)
+// hold under different URLs.
+type mixedURLs struct {
+	n          int64
+	id         uint64 // the first one met
+	urlA, urlB string
+}
+
+// noteMixed records that dir a holds id as urlA and dir b (perhaps a
+// itself, in a later record) as urlB. A URL's id never changes (the URL
+// tree numbers it once), so a re-crawl stores the same URL again: a
+// different one is a page of another crawl - a directory, or segments,
+// of another store mixed in - and the later fetch hides the other page.
+func (r *Reader) noteMixed(a, b string, id uint64, urlA, urlB []byte) {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	if r.mixed == nil {
+		r.mixed = map[[2]string]*mixedURLs{}
+	}
+	m := r.mixed[[2]string{a, b}]
+	if m == nil {
+		m = &mixedURLs{id: id, urlA: string(urlA), urlB: string(urlB)}
+		r.mixed[[2]string{a, b}] = m
+	}
+	m.n++
+}
+
+// reportMixed notes as damage, once per pair of directories, what
+// noteMixed recorded during a Scan: each such id is a page hidden.
+func (r *Reader) reportMixed() {
+	r.errMu.Lock()
+	mixed := r.mixed
+	r.mixed = nil
+	r.errMu.Unlock()
+	for dirs, m := range mixed {
+		where := fmt.Sprintf("%s and %s", dirs[0], dirs[1])
+		if dirs[0] == dirs[1] {
+			where = "two records of " + dirs[0]
+		}
+		r.lost.Add(m.n)
+		r.noteDamage(fmt.Errorf("storage: %w: %d URL ids name different URLs in %s, such as id %d: %q and %q: pages of another crawl mixed in? (the later fetch hides the other: %d pages lost)",
+			ErrCorrupt, m.n, where, m.id, m.urlA, m.urlB, m.n))
+	}
 }
 
 // holds reports whether dr has an intact record of id at l.
