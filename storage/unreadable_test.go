@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,5 +96,53 @@ func TestUnreadableBlocksAreSkipped(t *testing.T) {
 		if !strings.Contains(fmt.Sprint(st.Errors), segmentName(seg)) {
 			t.Errorf("segment %s not named: %v", segmentName(seg), st.Errors)
 		}
+	}
+}
+
+// Unreadable blocks at random positions (as bad sectors fail reads through
+// the page cache: whole 4 KiB pages) over a store of several segments:
+// every page outside them is read, none through them, and the pages the
+// index had in them are exactly those counted lost.
+func TestRandomUnreadableBlocks(t *testing.T) {
+	dir, spans := layoutStore(t, smallSegments(), 150)
+	nums, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 40 {
+		rng := rand.New(rand.NewPCG(uint64(round), 40))
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := map[uint32][][2]int64{}
+		for k := rng.IntN(6); k >= 0; k-- {
+			seg := nums[rng.IntN(len(nums))]
+			from := rng.Int64N(r.dirs[0].segs[seg].size) / ioBlock * ioBlock
+			bad[seg] = append(bad[seg], [2]int64{from, from + ioBlock*(1+rng.Int64N(3))})
+		}
+		for seg, rg := range bad {
+			sf := r.dirs[0].segs[seg]
+			sf.ra = &badSectors{ReaderAt: sf.f, path: sf.path, bad: rg}
+		}
+		var seen map[uint64]bool
+		withinDeadline(t, "a scan over unreadable blocks", func() { seen = scanAll(t, r) })
+		var lost int64
+		for id, sp := range spans {
+			hit := false
+			for _, rg := range bad[sp.seg] {
+				hit = hit || sp.off < rg[1] && sp.end > rg[0]
+			}
+			if hit {
+				lost++
+			}
+			if hit == seen[id] {
+				t.Errorf("round %d: page %d (segment %d, %d…%d): seen %v, bad blocks %v", round, id, sp.seg, sp.off, sp.end, seen[id], bad[sp.seg])
+			}
+		}
+		if st := r.Stats(); st.Lost != lost {
+			t.Errorf("round %d: lost %d, want %d: %v", round, st.Lost, lost, st.Errors)
+		}
+		r.Close()
 	}
 }
