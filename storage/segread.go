@@ -148,7 +148,7 @@ func (r *segmentReader) window(off int64, n int) ([]byte, error) {
 		if got >= n {
 			return r.win[:n], nil
 		}
-		return nil, fmt.Errorf("%w: the file ends at offset %d, %d bytes shorter than when it was opened (truncated while being read?)", ErrCorrupt, r.size, was-r.size)
+		return nil, fmt.Errorf("storage: %s: %w: the file ends at offset %d, %d bytes shorter than when it was opened (truncated while being read?)", r.path, ErrCorrupt, r.size, was-r.size)
 	}
 	if err != nil {
 		r.win = r.win[:0]
@@ -224,6 +224,9 @@ func (r *segmentReader) resync(from int64) (resume int64, sawUnreadable bool, er
 				continue
 			}
 			b, err = r.window(pos, n)
+		}
+		if errors.Is(err, ErrCorrupt) {
+			continue // cut while being read: r.size is where it ends now
 		}
 		if err != nil {
 			return 0, sawUnreadable, err

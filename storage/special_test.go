@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -392,5 +393,68 @@ func TestSegmentCutWhileScanned(t *testing.T) {
 				t.Fatalf("lost %d, want %d, with damage naming %s: %v", st.Lost, lost, segmentPath(dir, seg), st.Errors)
 			}
 		})
+	}
+}
+
+// cutLater reads a file as it is for its first reads, then as if it had
+// been cut at cut: a truncation coming while a Scan is under way.
+type cutLater struct {
+	io.ReaderAt
+	reads atomic.Int64
+	after int64
+	cut   int64
+}
+
+func (c *cutLater) ReadAt(p []byte, off int64) (int, error) {
+	if c.reads.Add(1) <= c.after || off+int64(len(p)) <= c.cut {
+		return c.ReaderAt.ReadAt(p, off)
+	}
+	if off >= c.cut {
+		return 0, io.EOF
+	}
+	n, _ := c.ReaderAt.ReadAt(p[:c.cut-off], off)
+	return n, io.EOF
+}
+
+// The cut of a segment met while resynchronising after a damaged record
+// (the segment larger than a read window, cut after the scan began) still
+// stopped the Scan, with an error naming no file. It is a damaged region
+// too now.
+func TestSegmentCutDuringAResync(t *testing.T) {
+	dir, spans := layoutStore(t, Config{Compressors: 1}, 2200)
+	// A record near the end of the scan's second read window, damaged:
+	// the resync behind it reads past that window.
+	var dmg recordSpan
+	for _, sp := range spans {
+		if sp.off > 2*readWindow-30000 && sp.end < 2*readWindow-2000 && (dmg.seg == 0 || sp.off < dmg.off) {
+			dmg = sp
+		}
+	}
+	if dmg.seg != 1 {
+		t.Fatalf("no record where wanted in one segment: %+v", dmg)
+	}
+	flipByte(t, segmentPath(dir, 1), dmg.off+70)
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cut := dmg.end + 5000
+	sf := r.dirs[0].segs[1]
+	sf.ra = &cutLater{ReaderAt: sf.f, after: 2, cut: cut}
+	var seen map[uint64]bool
+	withinDeadline(t, "a scan of a segment cut during a resync", func() { seen = scanAll(t, r) })
+	var lost int64
+	for id, sp := range spans {
+		gone := sp.end > cut || sp == dmg
+		if gone {
+			lost++
+		}
+		if gone == seen[id] {
+			t.Errorf("page %d (%d…%d): seen %v", id, sp.off, sp.end, seen[id])
+		}
+	}
+	if st := r.Stats(); st.Lost != lost || !strings.Contains(fmt.Sprint(st.Errors), "cut here while being read") {
+		t.Fatalf("lost %d, want %d, and the cut reported: %v", st.Lost, lost, st.Errors)
 	}
 }
