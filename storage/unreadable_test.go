@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // badSectors reads a segment file but fails, with EIO, every read that
@@ -144,5 +145,39 @@ func TestRandomUnreadableBlocks(t *testing.T) {
 			t.Errorf("round %d: lost %d, want %d: %v", round, st.Lost, lost, st.Errors)
 		}
 		r.Close()
+	}
+}
+
+// A page fetched again whose later record is unreadable (a bad sector):
+// the Scan, meeting the older record and failing to read the one the index
+// points at, took the index for damaged ("points at … which holds no
+// later record of it"), rebuilt its view from all the segments and
+// reported the index, not the disk. Now only the unreadable bytes are
+// reported, the pages in them counted lost.
+func TestUnreadableLaterFetchIsNoIndexDamage(t *testing.T) {
+	dir := t.TempDir()
+	writeStore(t, Config{Dirs: []string{dir}}, 0, 30)
+	again := testPage(7)
+	again.FetchTime = again.FetchTime.Add(time.Hour)
+	putPages(t, dir, []*Page{again})
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, ok, _ := r.dirs[0].locate(7)
+	if !ok {
+		t.Fatal("page 7 not indexed")
+	}
+	sf := r.dirs[0].segs[l.seg]
+	from := l.off / ioBlock * ioBlock
+	sf.ra = &badSectors{ReaderAt: sf.f, path: sf.path, bad: [][2]int64{{from, from + ioBlock}}}
+	seen := scanAll(t, r)
+	if seen[7] {
+		t.Error("page 7's older fetch was taken for its latest")
+	}
+	st := r.Stats()
+	if msg := fmt.Sprint(st.Errors); strings.Contains(msg, indexName) || st.Lost == 0 || st.Damage != 1 {
+		t.Errorf("damage %d, lost %d: %s; want the unreadable block only, page 7 lost in it", st.Damage, st.Lost, msg)
 	}
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -51,7 +52,7 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 	// Stored again after OpenReader by a live writer: a Scan, a snapshot,
 	// does not reach the later record, so this one stands for the page
 	// (else the page would be in neither).
-	again := ok && l.before(got) && !got.before(dr.snapshotEnd()) && dr.holds(got, h.urlID)
+	again := ok && l.before(got) && !got.before(dr.snapshotEnd()) && dr.holds(got, h.urlID) == recordThere
 	if again {
 		got = l
 	}
@@ -61,7 +62,7 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 		case !ok:
 			why = fmt.Errorf("storage: index %s: %w: no entry for URL id %d (at offset %d), whose record is at %s offset %d",
 				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
-		case !l.before(got) || !dr.holds(got, h.urlID):
+		case !l.before(got) || dr.holds(got, h.urlID) == recordNotThere:
 			why = fmt.Errorf("storage: index %s: %w: entry of URL id %d (at offset %d) points at %s offset %d, which holds no later record of it",
 				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
 		}
@@ -149,10 +150,27 @@ func (r *Reader) reportMixed() {
 	}
 }
 
-// holds reports whether dr has an intact record of id at l.
-func (dr *dirReader) holds(l location, id uint64) bool {
+// recordAtEntry is what holds found where an index entry points.
+type recordAtEntry uint8
+
+const (
+	recordThere    recordAtEntry = iota // an intact record of the id
+	recordNotThere                      // none (another id's, damage, nothing): the entry is wrong
+	recordUnread                        // the read failed (EIO): the entry is not judged
+)
+
+// holds reports whether dr has an intact record of id at l. A read that
+// fails (a bad sector) says nothing about the index: the Scan reports the
+// unreadable bytes, and the page they hold is lost, not the index damaged.
+func (dr *dirReader) holds(l location, id uint64) recordAtEntry {
 	h, _, err := dr.readRecord(l, nil)
-	return err == nil && h.urlID == id
+	switch {
+	case err != nil && !errors.Is(err, ErrCorrupt):
+		return recordUnread
+	case err != nil || h.urlID != id:
+		return recordNotThere
+	}
+	return recordThere
 }
 
 // rebuild replaces dr's view by one built from all its segments, because
