@@ -49,10 +49,11 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, viaIndex bool) {
 	dr := r.dirs[i]
 	got, ok := r.find(dr, h.urlID)
+	later, laterURL := dr.laterRecord(l, got, ok, h.urlID)
 	// Stored again after OpenReader by a live writer: a Scan, a snapshot,
 	// does not reach the later record, so this one stands for the page
 	// (else the page would be in neither).
-	again := ok && l.before(got) && !got.before(dr.snapshotEnd()) && dr.holds(got, h.urlID) == recordThere
+	again := later == recordThere && !got.before(dr.snapshotEnd())
 	if again {
 		got = l
 	}
@@ -62,20 +63,19 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 		case !ok:
 			why = fmt.Errorf("storage: index %s: %w: no entry for URL id %d (at offset %d), whose record is at %s offset %d",
 				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(l.seg), l.off)
-		case !l.before(got) || dr.holds(got, h.urlID) == recordNotThere:
+		case !l.before(got) || later == recordNotThere:
 			why = fmt.Errorf("storage: index %s: %w: entry of URL id %d (at offset %d) points at %s offset %d, which holds no later record of it",
 				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
 		}
 		if why != nil {
 			r.rebuild(dr, why)
 			got, ok = r.find(dr, h.urlID)
+			later, laterURL = dr.laterRecord(l, got, ok, h.urlID)
 		}
 	}
 	if !ok || got != l {
-		if ok && l.before(got) {
-			if gh, grec, err := dr.readRecord(got, nil); err == nil && gh.urlID == h.urlID && !bytes.Equal(recordURL(gh, grec), url) {
-				r.noteMixed(dr.dir, dr.dir, h.urlID, url, recordURL(gh, grec))
-			}
+		if later == recordThere && !bytes.Equal(laterURL, url) {
+			r.noteMixed(dr.dir, dr.dir, h.urlID, url, laterURL)
 		}
 		return false, false
 	}
@@ -150,7 +150,7 @@ func (r *Reader) reportMixed() {
 	}
 }
 
-// recordAtEntry is what holds found where an index entry points.
+// recordAtEntry is what laterRecord found where an index entry points.
 type recordAtEntry uint8
 
 const (
@@ -159,18 +159,23 @@ const (
 	recordUnread                        // the read failed (EIO): the entry is not judged
 )
 
-// holds reports whether dr has an intact record of id at l. A read that
-// fails (a bad sector) says nothing about the index: the Scan reports the
-// unreadable bytes, and the page they hold is lost, not the index damaged.
-func (dr *dirReader) holds(l location, id uint64) recordAtEntry {
-	h, _, err := dr.readRecord(l, nil)
+// laterRecord reads the record of id at got, where dr's view has it, when
+// that is after the record at l (found, ok): is it there, and its URL. A
+// read that fails (a bad sector) says nothing about the index: the Scan
+// reports the unreadable bytes, and the page they hold is lost, not the
+// index damaged. Not after l (or not found) is recordNotThere, unread.
+func (dr *dirReader) laterRecord(l, got location, ok bool, id uint64) (recordAtEntry, []byte) {
+	if !ok || !l.before(got) {
+		return recordNotThere, nil
+	}
+	h, rec, err := dr.readRecord(got, nil)
 	switch {
 	case err != nil && !errors.Is(err, ErrCorrupt):
-		return recordUnread
+		return recordUnread, nil
 	case err != nil || h.urlID != id:
-		return recordNotThere
+		return recordNotThere, nil
 	}
-	return recordThere
+	return recordThere, recordURL(h, rec)
 }
 
 // rebuild replaces dr's view by one built from all its segments, because
