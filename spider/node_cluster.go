@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -127,7 +128,7 @@ type nodeCluster struct {
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
-	lost       []string       // peers that came back with a new directory (lostDir)
+	lost       map[int]string // per peer that came back with a new directory: why (lostDir)
 	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
@@ -160,7 +161,7 @@ func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
 		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
-		holds: map[int]*peerHold{}, heard: map[int]uint64{}}
+		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -521,7 +522,9 @@ func (n *Node) ClusterStats() ClusterStats {
 	s.PrefetchRounds, s.Prefetched = c.pf.rounds.Load(), c.pf.resolved.Load()
 	s.PrefetchFailed, s.PrefetchLate = c.pf.failed.Load(), c.pf.late.Load()
 	c.mismatchMu.Lock()
-	s.LostDirs = slices.Clone(c.lost)
+	for _, id := range slices.Sorted(maps.Keys(c.lost)) {
+		s.LostDirs = append(s.LostDirs, c.lost[id])
+	}
 	for id, d := range c.mismatch {
 		for _, l := range d {
 			s.Mismatch = append(s.Mismatch, fmt.Sprintf("node %d: %s", id, l))

@@ -280,6 +280,9 @@ func TestClusterLostDir(t *testing.T) {
 	if l := lost(); len(l) != 0 {
 		t.Errorf("node 1 restarted on its own directory reported lost: %v", l)
 	}
+	if ps := n0.Status().Peers; len(ps) != 1 || ps[0].LostDir {
+		t.Errorf("node 0's peers on the status page: %+v; want node 1 not lost", ps)
+	}
 	if cs := n0.ClusterStats(); cs.Refusing {
 		t.Errorf("node 1's stale hello taken: mismatch %v", cs.Mismatch)
 	}
@@ -288,6 +291,10 @@ func TestClusterLostDir(t *testing.T) {
 	hello(true, ep.Epoch()) // its disk was lost
 	if l := lost(); len(l) != 1 || !strings.Contains(l[0], "node 1 came back with a new data directory") {
 		t.Errorf("node 1 restarted on a new directory: lost %v; want node 1 named", l)
+	}
+	// Every peer's status page shows it (issue 16), not only its stderr.
+	if ps := n0.Status().Peers; len(ps) != 1 || ps[0].Node != 1 || !ps[0].LostDir {
+		t.Errorf("node 0's peers on the status page: %+v; want node 1's lost_dir", ps)
 	}
 }
 

@@ -158,7 +158,7 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 	}
 	msg := fmt.Sprintf("node %d came back with a new data directory: the URLs it held (those sent to it and acknowledged before, and its pages' links) are lost with its old one and are crawled only if found again", from)
 	c.mismatchMu.Lock()
-	c.lost = append(c.lost, msg)
+	c.lost[from] = msg
 	c.mismatchMu.Unlock()
 	c.n.cfg.Logf("cluster: %s", msg)
 }

@@ -52,7 +52,9 @@ package spider
 //	                   beyond the window): datagrams in the peer's name;
 //	                   config_mismatch [] (its cluster block's differing keys),
 //	                   probe_rounds (termination probes: answered by the
-//	                   peer on node 0, received from node 0 on the others)
+//	                   peer on node 0, received from node 0 on the others),
+//	                   lost_dir (it came back with a new data directory in
+//	                   this run: the URLs it held are lost)
 //
 // # Cost
 //
@@ -243,6 +245,9 @@ type PeerStatus struct {
 	DroppedBad      uint64   `json:"dropped_bad"`
 	ConfigMismatch  []string `json:"config_mismatch"`
 	ProbeRounds     uint64   `json:"probe_rounds"`
+	// LostDir: the peer came back with a new data directory in this run,
+	// and the URLs it held were lost with its old one.
+	LostDir bool `json:"lost_dir"`
 }
 
 // Counters returns the part of s the progress line shows.

@@ -20,7 +20,8 @@ func (c *nodeCluster) countProbe(from int) {
 }
 
 // peerStatus fills in ps's drops (the communicator's per-peer counts by
-// reason), config mismatch and probe rounds.
+// reason), config mismatch, probe rounds and whether it lost its data
+// directory.
 func (c *nodeCluster) peerStatus(ps *PeerStatus, drops map[string]uint64) {
 	sum := func(reasons []string) (n uint64) {
 		for _, r := range reasons {
@@ -32,6 +33,7 @@ func (c *nodeCluster) peerStatus(ps *PeerStatus, drops map[string]uint64) {
 	c.mismatchMu.Lock()
 	ps.ConfigMismatch = slices.Clone(c.mismatch[ps.Node])
 	ps.ProbeRounds = c.probes[ps.Node]
+	_, ps.LostDir = c.lost[ps.Node]
 	c.mismatchMu.Unlock()
 	if ps.ConfigMismatch == nil {
 		ps.ConfigMismatch = []string{}

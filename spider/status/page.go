@@ -245,7 +245,7 @@ svg{background:#fff;border:1px solid #ccc} .pages{stroke:#1565c0} .mb{stroke:#c6
 </table></div>
 
 {{if .S.Peers}}<div><h2>Peers</h2><table id="peers"><tr><th>node</th><th>state</th><th>queue</th><th>spilled</th><th>last heard</th><th title="datagrams in its name dropped: wrong address or MAC / old or already delivered / misdirected, malformed, beyond the window">dropped forged / replayed / bad</th><th>config</th><th title="termination probe rounds answered by it (node 0) or received from node 0">probe rounds</th></tr>
-{{range .S.Peers}}<tr><td>{{.Node}} {{.Addr}}</td><td>{{if .Up}}up{{else}}<b>down</b>{{end}}</td><td class="v">{{n .Queue}}</td><td class="v">{{bytes .SpilledBytes}}</td><td>{{ts .LastHeard}}</td><td class="v">{{n .DroppedForged}} / {{n .DroppedReplayed}} / {{n .DroppedBad}}</td><td>{{if .ConfigMismatch}}<b>differs:</b> {{range $i, $m := .ConfigMismatch}}{{if $i}}; {{end}}{{$m}}{{end}}{{else}}same{{end}}</td><td class="v">{{n .ProbeRounds}}</td></tr>{{end}}
+{{range .S.Peers}}<tr><td>{{.Node}} {{.Addr}}</td><td>{{if .Up}}up{{else}}<b>down</b>{{end}}{{if .LostDir}}, <b title="it came back with a new data directory: the URLs it held are lost">lost its data directory</b>{{end}}</td><td class="v">{{n .Queue}}</td><td class="v">{{bytes .SpilledBytes}}</td><td>{{ts .LastHeard}}</td><td class="v">{{n .DroppedForged}} / {{n .DroppedReplayed}} / {{n .DroppedBad}}</td><td>{{if .ConfigMismatch}}<b>differs:</b> {{range $i, $m := .ConfigMismatch}}{{if $i}}; {{end}}{{$m}}{{end}}{{else}}same{{end}}</td><td class="v">{{n .ProbeRounds}}</td></tr>{{end}}
 </table></div>{{end}}
 </div>
 </body></html>

@@ -64,7 +64,7 @@ func sampleStatus() spider.Status {
 		TopQueued:    []spider.HostQueued{{Host: "big.example", Queued: 99}},
 		Slowest:      []spider.HostSlow{{Host: "slow.example", Seconds: 2.5, Pages: 3}},
 		Peers: []spider.PeerStatus{{Node: 2, Addr: "10.0.0.2:7400", Up: true, Queue: 12, DroppedForged: 7, DroppedReplayed: 5, DroppedBad: 3,
-			ConfigMismatch: []string{"cluster.partition: ours \"url\", theirs \"host\""}, ProbeRounds: 41}},
+			ConfigMismatch: []string{"cluster.partition: ours \"url\", theirs \"host\""}, ProbeRounds: 41, LostDir: true}},
 	}
 }
 
@@ -94,7 +94,7 @@ func TestPageRendersNumbersAndChart(t *testing.T) {
 	body, h := get(t, srv.URL+"/")
 	for _, want := range []string{`id="t-pages" data-value="123456">123,456<`, `id="t-urls" data-value="777777">777,777<`,
 		`<svg id="chart" data-points="3"`, `id="line-pages"`, `points="0.0,`, "big.example", "slow.example", "90.0 %",
-		`http-equiv="refresh"`, "10.0.0.2:7400", "filtered: too-deep", ">7 / 5 / 3<", "<b>differs:</b> cluster.partition: ours &#34;url&#34;, theirs &#34;host&#34;",
+		`http-equiv="refresh"`, "10.0.0.2:7400", "filtered: too-deep", ">7 / 5 / 3<", "<b>differs:</b> cluster.partition: ours &#34;url&#34;, theirs &#34;host&#34;", "lost its data directory</b>",
 		">41<"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
@@ -131,7 +131,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`kspider_http_responses_total{code="404"} 5000`, `kspider_fetch_errors_total{kind="timeout"} 3`,
 		`kspider_urls{state="in-list"} 5000`, `kspider_peer_up{node="2"} 1`, "kspider_phase_active 1",
 		`kspider_peer_dropped_datagrams_total{kind="forged",node="2"} 7`, `kspider_peer_dropped_datagrams_total{kind="replayed",node="2"} 5`,
-		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`} {
+		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`, `kspider_peer_lost_dir{node="2"} 1`} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %q", want)
 		}
