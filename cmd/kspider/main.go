@@ -2,7 +2,8 @@
 // operator's tools. Each subcommand lives in its own file; this file only
 // dispatches.
 //
-// Exit status: 0 on success, 1 when the command failed, 2 on a usage error.
+// Exit status: 0 on success, 1 when the command failed, 2 on a usage error,
+// 3 when a cluster's crawl is over but short of the web (lostDataError).
 package main
 
 import (
@@ -63,6 +64,13 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// lostDataError is the end of a crawl that is over but lost data for
+// good (exit status 3): starting it again recovers nothing, so a service
+// manager must not (deploy/kspider.service: RestartPreventExitStatus).
+type lostDataError struct{ msg string }
+
+func (e lostDataError) Error() string { return e.msg }
 
 // subcommandError names the subcommand an error came from when it is not
 // the top-level one (`kspider bench storage: ...`), so the message and its
@@ -188,6 +196,7 @@ func run(ctx context.Context, e env, args []string) int {
 		name = se.name
 	}
 	var ue usageError
+	var le lostDataError
 	switch {
 	case err == nil:
 		return 0
@@ -196,6 +205,9 @@ func run(ctx context.Context, e env, args []string) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "kspider %s: %s (see 'kspider %s --help')\n", name, ue.msg, name)
 		return 2
+	case errors.As(err, &le):
+		fmt.Fprintf(e.stderr, "kspider %s: %v\n", name, err)
+		return 3
 	default:
 		fmt.Fprintf(e.stderr, "kspider %s: %v\n", name, err)
 		return 1

@@ -229,5 +229,8 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 		}
 		return err
 	}
+	if rc != nil {
+		return rc.lostShares(node)
+	}
 	return nil
 }

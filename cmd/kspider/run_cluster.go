@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider"
@@ -136,6 +137,19 @@ func (rc *runCluster) summary(n *spider.Node) string {
 		}
 	}
 	return line
+}
+
+// lostShares is the error of a run whose crawl ended while peers came
+// back with a new data directory: the URLs they held are not in the
+// union of the stores, and an exit 0 would say the crawl is complete;
+// an exit 1 would have systemd start the node again, to wait for peers
+// that are gone.
+func (rc *runCluster) lostShares(n *spider.Node) error {
+	lost := n.ClusterStats().LostDirs
+	if len(lost) == 0 {
+		return nil
+	}
+	return lostDataError{"the crawl is over, but short of the web: " + strings.Join(lost, "; ")}
 }
 
 func sumDrops(m map[string]uint64) uint64 {

@@ -189,3 +189,55 @@ func TestClusterNodeNotHere(t *testing.T) {
 		t.Error("the refused start recorded the directory's share")
 	}
 }
+
+// A node back with an empty data directory (its disk lost) after the
+// cluster crawled: its peer's run says so and exits 3, as the URLs the
+// node held are not in the stores; an exit 0 would say the crawl is
+// complete, an exit 1 have systemd restart it. The node itself, new,
+// exits 0.
+func TestClusterLostDirFailsTheRun(t *testing.T) {
+	conf, ca, _, _ := crawlSetup(t, 3, 3, 1, "100ms")
+	secret := filepath.Join(filepath.Dir(conf), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	block := fmt.Sprintf("[cluster]\nphases = 2\nphase_length = \"1s\"\nepoch = 2026-01-01T00:00:00Z\nsecret_file = %q\n"+
+		"[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:%d\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:%d\"\n",
+		secret, freeLoopbackPort(t, "udp"), freeLoopbackPort(t, "udp"))
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(block)
+	f.Close()
+	dir0, dir1 := t.TempDir(), t.TempDir()
+	crawl := func(dir1 string) (codes [2]int, stderrs [2]string) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var bufs [2]*lockedBuffer
+		var exits [2]chan int
+		for i, dir := range []string{dir0, dir1} {
+			_, bufs[i], exits[i] = startRun(t, ctx, "--config", conf, "--ca", ca, "--quiet", "--dir", dir, "--node", fmt.Sprint(i))
+		}
+		for i, exit := range exits {
+			select {
+			case codes[i] = <-exit:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("node %d still running after 90 s:\n%s", i, bufs[i])
+			}
+			stderrs[i] = bufs[i].String()
+		}
+		return codes, stderrs
+	}
+	if codes, stderrs := crawl(dir1); codes != [2]int{0, 0} {
+		t.Fatalf("first crawl: exits %v:\n%s\n%s", codes, stderrs[0], stderrs[1])
+	}
+	codes, stderrs := crawl(t.TempDir()) // node 1's disk lost
+	if want := "the crawl is over, but short of the web: node 1 came back with a new data directory"; codes[0] != 3 || !strings.Contains(stderrs[0], want) {
+		t.Errorf("node 0 with node 1 back on a new directory: exit %d, want 3 and %q:\n%s", codes[0], want, stderrs[0])
+	}
+	if codes[1] != 0 {
+		t.Errorf("node 1 on its new directory: exit %d, want 0:\n%s", codes[1], stderrs[1])
+	}
+}
