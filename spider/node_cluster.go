@@ -70,6 +70,11 @@ type NodeCluster struct {
 	// turns idle tells it at once, so that is only the fallback
 	// (node_cluster_end.go).
 	RoundEvery time.Duration
+	// HelloEvery is how often a node sends its peers its hello again
+	// (default 10 s): clocks are compared in hellos only, and one stepped
+	// or drifting after the start would otherwise go unseen until a
+	// restart (node_cluster_hello.go, helloLoop).
+	HelloEvery time.Duration
 	// PrefetchHosts is how many hosts of its next slot a node resolves
 	// before the swap (node_prefetch.go); default 256, < 0: none.
 	PrefetchHosts int
@@ -125,6 +130,9 @@ type nodeCluster struct {
 	// directory is fresh under a later epoch is a node that lost its
 	// directory since (lostDir).
 	heard map[int]uint64
+	// Writer only: per peer whose phase clock was seen ahead of ours
+	// beyond the guard, when (node_cluster_hello.go, clockCheck).
+	clockAhead map[int]clockSeen
 
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
@@ -139,8 +147,8 @@ type nodeCluster struct {
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
 
-	pf   prefetchStats
-	pfWG sync.WaitGroup // the prefetch loop, waited for by closeCluster
+	pf    prefetchStats
+	loops sync.WaitGroup // the prefetch and hello loops, waited for by closeCluster
 
 	detMu     sync.Mutex
 	det       *cluster.Detector // node 0 only
@@ -161,9 +169,12 @@ func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
 		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
-		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}}
+		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}, clockAhead: map[int]clockSeen{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
+	}
+	if c.cfg.HelloEvery <= 0 {
+		c.cfg.HelloEvery = 10 * time.Second
 	}
 	addrs, err := nc.Config.Addrs()
 	if err != nil {
@@ -497,7 +508,7 @@ func (n *Node) closeCluster() error {
 	if c == nil {
 		return nil
 	}
-	c.pfWG.Wait() // its context ended with Run
+	c.loops.Wait() // their context ended with Run
 	if c.over.Load() && c.self != 0 {
 		stop := make(chan struct{})
 		t := time.AfterFunc(2*time.Second, func() { close(stop) })

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +189,91 @@ func TestClusterClockAhead(t *testing.T) {
 	st := nodes[0].Status()
 	if len(st.Peers) != 1 || !strings.Contains(strings.Join(st.Peers[0].ConfigMismatch, " "), "ahead of ours") {
 		t.Errorf("node 0's peers on the status page: %+v; want the clock in config_mismatch", st.Peers)
+	}
+}
+
+// TestClusterClockStepsLater: node 1's clock is right at the start and is
+// set an hour ahead while the crawl runs (no ntp_servers, a date set by
+// hand). Node 0 sees it in node 1's next hello, not only at a restart:
+// it names the skew once and fetches nothing; once the clocks agree again
+// (node 0's set likewise: a clock set back would leave node 1's hosts
+// waiting an hour for their delays) it fetches again and the crawl
+// completes.
+func TestClusterClockStepsLater(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 8, Seed: 4, MaxPages: 8, Seeds: 4, Plain: true}, &log)
+	cfgs := clusterNodes(t, 2, srv, lookup, 2, time.Second, cluster.ByURL)
+	var ahead [2]atomic.Int64 // each node's clock's error
+	for i := range cfgs {
+		cfgs[i].Scheduler.Clock = cluster.SystemClock(cfgs[i].Cluster.Config.Schedule(), i, 100*time.Millisecond,
+			func() time.Time { return time.Now().Add(time.Duration(ahead[i].Load())) })
+	}
+	var logMu sync.Mutex
+	var said []string
+	for i := range cfgs {
+		cfgs[i].Cluster.HelloEvery = 50 * time.Millisecond
+		logf := cfgs[i].Logf
+		cfgs[i].Logf = func(f string, a ...any) {
+			logMu.Lock()
+			said = append(said, fmt.Sprintf("node %d: ", i)+fmt.Sprintf(f, a...))
+			logMu.Unlock()
+			logf(f, a...)
+		}
+	}
+	saying := func(what string) (n int) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		for _, l := range said {
+			if strings.Contains(l, what) {
+				n++
+			}
+		}
+		return n
+	}
+	var nodes []*Node
+	for _, cfg := range cfgs {
+		n, err := OpenNode(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 2)
+	for _, n := range nodes {
+		go func() {
+			_, err := n.Run(ctx)
+			done <- err
+		}()
+	}
+	// Node 1's hellos of its start (and its answer to node 0's) went
+	// before its URLs: once node 0 has some, its clock was compared.
+	waitFor(t, "URLs from node 1", time.Minute, func() bool { return nodes[0].ClusterStats().ReceivedURLs > 0 })
+	if cs := nodes[0].ClusterStats(); cs.Refusing {
+		t.Fatalf("node 0 refusing before node 1's clock moved: %v", cs.Mismatch)
+	}
+	ahead[1].Store(int64(time.Hour))
+	waitFor(t, "node 0 to see node 1's clock ahead", time.Minute, func() bool { return nodes[0].ClusterStats().Refusing })
+	if m := strings.Join(nodes[0].ClusterStats().Mismatch, " "); !strings.Contains(m, "ahead of ours") {
+		t.Errorf("node 0: mismatch %v; want node 1's clock named", m)
+	}
+	time.Sleep(200 * time.Millisecond) // hellos keep coming: said once
+	if n := saying("node 0: cluster: node 1: its phase clock is at least"); n != 1 {
+		t.Errorf("node 0 named node 1's clock %d times, want once", n)
+	}
+	ahead[0].Store(int64(time.Hour)) // node 0's set the same way: they agree again
+	for range nodes {
+		if err := <-done; err != nil {
+			t.Errorf("run after the clock was set right: %v", err)
+		}
+	}
+	if n := saying("node 0: cluster: node 1's phase clock is within the guard of ours again"); n != 1 {
+		t.Errorf("node 0 said node 1's clock was right again %d times, want once", n)
+	}
+	if n := saying("node 0: cluster: node 1: its phase clock is at least"); n != 1 {
+		t.Errorf("node 0 named node 1's clock %d times in all, want once", n)
 	}
 }
 

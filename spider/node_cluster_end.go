@@ -74,11 +74,12 @@ func (c *nodeCluster) backlogged() bool {
 
 // coordinate runs on node 0: it probes its peers, one round at a time,
 // when it is idle and a round is due (see above). On every node it starts
-// the DNS prefetch.
+// the DNS prefetch and the hellos sent again.
 func (c *nodeCluster) coordinate(ctx context.Context) {
 	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
-		c.pfWG.Go(func() { c.prefetchLoop(ctx, g.inner) })
+		c.loops.Go(func() { c.prefetchLoop(ctx, g.inner) })
 	}
+	c.loops.Go(func() { c.helloLoop(ctx) })
 	if c.det == nil {
 		return
 	}

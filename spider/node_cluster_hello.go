@@ -1,14 +1,17 @@
 package spider
 
 // Hellos (spider/cluster/control.go): each node sends every peer its
-// cluster block at start and answers a peer's with its own. Besides the
+// cluster block at start, answers a peer's with its own, and sends it
+// again every HelloEvery (helloLoop). Besides the
 // block they say the sender's communicator epoch (a stale hello is
 // ignored), whether its data directory is new (a peer that lost its
 // directory) and its phase clock (a clock too far ahead).
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kspider/kspider/communicator"
@@ -20,6 +23,9 @@ func (c *nodeCluster) helloMsg(want bool) []byte {
 	return cluster.EncodeHello(cluster.Hello{Want: want, Fields: c.fields, Epoch: c.ep.Epoch(),
 		Fresh: c.n.freshDir, Sent: c.clockNow()}, nonce())
 }
+
+// clockMismatch starts the mismatch line of a peer whose clock is ahead.
+const clockMismatch = "clock: "
 
 // hello takes peer from's hello (writer only).
 func (c *nodeCluster) hello(from int, it communicator.Item) {
@@ -37,17 +43,12 @@ func (c *nodeCluster) hello(from int, it communicator.Item) {
 	c.lostDir(from, h.Fresh, cur)
 	block := cluster.Diff(c.fields, h.Fields)
 	diff := block
-	var ahead time.Duration
-	if now := c.clockNow(); !now.IsZero() {
-		ahead = cluster.ClockAhead(h, now)
-	}
-	if ahead > 0 {
-		why := fmt.Sprintf("its phase clock is at least %v ahead of ours, beyond the guard of %v (both may fetch from one host in one slot); set both clocks right (ntp_servers, chrony) and restart either node",
-			ahead.Round(time.Millisecond), cluster.Guard)
-		diff = append(slices.Clip(block), "clock: "+why)
-		c.n.cfg.Logf("cluster: node %d: %s; fetching nothing", from, why)
+	clock := c.clockCheck(from, h)
+	if clock != "" {
+		diff = append(slices.Clip(block), clock)
 	}
 	c.mismatchMu.Lock()
+	old := c.mismatch[from]
 	if len(diff) > 0 {
 		c.mismatch[from] = diff
 	} else {
@@ -56,12 +57,82 @@ func (c *nodeCluster) hello(from int, it communicator.Item) {
 	refuse := len(c.mismatch) > 0
 	c.mismatchMu.Unlock()
 	c.hold(from).hello(cluster.OwnersDiffer(c.fields, h.Fields))
-	if len(block) > 0 {
+	// Hellos come again every HelloEvery: what they say is logged when it
+	// changes.
+	oldBlock, wasAhead := old, len(old) > 0 && strings.HasPrefix(old[len(old)-1], clockMismatch)
+	if wasAhead {
+		oldBlock = old[:len(old)-1]
+	}
+	switch {
+	case clock != "" && !wasAhead:
+		c.n.cfg.Logf("cluster: node %d: %s; fetching nothing", from, strings.TrimPrefix(clock, clockMismatch))
+	case clock == "" && wasAhead:
+		c.n.cfg.Logf("cluster: node %d's phase clock is within the guard of ours again", from)
+	}
+	if len(block) > 0 && !slices.Equal(block, oldBlock) {
 		c.n.cfg.Logf("cluster: node %d's cluster block differs from ours; fetching nothing: %v", from, block)
 	}
 	c.refuse.Store(refuse)
 	if h.Want {
 		c.sendControl(from, cluster.TagHello, c.helloMsg(false))
+	}
+}
+
+// clockCheck compares peer from's hello's clock with ours (writer only):
+// the mismatch line when it is ahead beyond the guard, else "". Hellos
+// may arrive out of order (the communicator keeps none), so one that
+// agrees clears a clock seen ahead only if it was written after that was
+// seen: one written before, while the clocks agreed, is stamped at most
+// the guard after our clock's time then (clockAhead).
+func (c *nodeCluster) clockCheck(from int, h cluster.Hello) string {
+	now := c.clockNow()
+	if now.IsZero() {
+		return ""
+	}
+	if ahead := cluster.ClockAhead(h, now); ahead > 0 {
+		c.clockAhead[from] = clockSeen{at: now, line: fmt.Sprintf("%sits phase clock is at least %v ahead of ours, beyond the guard of %v (both may fetch from one host in one slot); set both clocks right (ntp_servers, chrony): fetching resumes at its next hello once they agree",
+			clockMismatch, ahead.Round(time.Millisecond), cluster.Guard)}
+		return c.clockAhead[from].line
+	}
+	seen, was := c.clockAhead[from]
+	if was && !h.Sent.After(seen.at.Add(cluster.Guard)) {
+		return seen.line // an older hello than the one that showed it
+	}
+	delete(c.clockAhead, from)
+	return ""
+}
+
+// clockSeen is a peer's clock seen ahead: when by our clock, and what
+// was said.
+type clockSeen struct {
+	at   time.Time
+	line string
+}
+
+// helloLoop sends every peer not down this node's hello again every
+// HelloEvery until ctx ends: clocks are compared in hellos only (the
+// receiver's clock against the sender's stamp), and one stepped or
+// drifting since the start (no ntp_servers, a date set by hand, a virtual
+// machine resumed) would otherwise be seen only at a restart, the nodes
+// fetching from one host at once meanwhile. A peer that is down gets
+// none: they would only pile up in its spill file.
+func (c *nodeCluster) helloLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.HelloEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if c.over.Load() {
+			return
+		}
+		for _, p := range c.ep.Stats().Peers {
+			if !p.Down && int(p.ID) != c.self {
+				c.sendControl(int(p.ID), cluster.TagHello, c.helloMsg(false))
+			}
+		}
 	}
 }
 

@@ -28,10 +28,12 @@
 // (as a hash, and node by node while that fits one datagram). A node that
 // receives a block that differs names the keys (Diff) on stderr and on its
 // status, and fetches nothing until it is restarted with the same block.
-// A hello also carries the sender's phase clock: one read before it was
+// A hello also carries the sender's phase clock (and goes again every
+// 10 s, so a clock that moves later is seen too): one read before it was
 // written by our clock, by more than Guard, shows the two clocks too far
 // apart for the slots to keep the nodes off each other's hosts
-// (ClockAhead), and the node behind fetches nothing too.
+// (ClockAhead), and the node behind fetches nothing too, until a later
+// hello finds them within it.
 // The secret is not in the block: a node with another secret cannot be
 // heard at all (its datagrams fail the MAC and are counted as bad_mac).
 //
