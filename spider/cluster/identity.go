@@ -9,8 +9,9 @@ import (
 
 // Identify returns this node's id: flag when it is >= 0 (`--node`),
 // otherwise the one member whose UDP address is an address of this
-// machine (local, as LocalAddrs lists them; a host name resolved as Addrs
-// resolves it, to the address the node binds), otherwise configured (the
+// machine (local, as LocalAddrs lists them, and all of 127.0.0.0/8 with
+// 127.0.0.1; a host name resolved as Addrs resolves it, to the address
+// the node binds), otherwise configured (the
 // config's cluster.node). how says which rule decided, for the log.
 // Several members on local addresses (a test on one machine) need --node.
 func Identify(members []Member, flag, configured int, local []netip.Addr) (id int, how string, err error) {
@@ -22,9 +23,17 @@ func Identify(members []Member, flag, configured int, local []netip.Addr) (id in
 		}
 		return 0, "", fmt.Errorf("--node %d is not in cluster.nodes", flag)
 	}
-	isLocal := map[netip.Addr]bool{}
+	listed, loopback := map[netip.Addr]bool{}, false
 	for _, a := range local {
-		isLocal[a.Unmap()] = true
+		listed[a.Unmap()] = true
+		loopback = loopback || a.Unmap().Is4() && a.IsLoopback()
+	}
+	// The loopback interface lists 127.0.0.1, but the machine has all of
+	// 127.0.0.0/8: a cluster on one machine may give its nodes 127.0.0.2,
+	// 127.0.0.3... (one port for all), which are as local.
+	isLocal := func(a netip.Addr) bool {
+		a = a.Unmap()
+		return listed[a] || loopback && a.Is4() && a.IsLoopback()
 	}
 	var match []int
 	for _, m := range members {
@@ -42,7 +51,7 @@ func Identify(members []Member, flag, configured int, local []netip.Addr) (id in
 			}
 			a = ua.AddrPort().Addr()
 		}
-		if isLocal[a.Unmap()] {
+		if isLocal(a) {
 			match = append(match, m.ID)
 		}
 	}

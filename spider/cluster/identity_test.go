@@ -19,7 +19,7 @@ func TestIdentify(t *testing.T) {
 	}{
 		{"flag wins", 1, 0, []netip.Addr{a("10.9.0.1")}, 1, ""},
 		{"flag unknown", 9, 0, nil, 0, "--node 9"},
-		{"one local", -1, 0, []netip.Addr{a("127.0.0.2"), a("10.9.0.2")}, 1, ""},
+		{"one local", -1, 0, []netip.Addr{a("192.0.2.7"), a("10.9.0.2")}, 1, ""},
 		{"v6 local", -1, 0, []netip.Addr{a("fd00::3")}, 2, ""},
 		{"v4-mapped", -1, 0, []netip.Addr{a("::ffff:10.9.0.1")}, 0, ""},
 		{"none local", -1, 1, []netip.Addr{a("192.0.2.1")}, 1, ""},
@@ -39,6 +39,24 @@ func TestIdentify(t *testing.T) {
 	}
 	if _, err := LocalAddrs(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestIdentifyOtherLoopback: nodes of a cluster on one machine at
+// 127.0.0.2 and 127.0.0.3 (one port for all) have local addresses: the
+// machine has all of 127.0.0.0/8, though its loopback lists 127.0.0.1.
+func TestIdentifyOtherLoopback(t *testing.T) {
+	local := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1"), netip.MustParseAddr("192.0.2.9")}
+	ms := []Member{{0, "192.0.2.1:7410", ""}, {1, "127.0.0.2:7410", ""}}
+	if got, how, err := Identify(ms, -1, 0, local); err != nil || got != 1 {
+		t.Errorf("node 1 at 127.0.0.2: node %d (%s), %v; want node 1, its address local", got, how, err)
+	}
+	ms = append(ms, Member{2, "127.0.0.3:7410", ""})
+	if got, _, err := Identify(ms, -1, 0, local); err == nil || !strings.Contains(err.Error(), "nodes 1, 2 all have local UDP addresses") {
+		t.Errorf("nodes 1 and 2 at 127.0.0.2 and 127.0.0.3: node %d, %v; want both local, --node asked for", got, err)
+	}
+	if got, _, err := Identify(ms, -1, 0, local[2:]); err != nil || got != 0 {
+		t.Errorf("a machine without loopback: node %d, %v; want cluster.node 0", got, err)
 	}
 }
 
