@@ -92,6 +92,7 @@ type ClusterStats struct {
 	BadControl        uint64 // control messages that did not decode
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
+	NoBye             []string // node 0: peers that did not answer the end of the crawl, which may still run
 	Refusing          bool     // fetching nothing: configs differ or the clock is unsafe
 	ClockUnsafe       string   // why the clock is unsafe, "" when safe
 	Over              bool
@@ -154,6 +155,7 @@ type nodeCluster struct {
 	det       *cluster.Detector // node 0 only
 	finished  uint64            // round of the finished message sent (coordinator) or received
 	byes      map[int]bool
+	noBye     []int // peers that had not said bye by the deadline (node 0; nil until then)
 	finAt     time.Time
 	roundWait time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
 	roundEnd  time.Time     // node 0: when the last round that found a node busy ended
@@ -545,6 +547,9 @@ func (n *Node) ClusterStats() ClusterStats {
 	if c.det != nil {
 		c.detMu.Lock()
 		s.TerminationRounds = c.det.Round()
+		for _, id := range c.noBye {
+			s.NoBye = append(s.NoBye, noByeMsg(id))
+		}
 		c.detMu.Unlock()
 	}
 	return s

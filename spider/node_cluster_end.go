@@ -2,6 +2,7 @@ package spider
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/kspider/kspider/communicator"
@@ -30,16 +31,41 @@ func (c *nodeCluster) finish() {
 	}
 }
 
-// checkByes ends the coordinator once every peer said bye, or 10 s after
-// it sent "finished" (a peer that missed it is told again at its next
-// start... by nobody: see README "Running a cluster").
+// byeWait bounds the coordinator's wait for its peers' byes after
+// "finished": a peer down or paused then may never answer.
+const byeWait = 10 * time.Second
+
+// checkByes ends the coordinator once every peer said bye, or byeWait
+// after it sent "finished". A peer that missed it is told again at its
+// next start... by nobody (README "Running a cluster"): if it still runs
+// (paused, or restarted since), it waits for peers that are gone, so the
+// coordinator names it (ClusterStats.NoBye) for the operator to stop it.
+// Its share is done: it answered idle in the last two rounds.
 func (c *nodeCluster) checkByes() {
 	c.detMu.Lock()
-	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > 10*time.Second)
+	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > byeWait)
+	var silent []int
+	if done && c.noBye == nil {
+		silent = []int{}
+		for id := range c.cfg.Config.Members {
+			if id != c.self && !c.byes[id] {
+				silent = append(silent, id)
+			}
+		}
+		c.noBye = silent
+	}
 	c.detMu.Unlock()
+	for _, id := range silent {
+		c.n.cfg.Logf("cluster: %s", noByeMsg(id))
+	}
 	if done {
 		c.finish()
 	}
+}
+
+// noByeMsg says peer id did not answer "finished".
+func noByeMsg(id int) string {
+	return fmt.Sprintf("node %d did not answer the end of the crawl within %v (down or paused; its share is crawled): if it runs on, it waits for peers that are gone: stop it", id, byeWait)
 }
 
 // state is this node's answer to a probe: idle when nothing is left to
@@ -114,7 +140,7 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 		switch due := c.roundEnd.Add(c.roundWait); {
 		case c.finished > 0 || c.det.Open():
 			// Answers and byes wake it; the timer only minds the byes'
-			// 10 s deadline (and idles while a peer is down).
+			// deadline, byeWait (and idles while a peer is down).
 			wait = 4 * c.cfg.RoundEvery
 		case !kicked && time.Now().Before(due):
 			wait = time.Until(due) // woken early: the last round found a node busy

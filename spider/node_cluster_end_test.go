@@ -3,9 +3,14 @@ package spider
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/communicator"
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/tools/testweb"
 )
@@ -27,9 +32,12 @@ func TestClusterEndsOnEvents(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			start := time.Now()
-			runCluster(t, ctx, cfgs)
+			ran := runCluster(t, ctx, cfgs)
 			if ctx.Err() != nil {
 				t.Fatalf("the crawl did not end on events (%v)", time.Since(start))
+			}
+			if nb := ran[0].cs.NoBye; len(nb) > 0 {
+				t.Errorf("node 0: peers that said bye named as silent: %v", nb)
 			}
 			union := map[string]bool{}
 			for _, cfg := range cfgs {
@@ -39,5 +47,76 @@ func TestClusterEndsOnEvents(t *testing.T) {
 			}
 			compareSets(t, union, truthURLs(t, srv, depth))
 		})
+	}
+}
+
+// TestClusterPeerMissesTheEnd: node 1 answers the probe rounds idle and
+// then never answers "finished" (down or paused from then on). Node 0
+// stops waiting after byeWait and names node 1, which, should it run on,
+// waits for peers that are gone: the operator must stop it. Node 1 is a
+// bare endpoint on its address, answering probes as told.
+func TestClusterPeerMissesTheEnd(t *testing.T) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 3, Seed: 4, MaxPages: 3, Seeds: 1, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logMu sync.Mutex
+	var said []string
+	cfgs[0].Logf = func(f string, a ...any) {
+		logMu.Lock()
+		said = append(said, fmt.Sprintf(f, a...))
+		logMu.Unlock()
+	}
+	probes := make(chan uint64, 64)
+	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
+		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+			for _, it := range items {
+				if it.Tag != cluster.TagProbe {
+					continue // "finished" too: node 1 is gone by then
+				}
+				if r, err := cluster.DecodeRound(it.URL); err == nil {
+					probes <- r
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case r := <-probes:
+				ep.Send(0, cluster.TagState, cluster.EncodeState(r, cluster.State{Idle: true}))
+				ep.FlushTo(0)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := n0.Run(ctx); err != nil {
+		t.Fatalf("node 0: %v", err)
+	}
+	want := "node 1 did not answer the end of the crawl within 10s"
+	if nb := n0.ClusterStats().NoBye; len(nb) != 1 || !strings.Contains(nb[0], want) {
+		t.Errorf("node 0: NoBye %q; want %q", nb, want)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if l := strings.Join(said, "\n"); strings.Count(l, want) != 1 {
+		t.Errorf("node 0 said %q %d times, want once:\n%s", want, strings.Count(l, want), l)
 	}
 }

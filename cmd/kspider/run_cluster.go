@@ -128,6 +128,9 @@ func (rc *runCluster) summary(n *spider.Node) string {
 	for _, l := range s.LostDirs {
 		line += "\ncluster: " + l
 	}
+	for _, l := range s.NoBye {
+		line += "\ncluster: " + l
+	}
 	for _, p := range s.Comm.Peers {
 		if p.Down {
 			line += fmt.Sprintf("\ncluster: node %d is down: %d URLs wait for it (%d in the spill file)", p.ID, p.Queued+p.UnackedItems+int(p.SpillItems), p.SpillItems)

@@ -62,6 +62,7 @@
 // scheduler hold the URL, so "acknowledged" items are counted in the
 // receiver's unfinished work.) Node 0 then sends "finished"; each peer
 // answers "bye" and stops; node 0 stops when every bye arrived (or after
-// 10 s). A node down keeps its peers' items unacknowledged, so the crawl
+// 10 s, naming the peers that did not answer: should one run on, it waits
+// for peers that are gone). A node down keeps its peers' items unacknowledged, so the crawl
 // does not end without it; a node whose config differs never says idle.
 package cluster
