@@ -92,6 +92,7 @@ type ClusterStats struct {
 	BadControl        uint64 // control messages that did not decode
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
+	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
 	NoBye             []string // node 0: peers that did not answer the end of the crawl, which may still run
 	Refusing          bool     // fetching nothing: configs differ or the clock is unsafe
 	ClockUnsafe       string   // why the clock is unsafe, "" when safe
@@ -138,6 +139,7 @@ type nodeCluster struct {
 	mismatchMu sync.Mutex
 	mismatch   map[int][]string
 	lost       map[int]string // per peer that came back with a new directory: why (lostDir)
+	taken      map[int]string // per peer whose URLs were taken unheard and differ: what (takenUnheard)
 	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
@@ -171,7 +173,7 @@ func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
 		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
-		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}, clockAhead: map[int]clockSeen{}}
+		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}, taken: map[int]string{}, clockAhead: map[int]clockSeen{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
 	}
@@ -362,7 +364,7 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 		if urls > 0 {
 			c.gen.Add(1)
 			c.unsynced = true
-			c.hold(int(b.from)).urls(b.n)
+			c.hold(int(b.from)).urls(b.n, urls)
 		}
 		c.delivered = max(c.delivered, b.n)
 		n.pending.Add(-1)
@@ -537,6 +539,9 @@ func (n *Node) ClusterStats() ClusterStats {
 	c.mismatchMu.Lock()
 	for _, id := range slices.Sorted(maps.Keys(c.lost)) {
 		s.LostDirs = append(s.LostDirs, c.lost[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.taken)) {
+		s.LostURLs = append(s.LostURLs, c.taken[id])
 	}
 	for id, d := range c.mismatch {
 		for _, l := range d {

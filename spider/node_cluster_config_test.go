@@ -388,8 +388,17 @@ func TestClusterLostDir(t *testing.T) {
 // TestClusterHelloBehindBacklog: node 1 had more than a window (512) of
 // URL batches queued for node 0 (down a while, say) when node 0 started,
 // and its hello comes after them: node 0 does not wait for the hello to
-// acknowledge them all, or neither side would ever move.
+// acknowledge them all, or neither side would ever move. Should the hello
+// then say node 1's block gives URLs other owners (another partition),
+// those URLs were taken under the wrong block: node 0 says so, with how
+// many, rather than lose them without a word.
 func TestClusterHelloBehindBacklog(t *testing.T) {
+	for _, differs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("differs=%v", differs), func(t *testing.T) { helloBehindBacklog(t, differs) })
+	}
+}
+
+func helloBehindBacklog(t *testing.T, differs bool) {
 	var log bytes.Buffer
 	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &log)
 	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
@@ -438,13 +447,40 @@ func TestClusterHelloBehindBacklog(t *testing.T) {
 	if st := ep.Stats().Peers[0]; st.Unacked+st.Queued == 0 {
 		t.Fatalf("nothing waits at node 1: %+v", st)
 	}
-	h := cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}
+	block := cfgs[1].Cluster.Config
+	if differs {
+		block.Partition = cluster.ByHost
+	}
+	h := cluster.Hello{Fields: block.Canonical(), Epoch: ep.Epoch()}
 	if err := ep.Send(0, cluster.TagHello, cluster.EncodeHello(h, nonce())); err != nil {
 		t.Fatal(err)
 	}
 	ep.Flush()
-	waitFor(t, "node 1's URLs and hello acknowledged", time.Minute, func() bool { return ep.Backlog(0) == 0 })
-	if got := n0.ClusterStats().ReceivedURLs; got != uint64(sent) {
-		t.Errorf("node 0 received %d URLs, want %d", got, sent)
+	if !differs {
+		waitFor(t, "node 1's URLs and hello acknowledged", time.Minute, func() bool { return ep.Backlog(0) == 0 })
+	} else {
+		// URLs sorted into the hello's batch, and any after it, are held.
+		waitFor(t, "node 1's URLs and hello received", time.Minute, func() bool {
+			cs := n0.ClusterStats()
+			return cs.ReceivedURLs == uint64(sent) && cs.Refusing
+		})
+	}
+	cs := n0.ClusterStats()
+	if cs.ReceivedURLs != uint64(sent) {
+		t.Errorf("node 0 received %d URLs, want %d", cs.ReceivedURLs, sent)
+	}
+	if !differs {
+		if len(cs.LostURLs) != 0 {
+			t.Errorf("node 0, node 1's block the same: LostURLs %q", cs.LostURLs)
+		}
+		return
+	}
+	const want = "node 1's cluster block gives URLs other owners than ours, and "
+	var taken int
+	if len(cs.LostURLs) == 1 {
+		fmt.Sscanf(strings.TrimPrefix(cs.LostURLs[0], want), "%d", &taken)
+	}
+	if len(cs.LostURLs) != 1 || !strings.HasPrefix(cs.LostURLs[0], want) || taken <= unheardHoldMax || taken > sent {
+		t.Errorf("node 0: LostURLs %q; want %q and the URLs taken (%d, of %d sent)", cs.LostURLs, want, taken, sent)
 	}
 }

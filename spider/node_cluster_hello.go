@@ -56,7 +56,9 @@ func (c *nodeCluster) hello(from int, it communicator.Item) {
 	}
 	refuse := len(c.mismatch) > 0
 	c.mismatchMu.Unlock()
-	c.hold(from).hello(cluster.OwnersDiffer(c.fields, h.Fields))
+	if taken := c.hold(from).hello(cluster.OwnersDiffer(c.fields, h.Fields)); taken > 0 {
+		c.takenUnheard(from, taken)
+	}
 	// Hellos come again every HelloEvery: what they say is logged when it
 	// changes.
 	oldBlock, wasAhead := old, len(old) > 0 && strings.HasPrefix(old[len(old)-1], clockMismatch)
@@ -155,6 +157,11 @@ type peerHold struct {
 	heard, differs bool
 	first          uint64 // the first delivery held; 0: none
 	n              int    // URL batches held before the first hello
+	// URLs received before the first hello, and whether they were
+	// acknowledged past unheardHoldMax: if its hello then says its block
+	// gives other owners, they are the loss the hold is there to prevent.
+	early    uint64
+	released bool
 }
 
 func (c *nodeCluster) hold(peer int) *peerHold {
@@ -166,14 +173,17 @@ func (c *nodeCluster) hold(peer int) *peerHold {
 	return h
 }
 
-// urls notes a delivery of URLs.
-func (h *peerHold) urls(n uint64) {
+// urls notes delivery n, of k URLs.
+func (h *peerHold) urls(n uint64, k int) {
+	if !h.heard {
+		h.early += uint64(k)
+	}
 	switch {
 	case h.differs:
 	case h.heard:
 		return
 	case h.n >= unheardHoldMax:
-		h.first = 0 // no hello yet: take them, rather than wait forever
+		h.first, h.released = 0, true // no hello yet: take them, rather than wait forever
 		return
 	default:
 		h.n++
@@ -183,12 +193,18 @@ func (h *peerHold) urls(n uint64) {
 	}
 }
 
-// hello notes the peer's hello.
-func (h *peerHold) hello(differs bool) {
+// hello notes the peer's hello (differs: its block gives URLs other
+// owners). It returns how many URLs were taken from the peer before its
+// first hello that its block gives other owners (0: none).
+func (h *peerHold) hello(differs bool) (taken uint64) {
+	if !h.heard && differs && h.released {
+		taken = h.early
+	}
 	h.heard, h.differs = true, differs
 	if !differs {
 		h.first = 0
 	}
+	return taken
 }
 
 // peerEpoch is peer id's communicator epoch as last seen (0: never).
@@ -230,6 +246,21 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 	msg := fmt.Sprintf("node %d came back with a new data directory: the URLs it held (those sent to it and acknowledged before, and its pages' links) are lost with its old one and are crawled only if found again", from)
 	c.mismatchMu.Lock()
 	c.lost[from] = msg
+	c.mismatchMu.Unlock()
+	c.n.cfg.Logf("cluster: %s", msg)
+}
+
+// takenUnheard notes that k URLs from peer from were acknowledged before
+// its first hello (more than unheardHoldMax batches of them waited for
+// it), and its hello says its block gives URLs other owners (writer
+// only): those not ours by our block were dropped, the others admitted
+// into a directory that is replaced if ours is the block changed. They
+// are not sent again.
+func (c *nodeCluster) takenUnheard(from int, k uint64) {
+	msg := fmt.Sprintf("node %d's cluster block gives URLs other owners than ours, and %d URLs it sent before its hello (more than %d batches waited for it) were taken under ours: those another node owns by our block were dropped (misrouted), the rest are in this directory; some are lost whichever block is fixed, and crawled only if found again",
+		from, k, unheardHoldMax)
+	c.mismatchMu.Lock()
+	c.taken[from] = msg
 	c.mismatchMu.Unlock()
 	c.n.cfg.Logf("cluster: %s", msg)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/kspider/kspider/scheduler"
@@ -125,7 +126,7 @@ func (rc *runCluster) summary(n *spider.Node) string {
 	if s.ClockUnsafe != "" {
 		line += "\ncluster: " + s.ClockUnsafe
 	}
-	for _, l := range s.LostDirs {
+	for _, l := range slices.Concat(s.LostDirs, s.LostURLs) {
 		line += "\ncluster: " + l
 	}
 	for _, l := range s.NoBye {
@@ -143,12 +144,14 @@ func (rc *runCluster) summary(n *spider.Node) string {
 }
 
 // lostShares is the error of a run whose crawl ended while peers came
-// back with a new data directory: the URLs they held are not in the
-// union of the stores, and an exit 0 would say the crawl is complete;
-// an exit 1 would have systemd start the node again, to wait for peers
-// that are gone.
+// back with a new data directory, or sent URLs, taken before their hello,
+// under a block that gives other owners: such URLs are not all in the
+// union of the stores, and an exit 0 would say the crawl is complete; an
+// exit 1 would have systemd start the node again, to wait for peers that
+// are gone.
 func (rc *runCluster) lostShares(n *spider.Node) error {
-	lost := n.ClusterStats().LostDirs
+	s := n.ClusterStats()
+	lost := slices.Concat(s.LostDirs, s.LostURLs)
 	if len(lost) == 0 {
 		return nil
 	}
