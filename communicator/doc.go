@@ -49,7 +49,8 @@
 // datagram going back, or leave on their own. A receiver acknowledges a
 // batch only when its handler's effect is durable: when the handler
 // returns (Config.AckOnReturn) or when the application calls Durable(n)
-// for the delivery number n the handler was given. Duplicates are
+// for the delivery number n the handler was given (DurableFrom(id, n):
+// for peer id's batches only). Duplicates are
 // dropped by (sender, epoch, sequence number).
 //
 // The retransmission timer starts from the measured round-trip time

@@ -273,6 +273,20 @@ func (e *Endpoint) Durable(n uint64) {
 	e.poke()
 }
 
+// DurableFrom is Durable for the batches from peer id alone: an
+// application holding back one peer's batches (the spider's, while that
+// peer's config differs) acknowledges the other peers' all the same.
+func (e *Endpoint) DurableFrom(id NodeID, n uint64) {
+	p := e.peers[id]
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.rx.durable(n)
+	p.mu.Unlock()
+	e.poke()
+}
+
 func (e *Endpoint) poke() {
 	select {
 	case e.wake <- struct{}{}:

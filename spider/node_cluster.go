@@ -376,21 +376,29 @@ func (n *Node) takeRemote(outlinks map[uint32]pageLinks) (dirty bool) {
 		n.poke()
 	}
 	if len(in) > 0 && !c.unsynced {
-		c.ep.Durable(c.ackable())
+		c.acknowledge()
 	}
 	return c.unsynced
 }
 
-// ackable is the last delivery that may be acknowledged once synced: the
-// one before the first held (writer only).
-func (c *nodeCluster) ackable() uint64 {
-	n := c.delivered
-	for _, h := range c.holds {
-		if h.first > 0 {
+// acknowledge acknowledges, per peer, the deliveries processed but a held
+// peer's from the first held on (writer only; once synced, or of control
+// messages only). Delivery numbers run across all peers: one held peer
+// must not hold back the others' acknowledgements.
+func (c *nodeCluster) acknowledge() {
+	if c.delivered == 0 {
+		return
+	}
+	for id := range c.cfg.Config.Members {
+		if id == c.self {
+			continue
+		}
+		n := c.delivered
+		if h := c.holds[id]; h != nil && h.first > 0 {
 			n = min(n, h.first-1)
 		}
+		c.ep.DurableFrom(communicator.NodeID(id), n)
 	}
-	return n
 }
 
 // route sends u to its owner if that is another node (true), counting it.
@@ -432,9 +440,7 @@ func (n *Node) syncCluster() error {
 	if err := c.ep.Sync(); err != nil {
 		return fmt.Errorf("spider: syncing the communicator's spill files: %w", err)
 	}
-	if n := c.ackable(); n > 0 {
-		c.ep.Durable(n)
-	}
+	c.acknowledge()
 	c.unsynced = false
 	return nil
 }
