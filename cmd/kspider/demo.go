@@ -184,6 +184,7 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 	rep.Web.Hosts, rep.Web.Seed, rep.Web.Plain, rep.Web.HTTP, rep.Web.DNS = st.Hosts, st.Seed, st.Plain, srv.HTTPAddr(), srv.DNSAddr()
 	rep.Depth, rep.Dir = *depth, *dir
 	terminal := !*asJSON && stats.IsTerminal(e.stderr)
+	e.stderr = &lockedWriter{w: e.stderr}
 	// The node's own lines (a resume after a kill, damage found in --dir)
 	// always; each URL's, and the audit's, with -v.
 	nodeLogf, logf := nodeLogs(e.stderr, "", *verbose, terminal)

@@ -3,7 +3,22 @@ package main
 import (
 	"fmt"
 	"io"
+	"sync"
 )
+
+// lockedWriter is stderr shared by the goroutines of a run: the progress
+// line's and the node's, whose lines would otherwise interleave (and race
+// on a test's buffer).
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // nodeLogs returns the NodeConfig.Logf and URLLogf of a node run from the
 // command line: the node's own lines go to w, each starting with prefix;

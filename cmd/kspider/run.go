@@ -155,6 +155,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over.`)
 		DNSStats: res.Stats,
 	}
 	terminal := !*quiet && stats.IsTerminal(e.stderr)
+	e.stderr = &lockedWriter{w: e.stderr}
 	ncfg.Logf, ncfg.URLLogf = nodeLogs(e.stderr, "", *verbose, terminal)
 	if rc != nil {
 		ncfg.Cluster = rc.node
