@@ -37,11 +37,14 @@ a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
 ('kspider ctl'; the token is in DATA_DIR/STATUS_TOKEN and printed at start).
 After 'kspider ctl drain' the lists out finish and the run exits 0; running
 the same command again continues.
-limits.max_pages counts the pages of every run on the data directory; at it
-the crawl ends (exit 0) and a larger limit continues it.
+limits.max_pages counts the pages of every run on the data directory (a
+cluster node its share, 1/N); at it the crawl ends (exit 0) and a larger
+limit continues it.
 With a [cluster] block of several nodes this process is one node of the
 cluster (--node, or the node whose udp address is local; README "Running a
-cluster"); it exits 0 when the whole cluster's crawl is over.`)
+cluster"); it exits 0 when the whole cluster's crawl is over, and 3 when it
+is over but short of the web (a peer lost its data directory, or URLs from
+a peer were lost): the summary names what.`)
 	config := fs.String("config", "", "config `FILE` (TOML)")
 	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
