@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -87,6 +88,9 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	if repair && c.newer {
 		return &c.rep, fmt.Errorf("%w: %s: not repaired: files of a newer format version (%d is this build's)", ErrNewerFormat, dir, FormatVersion)
 	}
+	if repair && len(c.foreign) > 0 {
+		return &c.rep, fmt.Errorf("%w: %s: not repaired: %s of another tree than the rest", ErrForeign, dir, strings.Join(c.foreign, ", "))
+	}
 	if repair && c.rep.Damaged() {
 		if err := c.repair(); err != nil {
 			return &c.rep, err
@@ -107,6 +111,10 @@ type checker struct {
 	fixed []byte // block pointers as the arena walk found them
 	v1    bool   // every file is of format version 1
 	newer bool   // a file is of a newer format: no repair
+	id    ID     // the tree's, which a repair keeps
+	// foreign names a file of another tree than the rest: no repair,
+	// which would mix the two.
+	foreign []string
 }
 
 var checkNames = [4]string{metaName, nodesName, ptrsName, arenaName}
@@ -186,6 +194,7 @@ func (c *checker) run() {
 			}
 		}
 	}
+	c.checkIDs()
 	// A tree of format version 1 is read without checksums; a repair
 	// converts it.
 	c.v1 = true
@@ -198,6 +207,33 @@ func (c *checker) run() {
 	c.checkArena()
 	c.checkNodes()
 	c.checkSlack()
+}
+
+// checkIDs compares the IDs in the headers that verify with the meta
+// file's or, if that one's header does not verify, with the first array
+// file's that has one. An array file without one beside a meta file
+// without one is an upgrade a crash cut short (Tree.setID), not damage.
+func (c *checker) checkIDs() {
+	var ids [4]ID
+	ref := -1
+	for i, name := range checkNames {
+		b := c.data(i)
+		if c.files[i] == nil || checkHeader(c.path(i), b, checkMagics[i]) != nil {
+			continue
+		}
+		ids[i] = headerID(b)
+		switch {
+		case ref < 0 && (i == 0 || !ids[i].IsZero()):
+			ref, c.id = i, ids[i]
+		case ref >= 0 && !c.id.IsZero() && ids[i] != c.id:
+			what := "tree " + ids[i].String()
+			if ids[i].IsZero() {
+				what = "no tree (format version 2, no ID)"
+			}
+			c.add(true, c.path(i), 12, "belongs to %s, but %s to tree %s: a file copied or swapped in from another tree; no repair can mix the two: put back this tree's own %s", what, checkNames[ref], c.id, name)
+			c.foreign = append(c.foreign, c.path(i))
+		}
+	}
 }
 
 // checkMeta reads both commit slots and the unused space around them.
@@ -398,7 +434,7 @@ func (c *checker) repair() error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("urltree: repair: %w", err)
 	}
-	nt, err := Open(tmp, &Options{MaxURLLen: MaxURLLenLimit})
+	nt, err := Open(tmp, &Options{MaxURLLen: MaxURLLenLimit, id: c.id})
 	if err != nil {
 		return fmt.Errorf("urltree: repair: %w", err)
 	}

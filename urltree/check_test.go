@@ -119,12 +119,12 @@ func TestConvertV1(t *testing.T) {
 	for name, b := range files {
 		b = append([]byte(nil), b...)
 		binary.LittleEndian.PutUint32(b[8:], 1)
-		binary.LittleEndian.PutUint32(b[60:], 0)
+		clear(b[12:64]) // no ID, no checksum
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Open(dir, nil); !errors.Is(err, ErrOldFormat) || !strings.Contains(err.Error(), "format version 1 (no checksums); this build reads version 2") {
+	if _, err := Open(dir, nil); !errors.Is(err, ErrOldFormat) || !strings.Contains(err.Error(), "format version 1 (no checksums); this build reads versions 2 and 3") {
 		t.Fatalf("Open of a version-1 tree: %v", err)
 	}
 	rep, err := Check(dir, true)

@@ -48,7 +48,7 @@ func TestCreateCrash(t *testing.T) {
 	}
 	// The meta file createMeta links into place holds its first commit.
 	dir := t.TempDir()
-	m, err := createMeta(filepath.Join(dir, metaName), commit{})
+	m, err := createMeta(filepath.Join(dir, metaName), commit{}, newID())
 	if err != nil {
 		t.Fatal(err)
 	}

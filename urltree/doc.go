@@ -27,7 +27,7 @@
 // # Files
 //
 // A tree is a directory of four files, each starting with a 64-byte header
-// (magic, FormatVersion, header checksum; see file.go):
+// (magic, FormatVersion, the tree's ID, header checksum; see file.go):
 //
 //	urltree.meta   the commit record: two checksummed slots (meta.go)
 //	urltree.nodes  tree nodes, 12 bytes per id (node.go)
@@ -76,6 +76,19 @@
 // files are moved into the directory's damaged/ folder, never deleted. A
 // repair also converts a tree of format version 1 (without checksums),
 // which Open refuses; it refuses files of a newer version.
+//
+// # Identity
+//
+// A new tree draws a random 16-byte ID (Tree.ID) and records it in the
+// header of each of its files (format version 3). Open refuses a file
+// whose ID is not the meta file's with ErrForeign naming both: a file
+// copied or swapped in from another tree would otherwise be read as this
+// one's. Check reports it and will not repair such a tree, which would
+// mix the two; a repair keeps the ID. A tree of format version 2 has none:
+// it is read as it is, and a writer's Open gives it one (the array files
+// first, the meta file last, so a crash in between leaves a tree the next
+// Open upgrades again). Whoever keeps data by a tree's ids (the scheduler)
+// records the ID to refuse another tree's.
 //
 // # Concurrency
 //

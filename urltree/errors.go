@@ -20,6 +20,7 @@ var (
 	ErrExists      = errors.New("urltree: a tree already exists in this directory")
 	ErrNoTree      = errors.New("urltree: no tree in this directory")
 	ErrLocked      = errors.New("urltree: tree in use by another writer (its meta file is locked)")
+	ErrForeign     = errors.New("urltree: file of another tree")
 )
 
 // CorruptError is the error for damage found in a file: which file, at

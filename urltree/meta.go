@@ -83,6 +83,7 @@ func decodeCommit(b []byte) (commit, bool) {
 type metaFile struct {
 	path    string
 	f       *os.File
+	id      ID // the tree's, from the header (zero in format version 2)
 	last    commit
 	lastOff int64 // offset of the slot last holds
 }
@@ -94,7 +95,7 @@ const newSuffix = ".new"
 // temporary name and links it into place once complete: a kill -9
 // between the file's creation and its first commit left a meta file that
 // Open refused for good; now a crash leaves only files create clears.
-func createMeta(path string, c commit) (*metaFile, error) {
+func createMeta(path string, c commit, id ID) (*metaFile, error) {
 	tmp := path + newSuffix
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("urltree: %w", err)
@@ -103,14 +104,14 @@ func createMeta(path string, c commit) (*metaFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &metaFile{path: tmp, f: f}
+	m := &metaFile{path: tmp, f: f, id: id}
 	fail := func(err error) (*metaFile, error) {
 		f.Close()
 		os.Remove(tmp)
 		return nil, err
 	}
 	b := make([]byte, metaFileSize)
-	putHeader(b, magicMeta)
+	putHeader(b, magicMeta, id)
 	if _, err := f.WriteAt(b, 0); err != nil {
 		return fail(fmt.Errorf("urltree: write %s: %w", tmp, err))
 	}
@@ -149,7 +150,7 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 		f.Close()
 		return nil, err
 	}
-	m := &metaFile{path: path, f: f}
+	m := &metaFile{path: path, f: f, id: headerID(b)}
 	found := false
 	for _, off := range metaSlotOffsets {
 		if off+metaSlotSize > int64(len(b)) {
@@ -182,6 +183,20 @@ func (m *metaFile) write(c commit) error {
 			m.last, m.lastOff = c, off
 		}
 	}
+	return nil
+}
+
+// setID writes the header anew with id (a version 2 tree's upgrade).
+func (m *metaFile) setID(id ID) error {
+	b := make([]byte, headerSize)
+	putHeader(b, magicMeta, id)
+	if _, err := m.f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("urltree: write %s: %w", m.path, err)
+	}
+	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("urltree: sync %s: %w", m.path, err)
+	}
+	m.id = id
 	return nil
 }
 

@@ -31,6 +31,18 @@ func (t *Tree) open() error {
 		if err := checkHeader((*f.mf).path, (*f.mf).data, f.magic); err != nil {
 			return err
 		}
+		// Without an ID in the meta file (version 2, or an upgrade a
+		// crash cut short: the meta file is written last) nothing can be
+		// told; the upgrade below gives every file one.
+		if id := headerID((*f.mf).data); !t.meta.id.IsZero() && id != t.meta.id {
+			return foreign((*f.mf).path, id, t.meta.path, t.meta.id)
+		}
+	}
+	t.id = t.meta.id
+	if t.id.IsZero() && !t.readOnly {
+		if err := t.setID(newID()); err != nil {
+			return err
+		}
 	}
 	t.remapped()
 	t.count = c.count
@@ -60,6 +72,26 @@ func (t *Tree) open() error {
 	// From here on the node file changes in place; until Close marks it
 	// clean again a crash leaves it to be rebuilt.
 	return t.meta.write(t.commitRecord(0))
+}
+
+// setID gives a tree of format version 2 its ID: the array files first,
+// the meta file last, so that a crash in between leaves a meta file
+// without one, whose tree the next Open upgrades again.
+func (t *Tree) setID(id ID) error {
+	for _, f := range []struct {
+		mf    *mappedFile
+		magic [8]byte
+	}{{t.nodeF, magicNodes}, {t.ptrF, magicPtrs}, {t.arenF, magicArena}} {
+		putHeader(f.mf.data, f.magic, id)
+		if err := f.mf.sync(); err != nil {
+			return err
+		}
+	}
+	if err := t.meta.setID(id); err != nil {
+		return err
+	}
+	t.id = id
+	return nil
 }
 
 // clearTail zeroes the arena past the commit: entries a crash left there

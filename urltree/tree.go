@@ -35,6 +35,9 @@ type Options struct {
 	// ReadOnly opens an existing tree without writing to it. After a crash
 	// the node array is then rebuilt in memory rather than in its file.
 	ReadOnly bool
+	// id, if not zero, is the ID a new tree gets (Check's repair keeps
+	// the tree's); otherwise a new tree draws one.
+	id ID
 }
 
 // Tree is a prefix-compressed URL set assigning dense ids. One writer and
@@ -49,6 +52,7 @@ type Tree struct {
 		ok bool
 	}
 	dir       string
+	id        ID
 	maxURLLen int
 	readOnly  bool
 	closed    bool
@@ -89,7 +93,7 @@ func Open(dir string, opts *Options) (*Tree, error) {
 	if o.MaxURLLen < 1 || o.MaxURLLen > MaxURLLenLimit {
 		return nil, fmt.Errorf("urltree: MaxURLLen %d outside 1..%d", o.MaxURLLen, MaxURLLenLimit)
 	}
-	t := &Tree{dir: dir, maxURLLen: o.MaxURLLen, readOnly: o.ReadOnly, root: none, huff: huffTables()}
+	t := &Tree{dir: dir, id: o.id, maxURLLen: o.MaxURLLen, readOnly: o.ReadOnly, root: none, huff: huffTables()}
 	metaPath := filepath.Join(dir, metaName)
 	if _, err := os.Stat(metaPath); errors.Is(err, fs.ErrNotExist) {
 		if o.ReadOnly {
@@ -109,7 +113,14 @@ func Open(dir string, opts *Options) (*Tree, error) {
 
 func (t *Tree) path(name string) string { return filepath.Join(t.dir, name) }
 
+// ID returns the tree's identity, recorded in each of its files (zero for
+// a tree of format version 2 opened read-only: a writer gives it one).
+func (t *Tree) ID() ID { return t.id }
+
 func (t *Tree) create() error {
+	if t.id.IsZero() {
+		t.id = newID()
+	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return fmt.Errorf("urltree: %w", err)
 	}
@@ -139,7 +150,7 @@ func (t *Tree) create() error {
 			t.closeFiles()
 			return err
 		}
-		putHeader((*f.mf).data, f.magic)
+		putHeader((*f.mf).data, f.magic, t.id)
 		if err = (*f.mf).sync(); err != nil {
 			t.closeFiles()
 			return err
@@ -147,7 +158,7 @@ func (t *Tree) create() error {
 	}
 	t.remapped()
 	t.arenaEnd = headerSize
-	t.meta, err = createMeta(t.path(metaName), commit{})
+	t.meta, err = createMeta(t.path(metaName), commit{}, t.id)
 	if err == nil {
 		err = syncDir(t.dir)
 	}

@@ -56,8 +56,8 @@ func TestFormatVersions(t *testing.T) {
 			}, ErrNewerFormat, fmt.Sprintf("version %d; this build reads version %d", FormatVersion+1, FormatVersion)},
 			{func(h []byte) {
 				binary.LittleEndian.PutUint32(h[8:], 1)
-				binary.LittleEndian.PutUint32(h[60:], 0)
-			}, ErrOldFormat, fmt.Sprintf("version 1 (no checksums); this build reads version %d", FormatVersion)},
+				clear(h[12:64]) // no ID, no checksum
+			}, ErrOldFormat, fmt.Sprintf("version 1 (no checksums); this build reads versions 2 and %d", FormatVersion)},
 			{func(h []byte) { h[11] ^= 0x08 }, ErrCorrupt, "offset 0: corrupt header"},
 			{func(h []byte) { h[30] ^= 0x01 }, ErrCorrupt, "offset 0: corrupt header"},
 		} {
