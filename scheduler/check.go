@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -145,6 +146,12 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	}
 	sink := &findings{}
 	newer := false
+	// The ID of the first header that verifies with one (the meta
+	// file's, when it does), and the files whose ID is another: no repair
+	// mixes two schedulers' files.
+	var id [16]byte
+	idFrom := ""
+	var foreignFiles []string
 	header := func(path string, b []byte, magic [8]byte) bool {
 		err := checkHeader(path, b, magic)
 		if errors.Is(err, ErrNewerFormat) {
@@ -152,17 +159,27 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 		}
 		if err != nil {
 			sink.list = append(sink.list, Finding{File: path, What: err.Error(), Damage: true})
+			return false
 		}
-		return err == nil
+		switch hid := headerID(b); {
+		case idFrom == "" && (magic == magicMeta || hid != [16]byte{}):
+			id, idFrom = hid, path
+		case id != [16]byte{} && hid != id:
+			sink.list = append(sink.list, Finding{File: path, Offset: 12, What: foreign(path, hid, idFrom, id).Error(), Damage: true})
+			foreignFiles = append(foreignFiles, path)
+		}
+		return true
 	}
 
 	var c commit
+	var metaID [16]byte
 	metaOK := false
 	if b, err := os.ReadFile(p(metaName)); errors.Is(err, fs.ErrNotExist) {
 		sink.damage(p(metaName), 0, "missing: nothing says how much of the other files is committed")
 	} else if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	} else if header(p(metaName), b, magicMeta) {
+		metaID = headerID(b)
 		var derr error
 		c, derr = decodeMeta(p(metaName), b, sink)
 		metaOK = derr == nil
@@ -219,12 +236,15 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	if newer {
 		return rep, fmt.Errorf("%w: %s: not repaired: files of a newer format version (%d is this build's)", ErrNewerFormat, dir, FormatVersion)
 	}
+	if len(foreignFiles) > 0 {
+		return rep, fmt.Errorf("%w: %s: not repaired: %s of another URL tree than %s", ErrForeign, dir, strings.Join(foreignFiles, ", "), idFrom)
+	}
 	q := filepath.Join(dir, "damaged", time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.MkdirAll(q, 0o755); err != nil {
 		return rep, fmt.Errorf("scheduler: repair: %w", err)
 	}
 	if metaOK && maps[0] != nil && nHosts != ^uint32(0) && onlyIn(rep.Findings, p(metaName)) {
-		if err := rewriteMeta(p(metaName), filepath.Join(q, metaName), c); err != nil {
+		if err := rewriteMeta(p(metaName), filepath.Join(q, metaName), c, metaID); err != nil {
 			return rep, err
 		}
 		rep.Repaired, rep.Quarantine, rep.MetaRewritten = true, q, true

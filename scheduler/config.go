@@ -67,6 +67,14 @@ type Config struct {
 	// written in place (a kill -9 loses no mapped write); kept, they named
 	// ids the tree no longer had and the node could never open again.
 	LimitURLs bool
+
+	// TreeID is the ID of the URL tree whose ids the scheduler's records
+	// are (urltree.Tree.ID). A new scheduler records it in its files, and
+	// so does one without (from before format version 3, or created with
+	// none); one with another ID is refused with ErrForeign, as a
+	// scheduler of another data directory. Zero takes any and records
+	// none (tools, tests).
+	TreeID [16]byte
 }
 
 func (c *Config) setDefaults() error {

@@ -65,7 +65,7 @@
 // # Files and durability
 //
 // A scheduler is a directory of four files, each starting with a 64-byte
-// header (magic, format version: 2 for sched.states, 1 for the others;
+// header (magic, format version 3, the URL tree's ID, header checksum;
 // file.go):
 //
 //	sched.meta    the commit record: two checksummed slots (file.go)
@@ -85,6 +85,17 @@
 // (OpenStats.Dropped; the node adds such URLs again from its URL tree);
 // in-progress records become in-list again. An open scheduler holds an
 // exclusive flock on sched.meta, so a second process gets ErrLocked.
+//
+// The records are by the URL tree's ids, so the files carry the tree's ID
+// (Config.TreeID, urltree.Tree.ID): Open refuses with ErrForeign a
+// scheduler of another tree (a directory copied from another data
+// directory, or its tree replaced) and a file whose ID is not the meta
+// file's (one copied or swapped in), naming it, and Check reports such a
+// file and will not repair. Files from before format version 3 (states at
+// version 1 or 2, the others at 1, without ID or header checksum), and
+// files created with no TreeID, are read and given the ID by the next Open
+// with one: the array files first, the meta file last, so a crash in
+// between leaves a scheduler it upgrades again.
 //
 // # The phase clock
 //

@@ -15,4 +15,5 @@ var (
 	ErrBadID       = errors.New("scheduler: bad URL id")
 	ErrConfig      = errors.New("scheduler: bad configuration")
 	ErrLocked      = errors.New("scheduler: in use by another Scheduler (the meta file is locked)")
+	ErrForeign     = errors.New("scheduler: files of another URL tree")
 )

@@ -22,24 +22,29 @@ const (
 //
 //	offset size
 //	0      8    magic, one per file kind ("KSSCMETA", "KSSCSTAT", ...)
-//	8      4    format version (little endian), fileVersion(magic) when written
-//	12     52   zero, in every format version (so that damage to the
-//	            version field is told from a newer format)
+//	8      4    format version (little endian), FormatVersion when written
+//	12     16   the URL tree's ID (Config.TreeID; since version 3)
+//	28     32   zero
+//	60     4    CRC-32C of bytes 0..59 (since version 3)
 //
-// A file whose version is newer than this build reads is refused with
-// ErrNewerFormat naming the version found and the one supported, rather
-// than misread.
+// Before version 3 bytes 12..63 were zero; such a header is read as it
+// was (its version field is told from damage by the zeros, and a version
+// 3 header's by its checksum). A file whose version is newer than this
+// build reads is refused with ErrNewerFormat naming the version found and
+// the one supported, rather than misread.
 const headerSize = 64
 
-// FormatVersion is the newest on-disk format this package writes and
-// reads: sched.states is at version 2 (no all-zero record below the
-// highest id; state.go), the other files at version 1. Version 1 states
-// files are read and converted by Open.
-const FormatVersion = 2
+// FormatVersion is the on-disk format this package writes, for all four
+// files: version 3 added the URL tree's ID and the header checksum.
+// Before it, sched.states was at version 2 (no all-zero record below the
+// highest id; state.go) and the other files at version 1; Open reads
+// those, converts a version 1 states file to version 2 and then gives the
+// files the ID (headers of the array files first, the meta file's last).
+const FormatVersion = 3
 
-// fileVersion is the format version written, and the newest read, for
-// the file of the given magic.
-func fileVersion(magic [8]byte) uint32 {
+// oldVersion is the newest format version without the ID of the file of
+// the given magic.
+func oldVersion(magic [8]byte) uint32 {
 	if magic == magicStates {
 		return 2
 	}
@@ -55,14 +60,25 @@ var (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func putHeader(b []byte, magic [8]byte) {
+func putHeader(b []byte, magic [8]byte, id [16]byte) {
 	clear(b[:headerSize])
 	copy(b, magic[:])
-	binary.LittleEndian.PutUint32(b[8:], fileVersion(magic))
+	binary.LittleEndian.PutUint32(b[8:], FormatVersion)
+	copy(b[12:], id[:])
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
 }
 
 // headerVersion returns the format version of a header checkHeader took.
 func headerVersion(b []byte) uint32 { return binary.LittleEndian.Uint32(b[8:]) }
+
+// headerID returns the tree ID in a header checkHeader took (zero before
+// version 3).
+func headerID(b []byte) [16]byte {
+	if headerVersion(b) < 3 {
+		return [16]byte{}
+	}
+	return [16]byte(b[12:28])
+}
 
 func checkHeader(path string, b []byte, magic [8]byte) error {
 	if len(b) < headerSize {
@@ -71,22 +87,35 @@ func checkHeader(path string, b []byte, magic [8]byte) error {
 	if [8]byte(b[:8]) != magic {
 		return fmt.Errorf("%w: %s: bad magic %q, want %q", ErrCorrupt, path, b[:8], magic[:])
 	}
-	// The reserved bytes first: every version keeps them zero, so a
-	// version field next to nonzero ones is damage (say, a block of
-	// records written over the header), not a newer format.
-	for i, c := range b[12:headerSize] {
-		if c != 0 {
-			return fmt.Errorf("%w: %s: header byte %d is %#x, want 0", ErrCorrupt, path, 12+i, c)
-		}
-	}
 	v := headerVersion(b)
-	if want := fileVersion(magic); v > want {
-		return fmt.Errorf("%w: %s has format version %d; this build reads versions 1 to %d", ErrNewerFormat, path, v, want)
+	if isZero(b[12:headerSize]) {
+		// A header of before version 3: the zeros tell a damaged
+		// version field from a newer format.
+		if v == 0 || v > oldVersion(magic) {
+			return fmt.Errorf("%w: %s: format version %d with no header checksum", ErrCorrupt, path, v)
+		}
+		return nil
 	}
-	if v == 0 {
-		return fmt.Errorf("%w: %s: format version 0", ErrCorrupt, path)
+	if binary.LittleEndian.Uint32(b[60:]) != crc32.Checksum(b[:60], castagnoli) {
+		return fmt.Errorf("%w: %s: corrupt header (checksum mismatch; version field reads %d)", ErrCorrupt, path, v)
+	}
+	if v > FormatVersion {
+		return fmt.Errorf("%w: %s has format version %d; this build reads versions 1 to %d", ErrNewerFormat, path, v, FormatVersion)
+	}
+	if v < 3 {
+		return fmt.Errorf("%w: %s: format version %d with a header checksum (since version 3)", ErrCorrupt, path, v)
 	}
 	return nil
+}
+
+// foreign is the error for a file whose header names another URL tree
+// than the meta file's.
+func foreign(path string, id [16]byte, metaPath string, metaID [16]byte) error {
+	what := fmt.Sprintf("URL tree %x", id)
+	if id == ([16]byte{}) {
+		what = "no URL tree (a format version before 3, no ID)"
+	}
+	return fmt.Errorf("%w: %s belongs to %s, but %s to URL tree %x: a file copied or swapped in from another scheduler (another data directory?); put back this scheduler's own file", ErrForeign, path, what, metaPath, metaID)
 }
 
 // The meta file holds the commit record: how much of the other files is
@@ -189,6 +218,7 @@ func decodeMeta(path string, b []byte, sink *findings) (commit, error) {
 type metaFile struct {
 	path string
 	f    *os.File
+	id   [16]byte // the URL tree's, from the header (zero before version 3)
 	last commit
 }
 
@@ -198,15 +228,15 @@ const newSuffix = ".new"
 // createMeta makes the meta file under a temporary name and links it into
 // place once complete: a crash never leaves a meta file without its
 // commits (Open would refuse it), only files clearCreate removes.
-func createMeta(path string) (*metaFile, error) {
+func createMeta(path string, id [16]byte) (*metaFile, error) {
 	tmp := path + newSuffix
 	f, err := openLocked(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return nil, err
 	}
 	b := make([]byte, metaFileSize)
-	putHeader(b, magicMeta)
-	m := &metaFile{path: tmp, f: f}
+	putHeader(b, magicMeta, id)
+	m := &metaFile{path: tmp, f: f, id: id}
 	fail := func(err error) (*metaFile, error) {
 		f.Close()
 		os.Remove(tmp)
@@ -243,7 +273,7 @@ func openMeta(path string) (*metaFile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &metaFile{path: path, f: f, last: c}, nil
+	return &metaFile{path: path, f: f, id: headerID(b), last: c}, nil
 }
 
 // write makes c the durable commit: c.seq is set to one past the last.
@@ -257,6 +287,20 @@ func (m *metaFile) write(c commit) error {
 		return fmt.Errorf("scheduler: sync %s: %w", m.path, err)
 	}
 	m.last = c
+	return nil
+}
+
+// setID writes the header anew with id (an older scheduler's upgrade).
+func (m *metaFile) setID(id [16]byte) error {
+	b := make([]byte, headerSize)
+	putHeader(b, magicMeta, id)
+	if _, err := m.f.WriteAt(b, 0); err != nil {
+		return fmt.Errorf("scheduler: write %s: %w", m.path, err)
+	}
+	if err := unix.Fdatasync(int(m.f.Fd())); err != nil {
+		return fmt.Errorf("scheduler: sync %s: %w", m.path, err)
+	}
+	m.id = id
 	return nil
 }
 

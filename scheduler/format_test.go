@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,10 +77,12 @@ func TestZeroedStateRecord(t *testing.T) {
 // TestVersion1States: a version 1 states file (zero records for ids never
 // added) is read, converted to version 2 by Open, and then checks clean.
 func TestVersion1States(t *testing.T) {
-	dir, b := gapFixture(t)
+	dir, _ := gapFixture(t)
+	setOldHeaders(t, dir)
+	path := filepath.Join(dir, statesName)
+	b, _ := os.ReadFile(path)
 	binary.LittleEndian.PutUint32(b[8:], 1)
 	clear(b[headerSize+8*10 : headerSize+8*20])
-	path := filepath.Join(dir, statesName)
 	os.WriteFile(path, b, 0o644)
 	if rep, err := Check(dir, false); err != nil || len(rep.Findings) != 0 {
 		t.Fatalf("version 1 file: Check = %v %v", err, rep.Findings)
@@ -90,18 +93,19 @@ func TestVersion1States(t *testing.T) {
 	}
 	s.Close()
 	b, _ = os.ReadFile(path)
-	if v := binary.LittleEndian.Uint32(b[8:]); v != 2 {
+	if v := binary.LittleEndian.Uint32(b[8:]); v != 2 { // no TreeID: no upgrade to version 3
 		t.Errorf("after Open the states file is version %d", v)
 	}
 	if rep, err := Check(dir, false); err != nil || len(rep.Findings) != 0 {
 		t.Fatalf("converted file: Check = %v %v", err, rep.Findings)
 	}
 	// A version newer than this build's is refused, naming both.
-	binary.LittleEndian.PutUint32(b[8:], 3)
+	binary.LittleEndian.PutUint32(b[8:], FormatVersion+1)
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
 	os.WriteFile(path, b, 0o644)
 	_, err := Open(dir, basicConfig(newFakeClock(1, time.Hour, 0)))
-	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "version 3") || !strings.Contains(err.Error(), "1 to 2") {
-		t.Errorf("version 3: %v", err)
+	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), fmt.Sprintf("version %d", FormatVersion+1)) || !strings.Contains(err.Error(), fmt.Sprintf("1 to %d", FormatVersion)) {
+		t.Errorf("version %d: %v", FormatVersion+1, err)
 	}
 }
 
@@ -169,5 +173,27 @@ func TestRepairMetaSlot(t *testing.T) {
 			t.Errorf("slot at %d: after repair %d URLs, URL 29 %+v; want 30, in-list", slot, s.Len(), s.URL(29))
 		}
 		s.Close()
+	}
+}
+
+// setOldHeaders writes the headers of the scheduler in dir as they were
+// before format version 3: no ID, no checksum, the newest version of each
+// file before it.
+func setOldHeaders(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []struct {
+		name  string
+		magic [8]byte
+	}{{metaName, magicMeta}, {statesName, magicStates}, {hostsName, magicHosts}, {namesName, magicNames}} {
+		path := filepath.Join(dir, f.name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(b[8:], oldVersion(f.magic))
+		clear(b[12:headerSize])
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

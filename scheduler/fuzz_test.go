@@ -62,9 +62,9 @@ func FuzzStates(f *testing.F) {
 // validHostFiles builds a host table of n hosts and its names file.
 func validHostFiles(n int) (hosts, names []byte) {
 	hosts = make([]byte, headerSize+n*hostRecSize)
-	putHeader(hosts, magicHosts)
+	putHeader(hosts, magicHosts, [16]byte{1})
 	names = make([]byte, headerSize)
-	putHeader(names, magicNames)
+	putHeader(names, magicNames, [16]byte{1})
 	for i := range n {
 		name := fmt.Sprintf("host%d.example", i)
 		h := hostRec{hash: HostHash(name), nameOff: uint64(len(names) - headerSize), nameLen: uint16(len(name)), crawlDelay: uint32(i), robots: RobotsOK}

@@ -21,8 +21,8 @@ type mappedFile struct {
 // proportional (1/4) so remaps stay rare without much preallocated space.
 const minFileSize = 64 << 10
 
-// createMapped creates path with a header of the given magic.
-func createMapped(path string, magic [8]byte) (*mappedFile, error) {
+// createMapped creates path with a header of the given magic and ID.
+func createMapped(path string, magic [8]byte, id [16]byte) (*mappedFile, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
@@ -32,7 +32,7 @@ func createMapped(path string, magic [8]byte) (*mappedFile, error) {
 		m.close()
 		return nil, err
 	}
-	putHeader(m.data, magic)
+	putHeader(m.data, magic, id)
 	return m, nil
 }
 

@@ -109,7 +109,7 @@ func copyFile(f *os.File, dst string) error {
 // It copies the file to keep, then writes a new one beside it, c in the
 // slot of its number and c again as the next commit in the other, and
 // renames it into place.
-func rewriteMeta(path, keep string, c commit) error {
+func rewriteMeta(path, keep string, c commit, id [16]byte) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("scheduler: repair: %w", err)
@@ -120,7 +120,7 @@ func rewriteMeta(path, keep string, c commit) error {
 		return fmt.Errorf("scheduler: repair: keeping %s in %s: %w", path, keep, err)
 	}
 	b := make([]byte, metaFileSize)
-	putHeader(b, magicMeta)
+	putHeader(b, magicMeta, id)
 	next := c
 	next.seq++
 	for _, x := range []commit{c, next} {

@@ -23,6 +23,7 @@ type Scheduler struct {
 	}
 	cfg    Config
 	dir    string
+	id     [16]byte // the URL tree's, in every file's header
 	closed bool
 	broken error // a failed remap left the files unusable
 
@@ -139,11 +140,12 @@ func holdsNothing(path string) bool {
 
 func (s *Scheduler) create() error {
 	var err error
-	if s.statesF, err = createMapped(s.path(statesName), magicStates); err == nil {
-		if s.hostsF, err = createMapped(s.path(hostsName), magicHosts); err == nil {
-			if s.namesF, err = createMapped(s.path(namesName), magicNames); err == nil {
+	s.id = s.cfg.TreeID
+	if s.statesF, err = createMapped(s.path(statesName), magicStates, s.id); err == nil {
+		if s.hostsF, err = createMapped(s.path(hostsName), magicHosts, s.id); err == nil {
+			if s.namesF, err = createMapped(s.path(namesName), magicNames, s.id); err == nil {
 				if err = s.syncFiles(); err == nil {
-					if s.meta, err = createMeta(s.path(metaName)); err == nil {
+					if s.meta, err = createMeta(s.path(metaName), s.id); err == nil {
 						err = syncDir(s.dir)
 					}
 				}
@@ -173,12 +175,60 @@ func (s *Scheduler) open() error {
 		}
 	}
 	if err == nil {
+		err = s.checkID()
+	}
+	if err == nil {
 		err = s.load()
+	}
+	if err == nil && s.id == ([16]byte{}) && s.cfg.TreeID != ([16]byte{}) {
+		err = s.setID(s.cfg.TreeID)
 	}
 	if err != nil {
 		s.closeFiles()
 		return err
 	}
+	return nil
+}
+
+// checkID refuses files of another URL tree than Config.TreeID, or than
+// the meta file's: a scheduler directory copied from another data
+// directory, or one file of it, was read as this one's, its records
+// naming other URLs. A meta file without an ID (before format version 3,
+// or an upgrade a crash cut short: setID writes it last) tells nothing.
+func (s *Scheduler) checkID() error {
+	s.id = s.meta.id
+	if s.id == ([16]byte{}) {
+		return nil
+	}
+	if want := s.cfg.TreeID; want != ([16]byte{}) && want != s.id {
+		return fmt.Errorf("%w: %s belongs to URL tree %x, but the scheduler is opened for tree %x: a scheduler directory of another data directory, or its URL tree was replaced; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, s.meta.path, s.id, want, s.dir)
+	}
+	for _, f := range []*mappedFile{s.statesF, s.hostsF, s.namesF} {
+		if id := headerID(f.data); id != s.id {
+			return foreign(f.path, id, s.meta.path, s.id)
+		}
+	}
+	return nil
+}
+
+// setID records id in the files of a scheduler without one (from before
+// format version 3, or created with no Config.TreeID): the array files
+// first, the meta file last, so that a crash in between leaves a meta file
+// without one, which the next Open with a TreeID upgrades again.
+func (s *Scheduler) setID(id [16]byte) error {
+	for _, f := range []struct {
+		mf    *mappedFile
+		magic [8]byte
+	}{{s.statesF, magicStates}, {s.hostsF, magicHosts}, {s.namesF, magicNames}} {
+		putHeader(f.mf.data, f.magic, id)
+		if err := f.mf.sync(); err != nil {
+			return err
+		}
+	}
+	if err := s.meta.setID(id); err != nil {
+		return err
+	}
+	s.id = id
 	return nil
 }
 

@@ -413,8 +413,8 @@ func TestCorruptFiles(t *testing.T) {
 		{"host", hostsName, headerSize + 64*3 + 9, 0x77, ErrCorrupt},
 		{"name", namesName, headerSize + 4, 'X', ErrCorrupt},
 		{"magic", statesName, 0, 'x', ErrCorrupt},
-		{"version", hostsName, 8, 9, ErrNewerFormat},
-		{"meta", metaName, 512 + 8, 1, nil}, // the other slot is still good
+		{"version", hostsName, 8, 9, ErrCorrupt}, // the header checksum fails: damage, not a newer format
+		{"meta", metaName, 512 + 8, 1, nil},      // the other slot is still good
 	} {
 		dir := make(tc.name)
 		poke(filepath.Join(dir, tc.file), tc.off, tc.b)
@@ -707,7 +707,7 @@ func TestCreateCrash(t *testing.T) {
 				}
 				continue
 			}
-			m, err := createMapped(filepath.Join(dir, n), magicStates)
+			m, err := createMapped(filepath.Join(dir, n), magicStates, [16]byte{1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -727,7 +727,7 @@ func TestCreateCrash(t *testing.T) {
 		s.Close()
 	}
 	dir := t.TempDir()
-	m, err := createMapped(filepath.Join(dir, statesName), magicStates)
+	m, err := createMapped(filepath.Join(dir, statesName), magicStates, [16]byte{1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func (s *Scheduler) convertStates() error {
 	if err := s.statesF.sync(); err != nil {
 		return err
 	}
-	binary.LittleEndian.PutUint32(s.statesF.data[8:], fileVersion(magicStates))
+	binary.LittleEndian.PutUint32(s.statesF.data[8:], oldVersion(magicStates))
 	if err := s.statesF.sync(); err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package spider
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kspider/kspider/scheduler"
 )
 
 // TestDataDirSymlinkedFiles: DIR/LOCK, or the temporary file IDENTITY is
@@ -73,4 +76,35 @@ func TestTreeSharedByTwoDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	nb.Close()
+}
+
+// TestSchedOfAnotherDir: DIR/sched replaced by another data directory's
+// (copied from another node or crawl) was opened as this one's, its URL
+// states taken for this tree's ids; now the node refuses it, naming the
+// scheduler's meta file.
+func TestSchedOfAnotherDir(t *testing.T) {
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	for _, dir := range []string{a, b} {
+		n, err := OpenNode(NodeConfig{Dir: dir, Lookup: noLookup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(b, "sched")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(a, "sched"), filepath.Join(b, "sched")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenNode(NodeConfig{Dir: b, Lookup: noLookup})
+	if err == nil {
+		n.Close()
+	}
+	if !errors.Is(err, scheduler.ErrForeign) || !strings.Contains(err.Error(), filepath.Join(b, "sched", "sched.meta")) {
+		t.Fatalf("a node on another directory's sched/: %v, want scheduler.ErrForeign naming its sched.meta", err)
+	}
 }

@@ -320,6 +320,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	// Scheduler records past its commit for ids the tree lost in a crash
 	// are dropped: the tree will give those ids to other URLs.
 	cfg.Scheduler.URLLimit, cfg.Scheduler.LimitURLs = uint64(n.tree.Len()), true
+	// The scheduler's records are by this tree's ids: one of another
+	// tree (a sched/ copied from another data directory) is refused.
+	cfg.Scheduler.TreeID = n.tree.ID()
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
 		lock.Release()

@@ -1,0 +1,151 @@
+package scheduler
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// idFixture builds a closed scheduler of the URL tree id: ids 0..29 of
+// three hosts, the same for every id, so that two fixtures' files differ
+// only by their ID.
+func idFixture(t *testing.T, id [16]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := basicConfig(newFakeClock(1, time.Hour, 0))
+	cfg.TreeID = id
+	s := mustOpen(t, dir, cfg)
+	for i := range uint32(30) {
+		if _, err := s.Add(i, []string{"a.example", "b.example", "c.example"}[i%3], 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func idConfig(id [16]byte) Config {
+	cfg := basicConfig(newFakeClock(1, time.Hour, 0))
+	cfg.TreeID = id
+	return cfg
+}
+
+// TestForeignSchedulerFile: a file of another node's or crawl's scheduler
+// copied in (the same hosts, the same number of URLs) was read as this
+// one's, its states taken for this tree's URLs; now Open refuses it with
+// ErrForeign naming the file, Check reports it, and a repair leaves the
+// files where they are.
+func TestForeignSchedulerFile(t *testing.T) {
+	x, y := [16]byte{1, 2, 3}, [16]byte{4, 5, 6}
+	for _, name := range []string{statesName, hostsName, namesName, metaName} {
+		a, b := idFixture(t, x), idFixture(t, y)
+		src, _ := os.ReadFile(filepath.Join(b, name))
+		if err := os.WriteFile(filepath.Join(a, name), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cfg := range []Config{idConfig(x), idConfig([16]byte{})} {
+			_, err := Open(a, cfg)
+			if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s of another scheduler, TreeID %x: Open = %v, want ErrForeign naming it", name, cfg.TreeID, err)
+			}
+		}
+		rep, err := Check(a, true)
+		if !errors.Is(err, ErrForeign) || rep == nil || !rep.Damaged() || rep.Repaired {
+			t.Errorf("%s of another scheduler: Check with repair = %v, %+v; want ErrForeign, damage, no repair", name, err, rep)
+		}
+		if _, err := os.Stat(filepath.Join(a, metaName)); err != nil {
+			t.Errorf("%s of another scheduler: the refused repair moved the files: %v", name, err)
+		}
+	}
+}
+
+// TestSchedulerOfAnotherTree: a whole scheduler directory opened for
+// another URL tree (copied from another data directory, or its tree
+// replaced) is refused with ErrForeign naming its meta file.
+func TestSchedulerOfAnotherTree(t *testing.T) {
+	x, y := [16]byte{1, 2, 3}, [16]byte{4, 5, 6}
+	dir := idFixture(t, x)
+	_, err := Open(dir, idConfig(y))
+	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), metaName) {
+		t.Fatalf("opened for another tree: %v, want ErrForeign naming %s", err, metaName)
+	}
+	for _, id := range [][16]byte{x, {}} {
+		s, err := Open(dir, idConfig(id))
+		if err != nil {
+			t.Fatalf("opened for TreeID %x: %v", id, err)
+		}
+		if s.Len() != 30 {
+			t.Errorf("opened for TreeID %x: %d URLs", id, s.Len())
+		}
+		s.Close()
+	}
+}
+
+// TestSchedulerUpgradeID: a scheduler from before format version 3 (no ID)
+// is read; Open records Config.TreeID in every file, and then refuses
+// another tree. An upgrade a crash cut short (array files done, the meta
+// file not) is done again with the ID given.
+func TestSchedulerUpgradeID(t *testing.T) {
+	x, y := [16]byte{1, 2, 3}, [16]byte{4, 5, 6}
+	for _, crashed := range []bool{false, true} {
+		dir := idFixture(t, y)
+		if crashed {
+			b, _ := os.ReadFile(filepath.Join(dir, metaName))
+			clear(b[8:headerSize])
+			b[8] = 1
+			os.WriteFile(filepath.Join(dir, metaName), b, 0o644)
+		} else {
+			setOldHeaders(t, dir)
+		}
+		if rep, err := Check(dir, false); err != nil || rep.Damaged() {
+			t.Fatalf("crashed %v: Check before the upgrade: %v %v", crashed, err, rep.Findings)
+		}
+		s, err := Open(dir, idConfig(x))
+		if err != nil {
+			t.Fatalf("crashed %v: %v", crashed, err)
+		}
+		if s.Len() != 30 {
+			t.Errorf("crashed %v: %d URLs", crashed, s.Len())
+		}
+		s.Close()
+		for _, n := range []string{metaName, statesName, hostsName, namesName} {
+			b, _ := os.ReadFile(filepath.Join(dir, n))
+			if id := headerID(b); id != x {
+				t.Errorf("crashed %v: %s has ID %x, want %x", crashed, n, id, x)
+			}
+		}
+		if _, err := Open(dir, idConfig(y)); !errors.Is(err, ErrForeign) {
+			t.Errorf("crashed %v: upgraded, opened for another tree: %v", crashed, err)
+		}
+		if rep, err := Check(dir, false); err != nil || rep.Damaged() {
+			t.Errorf("crashed %v: Check after the upgrade: %v %v", crashed, err, rep.Findings)
+		}
+	}
+}
+
+// TestRepairKeepsTreeID: a meta file rewritten by a repair keeps the ID,
+// so the scheduler still opens for its tree.
+func TestRepairKeepsTreeID(t *testing.T) {
+	x := [16]byte{1, 2, 3}
+	dir := idFixture(t, x)
+	path := filepath.Join(dir, metaName)
+	b, _ := os.ReadFile(path)
+	b = bytes.Clone(b)
+	b[512+9] ^= 0x40
+	os.WriteFile(path, b, 0o644)
+	rep, err := Check(dir, true)
+	if err != nil || !rep.MetaRewritten {
+		t.Fatalf("repair: %v %+v", err, rep)
+	}
+	s, err := Open(dir, idConfig(x))
+	if err != nil {
+		t.Fatalf("after the repair: %v", err)
+	}
+	s.Close()
+}
