@@ -133,8 +133,8 @@ func openMeta(path string, readOnly bool) (*metaFile, error) {
 	if readOnly {
 		// A reader takes no lock: tools and tests read the tree a
 		// node left, and a reader writes nothing.
-		if f, err = os.Open(path); err != nil {
-			return nil, fmt.Errorf("urltree: %w", err)
+		if f, err = openRegular(path, os.O_RDONLY); err != nil {
+			return nil, err
 		}
 	} else if f, err = openLocked(path, os.O_RDWR); err != nil {
 		return nil, err
@@ -208,9 +208,9 @@ func (m *metaFile) close() error { return m.f.Close() }
 // added, gave them new ids, and left a tree no Open would take ("URL 200
 // repeats URL 100").
 func openLocked(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := openRegular(path, flag)
 	if err != nil {
-		return nil, fmt.Errorf("urltree: %w", err)
+		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()

@@ -30,9 +30,9 @@ func openMapped(path string, readOnly, create bool) (*mappedFile, error) {
 	if create {
 		flag |= os.O_CREATE | os.O_EXCL
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := openRegular(path, flag)
 	if err != nil {
-		return nil, fmt.Errorf("urltree: %w", err)
+		return nil, err
 	}
 	m := &mappedFile{path: path, f: f, readOnly: readOnly}
 	fi, err := f.Stat()
@@ -47,6 +47,27 @@ func openMapped(path string, readOnly, create bool) (*mappedFile, error) {
 		}
 	}
 	return m, nil
+}
+
+// openRegular opens path, which must be a regular file: a FIFO in a tree
+// file's place blocked the open (a reader's, Check's, a writer's creating
+// the tree) for good, in a wait no signal but SIGKILL ends, and a device
+// would be mapped as the file. Anything else is a *CorruptError naming it.
+func openRegular(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("urltree: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, corrupt(path, 0, "not a regular file but a %v: move it away", fi.Mode().Type())
+	}
+	return f, nil
 }
 
 func (m *mappedFile) mapSize(size int64) error {

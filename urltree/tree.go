@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -129,7 +130,11 @@ func (t *Tree) create() error {
 	// meta file was lost: Check can rebuild it, a new tree must not
 	// replace it.
 	for _, name := range []string{nodesName, ptrsName, arenaName} {
-		if fi, err := os.Stat(t.path(name)); err == nil && (fi.Size() > minFileSize || !holdsNothing(t.path(name))) {
+		fi, err := os.Stat(t.path(name))
+		if err == nil && !fi.Mode().IsRegular() {
+			return corrupt(t.path(name), 0, "not a regular file but a %v: move it away", fi.Mode().Type())
+		}
+		if err == nil && (fi.Size() > minFileSize || !holdsNothing(t.path(name))) {
 			return corrupt(t.path(metaName), 0, "missing, but %s holds data: repair with Check (kspider check --repair), or move the files away for a new tree", name)
 		}
 		if err := os.Remove(t.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -173,7 +178,12 @@ func (t *Tree) create() error {
 // holdsNothing reports whether the small file at path has nothing after
 // its header but zeros.
 func holdsNothing(path string) bool {
-	b, err := os.ReadFile(path)
+	f, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, minFileSize+1))
 	return err == nil && (len(b) <= headerSize || allZero(b[headerSize:]))
 }
 

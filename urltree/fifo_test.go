@@ -1,0 +1,54 @@
+package urltree
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestFIFOFile: a named pipe in the place of a tree file made a reader's
+// Open, Check, a repair and a writer creating the tree (the meta file
+// missing) wait in the open for good, for a writer to the pipe that never
+// came; now each fails at once, naming the file.
+func TestFIFOFile(t *testing.T) {
+	try := func(what, name string, f func() error) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s with %s a FIFO: %v, want an error naming it", what, name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s with %s a FIFO: still waiting after 10 s", what, name)
+		}
+	}
+	for _, name := range []string{metaName, nodesName, ptrsName, arenaName} {
+		dir := makeTree(t, "a", 20)
+		p := filepath.Join(dir, name)
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		try("Open", name, func() error { _, err := Open(dir, nil); return err })
+		try("read-only Open", name, func() error { _, err := Open(dir, &Options{ReadOnly: true}); return err })
+		try("Check", name, func() error { _, err := Check(dir, false); return err })
+		try("Check with repair", name, func() error { _, err := Check(dir, true); return err })
+		if name != metaName {
+			// No meta file: Open creates a tree, looking first at what
+			// the array files a crash in create left hold.
+			dir := t.TempDir()
+			if err := unix.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			try("Open creating", name, func() error { _, err := Open(dir, nil); return err })
+		}
+	}
+}
