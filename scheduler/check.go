@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -174,10 +175,10 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	var c commit
 	var metaID [16]byte
 	metaOK := false
-	if b, err := os.ReadFile(p(metaName)); errors.Is(err, fs.ErrNotExist) {
+	if b, err := readRegular(p(metaName)); errors.Is(err, fs.ErrNotExist) {
 		sink.damage(p(metaName), 0, "missing: nothing says how much of the other files is committed")
 	} else if err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
+		return nil, err
 	} else if header(p(metaName), b, magicMeta) {
 		metaID = headerID(b)
 		var derr error
@@ -215,7 +216,7 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 		// The private mapping takes decodeStates' in-memory fixes
 		// (in-progress back to in-list) without writing to the file.
 		recs := records(maps[0])
-		if f, err := os.Open(p(statesName)); err == nil {
+		if f, err := openRegular(p(statesName), os.O_RDONLY); err == nil {
 			recs = scanRecords(recs, c.urls, func(from int64) int64 { return dataEnd(f, from, int64(len(maps[0]))) })
 			f.Close()
 		}
@@ -278,9 +279,9 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 // mapPrivate maps the file at path copy-on-write from a read-only
 // descriptor: the decoders may change the mapping, the file never changes.
 func mapPrivate(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
@@ -298,4 +299,19 @@ func mapPrivate(path string) ([]byte, error) {
 		return nil, fmt.Errorf("scheduler: mmap %s: %w", path, err)
 	}
 	return data, nil
+}
+
+// readRegular reads the small file at path (the meta file), which must be
+// a regular file (openRegular).
+func readRegular(path string) ([]byte, error) {
+	f, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, metaFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	return b, nil
 }

@@ -310,9 +310,9 @@ func (m *metaFile) close() error { return m.f.Close() }
 // long as it is open (a killed process loses it), so that two processes
 // never share one scheduler's files.
 func openLocked(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := openRegular(path, flag)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
+		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()

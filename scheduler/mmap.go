@@ -36,11 +36,33 @@ func createMapped(path string, magic [8]byte, id [16]byte) (*mappedFile, error) 
 	return m, nil
 }
 
-// openMapped maps an existing file and checks its header.
-func openMapped(path string, magic [8]byte) (*mappedFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+// openRegular opens path, which must be a regular file: a FIFO in a
+// scheduler file's place blocked the open (Check's, or Open's look at
+// what a crash in create left) for good, in a wait no signal but SIGKILL
+// ends, and a device would be read as the file. Anything else is an
+// error wrapping ErrCorrupt, naming it.
+func openRegular(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: not a regular file but a %v: move it away", ErrCorrupt, path, fi.Mode().Type())
+	}
+	return f, nil
+}
+
+// openMapped maps an existing file and checks its header.
+func openMapped(path string, magic [8]byte) (*mappedFile, error) {
+	f, err := openRegular(path, os.O_RDWR)
+	if err != nil {
+		return nil, err
 	}
 	m := &mappedFile{path: path, f: f}
 	fi, err := f.Stat()

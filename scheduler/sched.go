@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -111,6 +112,9 @@ func (s *Scheduler) clearCreate() error {
 		if err != nil {
 			return fmt.Errorf("scheduler: %w", err)
 		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s: not a regular file but a %v: move it away", ErrCorrupt, s.path(n), fi.Mode().Type())
+		}
 		if fi.Size() > minFileSize || !holdsNothing(s.path(n)) {
 			return fmt.Errorf("%w: %s exists without %s", ErrCorrupt, s.path(n), metaName)
 		}
@@ -126,7 +130,12 @@ func (s *Scheduler) clearCreate() error {
 // holdsNothing reports whether the small file at path has nothing after
 // its header but zeros (a header not written yet counts as zeros).
 func holdsNothing(path string) bool {
-	b, err := os.ReadFile(path)
+	f, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, minFileSize+1))
 	if err != nil {
 		return false
 	}
