@@ -61,3 +61,37 @@ func BenchmarkTakeReport(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkHostNames adds 8192 host names to a new scheduler: names of a
+// crawl, and names a hostile web chose for HostHashes ending alike.
+func BenchmarkHostNames(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		names []string
+	}{
+		{"plain", func() []string {
+			var out []string
+			for i := range 8192 {
+				out = append(out, fmt.Sprintf("host%d.example.com", i))
+			}
+			return out
+		}()},
+		{"colliding", collidingNames(8192, 15)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				s := mustOpen(b, b.TempDir(), Config{Clock: newFakeClock(1, time.Hour, 0)})
+				b.StartTimer()
+				for _, n := range c.names {
+					if _, err := s.Host(n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -100,7 +100,7 @@ func FuzzHosts(f *testing.F) {
 			t.Fatalf("%d records, %d names, %d index entries, %d durable", len(s.recs), len(s.names), s.index.n, durable)
 		}
 		for i, name := range s.names {
-			if h, ok := s.index.find(HostHash(name), name, s.recs, s.names); checkHostName(name) != nil || HostHash(name) != s.recs[i].hash || !ok || h != uint32(i) {
+			if h, ok := s.index.find(name, s.names); checkHostName(name) != nil || HostHash(name) != s.recs[i].hash || !ok || h != uint32(i) {
 				t.Fatalf("host %d: bad name %q", i, name)
 			}
 		}

@@ -27,20 +27,18 @@ func (s *Scheduler) FindHost(name string) (uint32, bool) {
 	if s.usable() != nil {
 		return 0, false
 	}
-	hash := HostHash(name)
-	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {
+	if h, ok := s.index.find(name, s.names); ok {
 		return h, true
 	}
-	return s.index.find(hash, asciiLower(name), s.hosts, s.names)
+	return s.index.find(asciiLower(name), s.names)
 }
 
 func (s *Scheduler) host(name string) (uint32, error) {
-	hash := HostHash(name)
-	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {
+	if h, ok := s.index.find(name, s.names); ok {
 		return h, nil
 	}
 	name = asciiLower(name)
-	if h, ok := s.index.find(hash, name, s.hosts, s.names); ok {
+	if h, ok := s.index.find(name, s.names); ok {
 		return h, nil
 	}
 	if err := checkHostName(name); err != nil {
@@ -58,7 +56,7 @@ func (s *Scheduler) host(name string) (uint32, error) {
 	}
 	copy(s.namesF.data[headerSize+s.namesLen:], name)
 	name = strings.Clone(name)
-	h := hostRec{hash: hash, nameOff: s.namesLen, nameLen: uint16(len(name))}
+	h := hostRec{hash: HostHash(name), nameOff: s.namesLen, nameLen: uint16(len(name))}
 	s.namesLen += uint64(len(name))
 	if len(s.hosts) == cap(s.hosts) {
 		// Double rather than append's quarter for large slices: a crawl
@@ -71,7 +69,7 @@ func (s *Scheduler) host(name string) (uint32, error) {
 	}
 	s.hosts = append(s.hosts, h)
 	s.names = append(s.names, name)
-	s.index.insert(uint32(num), s.hosts)
+	s.index.insert(uint32(num), s.names)
 	s.phase = append(s.phase, s.phaseOf(h.hash, name))
 	s.runIdx = append(s.runIdx, 0)
 	s.putHost(uint32(num))

@@ -281,20 +281,20 @@ func decodeHosts(hostsPath, namesPath string, hosts, names []byte, durable, dura
 	}
 	all := string(nb[:top])
 	s.names = make([]string, len(s.recs))
-	s.index.grow(max(1024, 1<<bits.Len(uint(2*len(s.recs)))), s.recs)
+	s.index.grow(max(1024, 1<<bits.Len(uint(2*len(s.recs)))), s.names)
 	for i, h := range s.recs {
 		if h.nameLen == 0 {
 			continue // a damaged record's placeholder (Check only)
 		}
 		name := all[h.nameOff : h.nameOff+uint64(h.nameLen)]
 		s.names[i] = name
-		if _, dup := s.index.find(h.hash, name, s.recs, s.names); dup {
+		if _, dup := s.index.find(name, s.names); dup {
 			if err := sink.damage(hostsPath, int64(headerSize+i*hostRecSize), "host %d repeats the name %q", i, name); err != nil {
 				return s, err
 			}
 			continue
 		}
-		s.index.insert(uint32(i), s.recs)
+		s.index.insert(uint32(i), s.names)
 	}
 	s.namesLen = end
 	return s, nil
