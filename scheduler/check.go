@@ -189,7 +189,7 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 
 	var maps [3][]byte
 	for i, n := range names[1:] {
-		data, err := mapPrivate(p(n))
+		data, err := mapPrivate(p(n), [3]uint64{span(c.urls, recordSize), span(c.hosts, hostRecSize), span(c.names, 1)}[i])
 		if errors.Is(err, fs.ErrNotExist) {
 			sink.damage(p(n), 0, "missing")
 			continue
@@ -278,7 +278,13 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 
 // mapPrivate maps the file at path copy-on-write from a read-only
 // descriptor: the decoders may change the mapping, the file never changes.
-func mapPrivate(path string) ([]byte, error) {
+// It maps as far as the file's data or need (the committed part's end)
+// reaches, not the whole file: a private writable mapping of a file
+// extended with zeros (a sparse terabyte, which Open maps shared without
+// trouble) was refused by the kernel ("cannot allocate memory"), so Check
+// and its repair failed; past the data are only holes, which the decoders
+// do not read.
+func mapPrivate(path string, need uint64) ([]byte, error) {
 	f, err := openRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil, err
@@ -294,7 +300,16 @@ func mapPrivate(path string) ([]byte, error) {
 	if fi.Size() != int64(int(fi.Size())) {
 		return nil, fmt.Errorf("scheduler: %s: file of %d bytes is too large to map", path, fi.Size())
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	size := dataEnd(f, 0, fi.Size())
+	if need < uint64(fi.Size()) {
+		size = max(size, int64(need))
+	} else {
+		size = fi.Size()
+	}
+	if size = min(fi.Size(), (size+4095)&^4095); size == 0 {
+		return []byte{}, nil
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: mmap %s: %w", path, err)
 	}
@@ -314,4 +329,14 @@ func readRegular(path string) ([]byte, error) {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	return b, nil
+}
+
+// span is the end of count records of size bytes after a header, or the
+// largest uint64 when that would overflow (a commit's counts are not
+// bounded).
+func span(count, size uint64) uint64 {
+	if count > (1<<63)/size {
+		return 1<<64 - 1
+	}
+	return headerSize + count*size
 }

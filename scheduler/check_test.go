@@ -334,3 +334,34 @@ func TestCheckRepairLocked(t *testing.T) {
 		t.Fatalf("check of an open scheduler: %v %+v", err, rep)
 	}
 }
+
+// TestCheckExtendedFiles: a scheduler file extended with zeros to a sparse
+// terabyte (which Open takes) made Check fail ("mmap: cannot allocate
+// memory": it mapped the whole file private and writable), and with it
+// kspider check and its repair; now Check maps as far as the data reaches
+// and finds nothing wrong.
+func TestCheckExtendedFiles(t *testing.T) {
+	for _, name := range []string{statesName, hostsName, namesName} {
+		clk := newFakeClock(1, time.Hour, 0)
+		dir := t.TempDir()
+		s := mustOpen(t, dir, basicConfig(clk))
+		for id := range uint32(20) {
+			if id == 10 {
+				if err := s.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Add(id, fmt.Sprintf("h%d.example", id%3), 0)
+		}
+		s.closeFiles() // kill -9: ids 10..19 are past the commit
+		if err := os.Truncate(filepath.Join(dir, name), 1<<40); err != nil {
+			t.Skipf("no sparse terabyte file here: %v", err)
+		}
+		for _, repair := range []bool{false, true} {
+			rep, err := Check(dir, repair)
+			if err != nil || rep.Damaged() || rep.URLs != 20 || rep.Hosts != 3 {
+				t.Errorf("%s extended to 1 TiB: Check(repair %v) = %v, %+v; want no damage, 20 URLs, 3 hosts", name, repair, err, rep)
+			}
+		}
+	}
+}
