@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // checkFixture builds a closed scheduler of 300 URLs on 11 hosts in a new
@@ -363,5 +365,53 @@ func TestCheckExtendedFiles(t *testing.T) {
 				t.Errorf("%s extended to 1 TiB: Check(repair %v) = %v, %+v; want no damage, 20 URLs, 3 hosts", name, repair, err, rep)
 			}
 		}
+	}
+}
+
+// TestSalvageExtendedStates: a repair of damaged URL records in a states
+// file extended with zeros (sparse) copied the whole file, zeros and all,
+// into damaged/ (a terabyte written for a sparse terabyte, until the disk
+// was full) and read every record the file could hold; now it copies and
+// reads as far as the data reaches, the copy keeping the file's size as a
+// hole.
+func TestSalvageExtendedStates(t *testing.T) {
+	clk := newFakeClock(1, time.Hour, 0)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, basicConfig(clk))
+	for id := range uint32(20) {
+		s.Add(id, fmt.Sprintf("h%d.example", id%3), 0)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, statesName)
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0x55}, headerSize+3*recordSize+2); err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 30
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rep, err := Check(dir, true)
+	if err != nil || !rep.Repaired || rep.Salvaged != 1 {
+		t.Fatalf("repair: %v, %+v; want 1 record salvaged", err, rep)
+	}
+	var st unix.Stat_t
+	kept := filepath.Join(rep.Quarantine, statesName)
+	if err := unix.Stat(kept, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != size || st.Blocks*512 > 1<<20 {
+		t.Errorf("the copy kept in %s: %d bytes, %d allocated; want %d, a few KiB", rep.Quarantine, st.Size, st.Blocks*512, size)
+	}
+	s = mustOpen(t, dir, basicConfig(clk))
+	defer s.Close()
+	if s.Len() != 20 || s.URL(3) != (URLInfo{}) || s.URL(4).State != InList {
+		t.Errorf("after the repair: %d URLs, URL 3 %+v, URL 4 %+v", s.Len(), s.URL(3), s.URL(4))
 	}
 }

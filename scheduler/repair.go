@@ -40,7 +40,10 @@ func salvageStates(path, keep string, version uint32, durable uint64, nHosts uin
 	if err != nil {
 		return 0, fmt.Errorf("scheduler: repair: %w", err)
 	}
-	total := max(durable, uint64(max(0, fi.Size()-headerSize))/recordSize)
+	// Past the commit, up to where the data ends: beyond it lie only
+	// holes (a file extended with zeros), ids never written.
+	end := dataEnd(f, 0, fi.Size())
+	total := max(durable, uint64(max(0, end-headerSize)+recordSize-1)/recordSize)
 	const chunk = 1 << 16 // records per read
 	buf := make([]byte, chunk*recordSize)
 	fixed := 0
@@ -82,13 +85,23 @@ func salvageStates(path, keep string, version uint32, durable uint64, nHosts uin
 	return fixed, nil
 }
 
-// copyFile copies all of f to a new file at dst, synced.
+// copyFile copies all of f to a new file at dst, synced: its data, and
+// the holes after it as a hole of the same size (a states file extended
+// with zeros to a sparse terabyte was copied a terabyte of zeros long,
+// until the disk was full).
 func copyFile(f *os.File, dst string) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(out, io.NewSectionReader(f, 0, 1<<62))
+	_, err = io.Copy(out, io.NewSectionReader(f, 0, dataEnd(f, 0, fi.Size())))
+	if err == nil {
+		err = out.Truncate(fi.Size())
+	}
 	if err == nil {
 		err = out.Sync()
 	}
