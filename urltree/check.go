@@ -304,12 +304,26 @@ func (c *checker) checkArena() {
 	}
 	t.count, t.arenaEnd = min(count, maxURLs), end
 	blocks := (t.count + ptrBlock - 1) / ptrBlock
-	c.v = verifier{t: t, lens: make([]uint16, t.count), tailCRC: c.c.tailCRC, bad: make([]bool, t.count), v1: c.v1}
-	c.fixed = make([]byte, blocks*ptrRecord)
+	// Without a commit the count is a guess from the arena's size, 2^31
+	// for a sparse terabyte, and room made for it up front took 7 GB
+	// (lengths, marks, pointers) to walk a few blocks: the room grows
+	// with the blocks that verify instead.
+	room := t.count
+	if !c.found {
+		room = min(room, 1<<16)
+	}
+	c.v = verifier{t: t, lens: make([]uint16, room), tailCRC: c.c.tailCRC, bad: make([]bool, room), v1: c.v1}
+	c.fixed = make([]byte, (room+ptrBlock-1)/ptrBlock*ptrRecord)
 	off, offKnown := uint64(headerSize), true
 	havePtrs := uint64(len(t.ptrs) / ptrRecord)
 	for k := uint64(0); k < blocks; k++ {
 		first, last := k*ptrBlock, min((k+1)*ptrBlock, t.count)
+		if room < last {
+			room = min(max(last, 2*room), t.count)
+			c.v.lens = append(c.v.lens, make([]uint16, room-uint64(len(c.v.lens)))...)
+			c.v.bad = append(c.v.bad, make([]bool, room-uint64(len(c.v.bad)))...)
+			c.fixed = append(c.fixed, make([]byte, (room+ptrBlock-1)/ptrBlock*ptrRecord-uint64(len(c.fixed)))...)
+		}
 		ptrOff := headerSize + k*ptrRecord
 		var tries []uint64
 		if k < havePtrs {
