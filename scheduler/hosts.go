@@ -149,7 +149,9 @@ var errHostChecksum = errors.New("torn or damaged record")
 // tornHost makes the soft state of a record whose checksum failed but whose
 // name verified safe to use: each field is its old or its new value, or, on
 // a damaged disk, anything; the bounds keep a flipped bit from holding a
-// host back for years or admitting pages past its budget.
+// host back for years. Its count of pages admitted is set to the URLs it
+// has once they are read (trimPages), so that no flipped bit admits pages
+// past its budget.
 func tornHost(h hostRec, now time.Time) hostRec {
 	limit := now.Add(maxTornWait).UnixNano()
 	h.nextStart = min(h.nextStart, limit)

@@ -63,7 +63,11 @@ type OpenStats struct {
 	// PagesTrimmed counts hosts whose count of pages admitted (AdmitPage)
 	// a crash left above the URLs they have: lowered to those (trimPages).
 	PagesTrimmed int
-	Took         time.Duration // time Open took
+	// PagesRaised counts torn host records (TornHosts) whose count of
+	// pages admitted was below the URLs they have: raised to those, so
+	// that a damaged count admits no page past the host's budget.
+	PagesRaised int
+	Took        time.Duration // time Open took
 }
 
 // Open opens the scheduler in dir, creating it if dir holds none.
@@ -278,7 +282,7 @@ func (s *Scheduler) load() error {
 	s.countStates()
 	s.opened.Clean = c.flags&flagClean != 0
 	if !s.opened.Clean {
-		s.opened.PagesTrimmed = s.trimPages()
+		s.opened.PagesTrimmed, s.opened.PagesRaised = s.trimPages(hs.torn)
 	}
 	s.opened.InProgress, s.opened.Dropped = ss.inProgress, ss.dropped
 	s.phase = make([]uint16, len(s.hosts))
@@ -294,16 +298,18 @@ func (s *Scheduler) load() error {
 // place, which a kill -9 keeps, while the URLs admitted since the node's
 // last sync are lost with its URL tree (URLLimit): found again, they were
 // counted again, and every crash took a few pages from the host's budget
-// for good. It never raises a count (URLs added with no budget are not
-// charged after the fact) and returns the hosts it lowered.
-func (s *Scheduler) trimPages() int {
+// for good. It raises no count of a record that verifies (URLs added with
+// no budget are not charged after the fact), but it sets that of a torn
+// record (tornHost) to its URLs: its count may be anything on a damaged
+// disk, and one lowered by a flipped bit admitted pages past the host's
+// budget. It returns the hosts it lowered and those it raised.
+func (s *Scheduler) trimPages(torn []uint32) (trimmed, raised int) {
 	urls := make([]uint32, len(s.hosts))
 	for _, r := range s.recs[:s.count] {
 		if r.added() && int(r.host()) < len(urls) {
 			urls[r.host()]++
 		}
 	}
-	trimmed := 0
 	for h := range s.hosts {
 		if s.hosts[h].pages > urls[h] {
 			s.hosts[h].pages = urls[h]
@@ -311,7 +317,14 @@ func (s *Scheduler) trimPages() int {
 			trimmed++
 		}
 	}
-	return trimmed
+	for _, h := range torn {
+		if s.hosts[h].pages < urls[h] {
+			s.hosts[h].pages = urls[h]
+			s.putHost(h)
+			raised++
+		}
+	}
+	return trimmed, raised
 }
 
 // Opened returns what Open found.

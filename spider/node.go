@@ -402,7 +402,7 @@ func (n *Node) recover() error {
 	}
 	if o := n.sched.Opened(); rd != nil {
 		n.cfg.Logf("spider: resuming after an unclean stop: %d pages stored but unreported (not fetched again), %d URLs the crash lost (added again when found), %d hosts' page budgets recounted",
-			len(n.stored), o.Dropped, o.PagesTrimmed)
+			len(n.stored), o.Dropped, o.PagesTrimmed+o.PagesRaised)
 	}
 	n.syncedLen = n.tree.Len()
 	return nil
