@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +71,10 @@ type CheckReport struct {
 	// MetaRewritten: the repair wrote sched.meta's commit slots anew from
 	// its valid one and changed nothing else.
 	MetaRewritten bool
+	// HeadersRewritten counts the damaged file headers a repair wrote
+	// anew from the others' (format version 3: the same version and ID),
+	// each file copied into Quarantine first.
+	HeadersRewritten int
 }
 
 // Damaged reports whether any finding is damage.
@@ -113,7 +118,10 @@ func (f *findings) leftover(file string, off int64, format string, args ...any) 
 // the records' own checks are verified. A directory with none of the files
 // is ErrNoScheduler.
 //
-// With repair, under the scheduler's lock: when all the damage is in
+// With repair, under the scheduler's lock: a damaged file header whose
+// magic is intact, beside one of format version 3 that verifies, is
+// written anew from it (HeadersRewritten; the file copied into
+// dir/damaged/<UTC time>/ first); when all the damage is in
 // committed URL records of sched.states (the commit, hosts and names
 // verify), the file is copied into dir/damaged/<UTC time>/ and the
 // damaged records become gaps, costing those URLs only (salvageStates).
@@ -153,15 +161,19 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	var id [16]byte
 	idFrom := ""
 	var foreignFiles []string
+	v3 := false                       // a header of format version 3 verifies: a damaged one can be rebuilt
+	headerFinding := map[string]int{} // damaged header's finding, by path
 	header := func(path string, b []byte, magic [8]byte) bool {
 		err := checkHeader(path, b, magic)
 		if errors.Is(err, ErrNewerFormat) {
 			newer = true
 		}
 		if err != nil {
+			headerFinding[path] = len(sink.list)
 			sink.list = append(sink.list, Finding{File: path, What: err.Error(), Damage: true})
 			return false
 		}
+		v3 = v3 || headerVersion(b) >= 3
 		switch hid := headerID(b); {
 		case idFrom == "" && (magic == magicMeta || hid != [16]byte{}):
 			id, idFrom = hid, path
@@ -175,21 +187,30 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	var c commit
 	var metaID [16]byte
 	metaOK := false
-	if b, err := readRegular(p(metaName)); errors.Is(err, fs.ErrNotExist) {
-		sink.damage(p(metaName), 0, "missing: nothing says how much of the other files is committed")
-	} else if err != nil {
-		return nil, err
-	} else if header(p(metaName), b, magicMeta) {
+	decodeCommits := func(b []byte) {
 		metaID = headerID(b)
 		var derr error
 		c, derr = decodeMeta(p(metaName), b, sink)
 		metaOK = derr == nil
 	}
-	rep.Clean = c.flags&flagClean != 0
+	meta, err := readRegular(p(metaName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		sink.damage(p(metaName), 0, "missing: nothing says how much of the other files is committed")
+	case err != nil:
+		return nil, err
+	case header(p(metaName), meta, magicMeta):
+		decodeCommits(meta)
+	}
 
-	var maps [3][]byte
+	magics := [3][8]byte{magicStates, magicHosts, magicNames}
+	var raw, maps [3][]byte
 	for i, n := range names[1:] {
-		data, err := mapPrivate(p(n), [3]uint64{span(c.urls, recordSize), span(c.hosts, hostRecSize), span(c.names, 1)}[i])
+		need := [3]uint64{span(c.urls, recordSize), span(c.hosts, hostRecSize), span(c.names, 1)}[i]
+		if _, bad := headerFinding[p(metaName)]; bad {
+			need = 1<<64 - 1 // the commit may yet be read (rebuilt below)
+		}
+		data, err := mapPrivate(p(n), need)
 		if errors.Is(err, fs.ErrNotExist) {
 			sink.damage(p(n), 0, "missing")
 			continue
@@ -200,10 +221,32 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 		if len(data) > 0 {
 			defer unix.Munmap(data)
 		}
-		if header(p(n), data, [3][8]byte{magicStates, magicHosts, magicNames}[i]) {
+		if raw[i] = data; header(p(n), data, magics[i]) {
 			maps[i] = data
 		}
 	}
+	// A damaged header (a flipped bit, a torn sector) whose magic is
+	// intact is rebuilt from the others' when one of format version 3
+	// verifies: all hold that version and the same ID. Before, a single
+	// flipped bit in a header lost the whole scheduler to the repair.
+	rebuilt := map[string][]byte{}
+	rebuild := func(path string, b []byte, magic [8]byte) bool {
+		if _, bad := headerFinding[path]; !bad || !v3 || newer || len(b) < headerSize || [8]byte(b[:8]) != magic {
+			return false
+		}
+		putHeader(b, magic, id) // the copy in memory: meta's bytes, a private mapping
+		rebuilt[path] = bytes.Clone(b[:headerSize])
+		return true
+	}
+	if meta != nil && rebuild(p(metaName), meta, magicMeta) {
+		decodeCommits(meta)
+	}
+	for i, n := range names[1:] {
+		if maps[i] == nil && raw[i] != nil && rebuild(p(n), raw[i], magics[i]) {
+			maps[i] = raw[i]
+		}
+	}
+	rep.Clean = c.flags&flagClean != 0
 	nHosts := ^uint32(0) // host numbers are unchecked without a host table
 	if maps[1] != nil && maps[2] != nil {
 		hs, err := decodeHosts(p(hostsName), p(namesName), maps[1], maps[2], c.hosts, c.names, c.flags&flagClean != 0, sink)
@@ -244,6 +287,15 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 	if err := os.MkdirAll(q, 0o755); err != nil {
 		return rep, fmt.Errorf("scheduler: repair: %w", err)
 	}
+	if onlyHeaders(rep.Findings, headerFinding, rebuilt) {
+		for path, h := range rebuilt {
+			if err := rewriteHeader(path, filepath.Join(q, filepath.Base(path)), h); err != nil {
+				return rep, err
+			}
+		}
+		rep.Repaired, rep.Quarantine, rep.HeadersRewritten = true, q, len(rebuilt)
+		return rep, nil
+	}
 	if metaOK && maps[0] != nil && nHosts != ^uint32(0) && onlyIn(rep.Findings, p(metaName)) {
 		if err := rewriteMeta(p(metaName), filepath.Join(q, metaName), c, metaID); err != nil {
 			return rep, err
@@ -255,6 +307,12 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 		n, err := salvageStates(p(statesName), filepath.Join(q, statesName), headerVersion(maps[0]), c.urls, nHosts)
 		if err != nil {
 			return rep, err
+		}
+		if h := rebuilt[p(statesName)]; h != nil {
+			if err := rewriteHeader(p(statesName), "", h); err != nil {
+				return rep, err
+			}
+			rep.HeadersRewritten = 1
 		}
 		rep.Repaired, rep.Quarantine, rep.Salvaged = true, q, n
 		return rep, nil

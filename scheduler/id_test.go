@@ -149,3 +149,62 @@ func TestRepairKeepsTreeID(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestRepairHeader: one flipped bit in a file's header (its version, its
+// ID, its checksum) made check --repair move all four files away, and the
+// next Open started an empty scheduler: every URL's state and every
+// host's politeness lost to a bit. Now the header is rebuilt from the
+// others' (the file copied into damaged/ first) and nothing else changes.
+func TestRepairHeader(t *testing.T) {
+	x := [16]byte{1, 2, 3}
+	for _, name := range []string{metaName, statesName, hostsName, namesName} {
+		for _, off := range []int{9, 20, 61} {
+			dir := idFixture(t, x)
+			path := filepath.Join(dir, name)
+			b, _ := os.ReadFile(path)
+			b[off] ^= 0x04
+			os.WriteFile(path, b, 0o644)
+			if rep, err := Check(dir, false); err != nil || !rep.Damaged() {
+				t.Fatalf("%s byte %d flipped: Check = %v, %v", name, off, err, rep)
+			}
+			rep, err := Check(dir, true)
+			if err != nil || !rep.Repaired || rep.HeadersRewritten != 1 {
+				t.Fatalf("%s byte %d flipped: repair = %v, %+v", name, off, err, rep)
+			}
+			if kept, err := os.ReadFile(filepath.Join(rep.Quarantine, name)); err != nil || !bytes.Equal(kept, b) {
+				t.Errorf("%s byte %d flipped: the damaged file not kept in %s: %v", name, off, rep.Quarantine, err)
+			}
+			if rep, err := Check(dir, false); err != nil || rep.Damaged() {
+				t.Errorf("%s byte %d flipped: after the repair: %v, %v", name, off, err, rep.Findings)
+			}
+			s, err := Open(dir, idConfig(x))
+			if err != nil {
+				t.Fatalf("%s byte %d flipped: Open after the repair: %v", name, off, err)
+			}
+			if s.Len() != 30 || s.Hosts() != 3 || s.URL(29).State != InList {
+				t.Errorf("%s byte %d flipped: after the repair %d URLs, %d hosts", name, off, s.Len(), s.Hosts())
+			}
+			s.Close()
+		}
+	}
+	// With a damaged record besides, the states file's header is
+	// rebuilt and the record salvaged.
+	dir := idFixture(t, x)
+	path := filepath.Join(dir, statesName)
+	b, _ := os.ReadFile(path)
+	b[20] ^= 0x04
+	b[headerSize+5*recordSize+1] ^= 0x10
+	os.WriteFile(path, b, 0o644)
+	rep, err := Check(dir, true)
+	if err != nil || !rep.Repaired || rep.HeadersRewritten != 1 || rep.Salvaged != 1 {
+		t.Fatalf("header and record: repair = %v, %+v", err, rep)
+	}
+	s, err := Open(dir, idConfig(x))
+	if err != nil {
+		t.Fatalf("header and record: Open after the repair: %v", err)
+	}
+	if s.Len() != 30 || s.URL(5) != (URLInfo{}) || s.URL(6).State != InList {
+		t.Errorf("header and record: %d URLs, URL 5 %+v, URL 6 %+v", s.Len(), s.URL(5), s.URL(6))
+	}
+	s.Close()
+}

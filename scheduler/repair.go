@@ -160,3 +160,37 @@ func rewriteMeta(path, keep string, c commit, id [16]byte) error {
 	}
 	return syncDir(filepath.Dir(path))
 }
+
+// onlyHeaders reports whether every damage finding is that of a header a
+// repair rebuilt (Check).
+func onlyHeaders(fs []Finding, headerFinding map[string]int, rebuilt map[string][]byte) bool {
+	for i, f := range fs {
+		if f.Damage && (rebuilt[f.File] == nil || headerFinding[f.File] != i) {
+			return false
+		}
+	}
+	return len(rebuilt) > 0
+}
+
+// rewriteHeader writes the rebuilt header h over the damaged one of the
+// file at path, after copying the file to keep (unless keep is "": the
+// caller kept it).
+func rewriteHeader(path, keep string, h []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("scheduler: repair: %w", err)
+	}
+	defer f.Close()
+	if keep != "" {
+		if err := copyFile(f, keep); err != nil {
+			return fmt.Errorf("scheduler: repair: keeping %s in %s: %w", path, keep, err)
+		}
+	}
+	if _, err := f.WriteAt(h, 0); err != nil {
+		return fmt.Errorf("scheduler: repair: writing the header of %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("scheduler: repair: sync %s: %w", path, err)
+	}
+	return nil
+}
