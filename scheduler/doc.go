@@ -58,7 +58,8 @@
 // never ends before a 429/503 Retry-After (up to MaxRetryAfter). The end
 // is stored as the host's next start, which also holds across a restart
 // and is checked again when the list goes out, in case the clock stepped
-// back.
+// back; one further from now than the longest wait the config imposes
+// (stored by a run whose clock was ahead) is cut to that.
 // With MaxHostsPerIP, at most that many hosts of one IP address (SetIP)
 // fetch at once.
 //

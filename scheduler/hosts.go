@@ -332,6 +332,27 @@ func (c *Config) delay(h *hostRec, now int64) int64 {
 	return max(now+int64(d), h.retryUntil)
 }
 
+// longestWait is the longest politeness wait c imposes on a host (delay,
+// a first error, Retry-After).
+func (c *Config) longestWait() int64 {
+	return int64(max(c.MinDelay, c.MaxCrawlDelay, c.ErrorDelay, c.MaxBackoff, c.MaxRetryAfter))
+}
+
+// hostWait is when host h may start a list again: its next start or its
+// Retry-After, whichever is later, but never further from now than the
+// longest wait the config imposes. A wait stored by a run whose clock was
+// ahead (set wrong, a VM restored) lay years ahead once the clock was
+// right, and the host waited that long, holding its row of the buckets;
+// such a wait is cut, and stored so.
+func (s *Scheduler) hostWait(h uint32, now int64) int64 {
+	hr := &s.hosts[h]
+	if limit := now + s.cfg.longestWait(); max(hr.nextStart, hr.retryUntil) > limit {
+		hr.nextStart, hr.retryUntil = min(hr.nextStart, limit), min(hr.retryUntil, limit)
+		s.putHost(h)
+	}
+	return max(hr.nextStart, hr.retryUntil)
+}
+
 // checkHostName reports what makes name unfit for the table: it must be 1
 // to MaxHostLen bytes of printable ASCII or UTF-8 without upper-case ASCII
 // letters, spaces, '/' or control bytes (Add lower-cases names first).

@@ -148,9 +148,9 @@ func (s *Scheduler) take(p Phase) (List, bool) {
 				continue
 			}
 		}
-		if hr := &s.hosts[r.host]; max(hr.nextStart, hr.retryUntil) > now {
+		if next := s.hostWait(r.host, now); next > now {
 			// The clock stepped back since the host's wait ended.
-			r.state, r.until = TimeWait, max(hr.nextStart, hr.retryUntil)
+			r.state, r.until = TimeWait, next
 			rt.events.add(event{at: r.until, ref: ref, tw: true})
 			continue
 		}

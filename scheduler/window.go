@@ -161,8 +161,7 @@ func (rt *windowState) acquire(s *Scheduler, idx int32, now int64) {
 // its host may not start yet (a wait stored before a restart).
 func (rt *windowState) startQueuing(s *Scheduler, idx int32, now int64) {
 	r := &rt.runs[idx]
-	hr := &s.hosts[r.host]
-	if next := max(hr.nextStart, hr.retryUntil); next > now {
+	if next := s.hostWait(r.host, now); next > now {
 		r.state, r.until = TimeWait, next
 		rt.events.add(event{at: next, ref: rt.ref(idx), tw: true})
 		return
