@@ -208,3 +208,34 @@ func TestRepairHeader(t *testing.T) {
 	}
 	s.Close()
 }
+
+// TestRepairMetaTmpSymlink: sched.meta.repair, the file a repair writes
+// the new meta file to, made a symbolic link to another file (a system
+// file, for a check run as root): the repair truncated the link's target
+// and wrote the meta file into it. Now the name is removed and created
+// anew: the target is left as it was.
+func TestRepairMetaTmpSymlink(t *testing.T) {
+	dir := idFixture(t, [16]byte{1})
+	victim := filepath.Join(t.TempDir(), "passwd")
+	const content = "root:x:0:0:root:/root:/bin/bash\n"
+	if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, metaName+".repair")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, metaName)
+	b, _ := os.ReadFile(path)
+	b[512+9] ^= 0x40
+	os.WriteFile(path, b, 0o644)
+	rep, err := Check(dir, true)
+	if err != nil || !rep.MetaRewritten {
+		t.Fatalf("repair: %v %+v", err, rep)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != content {
+		t.Errorf("the file sched.meta.repair linked to holds %q now", got)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("sched.meta after the repair: %v, %v", fi, err)
+	}
+}

@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -139,8 +141,14 @@ func rewriteMeta(path, keep string, c commit, id [16]byte) error {
 	for _, x := range []commit{c, next} {
 		copy(b[metaSlotOffsets[x.seq%2]:], x.encode())
 	}
+	// Removed and made anew, never opened as it is: one a repair cut short
+	// left, or a symbolic link put there (to a system file, for a check
+	// run as root), had its target truncated and overwritten.
 	tmp := path + ".repair"
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("scheduler: repair: %w", err)
+	}
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("scheduler: repair: %w", err)
 	}
