@@ -442,12 +442,57 @@ func (c *checker) checkSlack() {
 
 // repair rebuilds the tree from what verified: see Check.
 func (c *checker) repair() error {
-	t := &c.t
-	t.ptrs = c.fixed
 	tmp := filepath.Join(c.dir, "repair.tmp")
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("urltree: repair: %w", err)
 	}
+	// Until the swap begins, a failure (a full disk, most likely) takes
+	// the new tree away again: it was left in repair.tmp, taking as much
+	// space as the tree itself on the disk that had none.
+	q := filepath.Join(c.dir, "damaged", time.Now().UTC().Format("20060102T150405.000000000Z"))
+	err := c.build(tmp)
+	if err == nil {
+		if err = os.MkdirAll(q, 0o755); err != nil {
+			err = fmt.Errorf("urltree: repair: %w", err)
+		}
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	// The arrays first, the meta last: a crash in between leaves a meta
+	// file whose arrays are missing or new, which Open refuses or reads,
+	// but never a directory without a tree that Open would start afresh.
+	for _, name := range []string{arenaName, ptrsName, nodesName, metaName} {
+		old, nw := filepath.Join(c.dir, name), filepath.Join(tmp, name)
+		if name == metaName {
+			err = os.Link(old, filepath.Join(q, name))
+		} else {
+			err = os.Rename(old, filepath.Join(q, name))
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("urltree: repair: quarantine %s: %w", old, err)
+		}
+		if err := os.Rename(nw, old); err != nil {
+			return fmt.Errorf("urltree: repair: %w", err)
+		}
+	}
+	for _, d := range []string{q, c.dir} {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(tmp); err != nil {
+		return fmt.Errorf("urltree: repair: %w", err)
+	}
+	c.rep.Repaired, c.rep.Quarantine = true, q
+	return nil
+}
+
+// build writes the repaired tree into the directory tmp.
+func (c *checker) build(tmp string) error {
+	t := &c.t
+	t.ptrs = c.fixed
 	nt, err := Open(tmp, &Options{MaxURLLen: MaxURLLenLimit, id: c.id})
 	if err != nil {
 		return fmt.Errorf("urltree: repair: %w", err)
@@ -476,36 +521,6 @@ func (c *checker) repair() error {
 	if err := nt.Close(); err != nil {
 		return fmt.Errorf("urltree: repair: %w", err)
 	}
-	q := filepath.Join(c.dir, "damaged", time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.MkdirAll(q, 0o755); err != nil {
-		return fmt.Errorf("urltree: repair: %w", err)
-	}
-	// The arrays first, the meta last: a crash in between leaves a meta
-	// file whose arrays are missing or new, which Open refuses or reads,
-	// but never a directory without a tree that Open would start afresh.
-	for _, name := range []string{arenaName, ptrsName, nodesName, metaName} {
-		old, nw := filepath.Join(c.dir, name), filepath.Join(tmp, name)
-		if name == metaName {
-			err = os.Link(old, filepath.Join(q, name))
-		} else {
-			err = os.Rename(old, filepath.Join(q, name))
-		}
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("urltree: repair: quarantine %s: %w", old, err)
-		}
-		if err := os.Rename(nw, old); err != nil {
-			return fmt.Errorf("urltree: repair: %w", err)
-		}
-	}
-	for _, d := range []string{q, c.dir} {
-		if err := syncDir(d); err != nil {
-			return err
-		}
-	}
-	if err := os.Remove(tmp); err != nil {
-		return fmt.Errorf("urltree: repair: %w", err)
-	}
-	c.rep.Repaired, c.rep.Quarantine = true, q
 	return nil
 }
 

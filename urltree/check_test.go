@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCheckMessages pins what Check and Open say for typical damage, and
@@ -317,5 +320,64 @@ func TestCheckExtendedFileNoCommit(t *testing.T) {
 	}
 	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
 		t.Errorf("Check allocated %d MB for a tree of 100 URLs", n>>20)
+	}
+}
+
+// TestRepairDiskFull: a repair on a disk without room for the new tree
+// failed, as it must, but left the part it had built in repair.tmp,
+// holding what little space the disk had left; now it removes it, and the
+// tree's files are as they were.
+func TestRepairDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	src := makeTree(t, "a", 20000)
+	p := filepath.Join(src, arenaName)
+	b, _ := os.ReadFile(p)
+	b[headerSize+100] ^= 0x40
+	os.WriteFile(p, b, 0o644)
+	total := int64(0)
+	for _, n := range []string{metaName, nodesName, ptrsName, arenaName} {
+		fi, err := os.Stat(filepath.Join(src, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += fi.Size()
+	}
+	disk := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, fmt.Sprintf("size=%d", total*3/2)); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v", err)
+	}
+	defer unix.Unmount(disk, unix.MNT_DETACH)
+	dir := filepath.Join(disk, "urls")
+	os.Mkdir(dir, 0o755)
+	before := map[string][]byte{}
+	for _, n := range []string{metaName, nodesName, ptrsName, arenaName} {
+		b, _ := os.ReadFile(filepath.Join(src, n))
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before[n] = b
+	}
+	var st0, st1 unix.Statfs_t
+	unix.Statfs(disk, &st0)
+	rep, err := Check(dir, true)
+	if err == nil || rep.Repaired {
+		t.Fatalf("repair on a full disk: %v, %+v; want an error", err, rep)
+	}
+	if unix.Statfs(disk, &st1); st1.Bfree < st0.Bfree {
+		t.Errorf("the failed repair left %d KiB of the disk taken", (st0.Bfree-st1.Bfree)*uint64(st0.Bsize)>>10)
+	}
+	t.Logf("repair on a full disk: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "repair.tmp")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("repair.tmp left behind: %v", err)
+	}
+	for n, b := range before {
+		if got, _ := os.ReadFile(filepath.Join(dir, n)); string(got) != string(b) {
+			t.Errorf("%s changed by the failed repair", n)
+		}
 	}
 }
