@@ -39,7 +39,9 @@
 // which are big endian so that they compare and decode MSB first. The
 // array files are mapped in full and grow by a quarter at a time; space is
 // reserved with fallocate before it is mapped, so a full disk makes Add
-// fail with an error instead of the process dying of SIGBUS. Node links
+// fail with an error instead of the process dying of SIGBUS (a writer's
+// Open cuts a file extended with holes back to its data and reserves the
+// rest). Node links
 // have 31 bits, so a tree holds up to 2^31 URLs; arena offsets have 64.
 //
 // # Durability

@@ -40,13 +40,40 @@ func openMapped(path string, readOnly, create bool) (*mappedFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("urltree: %w", err)
 	}
-	if fi.Size() > 0 {
-		if err := m.mapSize(fi.Size()); err != nil {
+	size := fi.Size()
+	if !readOnly && !create && size > 0 {
+		if size, err = reserveFile(f, path, size); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if size > 0 {
+		if err := m.mapSize(size); err != nil {
 			f.Close()
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// reserveFile makes every byte of a file a writer maps backed by disk
+// blocks, as ensure does when it grows one, and returns its size. A file
+// extended with zeros (sparse) had holes there instead, and on a full
+// disk a store into one killed the process with SIGBUS: the file is cut
+// back to where its data ends (nothing but holes lie past it) and what
+// remains is reserved.
+func reserveFile(f *os.File, path string, size int64) (int64, error) {
+	end := (dataEnd(f, 0, size) + 4095) &^ 4095
+	if keep := max(end, minFileSize); keep < size {
+		if err := f.Truncate(keep); err != nil {
+			return 0, fmt.Errorf("urltree: cut %s back to its data (%d bytes): %w", path, keep, err)
+		}
+		size = keep
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		return 0, fmt.Errorf("urltree: reserve %s (%d bytes): %w", path, size, err)
+	}
+	return size, nil
 }
 
 // openRegular opens path, which must be a regular file: a FIFO in a tree
@@ -176,10 +203,12 @@ func (m *mappedFile) close() error {
 // dataEnd returns where the file's data ends at or after offset from:
 // past it lie only holes, which read as zeros (so do extents fallocate
 // reserved and nothing wrote). Without SEEK_DATA it is the mapping's end.
-func (m *mappedFile) dataEnd(from int64) int64 {
-	size := int64(len(m.data))
+func (m *mappedFile) dataEnd(from int64) int64 { return dataEnd(m.f, from, int64(len(m.data))) }
+
+// dataEnd is mappedFile.dataEnd for the file f of the given size.
+func dataEnd(f *os.File, from, size int64) int64 {
 	end := from
-	rc, err := m.f.SyscallConn()
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return size
 	}
