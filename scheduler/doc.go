@@ -76,8 +76,10 @@
 //
 // The array files are mapped in full and grow by a quarter at a time,
 // space reserved with fallocate first, so a full disk is an error from Add
-// or Host rather than a SIGBUS. Sync writes back names, hosts and states,
-// then the next commit slot with how many records of each are durable.
+// or Host rather than a SIGBUS (Open cuts a file extended with holes back
+// to its data or its commit and reserves the rest). Sync writes back
+// names, hosts and states, then the next commit slot with how many
+// records of each are durable.
 // Open checks every record (checksums, states, host numbers, that names
 // follow each other and match their hashes): damage inside the committed
 // part is an error naming the file, record and offset — never a silent

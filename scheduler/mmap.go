@@ -58,8 +58,9 @@ func openRegular(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// openMapped maps an existing file and checks its header.
-func openMapped(path string, magic [8]byte) (*mappedFile, error) {
+// openMapped maps an existing file and checks its header. need is where
+// the commit says its durable part ends.
+func openMapped(path string, magic [8]byte, need uint64) (*mappedFile, error) {
 	f, err := openRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, err
@@ -70,8 +71,13 @@ func openMapped(path string, magic [8]byte) (*mappedFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	if fi.Size() >= headerSize {
-		if err := m.mapSize(fi.Size()); err != nil {
+	size := fi.Size()
+	if size >= headerSize {
+		if size, err = reserveFile(f, path, size, need); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := m.mapSize(size); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -81,6 +87,31 @@ func openMapped(path string, magic [8]byte) (*mappedFile, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// reserveFile makes every byte of a file Open maps backed by disk
+// blocks, as ensure does when it grows one, and returns its size. A file
+// extended with zeros (sparse) had holes there instead, and on a full
+// disk a store into one (a URL's record) killed the process with SIGBUS:
+// the file is cut back to where its data, or the commit (need), ends
+// (past both lie only holes) and what remains is reserved.
+func reserveFile(f *os.File, path string, size int64, need uint64) (int64, error) {
+	keep := dataEnd(f, 0, size)
+	if need < uint64(size) {
+		keep = max(keep, int64(need))
+	} else {
+		keep = size
+	}
+	if keep = min((keep+4095)&^4095, size); keep < size {
+		if err := f.Truncate(keep); err != nil {
+			return 0, fmt.Errorf("scheduler: cut %s back to its data (%d bytes): %w", path, keep, err)
+		}
+		size = keep
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+		return 0, fmt.Errorf("scheduler: reserve %s (%d bytes): %w", path, size, err)
+	}
+	return size, nil
 }
 
 func (m *mappedFile) mapSize(size int64) error {

@@ -182,9 +182,10 @@ func (s *Scheduler) open() error {
 	if s.meta, err = openMeta(s.path(metaName)); err != nil {
 		return err
 	}
-	if s.statesF, err = openMapped(s.path(statesName), magicStates); err == nil {
-		if s.hostsF, err = openMapped(s.path(hostsName), magicHosts); err == nil {
-			s.namesF, err = openMapped(s.path(namesName), magicNames)
+	c := s.meta.last
+	if s.statesF, err = openMapped(s.path(statesName), magicStates, span(c.urls, recordSize)); err == nil {
+		if s.hostsF, err = openMapped(s.path(hostsName), magicHosts, span(c.hosts, hostRecSize)); err == nil {
+			s.namesF, err = openMapped(s.path(namesName), magicNames, span(c.names, 1))
 		}
 	}
 	if err == nil {
