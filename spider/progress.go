@@ -112,10 +112,14 @@ const (
 	RunFinished    = "finished"
 	RunInterrupted = "interrupted (run again on the same directory to continue)"
 	RunDrained     = "drained (run again on the same directory to continue)"
+	// RunFailed: a fatal error (a full disk, a store that failed) stopped
+	// the crawl; the caller names it. Not "interrupted": running again
+	// before the error is dealt with meets it again.
+	RunFailed = "stopped by an error (named below)"
 )
 
 // SummaryLine is the final report of a crawl: totals and average rates, and
-// how it ended (RunFinished, RunInterrupted, RunDrained).
+// how it ended (RunFinished, RunInterrupted, RunDrained, RunFailed).
 func SummaryLine(c Counters, elapsed time.Duration, how string) string {
 	var pps, mbps float64
 	if s := elapsed.Seconds(); s > 0 {

@@ -70,6 +70,9 @@ func TestSummaryLine(t *testing.T) {
 	if got := SummaryLine(c, 0, RunInterrupted); !strings.HasPrefix(got, "crawl interrupted (run again on the same directory to continue) after 0s") {
 		t.Errorf("interrupted: %q", got)
 	}
+	if got := SummaryLine(c, 0, RunFailed); !strings.HasPrefix(got, "crawl stopped by an error (named below) after 0s") {
+		t.Errorf("failed: %q", got)
+	}
 	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 123456: "123,456", 1234567: "1,234,567", 1<<64 - 1: "18,446,744,073,709,551,615"} {
 		if got := count(n); got != want {
 			t.Errorf("count(%d) = %q", n, got)

@@ -200,7 +200,12 @@ a peer were lost): the summary names what.`)
 		return nil
 	}
 	how := spider.RunFinished
-	if runErr != nil {
+	switch {
+	case runErr != nil && !interrupted || closeErr != nil:
+		// A fatal error: "interrupted (run again …)" told the operator
+		// all was well and the same command would go on.
+		how = spider.RunFailed
+	case interrupted:
 		how = spider.RunInterrupted
 	}
 	// Pages handed to a store that then failed were not all made

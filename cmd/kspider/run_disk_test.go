@@ -17,7 +17,8 @@ import (
 )
 
 // TestRunFullDiskResume: `kspider run` on a data directory whose disk
-// fills up mid-crawl exits 1 naming the file it could not write, and the
+// fills up mid-crawl exits 1 naming the file it could not write, its
+// summary says it stopped by an error (not "interrupted"), and the
 // pages it says are stored are exactly those in the store (it said the
 // pages handed to the store, up to three times those on disk); once space
 // is freed the same command finishes the crawl: every page of the first
@@ -53,6 +54,12 @@ func TestRunFullDiskResume(t *testing.T) {
 	t.Logf("first run, exit %d:\n%s", code, errOut)
 	if code != 1 || !strings.Contains(errOut, "no space left on device") || !strings.Contains(errOut, ".seg") {
 		t.Fatalf("run on a full disk: exit %d, want 1 naming the segment it could not write", code)
+	}
+	// The summary said "crawl interrupted (run again on the same
+	// directory to continue)", as after a Ctrl-C: all well, when the
+	// disk was full.
+	if strings.Contains(errOut, "interrupted") || !strings.Contains(errOut, "crawl "+spider.RunFailed) {
+		t.Errorf("run on a full disk: the summary does not say the crawl stopped by an error (%q)", spider.RunFailed)
 	}
 	m := regexp.MustCompile(`stored (\d+), errors`).FindStringSubmatch(errOut)
 	if m == nil {
