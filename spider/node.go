@@ -175,7 +175,7 @@ type Node struct {
 	extractors sync.Pool // *links.Extractor, reused between pages
 
 	awaitMu  sync.Mutex
-	awaiting map[uint32]scheduler.Outcome // stored pages waiting to be durable, then reported
+	awaiting map[uint32]awaited // stored pages waiting to be durable, then reported
 
 	errMu sync.Mutex
 	err   error // first fatal error
@@ -192,6 +192,14 @@ type nodeStats struct {
 	pages, bytes, errors, fetched, denied, tooDeep, admitted, links atomic.Uint64
 	rejected                                                        atomic.Uint64
 	durable                                                         atomic.Uint64 // pages made durable (Durable)
+	durableBytes                                                    atomic.Uint64 // their bodies' bytes (DurableBytes)
+}
+
+// awaited is a page handed to the store, waiting to be durable: the
+// outcome to report then, and its body's size to count.
+type awaited struct {
+	o    scheduler.Outcome
+	size int
 }
 
 // NodeSummary is what a node's Run did.
@@ -307,7 +315,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent), freshDir: newTree(cfg.Dir),
 		depth: scope.Depth{Max: cfg.MaxDepth},
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
-		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]scheduler.Outcome{}}
+		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]awaited{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	nodeRef = n
 	n.dstore.n = n
@@ -382,6 +390,10 @@ func (n *Node) Close() error {
 // were lost with it, and the next run fetches them again (their URLs were
 // never reported fetched).
 func (n *Node) Durable() uint64 { return n.st.durable.Load() }
+
+// DurableBytes is the body bytes of the Durable pages: NodeSummary.Bytes
+// counts those handed to the store, lost ones too.
+func (n *Node) DurableBytes() uint64 { return n.st.durableBytes.Load() }
 
 // Counters is a snapshot for the progress line: the part of Status it
 // shows (one source of truth).

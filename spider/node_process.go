@@ -312,7 +312,7 @@ func (n *Node) storeResult(ctx context.Context, id uint32, url string, e storage
 	}
 	n.st.bytes.Add(uint64(size))
 	n.awaitMu.Lock()
-	n.awaiting[id] = o
+	n.awaiting[id] = awaited{o: o, size: size}
 	n.awaitMu.Unlock()
 	if err := n.store.PutEncoded(context.WithoutCancel(ctx), e); err != nil {
 		n.awaitMu.Lock()
@@ -343,12 +343,13 @@ func (n *Node) report(id uint32, o scheduler.Outcome) {
 func (n *Node) durable(ids []uint64) {
 	for _, id := range ids {
 		n.awaitMu.Lock()
-		o, ok := n.awaiting[uint32(id)]
+		a, ok := n.awaiting[uint32(id)]
 		delete(n.awaiting, uint32(id))
 		n.awaitMu.Unlock()
 		if ok {
 			n.st.durable.Add(1)
-			n.report(uint32(id), o)
+			n.st.durableBytes.Add(uint64(a.size))
+			n.report(uint32(id), a.o)
 		}
 	}
 	n.poke()

@@ -214,6 +214,7 @@ a peer were lost): the summary names what.`)
 	if sum != nil && node.Durable() < sum.Stored {
 		lost = sum.Stored - node.Durable()
 		sum.Stored, counters.Pages = node.Durable(), node.Durable()
+		sum.Bytes, counters.Bytes = node.DurableBytes(), node.DurableBytes()
 	}
 	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), how))
 	if sum != nil {
