@@ -552,6 +552,33 @@ func (s *Scheduler) Lower(id uint32, d uint8) (uint8, bool, error) {
 	return r.depth(), true, nil
 }
 
+// Requeue puts id back in the list if it is Filtered (dropped before any
+// fetch), as if just added, at its stored depth; any other state is left
+// as it is. The node drops a URL queued before limits.max_depth was
+// lowered, and queues it again when the limit is raised or the URL is
+// found within it: Filtered is otherwise final, and the URL was lost. It
+// reports whether id was requeued.
+func (s *Scheduler) Requeue(id uint32) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return false, err
+	}
+	if uint64(id) >= s.count || !s.recs[id].added() {
+		return false, fmt.Errorf("%w: %d", ErrUnknownURL, id)
+	}
+	r := s.recs[id]
+	if r.state() != Filtered {
+		return false, nil
+	}
+	s.recs[id] = r.with(id, InList, 0)
+	s.states[Filtered]--
+	s.states[InList]++
+	s.rt.added(s, id, r.host())
+	s.wake()
+	return true, nil
+}
+
 // URLInfo is what the scheduler stores about one URL.
 type URLInfo struct {
 	State   State

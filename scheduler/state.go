@@ -11,7 +11,8 @@ import (
 type State uint8
 
 // The states of a URL. InList, InProgress and Stalled are unfinished: the
-// sliding window cannot move past them. The others are final.
+// sliding window cannot move past them. The others are final, but for
+// Filtered, which Requeue makes InList again.
 const (
 	Absent       State = iota // id never added (a zero record)
 	InList                    // waiting to be handed out

@@ -174,6 +174,11 @@ type Node struct {
 
 	extractors sync.Pool // *links.Extractor, reused between pages
 
+	// deepDrops are the ids lists drop beyond the depth limit (presets),
+	// until reported.
+	deepMu    sync.Mutex
+	deepDrops map[uint32]bool
+
 	awaitMu  sync.Mutex
 	awaiting map[uint32]awaited // stored pages waiting to be durable, then reported
 
@@ -315,7 +320,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent), freshDir: newTree(cfg.Dir),
 		depth: scope.Depth{Max: cfg.MaxDepth},
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
-		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]awaited{}}
+		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]awaited{}, deepDrops: map[uint32]bool{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
 	nodeRef = n
 	n.dstore.n = n

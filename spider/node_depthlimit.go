@@ -8,6 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider/scope"
 )
 
 // A link beyond limits.max_depth is dropped, not kept, and the page it is
@@ -15,8 +18,8 @@ import (
 // "finished" with nothing fetched. So the limit a data directory was
 // crawled to is kept in DIR/DEPTH, and a run with a higher one first
 // follows again the links of the pages fetched at the old limit and
-// deeper (a lowered limit leaves the URLs queued under the higher one in
-// the queue, so pages beyond it may be fetched), read back from the store.
+// deeper, read back from the store, and queues again the URLs a run at a
+// lowered limit dropped (presets, node_process.go).
 // The new limit is recorded once the URLs that adds are durable: a crash
 // before follows them again.
 //
@@ -80,7 +83,7 @@ func (n *Node) openDepthLimit() error {
 	case prev == n.cfg.MaxDepth:
 		return nil
 	case prev > n.cfg.MaxDepth:
-		n.cfg.Logf("spider: limits.max_depth lowered from %d to %d: URLs queued deeper before are still fetched, their links dropped", prev, n.cfg.MaxDepth)
+		n.cfg.Logf("spider: limits.max_depth lowered from %d to %d: URLs queued deeper before are dropped unfetched (counted too deep), and queued again if the limit is raised", prev, n.cfg.MaxDepth)
 		return writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth))
 	}
 	n.raiseFrom = prev
@@ -89,11 +92,19 @@ func (n *Node) openDepthLimit() error {
 
 // raiseDepth follows again, from their depths, the links of the pages
 // fetched at depth raiseFrom and deeper, below the new limit: those
-// links were beyond the old one. The writer calls it, first.
+// links were beyond the old one. And it queues again the URLs a run at
+// the old limit dropped, queued before it was lowered (presets): found
+// again at their depth they are nothing new. The writer calls it, first.
 func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
-	pages := 0
+	pages, again := 0, 0
 	end := n.sched.Len() // (the loop adds URLs)
 	for id := uint32(0); uint64(id) < end; id++ {
+		if u := n.sched.URL(id); u.State == scheduler.Filtered && int(u.Depth) > n.raiseFrom && int(u.Depth) <= n.cfg.MaxDepth {
+			if n.requeueDropped(id) {
+				again++
+			}
+			continue
+		}
 		d, ok := n.sched.Depth(id)
 		if !ok || int(d) < n.raiseFrom || int(d) >= n.cfg.MaxDepth || !n.linksInStore(id) {
 			continue
@@ -107,8 +118,26 @@ func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
 		n.see(m, outlinks)
 		pages++
 	}
-	n.cfg.Logf("spider: limits.max_depth raised from %d to %d: the links of %d pages fetched at depth %d or deeper followed again",
-		n.raiseFrom, n.cfg.MaxDepth, pages, n.raiseFrom)
+	n.cfg.Logf("spider: limits.max_depth raised from %d to %d: the links of %d pages fetched at depth %d or deeper followed again, %d URLs dropped at the old limit queued again",
+		n.raiseFrom, n.cfg.MaxDepth, pages, n.raiseFrom, again)
+}
+
+// requeueDropped queues id, dropped unfetched, again if the scope admits
+// its URL (it may have been dropped for the scope).
+func (n *Node) requeueDropped(id uint32) bool {
+	u, err := n.tree.Get(id, nil)
+	if err != nil {
+		n.writeFailed(fmt.Errorf("spider: reading URL %d from the tree: %w", id, err))
+		return false
+	}
+	if n.filter.Check(string(u)) != scope.OK {
+		return false
+	}
+	again, err := n.requeue(id)
+	if err != nil {
+		n.writeFailed(fmt.Errorf("%w (%s)", err, u))
+	}
+	return again
 }
 
 // recordRaise records the raised limit once done (the sync that made

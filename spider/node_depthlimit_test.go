@@ -3,6 +3,7 @@ package spider
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/tools/testweb"
+	"github.com/kspider/kspider/urltree"
 )
 
 // TestNodeDepthRaised: a crawl finished to limits.max_depth 1, then run
@@ -50,6 +52,64 @@ func TestNodeDepthRaised(t *testing.T) {
 	if _, err := OpenNode(nodeConfig(t, dir, srv, lookup, 3)); err == nil || !strings.Contains(err.Error(), DepthFile) {
 		t.Errorf("open with a damaged %s: %v, want it named", DepthFile, err)
 	}
+}
+
+// TestNodeDepthLowered: a crawl to limits.max_depth 3 stopped part way,
+// run again with 1 to its end, then with 3 again. The URLs queued deeper
+// than 1 were fetched all the same by the run at 1 (only their links
+// dropped); now they are dropped unfetched, and the run at 3 queues them
+// again: its store is the truth to 3, nothing stored twice.
+func TestNodeDepthLowered(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	dir := t.TempDir()
+	if _, err := runNodeUntil(t, nodeConfig(t, dir, srv, lookup, 3), 40); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first run: %v, want it interrupted", err)
+	}
+	before := storedURLs(t, dir)
+	shallow := truthURLs(t, srv, 1)
+	tree, err := urltree.Open(filepath.Join(dir, "urls"), &urltree.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deeper := 0
+	for id := uint32(0); int(id) < tree.Len(); id++ {
+		u, err := tree.Get(id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !before[string(u)] && !shallow[string(u)] {
+			deeper++
+		}
+	}
+	tree.Close()
+	if deeper == 0 {
+		t.Fatal("the first run left no URL queued deeper than 1")
+	}
+	t.Logf("first run: %d pages stored, %d URLs known deeper than 1 not stored", len(before), deeper)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := runNode(t, ctx, nodeConfig(t, dir, srv, lookup, 1))
+	if err != nil || !sum.Finished {
+		t.Fatalf("run to depth 1: %+v, %v", sum, err)
+	}
+	after := storedURLs(t, dir)
+	for u := range after {
+		if !before[u] && !shallow[u] {
+			t.Errorf("%s, deeper than 1, fetched by the run to depth 1", u)
+		}
+	}
+	for u := range shallow {
+		if !after[u] {
+			t.Errorf("%s, within depth 1, not stored by the run to depth 1", u)
+		}
+	}
+	sum, err = runNode(t, ctx, nodeConfig(t, dir, srv, lookup, 3))
+	if err != nil || !sum.Finished {
+		t.Fatalf("run to depth 3 again: %+v, %v", sum, err)
+	}
+	compareSets(t, storedURLs(t, dir), truthURLs(t, srv, 3))
 }
 
 // TestDataDirFileNotRegular: IDENTITY or DEPTH made a FIFO (or a

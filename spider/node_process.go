@@ -225,10 +225,12 @@ type preset struct {
 type presets []preset
 
 // presets decides what needs no fetch: a page a crash left stored
-// (recover), and a URL the scope filters refuse now. The filters apply to
-// links as they are found; a URL queued before the scope was narrowed
-// between runs (scope.exclude for a site that asked not to be crawled)
-// was fetched all the same: it is dropped.
+// (recover), and a URL the scope filters or the depth limit refuse now.
+// They apply to links as they are found; a URL queued before the scope
+// was narrowed between runs (scope.exclude for a site that asked not to
+// be crawled), or limits.max_depth lowered, was fetched all the same: it
+// is dropped. A dropped URL found within the limit later, or the limit
+// raised again, is queued again (seeOne, raiseDepth).
 func (n *Node) presets(ids []uint32, urls []string) presets {
 	var p presets
 	for i, id := range ids {
@@ -238,6 +240,12 @@ func (n *Node) presets(ids []uint32, urls []string) presets {
 				n.filter.Count(r)
 				n.st.rejected.Add(1)
 				o, ok = scheduler.Outcome{Kind: scheduler.Dropped}, true
+			} else if d, known := n.sched.Depth(id); known && int(d) > n.cfg.MaxDepth {
+				n.st.tooDeep.Add(1)
+				o, ok = scheduler.Outcome{Kind: scheduler.Dropped}, true
+				n.deepMu.Lock()
+				n.deepDrops[id] = true
+				n.deepMu.Unlock()
 			}
 		}
 		if ok {
@@ -334,6 +342,21 @@ func (n *Node) report(id uint32, o scheduler.Outcome) {
 	}
 	if !n.sched.URL(id).State.Unfinished() {
 		n.unfinished.Add(-1)
+	}
+	n.deepMu.Lock()
+	deep := n.deepDrops[id]
+	delete(n.deepDrops, id)
+	n.deepMu.Unlock()
+	if !deep || o.Kind != scheduler.Dropped {
+		return
+	}
+	// Dropped beyond the depth limit (presets), but the writer may have
+	// found it within the limit since: its requeue, while the id was out,
+	// did nothing, and the URL would be lost.
+	if d, ok := n.sched.Depth(id); ok && int(d) <= n.cfg.MaxDepth {
+		if _, err := n.requeue(id); err != nil {
+			n.fail(err)
+		}
 	}
 }
 

@@ -213,8 +213,15 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	if ds.known {
 		if dec.Reexpand {
 			n.reexpand(u, ds.id, dec.Depth, outlinks)
+		} else if n.filter.Check(u) == scope.OK {
+			// Known beyond the limit until now (queued before
+			// limits.max_depth was lowered): lowered, now due; queued
+			// again if a list dropped it meanwhile (presets).
+			if _, err := n.requeue(ds.id); err != nil {
+				n.writeFailed(fmt.Errorf("%w (%s)", err, u))
+			}
 		}
-		return // else known beyond the limit until now: lowered, now due
+		return
 	}
 	if r := n.filter.Admit(u); r != scope.OK {
 		n.st.rejected.Add(1)
@@ -256,6 +263,19 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	if added {
 		n.st.admitted.Add(1)
 	}
+}
+
+// requeue queues id again if a list dropped it (presets), and reports
+// whether it did.
+func (n *Node) requeue(id uint32) (bool, error) {
+	again, err := n.sched.Requeue(id)
+	if err != nil {
+		return false, fmt.Errorf("spider: scheduler requeue %d: %w", id, err)
+	}
+	if again {
+		n.unfinished.Add(1)
+	}
+	return again, nil
 }
 
 // reexpand follows the links of fetched page id again from its new,
