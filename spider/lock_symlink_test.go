@@ -17,7 +17,7 @@ import (
 // refused, naming it, and the temporary file is made anew: the target is
 // left as it was.
 func TestDataDirSymlinkedFiles(t *testing.T) {
-	for _, name := range []string{"LOCK", IdentityFile + ".tmp", DepthFile + ".tmp"} {
+	for _, name := range []string{"LOCK", IdentityFile + ".tmp", DepthFile + ".tmp", ScopeFile + ".tmp"} {
 		t.Run(name, func(t *testing.T) {
 			tmp := t.TempDir()
 			victim := filepath.Join(tmp, "passwd")

@@ -169,6 +169,9 @@ type Node struct {
 	// run's is higher (node_depthlimit.go), else -1. Read-only after
 	// OpenNode.
 	raiseFrom int
+	// scopeChanged: the directory was crawled under another scope
+	// (node_scopechange.go): Run follows every stored page's links again.
+	scopeChanged bool
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
@@ -364,6 +367,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	if err := n.openScope(); err != nil { // node_scopechange.go
+		n.Close()
+		return nil, err
+	}
 	if cfg.Cluster != nil {
 		if err := n.openCluster(); err != nil {
 			n.Close()
@@ -458,7 +465,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 		n.writer(msgs)
 	}()
 	raised := make(chan struct{})
-	if n.raiseFrom >= 0 {
+	if n.raiseFrom >= 0 || n.scopeChanged {
 		n.pending.Add(1)
 		done := make(chan struct{})
 		msgs <- found{raise: true, done: done}

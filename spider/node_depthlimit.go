@@ -94,19 +94,25 @@ func (n *Node) openDepthLimit() error {
 // fetched at depth raiseFrom and deeper, below the new limit: those
 // links were beyond the old one. And it queues again the URLs a run at
 // the old limit dropped, queued before it was lowered (presets): found
-// again at their depth they are nothing new. The writer calls it, first.
+// again at their depth they are nothing new. With the scope changed
+// (node_scopechange.go) it does so for every page and every URL dropped.
+// The writer calls it, first.
 func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
 	pages, again := 0, 0
+	from, dropped := n.raiseFrom, n.raiseFrom+1 // the depths of the pages, and of the URLs dropped
+	if n.scopeChanged {
+		from, dropped = 0, 0
+	}
 	end := n.sched.Len() // (the loop adds URLs)
 	for id := uint32(0); uint64(id) < end; id++ {
-		if u := n.sched.URL(id); u.State == scheduler.Filtered && int(u.Depth) > n.raiseFrom && int(u.Depth) <= n.cfg.MaxDepth {
+		if u := n.sched.URL(id); u.State == scheduler.Filtered && int(u.Depth) >= dropped && int(u.Depth) <= n.cfg.MaxDepth {
 			if n.requeueDropped(id) {
 				again++
 			}
 			continue
 		}
 		d, ok := n.sched.Depth(id)
-		if !ok || int(d) < n.raiseFrom || int(d) >= n.cfg.MaxDepth || !n.linksInStore(id) {
+		if !ok || int(d) < from || int(d) >= n.cfg.MaxDepth || !n.linksInStore(id) {
 			continue
 		}
 		m, err := n.storedLinks(id)
@@ -118,8 +124,12 @@ func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
 		n.see(m, outlinks)
 		pages++
 	}
-	n.cfg.Logf("spider: limits.max_depth raised from %d to %d: the links of %d pages fetched at depth %d or deeper followed again, %d URLs dropped at the old limit queued again",
-		n.raiseFrom, n.cfg.MaxDepth, pages, n.raiseFrom, again)
+	if n.scopeChanged {
+		n.cfg.Logf("spider: the scope changed since the directory was last crawled: the links of %d pages followed again, %d URLs dropped unfetched queued again", pages, again)
+	} else {
+		n.cfg.Logf("spider: limits.max_depth raised from %d to %d: the links of %d pages fetched at depth %d or deeper followed again, %d URLs dropped at the old limit queued again",
+			n.raiseFrom, n.cfg.MaxDepth, pages, n.raiseFrom, again)
+	}
 }
 
 // requeueDropped queues id, dropped unfetched, again if the scope admits
@@ -140,16 +150,24 @@ func (n *Node) requeueDropped(id uint32) bool {
 	return again
 }
 
-// recordRaise records the raised limit once done (the sync that made
-// raiseDepth's additions durable) is closed; nothing if the crawl's
-// syncs failed first.
+// recordRaise records the raised limit, and the changed scope, once done
+// (the sync that made raiseDepth's additions durable) is closed; nothing
+// if the crawl's syncs failed first.
 func (n *Node) recordRaise(done <-chan struct{}) {
 	select {
 	case <-done:
 	case <-n.syncFailed:
 		return
 	}
-	if err := writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth)); err != nil {
-		n.fail(err)
+	if n.raiseFrom >= 0 {
+		if err := writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth)); err != nil {
+			n.fail(err)
+			return
+		}
+	}
+	if n.scopeChanged {
+		if err := writeDirFile(n.cfg.Dir, ScopeFile, encodeScopeDigest(n.scopeDigest())); err != nil {
+			n.fail(err)
+		}
 	}
 }

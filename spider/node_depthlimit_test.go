@@ -52,6 +52,15 @@ func TestNodeDepthRaised(t *testing.T) {
 	if _, err := OpenNode(nodeConfig(t, dir, srv, lookup, 3)); err == nil || !strings.Contains(err.Error(), DepthFile) {
 		t.Errorf("open with a damaged %s: %v, want it named", DepthFile, err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, DepthFile), encodeDepthLimit(3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ScopeFile), []byte("kspider scope 1\nsha256 00\ncrc32c 00000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenNode(nodeConfig(t, dir, srv, lookup, 3)); err == nil || !strings.Contains(err.Error(), ScopeFile) {
+		t.Errorf("open with a damaged %s: %v, want it named", ScopeFile, err)
+	}
 }
 
 // TestNodeDepthLowered: a crawl to limits.max_depth 3 stopped part way,
@@ -117,7 +126,7 @@ func TestNodeDepthLowered(t *testing.T) {
 // the run, for good (a SIGTERM does not end a blocked open); now OpenNode
 // refuses it, naming the file.
 func TestDataDirFileNotRegular(t *testing.T) {
-	for _, name := range []string{IdentityFile, DepthFile} {
+	for _, name := range []string{IdentityFile, DepthFile, ScopeFile} {
 		for _, kind := range []string{"fifo", "dir"} {
 			t.Run(name+"/"+kind, func(t *testing.T) {
 				dir := t.TempDir()

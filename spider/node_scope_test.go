@@ -15,7 +15,7 @@ import (
 // host excluded (scope.exclude: the site asked not to be crawled). The
 // URLs of that host already queued were fetched all the same: the scope
 // applied only to links found. Now they are dropped unfetched (counted
-// rejected), and the crawl ends.
+// rejected), and the crawl ends. Then run with the host admitted again.
 func TestNodeScopeNarrowed(t *testing.T) {
 	var log bytes.Buffer
 	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
@@ -26,6 +26,41 @@ func TestNodeScopeNarrowed(t *testing.T) {
 		t.Fatalf("first run: %v, want it interrupted", err)
 	}
 	before := storedURLs(t, dir)
+	host := mostQueuedHost(t, dir, before)
+	t.Logf("excluding %s", host)
+	name := strings.TrimPrefix(host, "https:")
+	sc := scopeNone()
+	sc.Exclude = []string{"^https?://" + regexp.QuoteMeta(name) + "/"}
+	cfg.Scope = &sc
+	sum, err := runNode(t, t.Context(), cfg)
+	if err != nil || !sum.Finished {
+		t.Fatalf("run with the host excluded: %+v, %v", sum, err)
+	}
+	if sum.Rejected == 0 {
+		t.Errorf("run with the host excluded: %+v, want its queued URLs counted rejected", *sum)
+	}
+	for u := range storedURLs(t, dir) {
+		if hostKey(u) == host && !before[u] {
+			t.Errorf("%s fetched after its host was excluded", u)
+		}
+	}
+
+	// The scope widened again (the exclusion dropped): the host's URLs
+	// dropped unfetched, and the links to it refused, were never seen
+	// again, and the run "finished" at once without them; now the crawl
+	// is the web's truth.
+	wide := scopeNone()
+	cfg.Scope = &wide
+	if sum, err = runNode(t, t.Context(), cfg); err != nil || !sum.Finished {
+		t.Fatalf("run with the scope widened again: %+v, %v", sum, err)
+	}
+	compareSets(t, storedURLs(t, dir), truthURLs(t, srv, depth))
+}
+
+// mostQueuedHost is the host with the most URLs in dir's tree not in
+// stored (queued, most of them).
+func mostQueuedHost(t *testing.T, dir string, before map[string]bool) string {
+	t.Helper()
 	// The host with the most URLs known but not stored (queued, most of
 	// them).
 	tree, err := urltree.Open(dir+"/urls", &urltree.Options{ReadOnly: true})
@@ -52,21 +87,5 @@ func TestNodeScopeNarrowed(t *testing.T) {
 	if most == 0 {
 		t.Fatal("nothing queued after the first run")
 	}
-	t.Logf("excluding %s, with %d URLs queued", host, most)
-	name := strings.TrimPrefix(host, "https:")
-	sc := scopeNone()
-	sc.Exclude = []string{"^https?://" + regexp.QuoteMeta(name) + "/"}
-	cfg.Scope = &sc
-	sum, err := runNode(t, t.Context(), cfg)
-	if err != nil || !sum.Finished {
-		t.Fatalf("run with the host excluded: %+v, %v", sum, err)
-	}
-	if sum.Rejected == 0 {
-		t.Errorf("run with the host excluded: %+v, want its queued URLs counted rejected", *sum)
-	}
-	for u := range storedURLs(t, dir) {
-		if hostKey(u) == host && !before[u] {
-			t.Errorf("%s fetched after its host was excluded", u)
-		}
-	}
+	return host
 }
