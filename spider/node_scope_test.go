@@ -89,3 +89,30 @@ func mostQueuedHost(t *testing.T, dir string, before map[string]bool) string {
 	}
 	return host
 }
+
+// TestNodeLinksCapRaised: a crawl finished with limits.max_links_per_page
+// 2, run again with the cap lifted. The links beyond the old cap had been
+// dropped and their pages were done: the second run "finished" at once
+// without them. Now it follows the stored pages' links again, and the
+// store is the web's truth.
+func TestNodeLinksCapRaised(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	const depth = 3
+	dir := t.TempDir()
+	cfg := nodeConfig(t, dir, srv, lookup, depth)
+	cfg.MaxLinks = 2
+	sum, err := runNode(t, t.Context(), cfg)
+	if err != nil || !sum.Finished {
+		t.Fatalf("run with 2 links a page: %+v, %v", sum, err)
+	}
+	truth := truthURLs(t, srv, depth)
+	if got := len(storedURLs(t, dir)); got >= len(truth) {
+		t.Fatalf("run with 2 links a page stored %d pages, the web has %d: the cap cut nothing", got, len(truth))
+	}
+	cfg.MaxLinks = 0
+	if sum, err = runNode(t, t.Context(), cfg); err != nil || !sum.Finished {
+		t.Fatalf("run with the cap lifted: %+v, %v", sum, err)
+	}
+	compareSets(t, storedURLs(t, dir), truth)
+}

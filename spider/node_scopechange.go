@@ -10,20 +10,23 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/kspider/kspider/spider/scope"
 )
 
 // A link the scope refuses (scope include/exclude and domain rules, the
-// trap limits, limits.max_pages_per_host, scope.max_subdomains) is not
-// kept, and the page it is on is done: with the scope widened between
-// runs (an exclude removed, a budget raised) nothing found those links
-// again, and the crawl "finished" without them. So DIR/SCOPE keeps a
-// digest of the scope the directory was crawled under, and a run under
-// another one first follows again, read back from the store, the links
-// of every page fetched below the depth limit, and queues again the URLs
-// dropped unfetched that the scope admits now, as a raised depth limit
-// does (raiseDepth, node_depthlimit.go). A narrowed scope costs the same
-// pass, which adds nothing. The new digest is recorded once what the pass
-// adds is durable: a crash before makes the next run do it again.
+// trap limits, limits.max_pages_per_host, scope.max_subdomains), or one
+// beyond limits.max_links_per_page, is not kept, and the page it is on
+// is done: with the scope widened between runs (an exclude removed, a
+// budget or the links cap raised) nothing found those links again, and
+// the crawl "finished" without them. So DIR/SCOPE keeps a digest of the
+// scope the directory was crawled under, and a run under another one
+// first follows again, read back from the store, the links of every page
+// fetched below the depth limit, and queues again the URLs dropped
+// unfetched that the scope admits now, as a raised depth limit does
+// (raiseDepth, node_depthlimit.go). A narrowed scope costs the same pass,
+// which adds nothing. The new digest is recorded once what the pass adds
+// is durable: a crash before makes the next run do it again.
 //
 // On disk, DIR/SCOPE (version 1) is three lines of text:
 //
@@ -31,19 +34,24 @@ import (
 //	sha256 <64 hex digits>
 //	crc32c 1a2b3c4d
 //
-// The SHA-256 is of the JSON encoding of the scope.Config (a field added
-// to it in a later version changes the digest: one pass more). The
-// CRC-32C (Castagnoli) covers the two lines before it. It is written to
-// a temporary name, fsynced and renamed (writeDirFile). A directory
-// without the file (new, or crawled before it) is taken as crawled under
-// the run's scope.
+// The SHA-256 is of the JSON encoding of {"Scope": the scope.Config,
+// "MaxLinks": the links cap} (a field added to scope.Config in a later
+// version changes the digest: one pass more). The CRC-32C (Castagnoli)
+// covers the two lines before it. It is written to a temporary name,
+// fsynced and renamed (writeDirFile). A directory without the file (new,
+// or crawled before it) is taken as crawled under the run's scope.
 
 // ScopeFile is the name of the scope digest's file in a data directory.
 const ScopeFile = "SCOPE"
 
-// scopeDigest is the hex SHA-256 of the node's scope configuration.
+// scopeDigest is the hex SHA-256 of the node's scope configuration and
+// its cap on links per page: a page's links beyond the cap are dropped as
+// the scope's refusals are, and a higher cap finds them only in the pass.
 func (n *Node) scopeDigest() string {
-	b, _ := json.Marshal(n.cfg.Scope) // (strings, ints and bools: no error)
+	b, _ := json.Marshal(struct { // (strings, ints and bools: no error)
+		Scope    *scope.Config
+		MaxLinks int
+	}{n.cfg.Scope, n.cfg.MaxLinks})
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
 
