@@ -172,6 +172,7 @@ type Node struct {
 	// scopeChanged: the directory was crawled under another scope
 	// (node_scopechange.go): Run follows every stored page's links again.
 	scopeChanged bool
+	raiseCut     atomic.Bool // the pass for them was cut short: nothing recorded
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 
@@ -468,7 +469,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	if n.raiseFrom >= 0 || n.scopeChanged {
 		n.pending.Add(1)
 		done := make(chan struct{})
-		msgs <- found{raise: true, done: done}
+		msgs <- found{raise: runCtx, done: done}
 		go func() {
 			defer close(raised)
 			n.recordRaise(done)
@@ -544,8 +545,8 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	if err := n.firstErr(); err != nil {
 		return sum, err
 	}
-	if ctx.Err() != nil && !(n.done() && n.clusterOver()) {
-		return sum, ErrInterrupted
+	if ctx.Err() != nil && (!(n.done() && n.clusterOver()) || n.raiseCut.Load()) {
+		return sum, ErrInterrupted // (a pass cut short: what it would add is not queued yet)
 	}
 	if n.draining() && !n.done() {
 		return sum, ErrDrained

@@ -2,6 +2,7 @@ package spider
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -96,8 +97,10 @@ func (n *Node) openDepthLimit() error {
 // the old limit dropped, queued before it was lowered (presets): found
 // again at their depth they are nothing new. With the scope changed
 // (node_scopechange.go) it does so for every page and every URL dropped.
-// The writer calls it, first.
-func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
+// The writer calls it, first. A pass over a large store takes long: the
+// end of ctx (a Ctrl-C) cuts it short, else the interrupted crawl waited
+// for it to end; the next run makes it again.
+func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 	pages, again := 0, 0
 	from, dropped := n.raiseFrom, n.raiseFrom+1 // the depths of the pages, and of the URLs dropped
 	if n.scopeChanged {
@@ -105,6 +108,11 @@ func (n *Node) raiseDepth(outlinks map[uint32]pageLinks) {
 	}
 	end := n.sched.Len() // (the loop adds URLs)
 	for id := uint32(0); uint64(id) < end; id++ {
+		if id%64 == 0 && ctx.Err() != nil {
+			n.raiseCut.Store(true)
+			n.cfg.Logf("spider: the pass following the stored pages' links again (limits.max_depth raised or the scope changed) stopped by the interruption at URL %d of %d, after %d pages: the next run makes it again", id, end, pages)
+			return
+		}
 		if u := n.sched.URL(id); u.State == scheduler.Filtered && int(u.Depth) >= dropped && int(u.Depth) <= n.cfg.MaxDepth {
 			if n.requeueDropped(id) {
 				again++
@@ -157,6 +165,9 @@ func (n *Node) recordRaise(done <-chan struct{}) {
 	select {
 	case <-done:
 	case <-n.syncFailed:
+		return
+	}
+	if n.raiseCut.Load() {
 		return
 	}
 	if n.raiseFrom >= 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,6 +118,46 @@ func TestNodeDepthLowered(t *testing.T) {
 	sum, err = runNode(t, ctx, nodeConfig(t, dir, srv, lookup, 3))
 	if err != nil || !sum.Finished {
 		t.Fatalf("run to depth 3 again: %+v, %v", sum, err)
+	}
+	compareSets(t, storedURLs(t, dir), truthURLs(t, srv, 3))
+}
+
+// TestNodeRaisePassInterrupted: the pass over the stored pages a raised
+// limits.max_depth needs, in a run interrupted at once (a Ctrl-C while
+// it reads a large store back). The pass went on to the end of the
+// store, and the interrupted run waited for it; now the interruption
+// stops it, the higher limit is not recorded, and the next run makes the
+// pass and ends with the web's truth.
+func TestNodeRaisePassInterrupted(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if sum, err := runNode(t, ctx, nodeConfig(t, dir, srv, lookup, 1)); err != nil || !sum.Finished {
+		t.Fatalf("run to depth 1: %+v, %v", sum, err)
+	}
+	var lines []string
+	cfg := nodeConfig(t, dir, srv, lookup, 3)
+	cfg.Logf = func(f string, a ...any) {
+		if l := fmt.Sprintf(f, a...); strings.Contains(l, "again") {
+			lines = append(lines, l)
+		}
+	}
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := runNode(t, stopped, cfg); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("run to depth 3 interrupted at once: %v, want ErrInterrupted", err)
+	}
+	t.Logf("interrupted run: %q", lines)
+	if len(lines) != 1 || !strings.Contains(lines[0], "after 0 pages") {
+		t.Errorf("interrupted run: %q, want the pass stopped after 0 pages", lines)
+	}
+	if got, err := readDepthLimit(dir); err != nil || got != 1 {
+		t.Errorf("after the interrupted run, %s says %d (%v), want 1: the pass was cut short", DepthFile, got, err)
+	}
+	if sum, err := runNode(t, ctx, nodeConfig(t, dir, srv, lookup, 3)); err != nil || !sum.Finished {
+		t.Fatalf("run to depth 3: %+v, %v", sum, err)
 	}
 	compareSets(t, storedURLs(t, dir), truthURLs(t, srv, 3))
 }

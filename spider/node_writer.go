@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,7 +20,10 @@ type found struct {
 	pages    []pageLinks
 	done     chan struct{}
 	syncSoon bool // too many bytes wait for a sync (node_held.go)
-	raise    bool // follow links beyond the old depth limit (node_depthlimit.go)
+	// raise, when set, asks for the pass over the stored pages a raised
+	// depth limit or a changed scope needs (node_depthlimit.go), cut
+	// short when it ends: the crawl's context.
+	raise context.Context
 }
 
 // pageLinks are the links of one page.
@@ -73,8 +77,8 @@ func (n *Node) writer(msgs <-chan found) {
 				syncHere(n, waiting)
 				return
 			}
-			if m.raise {
-				n.raiseDepth(outlinks)
+			if m.raise != nil {
+				n.raiseDepth(m.raise, outlinks)
 			}
 			for _, u := range m.seeds {
 				n.seeOne(u, 0, outlinks)
