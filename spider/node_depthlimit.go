@@ -101,7 +101,8 @@ func (n *Node) openDepthLimit() error {
 // end of ctx (a Ctrl-C) cuts it short, else the interrupted crawl waited
 // for it to end; the next run makes it again.
 func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
-	pages, again := 0, 0
+	pages, again, unread := 0, 0, 0
+	var firstErr error
 	from, dropped := n.raiseFrom, n.raiseFrom+1 // the depths of the pages, and of the URLs dropped
 	if n.scopeChanged {
 		from, dropped = 0, 0
@@ -125,12 +126,21 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 		}
 		m, err := n.storedLinks(id)
 		if err != nil {
+			// A damaged record, say: said, counted, but only under
+			// --verbose it was, and the pass recorded done all the same.
 			n.cfg.URLLogf("following the links of URL %d again: %v", id, err)
+			if unread == 0 {
+				firstErr = err
+			}
+			unread++
 			continue
 		}
 		m.depth = int(d)
 		n.see(m, outlinks)
 		pages++
+	}
+	if unread > 0 {
+		n.cfg.Logf("spider: %d stored pages could not be read back, their links not followed again (first: %v); 'kspider check' reports the store's damage", unread, firstErr)
 	}
 	if n.scopeChanged {
 		n.cfg.Logf("spider: the scope changed since the directory was last crawled: the links of %d pages followed again, %d URLs dropped unfetched queued again", pages, again)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,6 +161,58 @@ func TestNodeRaisePassInterrupted(t *testing.T) {
 		t.Fatalf("run to depth 3: %+v, %v", sum, err)
 	}
 	compareSets(t, storedURLs(t, dir), truthURLs(t, srv, 3))
+}
+
+// TestNodeRaiseDamagedPage: a stored page damaged on disk (a byte of its
+// record flipped), then limits.max_depth raised. The pass could not read
+// it back and said so only under --verbose: its links were not followed,
+// and nothing counted it. Now the node's log says how many pages could
+// not be read back, naming the first.
+func TestNodeRaiseDamagedPage(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// To depth 0: every page stored is read back by the pass to 1.
+	cfg := nodeConfig(t, dir, srv, lookup, 0)
+	cfg.Codec = "none" // the URL is found in the segment as it is
+	if sum, err := runNode(t, ctx, cfg); err != nil || !sum.Finished {
+		t.Fatalf("run to depth 0: %+v, %v", sum, err)
+	}
+	seg := filepath.Join(dir, "pages", "00000001.seg")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := ""
+	for u := range storedURLs(t, dir) {
+		if i := bytes.Index(b, []byte(u)); i >= 0 && i+len(u)+40 < len(b) {
+			b[i+len(u)+rand.IntN(40)] ^= 0x5a // (in a record's header block or body)
+			damaged = u
+			break
+		}
+	}
+	if damaged == "" {
+		t.Fatal("no stored page's URL found in the segment")
+	}
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	cfg.MaxDepth = 1
+	cfg.Logf = func(f string, a ...any) {
+		if l := fmt.Sprintf(f, a...); strings.Contains(l, "read back") {
+			lines = append(lines, l)
+		}
+	}
+	if _, err := runNode(t, ctx, cfg); err != nil {
+		t.Fatalf("run to depth 1: %v", err)
+	}
+	t.Logf("damaged near %s: %q", damaged, lines)
+	if len(lines) != 1 || !strings.Contains(lines[0], "1 stored pages could not be read back") {
+		t.Errorf("the pass over a store with one page damaged logged %q, want it counted", lines)
+	}
 }
 
 // TestDataDirFileNotRegular: IDENTITY or DEPTH made a FIFO (or a
