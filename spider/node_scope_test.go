@@ -116,3 +116,25 @@ func TestNodeLinksCapRaised(t *testing.T) {
 	}
 	compareSets(t, storedURLs(t, dir), truth)
 }
+
+// TestScopeDigest: the digest DIR/SCOPE keeps changes with what decides
+// which links are followed, and not with a list set empty rather than
+// left out ("exclude = []"), which made a pass over the whole store.
+func TestScopeDigest(t *testing.T) {
+	base := scopeNone()
+	d := scopeDigest(base, 100)
+	empty := base
+	empty.Include, empty.Exclude, empty.Domains = []string{}, []string{}, []string{}
+	if scopeDigest(empty, 100) != d {
+		t.Error("empty lists change the digest")
+	}
+	other := base
+	other.Exclude = []string{"^https://a\\.example/"}
+	budget := base
+	budget.MaxPagesPerHost++
+	for name, got := range map[string]string{"exclude": scopeDigest(other, 100), "per-host budget": scopeDigest(budget, 100), "links cap": scopeDigest(base, 101)} {
+		if got == d {
+			t.Errorf("the %s changed, the digest did not", name)
+		}
+	}
+}

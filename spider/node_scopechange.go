@@ -47,11 +47,20 @@ const ScopeFile = "SCOPE"
 // scopeDigest is the hex SHA-256 of the node's scope configuration and
 // its cap on links per page: a page's links beyond the cap are dropped as
 // the scope's refusals are, and a higher cap finds them only in the pass.
-func (n *Node) scopeDigest() string {
+func (n *Node) scopeDigest() string { return scopeDigest(*n.cfg.Scope, n.cfg.MaxLinks) }
+
+func scopeDigest(sc scope.Config, maxLinks int) string {
+	// A list set empty ("exclude = []") is one left out: not a change
+	// worth a pass over the store.
+	for _, l := range []*[]string{&sc.Include, &sc.Exclude, &sc.Domains} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
 	b, _ := json.Marshal(struct { // (strings, ints and bools: no error)
-		Scope    *scope.Config
+		Scope    scope.Config
 		MaxLinks int
-	}{n.cfg.Scope, n.cfg.MaxLinks})
+	}{sc, maxLinks})
 	return fmt.Sprintf("%x", sha256.Sum256(b))
 }
 
