@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
+	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/urltree"
@@ -294,4 +296,29 @@ func checkNewTreeStore(dir string, storageDirs []string) error {
 		}
 	}
 	return nil
+}
+
+// checkStoreGone refuses a data directory whose scheduler has pages
+// stored (completed or redirected: reported only once their page was
+// durable) while no page store directory holds a page: the store was
+// removed, or its disk is not mounted (storage.dirs on an empty mount
+// point). Opened, the store was made anew, every page was done, and the
+// run "finished" at once with nothing on disk, exit 0. It runs before
+// the store is opened.
+func checkStoreGone(dir string, storageDirs []string, sched *scheduler.Scheduler) error {
+	st := sched.Stats(0).States
+	stored := st[scheduler.Completed] + st[scheduler.Redirected]
+	if stored == 0 {
+		return nil
+	}
+	for _, sd := range storageDirs {
+		held, err := storage.HoldsPages(sd)
+		if err != nil {
+			return fmt.Errorf("spider: %w", err)
+		}
+		if held {
+			return nil
+		}
+	}
+	return fmt.Errorf("spider: the crawl in %s has %d pages stored, but its page store (%s) holds none: the store was removed, or its disk is not mounted; mount or restore it (to crawl anew, use an empty data directory)", dir, stored, strings.Join(storageDirs, ", "))
 }

@@ -345,6 +345,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
+	if err = checkStoreGone(cfg.Dir, cfg.StorageDirs, n.sched); err != nil { // identity.go
+		n.sched.Close()
+		n.tree.Close()
+		lock.Release()
+		return nil, err
+	}
 	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
 		n.sched.Close()
 		n.tree.Close()

@@ -225,3 +225,42 @@ func TestNodeDirRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeStoreGone: a finished crawl's page store gone at the next start
+// (its directory removed, or storage.dirs on a disk not mounted: an empty
+// mount point). The store was made anew, every page was done, and the run
+// "finished" at once with nothing on disk; now the start is refused,
+// naming the store, and with the store back the crawl is as it was.
+func TestNodeStoreGone(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 4000, Seeds: 3, Plain: true}, &log)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := nodeConfig(t, dir, srv, lookup, 2)
+	if sum, err := runNode(t, ctx, cfg); err != nil || !sum.Finished {
+		t.Fatalf("first run: %+v, %v", sum, err)
+	}
+	before := storedURLs(t, dir)
+	pages, away := filepath.Join(dir, "pages"), filepath.Join(t.TempDir(), "pages")
+	if err := os.Rename(pages, away); err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenNode(cfg)
+	if err == nil {
+		n.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "page store ("+pages+") holds none") {
+		t.Fatalf("open with the page store gone: %v, want it refused, naming the store", err)
+	}
+	if _, err := os.Stat(pages); err == nil {
+		t.Errorf("the refused open made %s anew", pages)
+	}
+	if err := os.Rename(away, pages); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := runNode(t, ctx, cfg); err != nil || !sum.Finished {
+		t.Fatalf("run with the store back: %+v, %v", sum, err)
+	}
+	compareSets(t, storedURLs(t, dir), before)
+}
