@@ -202,6 +202,7 @@ type nodeStats struct {
 	rejected                                                        atomic.Uint64
 	durable                                                         atomic.Uint64 // pages made durable (Durable)
 	durableBytes                                                    atomic.Uint64 // their bodies' bytes (DurableBytes)
+	unreadable                                                      atomic.Uint64 // stored pages whose links could not be read back (noteUnreadable)
 }
 
 // awaited is a page handed to the store, waiting to be durable: the
@@ -221,8 +222,12 @@ type NodeSummary struct {
 	TooDeep  uint64 // link sightings beyond the depth limit
 	Rejected uint64 // link sightings the scope filters refused
 	Admitted uint64 // new URLs added (seeds included)
-	URLs     int    // URLs in the tree
-	Finished bool   // nothing left to fetch (within MaxPages)
+	// Unreadable: stored pages whose links had to be read back (found
+	// shallower, or a pass for a raised depth limit or a changed scope)
+	// and could not be: damaged records, which kspider check reports.
+	Unreadable uint64
+	URLs       int  // URLs in the tree
+	Finished   bool // nothing left to fetch (within MaxPages)
 	// LimitReached: MaxPages pages are fetched; the URLs left wait for a
 	// larger limit.
 	LimitReached bool
@@ -547,7 +552,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	<-raised
 	sum := &NodeSummary{Fetched: n.st.fetched.Load(), Stored: n.st.pages.Load(), Bytes: n.st.bytes.Load(),
 		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), TooDeep: n.st.tooDeep.Load(),
-		Rejected: n.st.rejected.Load(), Admitted: n.st.admitted.Load(), URLs: n.tree.Len(), Elapsed: time.Since(start)}
+		Rejected: n.st.rejected.Load(), Admitted: n.st.admitted.Load(), Unreadable: n.st.unreadable.Load(), URLs: n.tree.Len(), Elapsed: time.Since(start)}
 	if err := n.firstErr(); err != nil {
 		return sum, err
 	}

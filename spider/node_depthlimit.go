@@ -133,6 +133,7 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 				firstErr = err
 			}
 			unread++
+			n.st.unreadable.Add(1)
 			continue
 		}
 		m.depth = int(d)

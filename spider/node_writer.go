@@ -298,7 +298,12 @@ func (n *Node) reexpand(u string, id uint32, d uint8, outlinks map[uint32]pageLi
 		}
 		var err error
 		if m, err = n.storedLinks(id); err != nil {
+			// Said only under --verbose, and counted nowhere: the
+			// links were lost without a word.
 			n.cfg.URLLogf("re-expanding %s: %v", u, err)
+			if n.st.unreadable.Add(1) == 1 {
+				n.cfg.Logf("spider: %s, found shallower, could not be read back from the store to follow its links again: %v; the summary counts such pages, 'kspider check' reports the damage", u, err)
+			}
 			return
 		}
 		outlinks[id] = m

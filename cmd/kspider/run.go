@@ -220,6 +220,9 @@ a peer were lost): the summary names what.`)
 	if sum != nil {
 		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
 			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)
+		if sum.Unreadable > 0 {
+			fmt.Fprintf(e.stderr, "%d stored pages could not be read back to follow their links again (damaged records): run 'kspider check' on the data directory\n", sum.Unreadable)
+		}
 		if lost > 0 {
 			fmt.Fprintf(e.stderr, "%d more pages fetched were lost with the page store before they were on disk; the next run fetches them again\n", lost)
 		}
