@@ -236,7 +236,7 @@ a peer were lost): the summary names what.`)
 	if rc != nil {
 		fmt.Fprintln(e.stderr, rc.summary(node))
 	}
-	if err := errors.Join(runErr, closeErr); err != nil {
+	if err := errors.Join(runErr, unseen(runErr, closeErr)); err != nil {
 		if interrupted && closeErr == nil {
 			return errors.New("interrupted: every page fetched is stored; run the same command again to continue")
 		}
@@ -246,4 +246,27 @@ a peer were lost): the summary names what.`)
 		return rc.lostShares(node)
 	}
 	return nil
+}
+
+// unseen is what of closeErr seen does not already say: a failed store's
+// Close returns the very error that stopped the run, and the operator read
+// it twice at the end.
+func unseen(seen, closeErr error) error {
+	if closeErr == nil || seen == nil {
+		return closeErr
+	}
+	j, ok := closeErr.(interface{ Unwrap() []error })
+	if !ok {
+		if errors.Is(seen, closeErr) {
+			return nil
+		}
+		return closeErr
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		if !errors.Is(seen, e) {
+			out = append(out, e)
+		}
+	}
+	return errors.Join(out...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -63,6 +64,11 @@ func TestRunFullDiskResume(t *testing.T) {
 	// disk was full.
 	if strings.Contains(errOut, "interrupted") || !strings.Contains(errOut, "crawl "+spider.RunFailed) {
 		t.Errorf("run on a full disk: the summary does not say the crawl stopped by an error (%q)", spider.RunFailed)
+	}
+	// The saver's error was said twice at the end: in the run's error and
+	// again as the store's Close error.
+	if i := strings.LastIndex(errOut, "kspider run: "); i < 0 || strings.Count(errOut[i:], "no space left on device") != 1 {
+		t.Errorf("the error at the end does not name the full disk exactly once")
 	}
 	m := regexp.MustCompile(`stored (\d+), errors`).FindStringSubmatch(errOut)
 	if m == nil {
@@ -128,4 +134,24 @@ func storedBodyBytes(t *testing.T, dir string) uint64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestUnseen: the store's error that stopped the run and that its Close
+// returns again is said once; another Close error is kept.
+func TestUnseen(t *testing.T) {
+	disk := errors.New("writing 00000001.seg: no space left on device")
+	runErr := fmt.Errorf("spider: storing u (id 1): %w", fmt.Errorf("storage: every saver has stopped: %w", disk))
+	other := errors.New("unlocking: bad file descriptor")
+	if err := unseen(runErr, errors.Join(nil, disk, nil)); err != nil {
+		t.Errorf("the run's own error came back from Close: %v", err)
+	}
+	if err := unseen(runErr, errors.Join(disk, other)); !errors.Is(err, other) || errors.Is(err, disk) {
+		t.Errorf("close error %v: want the other error alone", err)
+	}
+	if err := unseen(nil, disk); err != disk {
+		t.Errorf("without a run error: %v", err)
+	}
+	if err := unseen(runErr, other); err != other {
+		t.Errorf("a lone other error: %v", err)
+	}
 }
