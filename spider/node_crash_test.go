@@ -66,7 +66,7 @@ func crawlAsChild(cfg NodeConfig, durable bool) {
 			case <-tick.C:
 			}
 			wrote := false
-			if p := n.Counters().Pages; p != pages {
+			if p := n.st.pages.Load(); p != pages {
 				pages, wrote = p, true
 				fmt.Fprintf(out, "pages %d\n", p)
 			}

@@ -264,3 +264,45 @@ func TestNodeStoreGone(t *testing.T) {
 	}
 	compareSets(t, storedURLs(t, dir), before)
 }
+
+// TestNodeStatusStoreFull: the page store's disk fills up mid-crawl. The
+// status page and the progress line counted the pages and body bytes
+// handed to the store, so after the failure they said more than the disk
+// held (the final summary already said Durable); now they count what the
+// store made durable, which is what the disk holds.
+func TestNodeStatusStoreFull(t *testing.T) {
+	var log bytes.Buffer
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 40, Seed: 11, MaxPages: 60, MeanPageSize: 8000, Seeds: 3, Plain: true}, &log)
+	disk := mountTmpfs(t, "2m")
+	cfg := nodeConfig(t, t.TempDir(), srv, lookup, 3)
+	cfg.StorageDirs = []string{filepath.Join(disk, "pages")}
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, runErr := n.Run(ctx)
+	st, c := n.Status(), n.Counters()
+	closeErr := n.Close()
+	if runErr == nil || !strings.Contains(runErr.Error(), "no space left on device") {
+		t.Fatalf("run on a full disk: %v (close: %v), want the disk's error", runErr, closeErr)
+	}
+	r, err := storage.OpenReader(cfg.StorageDirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var pages, body uint64
+	if err := r.Scan(context.Background(), func(p *storage.Page) error {
+		pages, body = pages+1, body+uint64(len(p.Body))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("handed to the store %d pages, %d bytes; on disk %d, %d", sum.Stored, sum.Bytes, pages, body)
+	if st.Totals.Pages != pages || st.Totals.Bytes != body || c.Pages != pages || c.Bytes != body {
+		t.Errorf("status says %d pages, %d bytes; progress %d, %d; the disk holds %d pages, %d body bytes",
+			st.Totals.Pages, st.Totals.Bytes, c.Pages, c.Bytes, pages, body)
+	}
+}

@@ -9,7 +9,9 @@ package spider
 // Status marshals to one object whose field names are part of the format
 // (StatusVersion): a new field may be added within a version; a renamed,
 // removed or re-meant one bumps the version. Counts are since the node
-// opened (this run), URL states are of the whole data directory. Rates are
+// opened (this run), URL states are of the whole data directory. Pages and
+// bytes stored are those the store has made durable (Node.Durable), not
+// those handed to it: after a store failure the others are lost. Rates are
 // pages (stored) and megabytes (10^6 bytes of bodies stored) per second.
 //
 //	version            1
@@ -106,9 +108,9 @@ type Status struct {
 
 // StatusTotals are the node's counts.
 type StatusTotals struct {
-	Pages        uint64            `json:"pages"`   // pages handed to the store
+	Pages        uint64            `json:"pages"`   // pages the store made durable
 	Fetched      uint64            `json:"fetched"` // responses received
-	Bytes        uint64            `json:"bytes"`   // body bytes stored
+	Bytes        uint64            `json:"bytes"`   // their body bytes
 	URLs         uint64            `json:"urls_known"`
 	Queue        uint64            `json:"queue"` // URLs not finished
 	InList       uint64            `json:"in_list"`
@@ -455,7 +457,7 @@ func (n *Node) sampleLoop(ctx context.Context) {
 }
 
 func (n *Node) sample(now time.Time) {
-	n.ss.record(now, n.st.pages.Load(), n.st.bytes.Load(), n.disks())
+	n.ss.record(now, n.Durable(), n.DurableBytes(), n.disks())
 }
 
 func (n *Node) disks() []DiskStatus {
@@ -487,7 +489,7 @@ func (n *Node) status(full bool) *Status {
 		ss = n.sched.Stats(statusTopK)
 	}
 	t := &st.Totals
-	t.Pages, t.Fetched, t.Bytes = n.st.pages.Load(), n.st.fetched.Load(), n.st.bytes.Load()
+	t.Pages, t.Fetched, t.Bytes = n.Durable(), n.st.fetched.Load(), n.DurableBytes()
 	t.URLs, t.Queue = uint64(n.tree.Len()), uint64(max(n.unfinished.Load(), 0))
 	t.InList, t.InProgress, t.Stalled = ss.States[scheduler.InList], ss.States[scheduler.InProgress], ss.States[scheduler.Stalled]
 	t.Completed, t.Redirected, t.Failed = ss.States[scheduler.Completed], ss.States[scheduler.Redirected], ss.States[scheduler.Failed]

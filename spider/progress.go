@@ -11,8 +11,8 @@ import (
 // Counters is a snapshot of what a running node has done, for its
 // progress line and final summary. Counts only grow, but for Queue.
 type Counters struct {
-	Pages  uint64 // pages stored
-	Bytes  uint64 // body bytes received
+	Pages  uint64 // pages stored (made durable)
+	Bytes  uint64 // their body bytes
 	URLs   uint64 // URLs known (in the URL tree)
 	Queue  uint64 // URLs waiting to be fetched
 	Errors uint64 // failed fetches

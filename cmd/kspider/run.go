@@ -193,6 +193,8 @@ a peer were lost): the summary names what.`)
 	<-progDone
 	counters := node.Counters()
 	closeErr := node.Close()
+	// Close's sync makes the last pages durable: the counts are final now.
+	counters.Pages, counters.Bytes = node.Durable(), node.DurableBytes()
 	interrupted := errors.Is(runErr, spider.ErrInterrupted)
 	if errors.Is(runErr, spider.ErrDrained) && closeErr == nil { // drained on request: exit 0
 		fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), spider.RunDrained))
@@ -213,8 +215,7 @@ a peer were lost): the summary names what.`)
 	var lost uint64
 	if sum != nil && node.Durable() < sum.Stored {
 		lost = sum.Stored - node.Durable()
-		sum.Stored, counters.Pages = node.Durable(), node.Durable()
-		sum.Bytes, counters.Bytes = node.DurableBytes(), node.DurableBytes()
+		sum.Stored, sum.Bytes = node.Durable(), node.DurableBytes()
 	}
 	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), how))
 	if sum != nil {
