@@ -38,8 +38,8 @@ type nodeCollector struct {
 func newMetrics(src Source) *nodeCollector {
 	c := &nodeCollector{src: src,
 		pagesFetched: newMetric("pages_fetched_total", "Responses received.", counterValue),
-		pagesStored:  newMetric("pages_stored_total", "Pages handed to the page store.", counterValue),
-		bytes:        newMetric("bytes_total", "Body bytes stored.", counterValue),
+		pagesStored:  newMetric("pages_stored_total", "Pages the page store made durable.", counterValue),
+		bytes:        newMetric("bytes_total", "Body bytes of the pages made durable.", counterValue),
 		fetchErrors:  newMetric("fetch_errors_total", "Failed fetches by kind.", counterValue, "kind"),
 		responses:    newMetric("http_responses_total", "Responses by HTTP status code.", counterValue, "code"),
 		urlsKnown:    newMetric("urls_known", "URLs in the URL tree.", gaugeValue),

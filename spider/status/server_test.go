@@ -131,7 +131,10 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`kspider_http_responses_total{code="404"} 5000`, `kspider_fetch_errors_total{kind="timeout"} 3`,
 		`kspider_urls{state="in-list"} 5000`, `kspider_peer_up{node="2"} 1`, "kspider_phase_active 1",
 		`kspider_peer_dropped_datagrams_total{kind="forged",node="2"} 7`, `kspider_peer_dropped_datagrams_total{kind="replayed",node="2"} 5`,
-		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`, `kspider_peer_lost_dir{node="2"} 1`} {
+		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`, `kspider_peer_lost_dir{node="2"} 1`,
+		// What the store made durable, not what it was handed (lost ones
+		// too, after a store failure).
+		"# HELP kspider_pages_stored_total Pages the page store made durable."} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("metrics lack %q", want)
 		}
