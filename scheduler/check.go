@@ -75,6 +75,13 @@ type CheckReport struct {
 	// anew from the others' (format version 3: the same version and ID),
 	// each file copied into Quarantine first.
 	HeadersRewritten int
+	// TreeID is the URL tree's ID the files carry (zero before format
+	// version 3), and TreeIDFile the file it was read from.
+	TreeID     [16]byte
+	TreeIDFile string
+	// Foreign names the files of another URL tree than the rest, or than
+	// CheckFor's: no repair, which would mix two schedulers' records.
+	Foreign []string
 }
 
 // Damaged reports whether any finding is damage.
@@ -130,6 +137,15 @@ func (f *findings) leftover(file string, off int64, format string, args ...any) 
 // scheduler and the node must add its URLs again from the URL tree,
 // losing which were fetched and the hosts' politeness and robots state.
 func Check(dir string, repair bool) (*CheckReport, error) {
+	return CheckFor(dir, repair, [16]byte{}, "")
+}
+
+// CheckFor is Check of the scheduler of the URL tree whose ID is tree,
+// read from treeFile (what Config.TreeID is to Open): a scheduler of
+// another tree, which Open refuses with ErrForeign, is damage naming both
+// IDs and files, and is not repaired. A zero tree, or files without an ID
+// (before format version 3, which Open gives the tree's), tell nothing.
+func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckReport, error) {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	names := []string{metaName, statesName, hostsName, namesName}
 	present := 0
@@ -246,6 +262,13 @@ func Check(dir string, repair bool) (*CheckReport, error) {
 			maps[i] = raw[i]
 		}
 	}
+	rep.TreeID, rep.TreeIDFile = id, idFrom
+	if tree != ([16]byte{}) && id != ([16]byte{}) && id != tree {
+		sink.list = append(sink.list, Finding{File: idFrom, Offset: 12, Damage: true,
+			What: fmt.Sprintf("belongs to URL tree %x, but the URL tree %s is %x: a scheduler directory of another data directory, or its URL tree was replaced (Open refuses it); put back the directories that belong together, or move %s away for a new scheduler", id, treeFile, tree, dir)})
+		foreignFiles = append(foreignFiles, idFrom)
+	}
+	rep.Foreign = foreignFiles
 	rep.Clean = c.flags&flagClean != 0
 	nHosts := ^uint32(0) // host numbers are unchecked without a host table
 	if maps[1] != nil && maps[2] != nil {

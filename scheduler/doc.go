@@ -94,7 +94,8 @@
 // scheduler of another tree (a directory copied from another data
 // directory, or its tree replaced) and a file whose ID is not the meta
 // file's (one copied or swapped in), naming it, and Check reports such a
-// file and will not repair. Files from before format version 3 (states at
+// file and will not repair (CheckFor, given the tree's ID, also a
+// scheduler of another tree). Files from before format version 3 (states at
 // version 1 or 2, the others at 1, without ID or header checksum), and
 // files created with no TreeID, are read and given the ID by the next Open
 // with one: the array files first, the meta file last, so a crash in

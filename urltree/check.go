@@ -43,6 +43,10 @@ type CheckReport struct {
 	// the folder the old files were moved to.
 	Repaired   bool
 	Quarantine string
+	// ID is the tree's ID (zero before format version 3), which a
+	// repair keeps, and IDFile the file it was read from.
+	ID     ID
+	IDFile string
 }
 
 // Damaged reports whether any finding is damage (rather than the
@@ -225,6 +229,7 @@ func (c *checker) checkIDs() {
 		switch {
 		case ref < 0 && (i == 0 || !ids[i].IsZero()):
 			ref, c.id = i, ids[i]
+			c.rep.ID, c.rep.IDFile = ids[i], c.path(i)
 		case ref >= 0 && !c.id.IsZero() && ids[i] != c.id:
 			what := "tree " + ids[i].String()
 			if ids[i].IsZero() {

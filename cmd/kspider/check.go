@@ -23,12 +23,14 @@ type checker struct {
 	check func(dir string, repair bool, w io.Writer) (problems int, err error)
 }
 
-// checkers lists what kspider check verifies, in order.
-func checkers() []checker {
+// checkers lists what kspider check verifies, in order: the URL tree
+// before the scheduler, which is checked against the tree's ID as Open
+// checks it (tree is what the first found).
+func checkers(tree *treeID) []checker {
 	return []checker{
-		{"urls", orSubdir("urls", checkTree)},
+		{"urls", orSubdir("urls", tree.checkTree)},
 		{"pages", orSubdir("pages", storage.Check)},
-		{"sched", orSubdir("sched", checkSched)},
+		{"sched", orSubdir("sched", tree.checkSched)},
 		{"spill", orSubdir("comm", checkSpill)},
 		{"identity", checkIdentity},
 	}
@@ -100,7 +102,7 @@ func checkDir(dir string, repair bool, w io.Writer) (total int, err error) {
 		defer lock.Release()
 	}
 	found := 0
-	for _, c := range checkers() {
+	for _, c := range checkers(&treeID{}) {
 		n, err := c.check(dir, repair, w)
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(w, "%s: %s: none here\n", c.name, dir)
@@ -132,7 +134,7 @@ func isNodeDir(dir string) bool {
 
 func checkerNames() string {
 	var names []string
-	for _, c := range checkers() {
+	for _, c := range checkers(&treeID{}) {
 		names = append(names, c.name)
 	}
 	return strings.Join(names, ", ")

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/kspider/kspider/scheduler"
 )
 
 // checkSched is the scheduler's checker for kspider check:
-// scheduler.Check, printed one finding per line with its file and offset.
-func checkSched(dir string, repair bool, w io.Writer) (problems int, err error) {
-	rep, err := scheduler.Check(dir, repair)
+// scheduler.CheckFor the URL tree checkTree found (a scheduler of another
+// tree is damage, as Open refuses it), printed one finding per line with
+// its file and offset.
+func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems int, err error) {
+	rep, err := scheduler.CheckFor(dir, repair, tree.id, tree.file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
@@ -28,6 +31,8 @@ func checkSched(dir string, repair bool, w io.Writer) (problems int, err error) 
 	switch {
 	case problems == 0:
 		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts\n", dir, rep.URLs, rep.Hosts)
+	case len(rep.Foreign) > 0:
+		fmt.Fprintf(w, "sched: %s: %d problems; %s of another URL tree (named above): no repair mixes two data directories' files; put back the ones that belong together\n", dir, problems, strings.Join(rep.Foreign, ", "))
 	case rep.Repaired && rep.Salvaged > 0:
 		fmt.Fprintf(w, "sched: %s: repaired: %d damaged URL records replaced by gaps, everything else kept (the damaged file is copied in %s); the node adds those URLs again when it meets them\n",
 			dir, rep.Salvaged, rep.Quarantine)

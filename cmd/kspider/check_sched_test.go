@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/urltree"
 )
 
 // buildSchedSpill makes a node directory with a scheduler of 50 URLs in
@@ -146,5 +147,67 @@ func TestCheckForeignSpill(t *testing.T) {
 		if code != c.code || !strings.Contains(out, c.want) || (c.unwanted != "" && strings.Contains(out, c.unwanted)) {
 			t.Errorf("%s: exit %d, stdout:\n%s\nstderr: %s", c.name, code, out, errOut)
 		}
+	}
+}
+
+// TestCheckSchedOfAnotherTree: a sched/ copied from another data directory
+// is refused by the node's Open (scheduler.ErrForeign); check said nothing
+// of it and exited 0. Now it is damage naming both IDs and files, and
+// --repair leaves the files in place.
+func TestCheckSchedOfAnotherTree(t *testing.T) {
+	makeNode := func() (string, urltree.ID) {
+		node := t.TempDir()
+		tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, _, err := tr.AddString(fmt.Sprintf("http://host%d.example/", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := tr.ID()
+		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := scheduler.Open(filepath.Join(node, "sched"), scheduler.Config{Clock: &benchClock{}, Phases: 1, TreeID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := range uint32(5) {
+			if _, err := s.Add(id, fmt.Sprintf("host%d.example", id), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return node, id
+	}
+	nodeA, idA := makeNode()
+	nodeB, idB := makeNode()
+	if code, out, errOut := runCmd(t, "", "check", "--data", nodeA); code != 0 {
+		t.Fatalf("own scheduler: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, name := range []string{"sched.meta", "sched.states", "sched.hosts", "sched.names"} {
+		b, err := os.ReadFile(filepath.Join(nodeB, "sched", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(nodeA, "sched", name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCmd(t, "", "check", "--data", nodeA)
+	if code != 1 || !strings.Contains(out, idA.String()) || !strings.Contains(out, idB.String()) ||
+		!strings.Contains(out, filepath.Join(nodeA, "sched", "sched.meta")) || !strings.Contains(out, filepath.Join(nodeA, "urls", "urltree.meta")) {
+		t.Fatalf("another tree's scheduler: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "", "check", "--repair", "--data", nodeA)
+	if code != 1 || !strings.Contains(errOut, "not repaired") {
+		t.Fatalf("repair: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if moved, _ := filepath.Glob(filepath.Join(nodeA, "sched", "damaged", "*", "*")); len(moved) != 0 {
+		t.Fatalf("repair moved another tree's scheduler files: %v", moved)
 	}
 }

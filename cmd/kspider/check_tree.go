@@ -9,9 +9,16 @@ import (
 	"github.com/kspider/kspider/urltree"
 )
 
+// treeID is the URL tree's ID that checkTree found in a data directory,
+// and the file it read it from, for checkSched to hold the scheduler to.
+type treeID struct {
+	id   urltree.ID
+	file string
+}
+
 // checkTree is the URL tree's checker for kspider check: urltree.Check,
 // printed one finding per line with its file and offset.
-func checkTree(dir string, repair bool, w io.Writer) (problems int, err error) {
+func (tree *treeID) checkTree(dir string, repair bool, w io.Writer) (problems int, err error) {
 	rep, err := urltree.Check(dir, repair)
 	if errors.Is(err, urltree.ErrNoTree) {
 		return 0, fmt.Errorf("%w (%w)", err, fs.ErrNotExist)
@@ -19,6 +26,7 @@ func checkTree(dir string, repair bool, w io.Writer) (problems int, err error) {
 	if rep == nil {
 		return 0, err
 	}
+	tree.id, tree.file = rep.ID, rep.IDFile
 	for _, f := range rep.Findings {
 		fmt.Fprintf(w, "urls: %s\n", f)
 		if f.Damage {
