@@ -221,21 +221,28 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 
 	magics := [3][8]byte{magicStates, magicHosts, magicNames}
 	var raw, maps [3][]byte
-	for i, n := range names[1:] {
-		need := [3]uint64{span(c.urls, recordSize), span(c.hosts, hostRecSize), span(c.names, 1)}[i]
-		if _, bad := headerFinding[p(metaName)]; bad {
-			need = 1<<64 - 1 // the commit may yet be read (rebuilt below)
+	defer func() {
+		for _, data := range raw {
+			if len(data) > 0 {
+				unix.Munmap(data)
+			}
 		}
-		data, err := mapPrivate(p(n), need)
+	}()
+	needs := func() [3]uint64 {
+		return [3]uint64{span(c.urls, recordSize), span(c.hosts, hostRecSize), span(c.names, 1)}
+	}
+	for i, n := range names[1:] {
+		// With sched.meta's header damaged the commit is not read yet
+		// (rebuilt below, the files mapped further then if it reaches
+		// past their data): mapping the whole file instead failed for a
+		// sparse terabyte ("cannot allocate memory").
+		data, err := mapPrivate(p(n), needs()[i])
 		if errors.Is(err, fs.ErrNotExist) {
 			sink.damage(p(n), 0, "missing")
 			continue
 		}
 		if err != nil {
 			return nil, err
-		}
-		if len(data) > 0 {
-			defer unix.Munmap(data)
 		}
 		if raw[i] = data; header(p(n), data, magics[i]) {
 			maps[i] = data
@@ -256,6 +263,22 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 	}
 	if meta != nil && rebuild(p(metaName), meta, magicMeta) {
 		decodeCommits(meta)
+		for i, n := range names[1:] {
+			if raw[i] == nil || needs()[i] <= uint64(len(raw[i])) {
+				continue
+			}
+			data, err := mapPrivate(p(n), needs()[i])
+			if err != nil {
+				return nil, err
+			}
+			if len(raw[i]) > 0 {
+				unix.Munmap(raw[i])
+			}
+			if maps[i] != nil {
+				maps[i] = data
+			}
+			raw[i] = data
+		}
 	}
 	for i, n := range names[1:] {
 		if maps[i] == nil && raw[i] != nil && rebuild(p(n), raw[i], magics[i]) {

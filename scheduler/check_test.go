@@ -368,6 +368,50 @@ func TestCheckExtendedFiles(t *testing.T) {
 	}
 }
 
+// TestCheckExtendedFilesMetaHeader: with sched.meta's header damaged (a
+// flipped bit in its ID), Check mapped the other files whole, so one
+// extended with zeros to a sparse terabyte still failed with "mmap: cannot
+// allocate memory"; now it maps them as far as their data or the rebuilt
+// commit reaches, finds the header alone damaged, and the repair rewrites it.
+func TestCheckExtendedFilesMetaHeader(t *testing.T) {
+	for _, name := range []string{statesName, hostsName, namesName} {
+		clk := newFakeClock(1, time.Hour, 0)
+		dir := t.TempDir()
+		s := mustOpen(t, dir, basicConfig(clk))
+		for id := range uint32(20) {
+			if id == 10 {
+				if err := s.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Add(id, fmt.Sprintf("h%d.example", id%3), 0)
+		}
+		s.closeFiles() // kill -9: ids 10..19 are past the commit
+		if err := os.Truncate(filepath.Join(dir, name), 1<<40); err != nil {
+			t.Skipf("no sparse terabyte file here: %v", err)
+		}
+		meta := filepath.Join(dir, metaName)
+		b, err := os.ReadFile(meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[14] ^= 0x10 // in the ID: the magic stays intact
+		if err := os.WriteFile(meta, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Check(dir, false)
+		if err != nil || !onlyIn(rep.Findings, meta) || rep.URLs != 20 || rep.Hosts != 3 {
+			t.Fatalf("%s extended to 1 TiB, meta header damaged: Check = %v, %+v; want the meta header alone damaged, 20 URLs, 3 hosts", name, err, rep)
+		}
+		if rep, err := Check(dir, true); err != nil || rep.HeadersRewritten != 1 {
+			t.Fatalf("%s: repair = %v, %+v; want the meta header rewritten", name, err, rep)
+		}
+		if rep, err := Check(dir, false); err != nil || rep.Damaged() || rep.URLs != 20 {
+			t.Fatalf("%s: after the repair: %v, %+v", name, err, rep)
+		}
+	}
+}
+
 // TestSalvageExtendedStates: a repair of damaged URL records in a states
 // file extended with zeros (sparse) copied the whole file, zeros and all,
 // into damaged/ (a terabyte written for a sparse terabyte, until the disk
