@@ -208,15 +208,65 @@ func Defaults() RunConfig {
 // lists belong in seeds_file).
 const maxConfigSize = 4 << 20
 
-// LoadRunConfig reads and checks the config file at path.
-func LoadRunConfig(path string) (*RunConfig, error) {
-	f, err := os.Open(path)
+// openInput opens the config or seeds file at path for reading until ctx
+// ends. A named pipe's open(2) waits for a writer, and its reads for data:
+// a pipe nothing writes to hung the command past Ctrl-C and SIGTERM. So a
+// pipe is opened by a goroutine, given up (with an error naming the file)
+// when ctx ends first, the goroutine left to die with the process or to
+// close what it opens; and the file is closed when ctx ends, which ends a
+// read waiting on a pipe (the caller reports ctx's cause for it; a regular
+// file's reads end by themselves, and a device's the caller watches). A
+// non-blocking open is not the way: it makes a pipe whose writer comes
+// after the reader read as empty. stop, when done, undoes the close on
+// ctx's end; the caller still closes the file.
+func openInput(ctx context.Context, path string) (f *os.File, stop func() bool, err error) {
+	if fi, serr := os.Stat(path); serr != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		f, err = os.Open(path) // errors from here: Stat's may be stale
+	} else {
+		type opened struct {
+			f   *os.File
+			err error
+		}
+		done := make(chan opened, 1)
+		go func() {
+			f, err := os.Open(path)
+			done <- opened{f, err}
+		}()
+		select {
+		case o := <-done:
+			f, err = o.f, o.err
+		case <-ctx.Done():
+			go func() {
+				if o := <-done; o.f != nil {
+					o.f.Close()
+				}
+			}()
+			return nil, nil, fmt.Errorf("opening %s: a named pipe no writer opened: %w", path, context.Cause(ctx))
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return f, func() bool { return true }, nil // its reads end
+	}
+	return f, context.AfterFunc(ctx, func() { f.Close() }), nil
+}
+
+// LoadRunConfig reads and checks the config file at path, giving up when
+// ctx ends (a named pipe nothing writes to).
+func LoadRunConfig(ctx context.Context, path string) (*RunConfig, error) {
+	f, stop, err := openInput(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	defer f.Close()
+	defer stop()
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(io.LimitReader(f, maxConfigSize+1)); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
 		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	if buf.Len() > maxConfigSize {
@@ -385,15 +435,17 @@ func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
 	if c.SeedsFile == "" {
 		return seeds, nil
 	}
-	f, err := os.Open(c.SeedsFile)
+	f, stop, err := openInput(ctx, c.SeedsFile)
 	if err != nil {
 		return nil, fmt.Errorf("seeds_file: %w", err)
 	}
 	defer f.Close()
+	defer stop()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 4096), maxSeedLine)
 	k := &checker{name: c.SeedsFile}
-	for line := 1; sc.Scan(); line++ {
+	line := 1
+	for ; sc.Scan(); line++ {
 		if line%seedsCheckEvery == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("seeds_file: reading %s: stopped at line %d: %w", c.SeedsFile, line, context.Cause(ctx))
 		}
@@ -407,7 +459,9 @@ func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
 		}
 		seeds = append(seeds, s)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("seeds_file: reading %s: stopped at line %d: %w", c.SeedsFile, line, context.Cause(ctx))
+	} else if err != nil {
 		k.add(fmt.Errorf("seeds_file: reading %s: %w (lines are at most %d bytes)", c.SeedsFile, err, maxSeedLine))
 	}
 	if err := k.err(); err != nil {

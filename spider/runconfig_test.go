@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -276,7 +277,7 @@ func TestLoadRunConfigAndSeeds(t *testing.T) {
 	dir := t.TempDir()
 	seeds := writeFile(t, dir, "seeds.txt", "# seeds\nhttps://c.example/\n\n  http://d.example/a  \n")
 	path := writeFile(t, dir, "crawl.toml", "seeds = [\"https://a.example/\"]\nseeds_file = \""+seeds+"\"\n")
-	c, err := LoadRunConfig(path)
+	c, err := LoadRunConfig(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,11 +296,11 @@ func TestLoadRunConfigAndSeeds(t *testing.T) {
 	if _, err := c.LoadSeeds(context.Background()); err == nil || !strings.Contains(err.Error(), "seeds_file:") {
 		t.Errorf("missing seeds file: %v", err)
 	}
-	if _, err := LoadRunConfig(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml") {
+	if _, err := LoadRunConfig(context.Background(), filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml") {
 		t.Errorf("missing config: %v", err)
 	}
 	writeFile(t, dir, "crawl.toml", "[limits]\nmax_depth = 300\n")
-	if _, err := LoadRunConfig(path); err == nil || !strings.Contains(err.Error(), path+":2: limits.max_depth") {
+	if _, err := LoadRunConfig(context.Background(), path); err == nil || !strings.Contains(err.Error(), path+":2: limits.max_depth") {
 		t.Errorf("bad config: %v", err)
 	}
 }
@@ -392,5 +393,75 @@ func TestLoadSeedsInterrupted(t *testing.T) {
 	}
 	if got, err := c.LoadSeeds(context.Background()); err != nil || len(got) != len(c.Seeds)+3*seedsCheckEvery {
 		t.Fatalf("LoadSeeds = %d seeds, %v", len(got), err)
+	}
+}
+
+// TestLoadFromPipeInterrupted: a config or seeds file that is a named pipe
+// nothing writes to hung LoadRunConfig and LoadSeeds in open(2) (and, with
+// a writer that never writes, in read(2)) past Ctrl-C and SIGTERM; now
+// they end with the context's error naming the file. A pipe whose writer
+// comes after the reader is still read whole.
+func TestLoadFromPipeInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	c := Defaults()
+	c.SeedsFile = fifo
+	loaders := map[string]func(context.Context) error{
+		"config": func(ctx context.Context) error { _, err := LoadRunConfig(ctx, fifo); return err },
+		"seeds":  func(ctx context.Context) error { _, err := c.LoadSeeds(ctx); return err },
+	}
+	for name, load := range loaders {
+		for _, writer := range []bool{false, true} {
+			var w *os.File
+			if writer { // opened, never written: the reader's open returns, its read waits
+				opened := make(chan *os.File, 1)
+				go func() {
+					f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+					if err != nil {
+						f = nil
+					}
+					opened <- f
+				}()
+				r, err := os.Open(fifo) // lets the writer's open return
+				if err != nil {
+					t.Fatal(err)
+				}
+				w = <-opened
+				r.Close()
+				if w == nil {
+					t.Fatal("no writer")
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- load(ctx) }()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), fifo) {
+					t.Errorf("%s, writer %v: %v; want context canceled naming %s", name, writer, err, fifo)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("%s, writer %v: still reading a minute after the context ended", name, writer)
+			}
+			if w != nil {
+				w.Close()
+			}
+		}
+	}
+	// The writer opening after the reader: the seeds are read.
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			f.Write([]byte("https://a.example/\n"))
+			f.Close()
+		}
+	}()
+	if got, err := c.LoadSeeds(context.Background()); err != nil || len(got) != 1 {
+		t.Fatalf("seeds from a pipe written to: %q, %v", got, err)
 	}
 }

@@ -52,7 +52,7 @@ exits 0.`)
 // checkConfig prints what is wrong with the config at path, or its
 // effective values.
 func checkConfig(ctx context.Context, e env, path string) error {
-	cfg, err := spider.LoadRunConfig(path)
+	cfg, err := spider.LoadRunConfig(ctx, path)
 	var seeds []string
 	if err == nil {
 		seeds, err = cfg.LoadSeeds(ctx)

@@ -27,7 +27,7 @@ func TestInitSampleParsesToDefaults(t *testing.T) {
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := spider.LoadRunConfig(path)
+	cfg, err := spider.LoadRunConfig(context.Background(), path)
 	if err != nil {
 		t.Fatalf("the sample does not parse: %v", err)
 	}
@@ -191,5 +191,31 @@ func TestInitCheckInterrupted(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("init --check went on reading after its context ended")
+	}
+}
+
+// TestInitCheckPipeNoWriter: `init --check` of a config that is a named
+// pipe nothing writes to waited in open(2) past Ctrl-C; now the end of its
+// context ends it, naming the file, without calling the config invalid.
+func TestInitCheckPipeNoWriter(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "crawl.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, []string{"init", "--check", fifo})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(errb.String(), fifo) || strings.Contains(errb.String(), "not a valid config") {
+			t.Fatalf("exit %d, stderr:\n%s", code, errb.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("init --check of a pipe nothing writes to went on after its context ended")
 	}
 }

@@ -68,7 +68,10 @@ a peer were lost): the summary names what.`)
 	if *config == "" {
 		return usagef("--config FILE is required (write one with 'kspider init > crawl.toml')")
 	}
-	cfg, err := spider.LoadRunConfig(*config)
+	cfg, err := spider.LoadRunConfig(ctx, *config)
+	if ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
+		return err // interrupted: not an error of the config
+	}
 	if err != nil {
 		printErrors(e, err)
 		return fmt.Errorf("%s is not a valid config", *config)
