@@ -467,7 +467,7 @@ func runCrawlSpec(ctx context.Context, spec crawlChildSpec) (crawlFigures, error
 	}
 	closeErr := node.Close()
 	secs := time.Since(start).Seconds()
-	if err := errors.Join(runErr, closeErr); err != nil {
+	if err := errors.Join(runErr, unseen(runErr, closeErr)); err != nil {
 		return crawlFigures{}, err
 	}
 	f := crawlFigures{Pages: int64(sum.Stored), Bytes: int64(sum.Bytes), Errors: int64(sum.Errors), Seconds: secs, Finished: sum.Finished}

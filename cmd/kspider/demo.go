@@ -224,7 +224,7 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 	drained := errors.Is(runErr, spider.ErrDrained)
 	interrupted := errors.Is(runErr, spider.ErrInterrupted) || drained
 	if closeErr := node.Close(); closeErr != nil || runErr != nil && !interrupted {
-		return errors.Join(runErr, closeErr)
+		return errors.Join(runErr, unseen(runErr, closeErr))
 	}
 	rep.Crawl, rep.Interrupted = sum, interrupted
 
