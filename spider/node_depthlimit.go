@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"time"
 
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/scope"
@@ -100,6 +101,9 @@ func (n *Node) openDepthLimit() error {
 // The writer calls it, first. A pass over a large store takes long: the
 // end of ctx (a Ctrl-C) cuts it short, else the interrupted crawl waited
 // for it to end; the next run makes it again.
+// passProgressEvery is how often raiseDepth's pass says where it is.
+const passProgressEvery = 10 * time.Second
+
 func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 	pages, again, unread := 0, 0, 0
 	var firstErr error
@@ -108,7 +112,19 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 		from, dropped = 0, 0
 	}
 	end := n.sched.Len() // (the loop adds URLs)
+	// On a large store the pass takes a while before anything is
+	// fetched: said at its start and every passProgressEvery.
+	why := fmt.Sprintf("limits.max_depth raised from %d to %d", n.raiseFrom, n.cfg.MaxDepth)
+	if n.scopeChanged {
+		why = "the scope changed"
+	}
+	n.cfg.Logf("spider: %s: following the links of the stored pages again, a pass over %d URLs before anything is fetched", why, end)
+	next := time.Now().Add(passProgressEvery)
 	for id := uint32(0); uint64(id) < end; id++ {
+		if id%64 == 0 && time.Now().After(next) {
+			n.cfg.Logf("spider: %s: the pass is at URL %d of %d, %d pages' links followed again", why, id, end, pages)
+			next = time.Now().Add(passProgressEvery)
+		}
 		if id%64 == 0 && ctx.Err() != nil {
 			n.raiseCut.Store(true)
 			n.cfg.Logf("spider: the pass following the stored pages' links again (limits.max_depth raised or the scope changed) stopped by the interruption at URL %d of %d, after %d pages: the next run makes it again", id, end, pages)
