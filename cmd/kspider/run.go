@@ -162,10 +162,13 @@ a peer were lost): the summary names what.`)
 	}
 	terminal := !*quiet && stats.IsTerminal(e.stderr)
 	e.stderr = &lockedWriter{w: e.stderr}
-	ncfg.Logf, ncfg.URLLogf = nodeLogs(e.stderr, "", *verbose, terminal)
+	logPrefix := ""
+	if rc != nil {
+		logPrefix = rc.logPrefix
+	}
+	ncfg.Logf, ncfg.URLLogf = nodeLogs(e.stderr, logPrefix, *verbose, terminal)
 	if rc != nil {
 		ncfg.Cluster = rc.node
-		ncfg.Logf, ncfg.URLLogf = nodeLogs(e.stderr, rc.logPrefix, *verbose, terminal)
 		ncfg.Scheduler.Clock, ncfg.Scheduler.Phases = rc.clock, rc.phases
 		ncfg.ClockStatus = rc.clockStatus
 	}
