@@ -50,8 +50,10 @@
 //
 // A request that got no response at all (the connection died first) is sent
 // again, up to Config.MaxAttempts times in all; two connections in a row
-// that answer nothing end the list (the rest get the error). A request whose
-// response started is never sent again: its result holds what arrived.
+// that answer nothing (closed, silent past the first-byte timeout, or bytes
+// that are not a response) end the list (the rest get the error, unsent).
+// A request whose response started is never sent again: its result holds
+// what arrived.
 //
 // # Limits
 //

@@ -328,6 +328,14 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			c = nil
 			continue
 		case failed:
+			if c.answered == 0 {
+				// A connection whose first response failed answered
+				// nothing, as one that hung up did: a host silent or
+				// babbling on every connection otherwise cost each URL
+				// its own connection, timeout and linger.
+				barren++
+				lastKind, lastErr = r.Kind, r.Err
+			}
 			if x.pipelined || len(out) > 1 {
 				f.col.nopipe.add(o.key)
 			}
