@@ -165,6 +165,13 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	// Chunked with a Content-Length beside it is a smuggling pattern: read
 	// this body by its chunks, then trust nothing after it.
 	conflict := chunked && bytes.Contains(bytes.ToLower(r.Head), []byte("\ncontent-length:"))
+	if !resp.ProtoAtLeast(1, 1) && bytes.Contains(bytes.ToLower(r.Head), []byte("\ntransfer-encoding:")) {
+		// HTTP/1.0 has no transfer codings: ReadResponse ignores the
+		// line and frames the body by Content-Length, which a sender that
+		// chunked it may have got wrong. RFC 9112 §6.1: such framing is
+		// faulty, and the connection closes after the message.
+		conflict = true
+	}
 
 	maxBody := f.maxBody(r)
 	hint := 16 << 10
