@@ -136,6 +136,21 @@ func TestPathTraps(t *testing.T) {
 	if got := pathTraps(distinct.String(), 0, 3); got != OK {
 		t.Errorf("long distinct path: %v", got)
 	}
+	// With the depth limit off, a loop is one wherever it starts: past the
+	// first 256 segments, or with its repeats that far apart.
+	var prefix strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&prefix, "/d%d", i)
+	}
+	for _, p := range []string{
+		prefix.String() + "/loop/loop/loop",
+		"/loop" + prefix.String() + "/loop/loop",
+		"/a/loop" + prefix.String() + "/loop" + prefix.String() + "/loop",
+	} {
+		if got := pathTraps(p, 0, 3); got != RepeatedSegment {
+			t.Errorf("loop in a path of %d segments: %v", strings.Count(p, "/"), got)
+		}
+	}
 }
 
 func TestCheck(t *testing.T) {

@@ -26,15 +26,15 @@ func hasSuffixFold(s, suffix string) bool {
 	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
 
-// maxRepeatScan bounds the segments the repeat check looks at, so a path of
-// a million segments with every limit off costs linear time, not quadratic.
-const maxRepeatScan = 256
+// pairwiseMax is the most segments the repeat check compares pairwise
+// (at most 2016 comparisons, no allocation); a longer path, possible only
+// with MaxPathDepth raised or off, has its segments counted in a map, so a
+// path of a million segments costs linear time and a loop is found
+// wherever in it it lies.
+const pairwiseMax = 64
 
 // pathTraps checks path depth and repeated segments. A segment is what lies
 // between slashes; empty segments ("//") count for depth but not as repeats.
-// The repeat check compares each segment with the ones before it: paths are
-// short (MaxPathDepth bounds them first), so the quadratic loop is cheaper
-// than any set.
 func pathTraps(path string, maxDepth, maxRepeat int) Reason {
 	depth := strings.Count(path, "/")
 	if strings.HasSuffix(path, "/") && depth > 0 {
@@ -46,28 +46,20 @@ func pathTraps(path string, maxDepth, maxRepeat int) Reason {
 	if maxRepeat < 2 {
 		return OK
 	}
+	if depth > pairwiseMax {
+		return countRepeats(path, maxRepeat)
+	}
 	rest := path
-	for seen := 0; len(rest) > 0 && seen < maxRepeatScan; seen++ {
-		rest = rest[1:] // the '/'
-		seg := rest
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			seg = rest[:i]
-		}
-		rest = rest[len(seg):]
+	for len(rest) > 0 {
+		seg := nextSegment(&rest)
 		if seg == "" {
 			continue
 		}
 		// Count seg in what follows; each segment is counted from its first
 		// occurrence, so the loop visits every pair at most once.
 		n := 1
-		for after, k := rest, 0; len(after) > 0 && k < maxRepeatScan; k++ {
-			after = after[1:]
-			s := after
-			if i := strings.IndexByte(after, '/'); i >= 0 {
-				s = after[:i]
-			}
-			after = after[len(s):]
-			if s == seg {
+		for after := rest; len(after) > 0; {
+			if nextSegment(&after) == seg {
 				if n++; n >= maxRepeat {
 					return RepeatedSegment
 				}
@@ -75,4 +67,33 @@ func pathTraps(path string, maxDepth, maxRepeat int) Reason {
 		}
 	}
 	return OK
+}
+
+// countRepeats is pathTraps's repeat check for a long path.
+func countRepeats(path string, maxRepeat int) Reason {
+	seen := make(map[string]int)
+	for rest := path; len(rest) > 0; {
+		seg := nextSegment(&rest)
+		if seg == "" {
+			continue
+		}
+		n := seen[seg] + 1
+		if n >= maxRepeat {
+			return RepeatedSegment
+		}
+		seen[seg] = n
+	}
+	return OK
+}
+
+// nextSegment takes the segment at the start of *rest, which begins with
+// '/', off it.
+func nextSegment(rest *string) string {
+	s := (*rest)[1:]
+	seg := s
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		seg = s[:i]
+	}
+	*rest = s[len(seg):]
+	return seg
 }
