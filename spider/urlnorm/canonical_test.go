@@ -42,6 +42,11 @@ func TestCanonical(t *testing.T) {
 			want: "http://example.com/a/b?a=1&b=2", opts: Options{StripSessionIDs: true}},
 		{in: "/a;jsessionid=ABC?PHPSESSID=x", want: "http://example.com/a;jsessionid=ABC?PHPSESSID=x"},
 		{in: "/?sid=1", want: "http://example.com/", opts: Options{StripSessionIDs: true}},
+		// A segment the strip would leave "." or ".." keeps its id: as a
+		// dot segment it would be removed on the next parse.
+		{in: "/.;jsessionid=1", want: "http://example.com/.;jsessionid=1", opts: Options{StripSessionIDs: true}},
+		{in: "/a/..;jsessionid=1;jsessionid=2/b;jsessionid=3", want: "http://example.com/a/..;jsessionid=1;jsessionid=2/b", opts: Options{StripSessionIDs: true}},
+		{in: "/a/...;jsessionid=1/.b;jsessionid=2", want: "http://example.com/a/.../.b", opts: Options{StripSessionIDs: true}},
 		{in: "/?b=2&a=1&c=3&a=0", want: "http://example.com/?a=1&a=0&b=2&c=3", opts: Options{SortQuery: true}},
 		{in: "/?b=2&&a=1", want: "http://example.com/?a=1&b=2", opts: Options{SortQuery: true}},
 		{in: "/?a=1&b=2", want: "http://example.com/?a=1&b=2", opts: Options{SortQuery: true}},

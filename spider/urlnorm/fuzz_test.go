@@ -1,6 +1,12 @@
 package urlnorm
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/kspider/kspider/tools/dataset"
+)
 
 // FuzzNormalize parses arbitrary references against arbitrary bases. None
 // may panic; an http(s) href must parse back to itself, and the canonical
@@ -18,6 +24,29 @@ func FuzzNormalize(f *testing.F) {
 		{"http://example.com/", "/;jsessionid=1?PHPSESSID=2&b=1&a=2"},
 	} {
 		f.Add(s[0], s[1])
+	}
+	// The WHATWG cases, when the shared data is there, are the seeds that
+	// reach the parser's odd corners.
+	if p, ok := dataset.Path(dataset.URLTestData); ok {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var cases []json.RawMessage
+		if err := json.Unmarshal(data, &cases); err != nil {
+			f.Fatalf("%s: %v", p, err)
+		}
+		for _, it := range cases {
+			var c whatwgCase
+			if json.Unmarshal(it, &c) != nil {
+				continue // a comment
+			}
+			base := ""
+			if c.Base != nil {
+				base = *c.Base
+			}
+			f.Add(base, c.Input)
+		}
 	}
 	opts := &Options{StripSessionIDs: true, SortQuery: true}
 	f.Fuzz(func(t *testing.T, baseStr, ref string) {

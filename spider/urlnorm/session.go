@@ -20,23 +20,74 @@ func isSessionParam(name []byte) bool {
 
 // stripPathSessionIDs removes ";jsessionid=..." parameters from the path
 // in place and returns its new length. The parameter runs to the next
-// ";" or "/".
+// ";" or "/". A segment the removal would leave "." or ".." keeps its
+// parameters: a dot segment, it would be removed on the next parse, and the
+// canonical form would not be its own.
 func stripPathSessionIDs(path []byte) int {
-	const param = ";jsessionid="
 	w := 0
 	for r := 0; r < len(path); {
-		if path[r] == ';' && len(path)-r >= len(param) && bytes.EqualFold(path[r:r+len(param)], []byte(param)) {
-			r += len(param)
-			for r < len(path) && path[r] != ';' && path[r] != '/' {
+		end := len(path)
+		if i := bytes.IndexByte(path[r+1:], '/'); i >= 0 {
+			end = r + 1 + i
+		}
+		seg := path[r:end]
+		if dotsLeft(seg) {
+			w += copy(path[w:], seg)
+		} else {
+			w += stripSegment(path[w:], seg)
+		}
+		r = end
+	}
+	return w
+}
+
+const sessionParam = ";jsessionid="
+
+// isSessionAt reports whether a session-id parameter starts at seg[i].
+func isSessionAt(seg []byte, i int) bool {
+	return seg[i] == ';' && len(seg)-i >= len(sessionParam) && bytes.EqualFold(seg[i:i+len(sessionParam)], []byte(sessionParam))
+}
+
+// stripSegment writes seg, one segment with its leading '/', without its
+// session-id parameters to dst, which may be seg itself or start before
+// it, and returns the length written.
+func stripSegment(dst, seg []byte) int {
+	w := 0
+	for r := 0; r < len(seg); {
+		if r > 0 && isSessionAt(seg, r) {
+			r += len(sessionParam)
+			for r < len(seg) && seg[r] != ';' {
 				r++
 			}
 			continue
 		}
-		path[w] = path[r]
+		dst[w] = seg[r]
 		w++
 		r++
 	}
 	return w
+}
+
+// dotsLeft reports whether seg has session-id parameters and without them
+// is "/." or "/..".
+func dotsLeft(seg []byte) bool {
+	kept, stripped := 0, false
+	for r := 1; r < len(seg); {
+		if isSessionAt(seg, r) {
+			stripped = true
+			r += len(sessionParam)
+			for r < len(seg) && seg[r] != ';' {
+				r++
+			}
+			continue
+		}
+		if seg[r] != '.' || kept == 2 {
+			return false
+		}
+		kept++
+		r++
+	}
+	return stripped && kept > 0
 }
 
 // stripQuerySessionIDs removes session-id parameters from the query (no
