@@ -180,12 +180,14 @@ func (f *fetcher) dial(ctx context.Context, o *origin) (*conn, error) {
 		cancel()
 		if err != nil {
 			c.raw.Close()
-			kind := TLS
+			// A handshake that never ends is the host failing, as a
+			// connect timeout is: TLS, not Timeout, which is a response's
+			// and, with nothing sent, made every URL look untried.
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
-				kind = Timeout
+				err = fmt.Errorf("handshake not done after %v: %w", cfg.TLSTimeout, err)
 			}
-			return nil, &dialError{kind, fmt.Errorf("tls %s: %w", o.host, err)}
+			return nil, &dialError{TLS, fmt.Errorf("tls %s: %w", o.host, err)}
 		}
 		if p := tc.ConnectionState().NegotiatedProtocol; p != "" && p != "http/1.1" {
 			c.raw.Close()
