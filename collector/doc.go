@@ -12,7 +12,10 @@
 //
 // The client is our own, on a net.Conn, because net/http's Transport cannot
 // pipeline and hides the connection. Requests are written with
-// (*http.Request).Write and responses read with http.ReadResponse on one
+// (*http.Request).Write, the request-target being the URL's path and query
+// as written (net/url rebuilds a path holding '|' or '^' from its decoded
+// form: %2F would go out as '/'), and responses read with
+// http.ReadResponse on one
 // bufio.Reader per connection; there is no hand-written HTTP parser. Before
 // ReadResponse sees a response, the fetcher finds the end of its header
 // block in the bufio.Reader's buffer (whose size is Config.MaxHeader): a

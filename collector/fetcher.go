@@ -44,6 +44,42 @@ func originOf(u *url.URL) (origin, error) {
 	return o, nil
 }
 
+// keepTarget makes u, parsed from raw, write raw's path as the request
+// line's target, byte for byte. net/url writes a path it would escape
+// differently ('|' or '^' in it) from its decoded form, so "/a%2Fb|c" went
+// out as "/a/b%7Cc" and "%2B" as '+': another resource, whose page was
+// kept as this URL's. A path of bytes that may not appear in a request
+// line as they are (a URL given by hand) is left to net/url. A path that
+// starts with "//" goes in absolute form: in origin form it would be read
+// as an authority.
+func keepTarget(u *url.URL, raw string) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return
+	}
+	rest := raw[i+3:]
+	j := strings.IndexAny(rest, "/?#")
+	if j < 0 || rest[j] != '/' {
+		return
+	}
+	path := rest[j:]
+	if k := strings.IndexAny(path, "?#"); k >= 0 {
+		path = path[:k]
+	}
+	if path == u.EscapedPath() {
+		return
+	}
+	for k := 0; k < len(path); k++ {
+		if path[k] <= ' ' || path[k] >= 0x7f {
+			return
+		}
+	}
+	if strings.HasPrefix(path, "//") {
+		path = "//" + u.Host + path
+	}
+	u.Opaque = path
+}
+
 // item is one URL of the list being fetched.
 type item struct {
 	res  *Result
@@ -79,6 +115,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 			f.finish(r)
 			return
 		}
+		keepTarget(u, raw)
 		if !have {
 			o, have = ro, true
 		}
