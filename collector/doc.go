@@ -53,8 +53,9 @@
 //
 // A request that got no response at all (the connection died first) is sent
 // again, up to Config.MaxAttempts times in all; two connections in a row
-// that answer nothing (closed, silent past the first-byte timeout, or bytes
-// that are not a response) end the list (the rest get the error, unsent).
+// that answer nothing (closed, silent past the first-byte timeout, bytes
+// that are not a response, or a first response that stalls past a timeout)
+// end the list (the rest get the error, unsent).
 // A request whose response started is never sent again: its result holds
 // what arrived.
 //

@@ -391,8 +391,17 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			continue
 		}
 		out = out[1:]
-		barren = 0
 		c.answered++
+		if r.Kind == Timeout && c.answered == 1 {
+			// A connection whose first response stalled (a slowloris
+			// body) gave nothing usable either: a host stalling every
+			// response otherwise held the list for a whole-response
+			// timeout and a linger per URL.
+			barren++
+			lastKind, lastErr = r.Kind, r.Err
+		} else {
+			barren = 0
+		}
 		f.done(c, r, x)
 		// The next response's turn starts once Each is back: the
 		// caller's work on this one (a node encodes the page) is not the
