@@ -61,7 +61,8 @@
 // back; one further from now than the longest wait the config imposes
 // (stored by a run whose clock was ahead) is cut to that.
 // With MaxHostsPerIP, at most that many hosts of one IP address (SetIP)
-// fetch at once.
+// fetch at once; the addresses of hosts with nothing queued or out are
+// forgotten past 65,536, so the node sets the address with every list.
 //
 // # Files and durability
 //

@@ -117,7 +117,7 @@ type HostInfo struct {
 	Robots     RobotsStatus
 	ErrStreak  int
 	Pages      uint32
-	IP         netip.Addr
+	IP         netip.Addr // as SetIP gave it last, while kept
 	Bucket     BucketState
 }
 
@@ -183,7 +183,9 @@ func (s *Scheduler) AdmitPage(h uint32, limit uint32) (bool, error) {
 }
 
 // SetIP tells the scheduler host h's address, for MaxHostsPerIP. It is
-// kept in memory only. over reports that h has a list out that now makes
+// kept in memory only, and forgotten once the host has nothing queued or
+// out and many addresses are kept (forgetIPs): call it with every list.
+// over reports that h has a list out that now makes
 // more than MaxHostsPerIP hosts of ip fetch at once, which happens when
 // the list went out before its host's address was known: the caller gives
 // it back unfetched (NotTried), and the host's next list waits its turn

@@ -24,6 +24,7 @@ type windowState struct {
 	colTail []int32
 
 	ipOf   map[uint32]netip.Addr
+	ipKeep int // ipOf is swept past this many, or twice the hosts with elements
 	ipBusy map[netip.Addr]int32
 	ipWait map[netip.Addr][]runRef
 
@@ -40,6 +41,7 @@ func (rt *windowState) init(s *Scheduler) {
 		rt.colHead[i], rt.colTail[i] = -1, -1
 	}
 	rt.ipOf = map[uint32]netip.Addr{}
+	rt.ipKeep = ipKeep
 	rt.ipBusy = map[netip.Addr]int32{}
 	rt.ipWait = map[netip.Addr][]runRef{}
 	rt.advanceLo(s)
@@ -320,6 +322,9 @@ func (rt *windowState) bucketState(s *Scheduler, h uint32) BucketState {
 func (rt *windowState) setIP(s *Scheduler, h uint32, ip netip.Addr) (over bool) {
 	ip = ip.Unmap()
 	if ip.IsValid() {
+		if _, known := rt.ipOf[h]; !known {
+			rt.forgetIPs(s)
+		}
 		rt.ipOf[h] = ip
 	} else {
 		delete(rt.ipOf, h)
@@ -370,4 +375,30 @@ func (rt *windowState) ipDone(ip netip.Addr) {
 	} else {
 		rt.ipWait[ip] = w
 	}
+}
+
+// ipKeep is how many host addresses the scheduler keeps at least before
+// it forgets those of hosts with no element (forgetIPs).
+const ipKeep = 1 << 16
+
+// forgetIPs drops the addresses of hosts with no element (nothing queued,
+// out or waiting) once the map holds ipKeep of them, or twice as many as
+// there are elements: kept for good, a crawl over millions of hosts held
+// every one's address. Forgetting costs no politeness: the node sets the
+// address with every list (SetIP), and a list that went out before it did
+// is one too many there and given back (over). The sweep runs when the map
+// has at least doubled since the last one, so it costs O(1) per address
+// set; the map is made anew, since a Go map never gives back its buckets.
+func (rt *windowState) forgetIPs(s *Scheduler) {
+	live := len(rt.runs) - len(rt.free)
+	if len(rt.ipOf) < max(rt.ipKeep, 2*live) {
+		return
+	}
+	kept := make(map[uint32]netip.Addr, live)
+	for h, ip := range rt.ipOf {
+		if s.runIdx[h] != 0 {
+			kept[h] = ip
+		}
+	}
+	rt.ipOf = kept
 }
