@@ -36,7 +36,8 @@
 // The sliding window covers Window ids from the oldest unfinished one
 // (window.go). A scan walks it once per phase and queues every in-list or
 // stalled id of the active phase at its host's element. Hosts with queued
-// ids take one of Rows rows of their column (host hash mod Columns, a
+// ids take one of Rows rows of their column (a hash of the name keyed
+// per Open, so names cannot be chosen to crowd one, mod Columns, a
 // prime) — at most Columns × Rows hosts are in play at once; others wait
 // for a row — and move FREE → QUEUING → FETCHING → TIMEWAIT → FREE
 // (bucket.go). A full list (ListLen ids) is ready at once; a partial one

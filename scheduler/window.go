@@ -1,6 +1,9 @@
 package scheduler
 
-import "net/netip"
+import (
+	"hash/maphash"
+	"net/netip"
+)
 
 // windowState is the scheduler's in-memory part: the sliding window, the
 // bucket elements of hosts with work, the ready queue and the timers. None
@@ -19,6 +22,12 @@ type windowState struct {
 	queuing fifo // hosts that entered QUEUING, for the flush when the scan is done
 	events  eventHeap
 
+	// colSeed keys the hash a host's column is taken from: HostHash is
+	// the same for everybody, so a hostile web could name its hosts to
+	// all take one column, whose Rows rows they then held between them
+	// while the column's other hosts waited behind them all. The columns
+	// live in memory only, so the seed is never stored.
+	colSeed maphash.Seed
 	colUsed []uint8 // rows taken per column
 	colHead []int32 // wait list per column, -1 = empty
 	colTail []int32
@@ -34,6 +43,7 @@ type windowState struct {
 
 func (rt *windowState) init(s *Scheduler) {
 	n := s.cfg.Columns
+	rt.colSeed = maphash.MakeSeed()
 	rt.colUsed = make([]uint8, n)
 	rt.colHead = make([]int32, n)
 	rt.colTail = make([]int32, n)
@@ -79,7 +89,7 @@ func (rt *windowState) run(s *Scheduler, h uint32) int32 {
 	}
 	r := &rt.runs[idx]
 	gen := r.gen + 1
-	*r = hostRun{host: h, gen: gen, col: int32(s.hosts[h].hash % uint64(s.cfg.Columns)), waitNext: -1, pending: r.pending[:0], inflight: r.inflight[:0], released: r.released[:0]}
+	*r = hostRun{host: h, gen: gen, col: int32(maphash.String(rt.colSeed, s.names[h]) % uint64(s.cfg.Columns)), waitNext: -1, pending: r.pending[:0], inflight: r.inflight[:0], released: r.released[:0]}
 	s.runIdx[h] = idx + 1
 	return idx
 }
