@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"github.com/kspider/kspider/scheduler"
@@ -30,7 +31,7 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 	}
 	switch {
 	case problems == 0:
-		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts\n", dir, rep.URLs, rep.Hosts)
+		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts%s\n", dir, rep.URLs, rep.Hosts, tree.uncompared(dir, rep))
 	case len(rep.Foreign) > 0:
 		fmt.Fprintf(w, "sched: %s: %d problems; %s of another URL tree (named above): no repair mixes two data directories' files; put back the ones that belong together\n", dir, problems, strings.Join(rep.Foreign, ", "))
 	case rep.Repaired && rep.Salvaged > 0:
@@ -46,4 +47,22 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 		fmt.Fprintf(w, "sched: %s: %d problems; kspider check --repair replaces damaged URL records by gaps, or, with damage elsewhere, moves its files into %s/damaged/ (URL states cannot be rebuilt)\n", dir, problems, dir)
 	}
 	return problems, err
+}
+
+// uncompared is what the ok line adds when the scheduler, which records
+// its URL tree's ID, was not held to a tree's: --data DIR/sched has no
+// tree beside it to compare with, and a plain "ok" read as if the two
+// belonged together (a sched/ of another data directory, which the node
+// refuses, said ok).
+func (tree *treeID) uncompared(dir string, rep *scheduler.CheckReport) string {
+	if rep.TreeID == ([16]byte{}) {
+		return "" // it records none: the node's Open gives it the tree's
+	}
+	switch {
+	case !tree.found:
+		return fmt.Sprintf("; not compared with a URL tree (none checked here; kspider check --data %s checks the data directory's two together)", filepath.Dir(dir))
+	case tree.id.IsZero():
+		return "; not compared with the URL tree, which records no ID (format version 2, or its headers are damaged)"
+	}
+	return ""
 }

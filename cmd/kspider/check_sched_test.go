@@ -150,42 +150,46 @@ func TestCheckForeignSpill(t *testing.T) {
 	}
 }
 
+// buildTreeSched makes a node directory with a URL tree of 5 URLs in urls/
+// and their scheduler, recording the tree's ID, in sched/.
+func buildTreeSched(t *testing.T) (string, urltree.ID) {
+	t.Helper()
+	node := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, _, err := tr.AddString(fmt.Sprintf("http://host%d.example/", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := tr.ID()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.Open(filepath.Join(node, "sched"), scheduler.Config{Clock: &benchClock{}, Phases: 1, TreeID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range uint32(5) {
+		if _, err := s.Add(id, fmt.Sprintf("host%d.example", id), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return node, id
+}
+
 // TestCheckSchedOfAnotherTree: a sched/ copied from another data directory
 // is refused by the node's Open (scheduler.ErrForeign); check said nothing
 // of it and exited 0. Now it is damage naming both IDs and files, and
 // --repair leaves the files in place.
 func TestCheckSchedOfAnotherTree(t *testing.T) {
-	makeNode := func() (string, urltree.ID) {
-		node := t.TempDir()
-		tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 5 {
-			if _, _, err := tr.AddString(fmt.Sprintf("http://host%d.example/", i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		id := tr.ID()
-		if err := tr.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s, err := scheduler.Open(filepath.Join(node, "sched"), scheduler.Config{Clock: &benchClock{}, Phases: 1, TreeID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for id := range uint32(5) {
-			if _, err := s.Add(id, fmt.Sprintf("host%d.example", id), 1); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return node, id
-	}
-	nodeA, idA := makeNode()
-	nodeB, idB := makeNode()
+	nodeA, idA := buildTreeSched(t)
+	nodeB, idB := buildTreeSched(t)
 	if code, out, errOut := runCmd(t, "", "check", "--data", nodeA); code != 0 {
 		t.Fatalf("own scheduler: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -209,5 +213,24 @@ func TestCheckSchedOfAnotherTree(t *testing.T) {
 	}
 	if moved, _ := filepath.Glob(filepath.Join(nodeA, "sched", "damaged", "*", "*")); len(moved) != 0 {
 		t.Fatalf("repair moved another tree's scheduler files: %v", moved)
+	}
+}
+
+// TestCheckSchedAlone: kspider check --data DIR/sched has no URL tree to
+// hold the scheduler's ID to, and said "ok" as if it had compared them (a
+// sched/ of another data directory, which the node refuses, passed). Now
+// the ok line says it did not compare, and where to check the two
+// together; with the tree checked it says plain ok.
+func TestCheckSchedAlone(t *testing.T) {
+	node, _ := buildTreeSched(t)
+	sched := filepath.Join(node, "sched")
+	code, out, errOut := runCmd(t, "", "check", "--data", sched)
+	if code != 0 || !strings.Contains(out, "sched: "+sched+": ok: 5 URL records, 5 hosts; not compared with a URL tree") ||
+		!strings.Contains(out, "kspider check --data "+node+" ") {
+		t.Fatalf("sched alone: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "", "check", "--data", node)
+	if code != 0 || !strings.Contains(out, "sched: "+sched+": ok: 5 URL records, 5 hosts\n") {
+		t.Fatalf("node: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

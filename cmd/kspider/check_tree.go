@@ -10,10 +10,12 @@ import (
 )
 
 // treeID is the URL tree's ID that checkTree found in a data directory,
-// and the file it read it from, for checkSched to hold the scheduler to.
+// and the file it read it from, for checkSched to hold the scheduler to;
+// found says checkTree found a tree at all.
 type treeID struct {
-	id   urltree.ID
-	file string
+	id    urltree.ID
+	file  string
+	found bool
 }
 
 // checkTree is the URL tree's checker for kspider check: urltree.Check,
@@ -26,7 +28,7 @@ func (tree *treeID) checkTree(dir string, repair bool, w io.Writer) (problems in
 	if rep == nil {
 		return 0, err
 	}
-	tree.id, tree.file = rep.ID, rep.IDFile
+	tree.id, tree.file, tree.found = rep.ID, rep.IDFile, true
 	for _, f := range rep.Findings {
 		fmt.Fprintf(w, "urls: %s\n", f)
 		if f.Damage {
