@@ -58,3 +58,41 @@ func TestWaitFromAClockAhead(t *testing.T) {
 		t.Errorf("the host's next start is still %v", info.NextStart)
 	}
 }
+
+// TestClockBackDuringRun: the same clock ahead and then set right, but
+// during one run: a host whose list ended while the clock was ten years
+// ahead was in TIMEWAIT until then, in memory, where Open's cut of stored
+// waits never looked, and held its row for ten years. Now a clock that
+// steps back cuts the timers in memory as Open cuts stored waits: no
+// longer than the longest wait the config imposes (an hour here).
+func TestClockBackDuringRun(t *testing.T) {
+	const decade = 10 * 365 * 24 * time.Hour
+	clk := newFakeClock(1, time.Hour, 0)
+	clk.advance(decade)
+	cfg := basicConfig(clk)
+	cfg.MinDelay, cfg.ListLen = time.Second, 4
+	s := mustOpen(t, t.TempDir(), cfg)
+	defer s.Close()
+	for id := range uint32(8) {
+		if _, err := s.Add(id, "a.example", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, ok, _, err := s.TryNext()
+	if err != nil || !ok || len(l.IDs) != 4 {
+		t.Fatalf("first list: %+v %v %v", l, ok, err)
+	}
+	for _, id := range l.IDs {
+		if err := s.Report(id, Outcome{Kind: Fetched}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(-decade)
+	if _, _, _, err := s.TryNext(); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(time.Hour + time.Second)
+	if l, ok, _, err := s.TryNext(); err != nil || !ok || len(l.IDs) != 4 {
+		t.Errorf("clock set right again, an hour on: list %+v, %v, %v; want ids 4..7", l, ok, err)
+	}
+}

@@ -60,7 +60,9 @@
 // is stored as the host's next start, which also holds across a restart
 // and is checked again when the list goes out, in case the clock stepped
 // back; one further from now than the longest wait the config imposes
-// (stored by a run whose clock was ahead) is cut to that.
+// (stored by a run whose clock was ahead) is cut to that, and so is a
+// TIMEWAIT in memory when the clock steps back by more than a second
+// during a run.
 // With MaxHostsPerIP, at most that many hosts of one IP address (SetIP)
 // fetch at once; the addresses of hosts with nothing queued or out are
 // forgotten past 65,536, so the node sets the address with every list.

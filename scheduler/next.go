@@ -107,7 +107,7 @@ func (s *Scheduler) Next(ctx context.Context) (List, error) {
 func (s *Scheduler) take(p Phase) (List, bool) {
 	rt := &s.rt
 	now := p.Now.UnixNano()
-	rt.lastNow = max(rt.lastNow, now)
+	rt.observe(s, now)
 	if !rt.started || p.Active != rt.active {
 		if rt.started {
 			s.counter.Switches++
@@ -296,7 +296,7 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 	var now int64
 	if o.RetryAfter > 0 || listOver {
 		now = s.cfg.Clock.Phase().Now.UnixNano()
-		rt.lastNow = max(rt.lastNow, now)
+		rt.observe(s, now)
 	}
 	if o.RetryAfter > 0 && (o.Status == 429 || o.Status == 503) {
 		hr.retryUntil = max(hr.retryUntil, now+int64(min(o.RetryAfter, s.cfg.MaxRetryAfter)))
@@ -383,7 +383,7 @@ func (s *Scheduler) Release(h uint32) error {
 	r.released = append(r.released, r.inflight...)
 	r.inflight = r.inflight[:0]
 	now := s.cfg.Clock.Phase().Now.UnixNano()
-	s.rt.lastNow = max(s.rt.lastNow, now)
+	s.rt.observe(s, now)
 	s.endList(idx, now)
 	s.putHost(h)
 	return nil

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"hash/maphash"
 	"net/netip"
+	"time"
 )
 
 // windowState is the scheduler's in-memory part: the sliding window, the
@@ -38,7 +39,7 @@ type windowState struct {
 	ipWait map[netip.Addr][]runRef
 
 	out     int   // ids handed out and not reported
-	lastNow int64 // the latest time the clock gave, Unix ns
+	lastNow int64 // the latest time the clock gave, Unix ns (observe)
 }
 
 func (rt *windowState) init(s *Scheduler) {
@@ -231,6 +232,47 @@ func (rt *windowState) timewaitOver(s *Scheduler, idx int32, now int64) {
 		rt.acquire(s, idx, now)
 	}
 	rt.maybeFree(s, idx)
+}
+
+// clockStepBack is how far the clock may go back before the timers in
+// memory are cut (clockBack): an NTP-corrected clock moves back by
+// milliseconds now and then, which lengthens a wait by as much.
+const clockStepBack = int64(time.Second)
+
+// observe records now, the clock's latest time, and cuts the timers when
+// the clock went back.
+func (rt *windowState) observe(s *Scheduler, now int64) {
+	if now < rt.lastNow-clockStepBack {
+		rt.clockBack(s, now)
+		rt.lastNow = now
+		return
+	}
+	rt.lastNow = max(rt.lastNow, now)
+}
+
+// clockBack cuts the timers in memory after the clock went back, as Open
+// cuts the waits stored (hostWait): a run whose clock was ahead and was
+// set right put its hosts in TIMEWAIT until a time as far ahead, years
+// for a clock set wrong, each holding its row all the while. A TIMEWAIT
+// ends at the latest the longest wait the config imposes from now (the
+// host's stored wait cut with it), a partial list's wait PartialWait from
+// now. The heap is built anew: the old events would stay until their time.
+func (rt *windowState) clockBack(s *Scheduler, now int64) {
+	rt.events = rt.events[:0]
+	for i := range rt.runs {
+		r := &rt.runs[i]
+		if s.runIdx[r.host] != int32(i)+1 {
+			continue // on the free list
+		}
+		ref := rt.ref(int32(i))
+		switch {
+		case r.state == TimeWait:
+			r.until = min(r.until, s.hostWait(r.host, now))
+			rt.events.add(event{at: r.until, ref: ref, tw: true})
+		case r.state == Queuing && !r.ready && !r.blocked:
+			rt.events.add(event{at: now + int64(s.cfg.PartialWait), ref: ref})
+		}
+	}
 }
 
 // fire runs the timers due at now.
