@@ -22,22 +22,19 @@ func (p *peer) spillUpkeep() {
 		}
 	}
 	idle := p.sq.len() == 0 && !s.unread()
-	gone, err := s.compact(off)
-	if err != nil && s.news(err) {
-		// Not fatal: the file stays as it is, marks go on.
-		p.e.cfg.Logf("communicator: %v", err)
-	}
-	if gone > 0 {
-		// Every offset of the file moved down: ours too.
-		off -= gone
-		p.sqOff -= gone
-		for i := range p.win {
-			if b := &p.win[i]; b.used && b.fromSpill {
-				b.spillOff -= gone
-			}
+	if !p.closed {
+		// Not at Close: the next start rewrites the file if need be.
+		c, err := s.compactBegin(off)
+		if err != nil && s.news(err) {
+			// Not fatal: the file stays as it is, marks go on.
+			p.e.cfg.Logf("communicator: %v", err)
+		}
+		if c != nil {
+			p.e.wg.Add(1) // the timer loop's count holds: Close waits for it
+			go p.compactSpill(c, s.flushed)
 		}
 	}
-	err = s.mark(off, idle)
+	err := s.mark(off, idle)
 	if err == nil && p.e.cfg.Lazy {
 		err = s.flush() // fsynced by the caller's next Sync
 	} else if err == nil {
@@ -45,6 +42,52 @@ func (p *peer) spillUpkeep() {
 	}
 	if err != nil && s.news(err) {
 		p.e.cfg.Logf("communicator: %v", err)
+	}
+}
+
+// compactSpill makes the rewrite c of the spill file (spillcompact.go):
+// the copy up to to and its fsync without the peer's lock, then rounds of
+// what was appended meanwhile, the last of them, the rename and the move
+// of the peer's offsets with it.
+func (p *peer) compactSpill(c *spillCompaction, to int64) {
+	defer p.e.wg.Done()
+	c.copyTo(to)
+	if c.err == nil {
+		if err := c.tmp.Sync(); err != nil {
+			c.err = fmt.Errorf("fsync of %s.tmp: %w", c.path, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.spill
+	for range spillCompactRounds {
+		if c.err != nil {
+			break
+		}
+		if err := s.flush(); err != nil {
+			c.err = err
+			break
+		}
+		if s.flushed-c.copied <= spillCompactStep {
+			break
+		}
+		to := s.flushed
+		p.mu.Unlock()
+		c.copyTo(to)
+		p.mu.Lock()
+	}
+	gone, err := s.compactFinish(c)
+	if err != nil && s.news(err) {
+		p.e.cfg.Logf("communicator: %v", err)
+	}
+	if gone > 0 {
+		// Every offset of the file moved down: ours too.
+		p.sqOff -= gone
+		for i := range p.win {
+			if b := &p.win[i]; b.used && b.fromSpill {
+				b.spillOff -= gone
+			}
+		}
 	}
 }
 

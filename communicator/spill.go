@@ -79,6 +79,9 @@ type spill struct {
 	// compactAt is the acknowledged bytes that make the file worth
 	// rewriting without them (spillcompact.go; tests lower it).
 	compactAt int64
+	// compacting is the rewrite under way, if any (spillcompact.go).
+	compacting  *spillCompaction
+	compactHook func() // tests: see spillCompaction.hook
 }
 
 func spillPath(dir string, self, peer NodeID) string {
@@ -401,7 +404,9 @@ func (s *spill) mark(off int64, idle bool) error {
 	if off <= s.consumed {
 		return nil
 	}
-	if idle && off == s.end {
+	// Not while a rewrite copies the file: the mark is copied with the
+	// rest, and the next upkeep truncates.
+	if idle && off == s.end && s.compacting == nil {
 		if err := s.flush(); err != nil {
 			return err
 		}

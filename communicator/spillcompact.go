@@ -20,80 +20,208 @@ import (
 // what follows it is at most a quarter of that, the file is rewritten
 // without it: the header, then the records from the acknowledged offset
 // on, byte for byte, to <file>.tmp, fsynced and renamed over the file.
-// Every offset after it moves down by the same amount (the caller's too:
-// compact returns it). Marks in the copied part are rewritten to say
-// nothing is acknowledged (their old values point into the dropped
-// part), so no record changes size. A crash leaves the old file or the
-// new one, each whole; a <file>.tmp a crash left is removed at the open.
+// Every offset after it moves down by the same amount (the peer's too).
+// Marks in the copied part are rewritten to the same place in the new
+// file (those into the dropped part: to nothing acknowledged), so no
+// record changes size. A crash leaves the old file or the new one, each
+// whole; a <file>.tmp a crash left is removed at the open.
+//
+// The copy (up to spillCompactCopy bytes, and an fsync) is made without
+// the peer's lock, by a goroutine of its own: with the lock held the
+// peer's sends, acknowledgements and stats waited for it. Records
+// appended meanwhile (items, marks) are copied after it, in rounds of
+// at most spillCompactStep bytes without the lock, and the last round,
+// the fsync, the rename and the move of every offset under it, so that
+// nothing appended or acknowledged is left out.
 
 // spillCompactAt is the acknowledged bytes that make a spill file worth
 // rewriting; spillCompactCopy bounds what a rewrite copies (through
 // memory, to rewrite the marks), as the acknowledged part may have grown
-// far beyond spillCompactAt while rewrites failed.
+// far beyond spillCompactAt while rewrites failed. spillCompactStep is
+// what is copied under the lock at most, but for a last round when
+// records kept coming faster than the copy (spillCompactRounds).
 const (
-	spillCompactAt   = 64 << 20
-	spillCompactCopy = 16 << 20
+	spillCompactAt     = 64 << 20
+	spillCompactCopy   = 16 << 20
+	spillCompactStep   = 256 << 10
+	spillCompactRounds = 4
 )
 
-// compact rewrites the file without its bytes before off, all of them
-// acknowledged, when that is worth it, and returns how far every offset
-// moved down (0: not rewritten).
-func (s *spill) compact(off int64) (int64, error) {
+// spillCompaction is a rewrite of a spill file under way.
+type spillCompaction struct {
+	path   string
+	old    *os.File // the file being rewritten
+	tmp    *os.File // <path>.tmp, the new file
+	off    int64    // the old file's bytes before off are dropped
+	copied int64    // the old file's bytes before copied are in tmp
+	bad    []spillRegion
+	// changed is set when the file changed under the copy: a record that
+	// does not parse where one must begin.
+	changed bool
+	err     error
+	hook    func() // tests: called before each copy without the lock
+}
+
+// compactBegin starts a rewrite of the file without its bytes before
+// off, all of them acknowledged, when that is worth it (nil: not now).
+// The caller copies with c.copyTo, then calls compactFinish with the
+// peer's lock held; the copy itself needs no lock.
+func (s *spill) compactBegin(off int64) (*spillCompaction, error) {
 	gone, after := off-spillHeader, s.end-off
-	if s.syncErr != nil || gone < s.compactAt || after > gone/4 || after > spillCompactCopy || off > s.readOff {
-		return 0, nil
+	if s.compacting != nil || s.syncErr != nil || gone < s.compactAt || after > gone/4 || after > spillCompactCopy || off > s.readOff {
+		return nil, nil
 	}
 	if after == 0 {
-		return 0, nil // all acknowledged: mark truncates, cheaper
+		return nil, nil // all acknowledged: mark truncates, cheaper
 	}
 	if err := s.flush(); err != nil {
-		return 0, err
+		return nil, err
 	}
+	f, err := s.compactCreate()
+	if err != nil {
+		if s.compactAt < math.MaxInt64/2 {
+			s.compactAt *= 2 // a full disk, say: try again when there is more to gain
+		}
+		return nil, err
+	}
+	c := &spillCompaction{path: s.path, old: s.f, tmp: f, off: off, copied: off, hook: s.compactHook}
+	for _, r := range s.bad {
+		if r.end > off { // those before were skipped already
+			c.bad = append(c.bad, r)
+		}
+	}
+	s.compacting = c
+	return c, nil
+}
+
+// compactCreate makes <path>.tmp anew, holding the file's header.
+func (s *spill) compactCreate() (*os.File, error) {
 	hdr := make([]byte, spillHeader)
 	if _, err := s.f.ReadAt(hdr, 0); err != nil {
-		return 0, fmt.Errorf("spill file %s: reading the header: %w", s.path, err)
-	}
-	tail := make([]byte, s.flushed-off) // at most a quarter of what is dropped
-	if _, err := s.f.ReadAt(tail, off); err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("spill file %s: reading at offset %d: %w", s.path, off, err)
-	}
-	if err := s.neutralMarks(tail, off); err != nil {
-		s.compactAt = math.MaxInt64 // the file changed under us: not again
-		return 0, err
+		return nil, fmt.Errorf("spill file %s: reading the header: %w", s.path, err)
 	}
 	tmp := s.path + ".tmp"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("spill file %s: %w", s.path, err)
+		return nil, fmt.Errorf("spill file %s: %w", s.path, err)
 	}
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("spill file %s: %w", s.path, err)
+		return nil, fmt.Errorf("spill file %s: %w", s.path, err)
 	}
-	_, err = f.Write(append(hdr, tail...))
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err != nil {
+	if _, err := f.Write(hdr); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		if s.compactAt < math.MaxInt64/2 {
+		return nil, fmt.Errorf("spill file %s: writing %s: %w", s.path, tmp, err)
+	}
+	return f, nil
+}
+
+// copyTo appends the old file's records from c.copied to to (a record
+// boundary) to the new file, their marks moved down; the first error
+// stays in c.err.
+func (c *spillCompaction) copyTo(to int64) {
+	if c.err != nil || to <= c.copied {
+		return
+	}
+	if c.hook != nil {
+		c.hook()
+	}
+	b := make([]byte, to-c.copied)
+	if _, err := c.old.ReadAt(b, c.copied); err != nil && !errors.Is(err, io.EOF) {
+		c.err = fmt.Errorf("spill file %s: reading at offset %d: %w", c.path, c.copied, err)
+		return
+	}
+	if err := c.moveMarks(b, c.copied); err != nil {
+		c.err, c.changed = err, true
+		return
+	}
+	if _, err := c.tmp.Write(b); err != nil {
+		c.err = fmt.Errorf("spill file %s: rewriting without its %d acknowledged bytes: %w", c.path, c.off-spillHeader, err)
+		return
+	}
+	c.copied = to
+}
+
+// moveMarks rewrites every mark record in b, the old file's bytes from
+// off on, to name the same place in the new file (nothing acknowledged,
+// if it names the dropped part), stepping over the damaged stretches
+// c.bad names.
+func (c *spillCompaction) moveMarks(b []byte, off int64) error {
+	bad := c.bad
+	gone := c.off - spillHeader
+	for pos := int64(0); pos < int64(len(b)); {
+		for len(bad) > 0 && bad[0].end <= off+pos {
+			bad = bad[1:]
+		}
+		if len(bad) > 0 && bad[0].start == off+pos {
+			pos = bad[0].end - off
+			continue
+		}
+		if int64(len(b))-pos < recHead {
+			return fmt.Errorf("spill file %s: no whole record at offset %d", c.path, off+pos)
+		}
+		n := int64(binary.BigEndian.Uint32(b[pos:]))
+		if n < 1 || pos+recHead+n > int64(len(b)) {
+			return fmt.Errorf("spill file %s: no whole record at offset %d", c.path, off+pos)
+		}
+		p := b[pos+recHead : pos+recHead+n]
+		if p[0] == recMark && n == 9 {
+			at := int64(binary.BigEndian.Uint64(p[1:]))
+			binary.BigEndian.PutUint64(p[1:], uint64(max(at-gone, spillHeader)))
+			binary.BigEndian.PutUint32(b[pos+4:], crc32.Checksum(p, castagnoli))
+		}
+		pos += recHead + n
+	}
+	return nil
+}
+
+// compactFinish copies what was appended since c.copyTo last copied,
+// fsyncs, renames the new file over the old one and makes it the file;
+// it returns how far every offset moved down (0: not rewritten, the old
+// file stays). The caller holds the peer's lock.
+func (s *spill) compactFinish(c *spillCompaction) (int64, error) {
+	s.compacting = nil
+	gone := c.off - spillHeader
+	if c.err == nil && s.syncErr != nil {
+		c.err = s.syncErr // the old file's pages may be lost: not copied as sound
+	}
+	if c.err == nil {
+		if err := s.flush(); err != nil {
+			c.err = err
+		}
+	}
+	c.copyTo(s.flushed)
+	err := c.err
+	if err == nil {
+		err = c.tmp.Sync()
+	}
+	if err == nil {
+		err = os.Rename(c.path+".tmp", c.path)
+	}
+	if err != nil {
+		c.tmp.Close()
+		os.Remove(c.path + ".tmp")
+		switch {
+		case c.changed:
+			s.compactAt = math.MaxInt64 // the file changed under us: not again
+		case s.compactAt < math.MaxInt64/2:
 			s.compactAt *= 2 // a full disk, say: try again when there is more to gain
+		}
+		if errors.Is(err, s.syncErr) {
+			return 0, err
 		}
 		return 0, fmt.Errorf("spill file %s: rewriting without its %d acknowledged bytes: %w", s.path, gone, err)
 	}
 	// The rename is done: from here the file is the new one.
 	s.f.Close()
-	s.f = f
+	s.f = c.tmp
 	s.end -= gone
 	s.flushed -= gone
 	s.readOff -= gone
 	s.consumed = spillHeader
 	kept := s.bad[:0]
 	for _, r := range s.bad {
-		if r.end > off { // those before were skipped already
+		if r.end > c.off { // those before were skipped already
 			kept = append(kept, spillRegion{start: r.start - gone, end: r.end - gone, why: r.why, torn: r.torn})
 		}
 	}
@@ -108,36 +236,6 @@ func (s *spill) compact(off int64) (int64, error) {
 		return gone, s.syncErr
 	}
 	return gone, nil
-}
-
-// neutralMarks rewrites every mark record in b, the file's bytes from off
-// on, to acknowledge nothing, stepping over the damaged stretches s.bad
-// names.
-func (s *spill) neutralMarks(b []byte, off int64) error {
-	bad := s.bad
-	for pos := int64(0); pos < int64(len(b)); {
-		for len(bad) > 0 && bad[0].end <= off+pos {
-			bad = bad[1:]
-		}
-		if len(bad) > 0 && bad[0].start == off+pos {
-			pos = bad[0].end - off
-			continue
-		}
-		if int64(len(b))-pos < recHead {
-			return fmt.Errorf("spill file %s: no whole record at offset %d", s.path, off+pos)
-		}
-		n := int64(binary.BigEndian.Uint32(b[pos:]))
-		if n < 1 || pos+recHead+n > int64(len(b)) {
-			return fmt.Errorf("spill file %s: no whole record at offset %d", s.path, off+pos)
-		}
-		p := b[pos+recHead : pos+recHead+n]
-		if p[0] == recMark && n == 9 {
-			binary.BigEndian.PutUint64(p[1:], spillHeader)
-			binary.BigEndian.PutUint32(b[pos+4:], crc32.Checksum(p, castagnoli))
-		}
-		pos += recHead + n
-	}
-	return nil
 }
 
 // shift moves the offsets memory holds down by d, after a compaction.

@@ -5,9 +5,146 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// compact is a rewrite made at once: begun, copied and finished in turn.
+func (s *spill) compact(off int64) (int64, error) {
+	c, err := s.compactBegin(off)
+	if c == nil {
+		return 0, err
+	}
+	c.copyTo(s.flushed)
+	return s.compactFinish(c)
+}
+
+// TestSpillCompactLeavesPeerFree: a rewrite of the spill file copied up
+// to 16 MiB with the peer's lock held, so the sends, acknowledgements
+// and stats of that peer waited for it (forever here, as the copy waits
+// for them); now the copy is made without the lock, and the items
+// spilled and the marks written meanwhile are in the rewritten file:
+// every item arrives, and the file reopens without damage.
+func TestSpillCompactLeavesPeerFree(t *testing.T) {
+	dir := t.TempDir()
+	conns, addrs := loopbackConns(t, 2)
+	recv := newSink()
+	mk := func(self NodeID, c *net.UDPConn, h Handler, spill string) *Endpoint {
+		ep, err := New(Config{Self: self, Peers: addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID,
+			Handler: h, AckOnReturn: true, SpillDir: spill, QueueBytes: 1, SentCache: -1,
+			SpillUpkeepEvery: 10 * time.Millisecond,
+			FlushInterval:    5 * time.Millisecond, RetransmitMin: 20 * time.Millisecond, RetransmitMax: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	b := mk(2, conns[1], recv.handle, "")
+	defer b.Close()
+	a := mk(1, conns[0], func(NodeID, uint64, []Item) {}, dir)
+	var sendMu sync.Mutex
+	next := 0 // the next item to send; the hook's goroutine sends too
+	send := func(n int) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		for range n {
+			if err := a.Send(2, 0, []byte(testURL(1, 2, next))); err != nil {
+				return err
+			}
+			next++
+		}
+		return a.Sync()
+	}
+	var copies, stalled atomic.Int32
+	p := a.peers[2]
+	p.mu.Lock()
+	p.spill.compactAt = 8 << 10
+	p.spill.compactHook = func() {
+		if copies.Add(1) > 1 {
+			return
+		}
+		// Items spilled and acknowledged, stats read, while it copies.
+		done := make(chan error, 1)
+		go func() {
+			if err := send(300); err != nil {
+				done <- err
+				return
+			}
+			a.Stats()
+			for a.Backlog(2) > 0 {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond) // upkeeps mark what was acknowledged
+			done <- nil
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(10 * time.Second):
+			stalled.Add(1)
+		}
+	}
+	p.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for copies.Load() == 0 || p.compactRunning() {
+		if time.Now().After(deadline) {
+			t.Fatal("no rewrite done in 30 s")
+		}
+		if copies.Load() == 0 {
+			if err := send(20); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if stalled.Load() > 0 {
+		t.Fatal("sends, acknowledgements and stats of the peer waited 10 s for the rewrite of its spill file")
+	}
+	// The marks written during the copy name places in the new file.
+	p.mu.Lock()
+	if err := p.spill.flush(); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scanSpill(p.spill.f, p.spill.flushed, 1, 2, 1000)
+	p.mu.Unlock()
+	if err != nil || len(sc.bad) > 0 {
+		t.Fatalf("the rewritten file: %v, damage %v", err, sc.bad)
+	}
+	if err := send(200); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "every item delivered", func() bool { return a.Backlog(2) == 0 })
+	recv.mu.Lock()
+	for k := range next {
+		if recv.got[fmt.Sprintf("1 0 %s", testURL(1, 2, k))] == 0 {
+			t.Errorf("item %d never delivered (%d distinct of %d)", k, len(recv.got), next)
+			break
+		}
+	}
+	recv.mu.Unlock()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openSpill(dir, 1, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if len(s.errs) > 0 || s.unreadItems != 0 {
+		t.Errorf("the rewritten file reopens with %d items unread and errors %q", s.unreadItems, s.errs)
+	}
+}
+
+// compactRunning reports whether a rewrite of the spill file is under way.
+func (p *peer) compactRunning() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spill.compacting != nil
+}
 
 // TestSpillCompactedUnderTraffic: a node that spills every item it sends
 // (QueueBytes 1, as a cluster node does) under steady traffic never found
