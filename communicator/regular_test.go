@@ -124,3 +124,62 @@ func TestStateTmpSymlink(t *testing.T) {
 		t.Errorf("state: %v %v", fi, err)
 	}
 }
+
+// TestStateSpillSymlink: the state file or a spill file made a symbolic
+// link to a file of the same kind elsewhere (another data directory's, a
+// node's files shared through links) was followed: the endpoint saved
+// its receive positions into the target in place, and appended items to
+// a linked spill file, two writers of one file. Now both are refused,
+// naming the link, at the start and by CheckSpill, and the target is
+// left as it was.
+func TestStateSpillSymlink(t *testing.T) {
+	for _, name := range []string{"state", "spill-1-2"} {
+		t.Run(name, func(t *testing.T) {
+			other := t.TempDir()
+			// The target: a valid file of node 1, written by an endpoint.
+			conns, addrs := loopbackConns(t, 2)
+			ep, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+				Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: other, QueueBytes: 1,
+				DownAfter: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 20 {
+				if err := ep.Send(2, 0, []byte(testURL(1, 2, k))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ep.Close(); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(other, name)
+			before, err := os.ReadFile(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			link := filepath.Join(dir, name)
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			conns, addrs = loopbackConns(t, 2)
+			ep, err = New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+				Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir, QueueBytes: 1})
+			if err == nil {
+				for k := range 20 {
+					ep.Send(2, 0, []byte(testURL(1, 2, 100+k)))
+				}
+				ep.Close()
+			}
+			if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+				t.Errorf("New: %v; want an error naming %s, a symbolic link", err, link)
+			}
+			if after, _ := os.ReadFile(target); string(after) != string(before) {
+				t.Errorf("the target of %s was written through the link", link)
+			}
+			if _, err := CheckSpill(dir); err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
+				t.Errorf("CheckSpill: %v; want an error naming %s, a symbolic link", err, link)
+			}
+		})
+	}
+}

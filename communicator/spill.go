@@ -111,7 +111,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := openNoLink(path, os.O_RDWR|os.O_APPEND)
 	if errors.Is(err, fs.ErrNotExist) {
 		// O_EXCL: a dangling symbolic link there is refused, not
 		// followed to create its target.

@@ -37,7 +37,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // another node taking them (a directory copied from a node, or the node
 // id changed) would drop the batches its peers send it up to them, never
 // delivered, as duplicates. So an endpoint refuses a state file another
-// node id wrote, naming both.
+// node id wrote, naming both; and a state file (or spill file) that is a
+// symbolic link, whose target another directory may be using.
 //
 // A save overwrites the older slot in place and fdatasyncs (bbolt's meta
 // pages): one write and one fdatasync, where version 1 took a temporary
@@ -124,7 +125,7 @@ func openState(dir string, self NodeID) (*stateFile, error) {
 		return nil, fmt.Errorf("communicator: state file %s was written by node %d, and this is node %d: its receive positions are node %d's, and taken here they would drop batches peers send node %d as already delivered; run node %d on this directory, or give node %d a directory of its own", s.path, s.owner, self, s.owner, self, s.owner, self)
 	}
 	if s.slot > 0 && s.version == stateVersion {
-		if s.f, err = os.OpenFile(s.path, os.O_RDWR, 0); err != nil {
+		if s.f, err = openNoLink(s.path, os.O_RDWR); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
 	}
