@@ -30,7 +30,8 @@ import (
 // lost; the counts are in PeerStats. A damaged or torn stretch that runs
 // to the end of the file is moved to <file>.bad-<offset> for the operator
 // (.1, .2, ... appended if an earlier start took the name; new records are
-// appended to the file); one in the middle, or a tail that cannot be
+// appended to the file), but for the zeros that end it, which hold
+// nothing and are cut off; one in the middle, or a tail that cannot be
 // copied aside (a full disk), stays in place and the reader jumps over it. A bad header moves the whole file aside (to .bad-0).
 //
 // Write-through: items appended in this run are also kept in memory (up
@@ -167,12 +168,17 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	if sc.good < fi.Size() {
 		r := sc.bad[len(sc.bad)-1]
 		msg := fmt.Sprintf("spill file %s: %s; the %d intact items before offset %d are delivered", path, r.why, sc.items, sc.good)
-		if bad, err := s.cutTail(sc.good, fi.Size()); err != nil {
+		zeros := fi.Size() - sc.zerosFrom
+		if bad, err := s.cutTail(sc.good, sc.zerosFrom); err != nil {
 			// The tail is still there, and new records go after it
 			// (O_APPEND): it stays, skipped like damage in the middle.
 			msg += fmt.Sprintf("; keeping the damaged tail aside failed (%v): the %d bytes from there on stay in the file, skipped", err, fi.Size()-sc.good)
 			s.bad = append(s.bad, r)
 			end = fi.Size()
+		} else if bad == "" {
+			msg += fmt.Sprintf(", the %d bytes from there on were all zeros (the file extended, or a crash's zero-filled tail) and are cut off", zeros)
+		} else if zeros > 0 {
+			msg += fmt.Sprintf(", the %d bytes from there on are in %s, and the %d zero bytes after them cut off", sc.zerosFrom-sc.good, bad, zeros)
 		} else {
 			msg += fmt.Sprintf(", the %d bytes from there on are in %s", fi.Size()-sc.good, bad)
 		}
@@ -185,16 +191,21 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	return s, nil
 }
 
-// cutTail copies the bytes from off on to a new <path>.bad-<off> (its
-// name returned), fsyncs it and truncates. The copy streams: a damaged
-// tail may be most of a large file.
-func (s *spill) cutTail(off, size int64) (string, error) {
+// cutTail copies the bytes from off to keep to a new <path>.bad-<off>
+// (its name returned; "": nothing to keep), fsyncs it and truncates the
+// file at off. The copy streams: a damaged tail may be most of a large
+// file. The zeros from keep on are not copied: a file extended with
+// a sparse terabyte of them made a terabyte written.
+func (s *spill) cutTail(off, keep int64) (string, error) {
+	if keep <= off {
+		return "", s.f.Truncate(off)
+	}
 	bad := badName(s.path, off)
 	f, err := os.OpenFile(bad, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return "", err
 	}
-	_, err = io.Copy(f, io.NewSectionReader(s.f, off, size-off))
+	_, err = io.Copy(f, io.NewSectionReader(s.f, off, keep-off))
 	if err == nil {
 		err = f.Sync()
 	}

@@ -3,6 +3,7 @@ package communicator
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -20,9 +21,18 @@ func TestSpillBigTailStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	const tail = 32 << 20
-	if err := os.Truncate(path, spillHeader+tail); err != nil { // sparse zeros
+	if err := os.Truncate(path, spillHeader+tail-1); err != nil { // sparse zeros
 		t.Fatal(err)
 	}
+	// Junk at the end: zeros alone are not kept (TestSpillZerosNotKept).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0xff}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -140,5 +150,112 @@ func TestSpillSyncFailureSticks(t *testing.T) {
 		if err := s.syncItems(); err == nil || !strings.Contains(err.Error(), "fsync failed") { // the caller's Sync
 			t.Fatalf("Sync %d after a failed fsync: %v; want the failure again", i, err)
 		}
+	}
+}
+
+// TestSpillZerosNotKept: a spill file extended with zeros (truncate -s, a
+// sparse file, or a crash's zero-filled tail) had the start check every
+// offset of the zeros as a record (about 90 s a gigabyte: hours for a
+// sparse 64 GiB) and then copy them all to <file>.bad-<offset>, writing
+// them out; now runs of zeros are passed by the word and their holes
+// unread, a tail of zeros is cut off without a copy (said so), and the
+// records around them are delivered.
+func TestSpillZerosNotKept(t *testing.T) {
+	items := func(s *spill, from, n int) {
+		for k := from; k < from+n; k++ {
+			if err := s.append(uint64(k), []byte(testURL(1, 2, k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	extend := func(path string, by int64) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, fi.Size()+by); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name      string
+		junk      string // after the items, before the zeros
+		zeros     int64
+		after     int // items appended after the zeros
+		kept, say string
+	}{
+		{name: "tail", zeros: 64 << 30, say: "were all zeros"},
+		{name: "junk then zeros", junk: "junk of a torn write", zeros: 1 << 30, kept: "junk of a torn write", say: "zero bytes after them cut off"},
+		{name: "middle", zeros: 4 << 30, after: 30, say: "skipped"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := spillPath(dir, 1, 2)
+			s, err := openSpill(dir, 1, 2, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items(s, 0, 20)
+			if err := s.close(); err != nil {
+				t.Fatal(err)
+			}
+			if c.junk != "" {
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(c.junk)
+				f.Close()
+			}
+			extend(path, c.zeros)
+			if c.after > 0 {
+				// A record written after the zeros (the file reopened
+				// by an endpoint of a build that did not cut them).
+				var w spill
+				w.appendRecord(append([]byte{recItem, 0}, "http://after.example/"...))
+				for range c.after - 1 {
+					w.appendRecord(append([]byte{recItem, 0}, "http://after.example/"...))
+				}
+				f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Write(w.buf)
+				f.Close()
+			}
+			err = within(t, "opening the spill file", func() error {
+				var err error
+				s, err = openSpill(dir, 1, 2, 1000)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.close()
+			if want := int64(20 + c.after); s.unreadItems != want {
+				t.Errorf("%d items to deliver, want %d", s.unreadItems, want)
+			}
+			if len(s.errs) != 1 || !strings.Contains(s.errs[0], c.say) {
+				t.Errorf("open said %q; want one line saying %q", s.errs, c.say)
+			}
+			ents, _ := os.ReadDir(dir)
+			var bad []string
+			for _, e := range ents {
+				if strings.Contains(e.Name(), ".bad-") {
+					b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+					bad = append(bad, string(b))
+				}
+			}
+			if want := []string{c.kept}; c.kept == "" && len(bad) > 0 || c.kept != "" && strings.Join(bad, "|") != strings.Join(want, "|") {
+				t.Errorf("kept aside %d files (%d bytes in the first); want %q alone", len(bad), len(strings.Join(bad, "")), c.kept)
+			}
+			if fi, _ := os.Stat(path); c.after == 0 && fi.Size() > 4096 {
+				t.Errorf("spill file of %d bytes after the open", fi.Size())
+			}
+			err = within(t, "CheckSpill", func() error { _, err := CheckSpill(dir); return err })
+			if err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
