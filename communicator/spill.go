@@ -71,8 +71,10 @@ type spill struct {
 	skippedBytes   int64 // damaged bytes found at open (a tail cut off included)
 	skippedRegions int   // damaged stretches found at open
 	spilledItems   uint64
-	errs           []string
-	lastErr        string // the last error news took
+	errs           []string // see note
+	unlisted       int      // messages note left out of errs
+	lastNoted      string   // the last message note took
+	lastErr        string   // the last error news took
 	rbuf           []byte
 	scratch        []byte
 
@@ -151,7 +153,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		}
 		s2, err := openSpill(dir, self, peer, maxURL)
 		if s2 != nil {
-			s2.errs = append(s2.errs, fmt.Sprintf("spill file %s: %v; moved to %s, nothing in it delivered", path, scanErr, bad))
+			s2.note(fmt.Sprintf("spill file %s: %v; moved to %s, nothing in it delivered", path, scanErr, bad))
 		}
 		return s2, err
 	}
@@ -159,7 +161,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		if r.end == fi.Size() && r.start == sc.good {
 			break // the tail, below
 		}
-		s.errs = append(s.errs, fmt.Sprintf("spill file %s: %s; skipped %d bytes to the next intact record at offset %d", path, r.why, r.end-r.start, r.end))
+		s.note(fmt.Sprintf("spill file %s: %s; skipped %d bytes to the next intact record at offset %d", path, r.why, r.end-r.start, r.end))
 		if r.end > sc.consumed {
 			s.bad = append(s.bad, r)
 		}
@@ -182,7 +184,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		} else {
 			msg += fmt.Sprintf(", the %d bytes from there on are in %s", fi.Size()-sc.good, bad)
 		}
-		s.errs = append(s.errs, msg)
+		s.note(msg)
 	}
 	s.skippedBytes, s.skippedRegions = sc.skipped()
 	s.end, s.flushed, s.consumed, s.readOff = end, end, sc.consumed, sc.consumed
@@ -348,7 +350,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 				break // the rest of the record is beyond this read
 			}
 			err := fmt.Errorf("spill file %s: record at offset %d runs past the end; %d bytes not delivered", s.path, s.readOff, upTo-s.readOff)
-			s.errs = append(s.errs, err.Error())
+			s.note(err.Error())
 			s.skipTo(upTo)
 			return err
 		}
@@ -364,7 +366,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			// The file changed under us (it was checked on open and
 			// written by us since): skip the rest rather than loop.
 			err := fmt.Errorf("spill file %s: %s in record at offset %d; %d bytes after it not delivered", s.path, why, s.readOff, upTo-s.readOff)
-			s.errs = append(s.errs, err.Error())
+			s.note(err.Error())
 			s.skipTo(upTo)
 			return err
 		}
@@ -375,7 +377,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 				// The file changed under us, as above, but only this
 				// record: it is lost, the rest is read on.
 				itemErr = fmt.Errorf("spill file %s: record at offset %d: %v; its item not delivered", s.path, s.readOff, err)
-				s.errs = append(s.errs, itemErr.Error())
+				s.note(itemErr.Error())
 			} else {
 				q.push(tag, url)
 			}
@@ -386,7 +388,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	if hungry && s.readOff == start && s.readOff < s.end {
 		// Nothing readable where something should be: never spin on it.
 		err := fmt.Errorf("spill file %s: no whole record at offset %d; %d bytes not delivered", s.path, s.readOff, upTo-s.readOff)
-		s.errs = append(s.errs, err.Error())
+		s.note(err.Error())
 		s.skipTo(upTo)
 		return err
 	}
@@ -403,10 +405,29 @@ func (s *spill) news(err error) bool {
 		return false
 	}
 	s.lastErr = msg
-	if n := len(s.errs); n == 0 || s.errs[n-1] != msg { // readChunk's own are there
-		s.errs = append(s.errs, msg)
+	if msg != s.lastNoted { // readChunk's own are there
+		s.note(msg)
 	}
 	return true
+}
+
+// spillErrsMax bounds the messages a spill file keeps in errs, which the
+// endpoint logs at its start and Stats copies: a file damaged in many
+// places (every other record: 150,000 stretches in 19 MB) logged a line
+// for each and kept them all. The damage is counted whole all the same
+// (skippedRegions, skippedBytes).
+const spillErrsMax = 32
+
+// note records msg in errs: the first spillErrsMax-1 messages, then the
+// latest in the last place, saying how many it stands for.
+func (s *spill) note(msg string) {
+	s.lastNoted = msg
+	if len(s.errs) < spillErrsMax {
+		s.errs = append(s.errs, msg)
+		return
+	}
+	s.unlisted++
+	s.errs[spillErrsMax-1] = fmt.Sprintf("%s (and %d errors of this file before it, not listed: the damaged stretches the start found are all counted in PeerStats.SpillDamaged)", msg, s.unlisted)
 }
 
 // mark records that everything before off is acknowledged; when that is
