@@ -387,7 +387,7 @@ func rebuildIndex(dir string) (pages int, err error) {
 			}
 			if err := ix.set(h.urlID, n, off); err != nil {
 				f.Close()
-				return 0, err
+				return 0, fmt.Errorf("storage: %s at offset %d: %w", p, off, err)
 			}
 			pages++
 		}

@@ -63,7 +63,11 @@
 // so a reader never takes a URL whose latest fetch is in this directory
 // for one it does not hold, and return an older fetch from another. Get(urlID) is therefore one lookup in
 // memory and one read of the segment. The file is grown with fallocate(2)
-// before it is mapped larger, so a full disk is a write error, not a SIGBUS.
+// before it is mapped larger, so a full disk is a write error, not a SIGBUS;
+// a growth the disk has no room for is refused before anything is
+// allocated. URL ids are the URL tree's, below 2^32: Put refuses a larger
+// one, and a record naming one is damage like a failed checksum, so the
+// index never grows past 64 GiB.
 //
 // The index is a cache of what the segments hold. An index of version 1
 // (entries without CRC), 2 (no "none" entries), 3 (one header slot) or

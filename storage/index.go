@@ -47,7 +47,10 @@ const (
 
 	indexInitialEntries = 1 << 16
 	indexMaxGrowBytes   = 1 << 30 // growth step cap, so a big id does not double a huge file
-	maxIndexedID        = 1<<40 - 1
+	// maxIndexedID is the largest URL id a store holds: the URL tree's
+	// ids are 32-bit. A record naming a larger one is damage (a record of
+	// something else), and the index never grows past 64 GiB for one.
+	maxIndexedID = 1<<32 - 1
 )
 
 // index is one directory's url.idx, mapped into memory.
@@ -307,6 +310,20 @@ func (ix *index) reserve(id uint64) error {
 	want := max(id+1, n*2, indexInitialEntries)
 	if step := uint64(indexMaxGrowBytes / indexEntrySize); want > id+1 && want-n > step {
 		want = max(id+1, n+step)
+	}
+	// A URL id far beyond the others (a record of another store, say)
+	// would have fallocate fill the disk before it failed: what the disk
+	// cannot hold is refused before anything is allocated. A growth step
+	// larger than the free space shrinks to what id needs.
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(int(ix.f.Fd()), &st); err == nil {
+		free := st.Bavail * uint64(st.Bsize)
+		if need := (id + 1 - n) * indexEntrySize; need > free {
+			return fmt.Errorf("storage: index %s: URL id %d would grow the index by %d bytes, the disk has %d free: %w", ix.path, id, need, free, unix.ENOSPC)
+		}
+		if (want-n)*indexEntrySize > free {
+			want = id + 1
+		}
 	}
 	size := int64(indexHeaderSize + want*indexEntrySize)
 	if err := fallocate(ix.f, size); err != nil {

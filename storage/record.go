@@ -94,6 +94,8 @@ func checkPage(p *Page) error {
 	switch {
 	case p == nil:
 		return errors.New("storage: nil page")
+	case p.URLID > maxIndexedID:
+		return fmt.Errorf("storage: page %d (%s): URL id beyond the largest a store holds (%d)", p.URLID, p.URL, uint64(maxIndexedID))
 	case len(p.URL) > maxURLLen:
 		return fmt.Errorf("storage: page %d: URL of %d bytes exceeds %d", p.URLID, len(p.URL), maxURLLen)
 	case p.Status < 0 || p.Status > math.MaxUint16:
@@ -187,6 +189,8 @@ func parseRecordHeader(b []byte) (recordHeader, error) {
 		return h, fmt.Errorf("%w: record length %d", ErrCorrupt, h.length)
 	case uint64(recordHeaderSize)+uint64(h.ipLen)+uint64(h.urlLen)+uint64(h.headerLen)+uint64(h.compLen) != uint64(h.length):
 		return h, fmt.Errorf("%w: field lengths do not add up to the record length %d", ErrCorrupt, h.length)
+	case h.urlID > maxIndexedID:
+		return h, fmt.Errorf("%w: URL id %d, beyond the largest a store holds (%d)", ErrCorrupt, h.urlID, uint64(maxIndexedID))
 	case h.rawLen > maxRecordSize:
 		return h, fmt.Errorf("%w: body length %d", ErrCorrupt, h.rawLen)
 	case h.codec == CodecNone && h.rawLen != h.compLen:

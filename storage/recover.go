@@ -237,7 +237,7 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 			return 0, false, err
 		}
 		if err := sv.ix.set(h.urlID, n, off); err != nil {
-			return 0, false, err
+			return 0, false, fmt.Errorf("storage: %s at offset %d: %w", path, off, err)
 		}
 	}
 }
