@@ -156,18 +156,22 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 	if err := checkStrayGap(dir, nums); err != nil {
 		return err
 	}
+	id, err := repairStoreFile(dir, w)
+	if err != nil {
+		return err
+	}
 	for i, n := range nums {
 		from := uint32(1)
 		if i > 0 {
 			from = nums[i-1] + 1
 		}
 		for m := from; m < n; m++ {
-			if err := writeSegmentAtomic(dir, m, func(io.Writer) error { return nil }); err != nil {
+			if err := writeSegmentAtomic(dir, m, id, func(io.Writer) error { return nil }); err != nil {
 				return err
 			}
 			fmt.Fprintf(w, "pages: %s: missing; replaced by an empty segment (its pages are lost)\n", segmentPath(dir, m))
 		}
-		if err := repairSegment(dir, n, w); err != nil {
+		if err := repairSegment(dir, n, id, w); err != nil {
 			return err
 		}
 	}
@@ -180,7 +184,7 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 			fmt.Fprintf(w, "pages: %s: moved into %s\n", ixPath, DamagedDir)
 		}
 	}
-	pages, err := rebuildIndex(dir)
+	pages, err := rebuildIndex(dir, id)
 	if err != nil {
 		return err
 	}
@@ -188,11 +192,36 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 	return syncDir(dir)
 }
 
+// repairStoreFile sets a damaged STORE file aside (into damaged/) and
+// writes the directory's store ID, as its segments name it, where there is
+// no STORE file. It returns that ID (zero: none known, a store from before
+// identities; the next writer gives it one).
+func repairStoreFile(dir string, w io.Writer) (storeID, error) {
+	_, err := readStoreFile(dir)
+	if errors.Is(err, ErrCorrupt) {
+		if err := quarantine(dir, storeFileName); err != nil {
+			return storeID{}, err
+		}
+		fmt.Fprintf(w, "pages: %v; moved into %s\n", err, DamagedDir)
+	} else if err != nil {
+		return storeID{}, err
+	}
+	id, from, err := dirStoreID(dir, nil)
+	if err != nil || id == (storeID{}) || from == filepath.Join(dir, storeFileName) {
+		return id, err
+	}
+	if err := writeStoreFile(dir, id); err != nil {
+		return id, err
+	}
+	fmt.Fprintf(w, "pages: %s: written anew, naming store %v as %s does\n", filepath.Join(dir, storeFileName), id, from)
+	return id, nil
+}
+
 // repairSegment rewrites segment n when it has any damage: a new file with
 // a good header and the intact records, the original moved into damaged/.
 // A record whose body cannot be decoded, though its CRC holds, is damaged
 // too: kept, it would be the same damage after the repair.
-func repairSegment(dir string, n uint32, w io.Writer) error {
+func repairSegment(dir string, n uint32, id storeID, w io.Writer) error {
 	path := segmentPath(dir, n)
 	f, err := os.Open(path)
 	if err != nil {
@@ -203,15 +232,16 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
-	sr, hdr, err := newSegmentReader(f, path, n, fi.Size(), true)
+	sr, hdr, err := newSegmentReader(f, path, n, fi.Size(), true, id)
 	var c *Corruption
 	switch {
 	case errors.As(err, &c):
-		// Torn or cut inside its header: nothing in it can be read.
+		// Torn or cut inside its header, or another store's: nothing in
+		// it can be read.
 		if err := quarantine(dir, segmentName(n)); err != nil {
 			return err
 		}
-		if err := writeSegmentAtomic(dir, n, func(io.Writer) error { return nil }); err != nil {
+		if err := writeSegmentAtomic(dir, n, id, func(io.Writer) error { return nil }); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "pages: %s: %v; moved into %s, replaced by an empty segment\n", path, c.Reason, DamagedDir)
@@ -246,8 +276,8 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 		return nil
 	}
 	records, kept := 0, int64(0)
-	err = writeSegmentAtomic(dir, n, func(out io.Writer) error {
-		sr.off = segmentHeaderSize
+	err = writeSegmentAtomic(dir, n, id, func(out io.Writer) error {
+		sr.off = sr.first
 		for {
 			_, h, rec, err := sr.next()
 			if err == io.EOF {
@@ -277,7 +307,7 @@ func repairSegment(dir string, n uint32, w io.Writer) error {
 // writeSegmentAtomic writes segment n of dir - a header, then what fill
 // writes - under a temporary name, syncs it and renames it into place,
 // after calling each of before (such as moving the old file away).
-func writeSegmentAtomic(dir string, n uint32, fill func(io.Writer) error, before ...func() error) error {
+func writeSegmentAtomic(dir string, n uint32, id storeID, fill func(io.Writer) error, before ...func() error) error {
 	path := segmentPath(dir, n)
 	tmp := path + ".repair"
 	f, err := createTemp(tmp)
@@ -285,7 +315,7 @@ func writeSegmentAtomic(dir string, n uint32, fill func(io.Writer) error, before
 		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	_, err = bw.Write(encodeSegmentHeader(n))
+	_, err = bw.Write(encodeSegmentHeader(n, id))
 	if err == nil {
 		err = fill(bw)
 	}
@@ -338,7 +368,7 @@ func quarantine(dir, name string) error {
 
 // rebuildIndex writes a fresh index of every record in dir's segments (the
 // later record of a URL id wins) with the checkpoint at their end.
-func rebuildIndex(dir string) (pages int, err error) {
+func rebuildIndex(dir string, id storeID) (pages int, err error) {
 	path := filepath.Join(dir, indexName)
 	if err := createIndex(path); err != nil {
 		return 0, err
@@ -368,7 +398,7 @@ func rebuildIndex(dir string) (pages int, err error) {
 			f.Close()
 			return 0, fmt.Errorf("storage: %w", err)
 		}
-		sr, _, err := newSegmentReader(f, p, n, fi.Size(), true)
+		sr, _, err := newSegmentReader(f, p, n, fi.Size(), true, id)
 		if err != nil {
 			f.Close()
 			return 0, err

@@ -319,10 +319,10 @@ func TestMissingIndexEntriesAreRebuilt(t *testing.T) {
 // A writer killed while creating a segment leaves it empty or with half a
 // header: a Reader takes it as empty, the next writer rewrites it.
 func TestTornSegmentCreation(t *testing.T) {
-	for _, size := range []int{0, 7} {
+	for _, size := range []int{0, 7, 24} {
 		dir, _ := damagedStore(t, 20)
 		torn := segmentPath(dir, 2)
-		if err := os.WriteFile(torn, encodeSegmentHeader(2)[:size], 0o644); err != nil {
+		if err := os.WriteFile(torn, encodeSegmentHeader(2, newStoreID())[:size], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r, err := OpenReader([]string{dir})

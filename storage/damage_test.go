@@ -126,8 +126,8 @@ var faults = map[string]fault{
 	},
 }
 
-// TestDamageEveryFileKind damages a store's segments, segment headers and
-// index with every kind of fault at random places and checks the reader
+// TestDamageEveryFileKind damages a store's segments, segment headers,
+// index and STORE file with every kind of fault at random places and checks the reader
 // never lies: no panic, no wrong page, every record outside the damage
 // still read (by Scan and by Get), and the damage reported with its file.
 func TestDamageEveryFileKind(t *testing.T) {
@@ -153,6 +153,7 @@ func TestDamageEveryFileKind(t *testing.T) {
 		{"segment", randomSeg, func(size int) (int, int) { return segmentHeaderSize, size }},
 		{"segment header", randomSeg, func(int) (int, int) { return 0, segmentHeaderSize }},
 		{"index header", theIndex, func(int) (int, int) { return 0, indexHeaderSize }},
+		{"store file", func(*rand.Rand) (string, uint32) { return storeFileName, 0 }, func(size int) (int, int) { return 0, size }},
 		{"index entries", theIndex, func(size int) (int, int) {
 			return indexHeaderSize, min(size, indexHeaderSize+(n+8)*indexEntrySize)
 		}},

@@ -14,7 +14,7 @@ import (
 
 // twoFetchStore writes ids [0, n) into dir a, fetched on day 1, and the
 // even ids again into dir b, fetched on day 2 (re-crawls), each directory
-// by its own store; dir b also gets ids [n, n+10) so its index runs past
+// by a store of its own (b made a directory of a's store); dir b also gets ids [n, n+10) so its index runs past
 // them.
 func twoFetchStore(t testing.TB, n uint64) (a, b string) {
 	t.Helper()
@@ -48,6 +48,7 @@ func twoFetchStore(t testing.TB, n uint64) (a, b string) {
 		even = append(even, id)
 	}
 	put(a, all, 1)
+	joinStore(t, a, b)
 	put(b, even, 2)
 	return a, b
 }

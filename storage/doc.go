@@ -19,18 +19,38 @@
 // A data directory holds
 //
 //	LOCK               flock(2)ed by the one Store writing the directory (a link there is refused)
+//	STORE              the store's ID (identity.go: magic, version 1, 16 random bytes, CRC-32C)
 //	00000001.seg …     segment files, appended to sequentially, rolled at Config.SegmentSize
 //	url.idx            the index: URL id → (segment, offset), mmapped
 //
-// # Segment files (format version 2)
+// # Store identity
 //
-// A segment starts with a 16-byte header (see segmentHeaderSize in segment.go):
+// URL ids are one URL tree's, so records of another store under them are
+// other pages. The first Store to open a store gives it a random ID, kept
+// in each data directory's STORE file and in the header of every segment
+// written since. Open and OpenReader refuse directories of two stores
+// listed together (ErrForeign, naming both files); a new directory
+// listed with a store's joins it. A segment naming another store (copied
+// in) is damage over its whole length: none of its records is read or
+// indexed, the pages the index had there are lost, kspider check --repair
+// moves it into damaged/. A damaged STORE file is damage a Reader reads
+// past (the segments name the store) and a writer refuses; check --repair
+// sets it aside and writes it anew from the segments. Stores from before
+// identities (segments of version 1 and 2, no STORE file) are read as
+// they are and given an ID by the next Store; their old segments name no
+// store and are not checked.
+//
+// # Segment files (format version 3)
+//
+// A segment starts with a 40-byte header (see segmentHeaderSize in segment.go):
 // the magic "KSPS", the format version, the segment's number (the same as in
-// its name) and the CRC-32C of those 12 bytes. Records follow back to back.
-// Version 1 segments (no header CRC, records alike) are read as they are; a
-// newer version is refused with an error naming both versions. A damaged
-// header is reported, and the records behind it are still read: each has
-// its own checksum.
+// its name), the CRC-32C of those 12 bytes, the store's ID and the CRC-32C
+// of all before it. Records follow back to back. Version 2 segments (a
+// 16-byte header, no store ID) and version 1 (no header CRC either),
+// records alike, are read as they are; a newer version is refused with an
+// error naming both versions (so is version 3 by a kspider reading 1 and 2
+// only). A damaged header is reported, and the records behind it are still
+// read: each has its own checksum.
 //
 // Every record is self-describing, so a segment can be read without its
 // index, and a damaged record can be skipped by searching for the next

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -128,4 +129,173 @@ func TestIndexGrowthBeyondTheDiskIsRefused(t *testing.T) {
 	if err != nil || fi.Size() != indexHeaderSize {
 		t.Fatalf("index after the refusal: %v, %v; want %d bytes", fi.Size(), err, indexHeaderSize)
 	}
+}
+
+// joinStore makes dir to a directory of the store dir from is one of, as
+// a Store opened on both would: to gets from's STORE file.
+func joinStore(t testing.TB, from, to string) {
+	t.Helper()
+	id, err := readStoreFile(from)
+	if err != nil || id == (storeID{}) {
+		t.Fatalf("%s: store %v, %v", from, id, err)
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeStoreFile(to, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// otherStore writes pages [0, n) of another crawl (other URLs, fetched
+// later) into a store of its own, with small segments, and returns its
+// directory.
+func otherStore(t *testing.T, n uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := Open(Config{Dirs: []string{dir}, SegmentSize: 24 << 10, Compressors: 1, Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range n {
+		if err := s.Put(context.Background(), foreignPage(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A segment copied in from another store under a number of this one's
+// (a restore from the wrong backup, a mix-up by hand) was read as this
+// store's: Scan and Get returned the other crawl's pages under this
+// store's URL ids, other URLs, and check said ok. Each segment now names
+// its store: one of another is damage naming both stores, none of its
+// records read (its pages lost, counted), a writer never indexes it, and
+// kspider check --repair moves it into damaged/.
+func TestSegmentOfAnotherStoreIsDamage(t *testing.T) {
+	const n = 60
+	dir, spans := layoutStore(t, smallSegments(), n)
+	other := otherStore(t, n)
+	b, err := os.ReadFile(segmentPath(other, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segmentPath(dir, 2), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for _, sp := range spans {
+		if sp.seg == 2 {
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no page in segment 2")
+	}
+	read := func(when string) {
+		t.Helper()
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		for id := range uint64(n) {
+			p, err := r.Get(id)
+			switch {
+			case spans[id].seg == 2 && err == nil:
+				t.Fatalf("%s: Get(%d) of a page in the replaced segment returned %s", when, id, p.URL)
+			case spans[id].seg != 2 && err != nil:
+				t.Fatalf("%s: Get(%d): %v", when, id, err)
+			case err == nil:
+				samePage(t, p, testPage(id))
+			}
+		}
+		var urls []string
+		if err := r.Scan(context.Background(), func(p *Page) error {
+			if p.URL != testPage(p.URLID).URL {
+				urls = append(urls, p.URL)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		st := r.Stats()
+		if len(urls) > 0 || st.Records != int64(n-lost) || st.Lost != int64(lost) {
+			t.Fatalf("%s: scan: %d pages (want %d), %d lost (want %d), pages of the other store: %q", when, st.Records, n-lost, st.Lost, lost, urls)
+		}
+		if es := fmt.Sprint(st.Errors); !strings.Contains(es, segmentPath(dir, 2)) || !strings.Contains(es, "another store's segment") {
+			t.Fatalf("%s: the foreign segment not reported: %v", when, st.Errors)
+		}
+	}
+	read("before a writer")
+	reopenLogged(t, dir)
+	read("after a writer")
+	var out strings.Builder
+	if _, err := Check(dir, true, &out); err != nil {
+		t.Fatalf("check --repair: %v\n%s", err, out.String())
+	}
+	if _, err := os.Stat(dir + "/" + DamagedDir + "/" + segmentName(2)); err != nil {
+		t.Fatalf("the foreign segment not moved into %s: %v\n%s", DamagedDir, err, out.String())
+	}
+}
+
+// Data directories of two stores listed together (swapped between two
+// nodes' configurations, say) were read and written as one store; now
+// OpenReader and Open refuse them, naming both.
+func TestDirectoriesOfTwoStoresAreRefused(t *testing.T) {
+	ours, _ := layoutStore(t, smallSegments(), 20)
+	theirs := otherStore(t, 20)
+	if _, err := OpenReader([]string{ours, theirs}); !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), ours) || !strings.Contains(err.Error(), theirs) {
+		t.Fatalf("OpenReader of two stores' directories: %v", err)
+	}
+	if s, err := Open(Config{Dirs: []string{ours, theirs}}); !errors.Is(err, ErrForeign) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open of two stores' directories: %v", err)
+	}
+	// A new directory joins the store it is listed with.
+	added := t.TempDir()
+	writeStore(t, Config{Dirs: []string{ours, added}}, 20, 40)
+	checkStore(t, []string{ours, added}, 0, 40)
+}
+
+// A damaged STORE file: the reader says so and reads on (the segments
+// name the store), the writer refuses, and check --repair sets it aside
+// and writes it anew from the segments.
+func TestDamagedStoreFile(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 20)
+	want, err := readStoreFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipByte(t, dir+"/"+storeFileName, 10)
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := scanAll(t, r)
+	st := r.Stats()
+	r.Close()
+	if len(seen) != 20 || !strings.Contains(fmt.Sprint(st.Errors), storeFileName) {
+		t.Fatalf("scan with a damaged STORE file: %d pages, %v", len(seen), st.Errors)
+	}
+	if s, err := Open(Config{Dirs: []string{dir}}); !errors.Is(err, ErrCorrupt) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("writer on a damaged STORE file: %v", err)
+	}
+	var out strings.Builder
+	if _, err := Check(dir, true, &out); err != nil {
+		t.Fatalf("check --repair: %v\n%s", err, out.String())
+	}
+	if got, err := readStoreFile(dir); err != nil || got != want {
+		t.Fatalf("STORE after the repair: %v, %v; want %v", got, err, want)
+	}
+	writeStore(t, Config{Dirs: []string{dir}}, 20, 30)
+	checkStore(t, []string{dir}, 0, 30)
 }

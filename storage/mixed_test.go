@@ -51,6 +51,7 @@ func TestPagesOfAnotherCrawlAreReported(t *testing.T) {
 		other = append(other, foreignPage(id))
 	}
 	putPages(t, ours, mine)
+	joinStore(t, ours, theirs) // a store from before identities, or a URL tree replaced
 	putPages(t, theirs, other)
 
 	check := func(dirs []string, where string) {

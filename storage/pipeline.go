@@ -86,6 +86,7 @@ var ErrClosed = errors.New("storage: store is closed")
 // Put may be called from many goroutines.
 type Store struct {
 	cfg   Config
+	id    storeID // in each directory's STORE file and each new segment's header
 	codec Codec
 
 	mu      sync.RWMutex // Put holds it shared; Close exclusively, to close incoming
@@ -157,8 +158,16 @@ func Open(cfg Config) (*Store, error) {
 		}
 		seen[d] = true
 	}
+	id, _, err := storeIDOf(cfg.Dirs, nil)
+	if err != nil {
+		return nil, err
+	}
+	if id == (storeID{}) {
+		id = newStoreID()
+	}
 	s := &Store{
 		cfg:        cfg,
+		id:         id,
 		codec:      codec,
 		incoming:   make(chan *Page, cfg.QueueLen),
 		compressed: make(chan *record, cfg.QueueLen),

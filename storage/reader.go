@@ -22,6 +22,10 @@ var ErrNotFound = errors.New("storage: no stored page for this URL id")
 // per directory.
 type Reader struct {
 	dirs []*dirReader
+	// store is the ID of the store the directories belong to (zero: none
+	// says, a store from before identities): a segment of another is
+	// damage, none of its records read.
+	store storeID
 
 	decoders sync.Pool // *decoder, for Get
 	buffers  sync.Pool // *[]byte, for Get's reads
@@ -48,6 +52,7 @@ type dirReader struct {
 	ix    *index         // nil when url.idx is missing or unusable; closed by close
 	ck    location       // the index checkpoint at OpenReader
 	live  bool           // a Store was writing the directory at OpenReader
+	store storeID        // the Reader's: a segment Get opens is checked against it
 
 	// view is how URL ids are looked up; a damaged index is replaced by a
 	// view rebuilt from the segments (rebuild).
@@ -127,6 +132,10 @@ func OpenReader(dirs []string) (*Reader, error) {
 	r := &Reader{}
 	r.decoders.New = func() any { return new(decoder) }
 	r.buffers.New = func() any { return new([]byte) }
+	var err error
+	if r.store, _, err = storeIDOf(dirs, r.noteDamage); err != nil {
+		return nil, err
+	}
 	for _, d := range dirs {
 		dr, err := r.openDir(d)
 		if err != nil {
@@ -146,7 +155,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("storage: %s is not a directory", dir)
 	}
-	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir)}
+	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir), store: r.store}
 	// The index first: a live writer only moves its checkpoint forward
 	// over data already written, so the segments listed and measured
 	// afterwards hold everything the checkpoint promises.
@@ -188,9 +197,9 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		if dr.ix != nil && sf.num < dr.ck.seg {
 			continue
 		}
-		start := int64(segmentHeaderSize)
+		start := int64(0) // the first record
 		if dr.ix != nil && sf.num == dr.ck.seg && dr.ck.off <= sf.size {
-			start = max(dr.ck.off, segmentHeaderSize)
+			start = dr.ck.off
 		}
 		n := sf.num
 		err := r.eachRecord(sf, start, nil, func(off int64, h recordHeader, _ []byte) error {
@@ -256,10 +265,10 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 			return fmt.Errorf("storage: %w", err)
 		}
 		sf.size = st.Size()
-		_, hdr, err := newSegmentReader(sf.ra, path, n, sf.size, true)
+		_, hdr, err := newSegmentReader(sf.ra, path, n, sf.size, true, r.store)
 		var c *Corruption
 		switch {
-		case errors.As(err, &c) && i == len(nums)-1:
+		case errors.As(err, &c) && i == len(nums)-1 && !errors.Is(c, ErrForeign):
 			// A writer died creating it; its recovery will rewrite it.
 			// (If the index knew records in it, checkCheckpoint and
 			// verifyIndex report them lost.)
@@ -277,13 +286,13 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 }
 
 // eachRecord calls fn for every valid record of segment sf from offset start
-// on, and note (if not nil) for every damaged region. rec is valid only
+// on (0: from the first), and note (if not nil) for every damaged region. rec is valid only
 // during the call.
 func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption), fn func(off int64, h recordHeader, rec []byte) error) error {
 	if sf.bad.Load() {
 		return nil
 	}
-	sr, _, err := newSegmentReader(sf.ra, sf.path, sf.num, sf.size, true)
+	sr, _, err := newSegmentReader(sf.ra, sf.path, sf.num, sf.size, true, r.store)
 	var c *Corruption
 	if errors.As(err, &c) && note != nil {
 		note(c) // cut inside its header since openSegments measured it
@@ -292,7 +301,7 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption)
 	if err != nil {
 		return err // openSegments met it first
 	}
-	sr.off = min(start, sf.size)
+	sr.off = min(max(start, sr.first), sf.size)
 	for {
 		off, h, rec, err := sr.next()
 		if err == io.EOF {
@@ -401,7 +410,10 @@ func (dr *dirReader) readRecord(l location, buf []byte) (recordHeader, []byte, e
 	if err != nil {
 		return h, nil, err
 	}
-	if l.off < segmentHeaderSize {
+	if sf.bad.Load() {
+		return h, nil, fmt.Errorf("storage: %s: %w: index points at offset %d of a segment with no record of this store's", sf.path, ErrCorrupt, l.off)
+	}
+	if l.off < segmentHeaderV2Size {
 		return h, nil, fmt.Errorf("storage: %s: %w: index points at offset %d, inside the segment header", sf.path, ErrCorrupt, l.off)
 	}
 	const first = 16 << 10
@@ -449,11 +461,16 @@ func (dr *dirReader) segment(n uint32) (*segmentFile, error) {
 		return nil, fmt.Errorf("storage: %s: %w: index points at segment %d, which cannot be opened: %v", dr.dir, ErrCorrupt, n, err)
 	}
 	b := make([]byte, segmentHeaderSize)
-	if _, err := f.ReadAt(b, 0); err != nil {
+	k, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		f.Close()
 		return nil, fmt.Errorf("storage: reading %s: %w", path, err)
 	}
-	if err := checkSegmentHeader(b, n); err != nil {
+	h, err := checkSegmentHeader(b[:k], n)
+	if err == nil && h.store != (storeID{}) && dr.store != (storeID{}) && h.store != dr.store {
+		err = foreignSegment(h.store, dr.store)
+	}
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("storage: %s: %w", path, err)
 	}

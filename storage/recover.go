@@ -34,6 +34,19 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 		return nil, fmt.Errorf("storage: data directory %s is in use by another store (%s: %w)", dir, lockPath, err)
 	}
 	ixPath := filepath.Join(dir, indexName)
+	// The directories' STORE files were read before the lock was taken;
+	// a directory without one (new, or of a store from before
+	// identities) is given the store's now, before anything is written.
+	switch id, err := readStoreFile(dir); {
+	case err != nil:
+		return nil, fmt.Errorf("%w (kspider check --repair sets it aside)", err)
+	case id == (storeID{}):
+		if err := writeStoreFile(dir, s.id); err != nil {
+			return nil, err
+		}
+	case id != s.id:
+		return nil, fmt.Errorf("storage: %s: %w data directory: it names store %v, the other directories %v", filepath.Join(dir, storeFileName), ErrForeign, id, s.id)
+	}
 	if sv.ix, err = openIndex(ixPath, true); err != nil {
 		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, errOldIndex) {
 			return nil, err
@@ -121,9 +134,9 @@ func (sv *saver) reindex(segs []uint32) (end int64, lastOK bool, err error) {
 			continue
 		}
 		last := i == len(segs)-1
-		start := int64(segmentHeaderSize)
+		start := int64(0) // the first record
 		if n == ckSeg {
-			start = max(ckOff, segmentHeaderSize)
+			start = ckOff
 		}
 		end, lastOK, err = sv.reindexSegment(n, start, last)
 		if err != nil {
@@ -156,13 +169,13 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		return 0, false, fmt.Errorf("storage: %w", err)
 	}
 	size := fi.Size()
-	if last && size < segmentHeaderSize {
+	if last && size < segmentHeaderSize && !intactV2Header(f, n, size) {
 		// Torn while being created: start it again.
 		logf("storage: %s: segment header torn (%d bytes); rewriting it", path, size)
 		if err := f.Truncate(0); err != nil {
 			return 0, false, fmt.Errorf("storage: %w", err)
 		}
-		if _, err := f.WriteAt(encodeSegmentHeader(n), 0); err != nil {
+		if _, err := f.WriteAt(encodeSegmentHeader(n, sv.s.id), 0); err != nil {
 			return 0, false, fmt.Errorf("storage: %w", err)
 		}
 		if err := f.Sync(); err != nil {
@@ -170,7 +183,7 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		}
 		return segmentHeaderSize, true, nil
 	}
-	r, hdr, err := newSegmentReader(f, path, n, size, false)
+	r, hdr, err := newSegmentReader(f, path, n, size, false, sv.s.id)
 	if err != nil {
 		var c *Corruption
 		if errors.As(err, &c) {
@@ -193,10 +206,10 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 		// points past its end, so nothing may be appended at offsets
 		// those entries name.
 		logf("storage: %s is shorter (%d bytes) than the index checkpoint (%d): pages lost (kspider check counts them); re-reading it whole, new records go to a new segment", path, size, start)
-		start = segmentHeaderSize
+		start = 0
 		ok = false
 	}
-	r.off = start
+	r.off = max(start, r.first)
 	for {
 		off, h, _, err := r.next()
 		if err == io.EOF {
@@ -240,6 +253,18 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 			return 0, false, fmt.Errorf("storage: %s at offset %d: %w", path, off, err)
 		}
 	}
+}
+
+// intactV2Header reports whether the size bytes of segment n, open as f,
+// are an intact header of version 1 or 2, an empty segment of an older
+// kspider, not a torn one.
+func intactV2Header(f *os.File, n uint32, size int64) bool {
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return false
+	}
+	h, err := checkSegmentHeader(b, n)
+	return err == nil && h.version < segmentVersion
 }
 
 // indexedRecordIn looks for a record header in r from offset from on that

@@ -353,7 +353,7 @@ func (sv *saver) createSegment(n uint32) error {
 		}
 	}
 	if err == nil {
-		_, err = f.Write(encodeSegmentHeader(n))
+		_, err = f.Write(encodeSegmentHeader(n, sv.s.id))
 	}
 	if err == nil {
 		err = f.Sync()

@@ -61,7 +61,7 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			noteRegion(c)
 		}
 		var pos int64 // how far into sf the scan has counted (Progress)
-		err := r.eachRecord(sf, segmentHeaderSize, note, func(off int64, h recordHeader, rec []byte) error {
+		err := r.eachRecord(sf, 0, note, func(off int64, h recordHeader, rec []byte) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,25 +22,34 @@ import (
 //	  0   4 magic    "KSPS"
 //	  4   4 version  segmentVersion (uint32, little-endian)
 //	  8   4 number   the segment's number, as in its file name
-//	 12   4 crc      CRC-32C of bytes 0…11 (version 2; version 1 has 0 here)
+//	 12   4 crc      CRC-32C of bytes 0…11 (versions 2 and 3; version 1 has 0 here)
+//	 16  16 store    the ID of the store written to (version 3; zero: none)
+//	 32   4 reserved 0 (version 3)
+//	 36   4 crc      CRC-32C of bytes 0…35 (version 3)
 //
-// Records follow from byte segmentHeaderSize on; their format is the same
-// in both versions, so version 1 segments are read as they are.
+// Records follow the header: from byte 16 in versions 1 and 2, from byte
+// segmentHeaderSize in version 3; their format is the same in all, so
+// older segments are read as they are. A kspider reading versions 1 and 2
+// only finds bytes 0…15 intact and refuses version 3 by its number.
 const (
-	segmentMagic      = "KSPS"
-	segmentVersion    = 2
-	segmentHeaderSize = 16
-	segmentSuffix     = ".seg"
+	segmentMagic        = "KSPS"
+	segmentVersion      = 3
+	segmentHeaderSize   = 40
+	segmentHeaderV2Size = 16 // versions 1 and 2
+	segmentSuffix       = ".seg"
 )
 
 func segmentName(n uint32) string { return fmt.Sprintf("%08d%s", n, segmentSuffix) }
 
-func encodeSegmentHeader(n uint32) []byte {
+// encodeSegmentHeader is the header of segment n of store id.
+func encodeSegmentHeader(n uint32, id storeID) []byte {
 	b := make([]byte, segmentHeaderSize)
 	copy(b, segmentMagic)
 	binary.LittleEndian.PutUint32(b[4:], segmentVersion)
 	binary.LittleEndian.PutUint32(b[8:], n)
 	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[:12], castagnoli))
+	copy(b[16:], id[:])
+	binary.LittleEndian.PutUint32(b[36:], crc32.Checksum(b[:36], castagnoli))
 	return b
 }
 
@@ -48,31 +58,77 @@ func encodeSegmentHeader(n uint32) []byte {
 // the version found and the versions supported.
 var ErrVersion = errors.New("unsupported format version")
 
-// checkSegmentHeader verifies the header b read from segment number n. A
-// damaged header is an error wrapping ErrCorrupt: the records behind it
-// carry their own checksums and are still read. An intact header of a
-// version this code does not know wraps ErrVersion.
-func checkSegmentHeader(b []byte, n uint32) error {
-	if len(b) < segmentHeaderSize {
-		return fmt.Errorf("%w: segment header of %d bytes", ErrCorrupt, len(b))
+// segmentHeaderInfo is what a segment's header says.
+type segmentHeaderInfo struct {
+	version uint32
+	store   storeID // zero before version 3
+	size    int64   // where the records begin
+}
+
+// checkSegmentHeader verifies the header b (the file's first bytes, up to
+// segmentHeaderSize of them) read from segment number n. A damaged header
+// is an error wrapping ErrCorrupt: the records behind it carry their own
+// checksums and are still read, from where its version says they begin
+// (h.size is set then too). An intact header of a version this code does
+// not know wraps ErrVersion.
+func checkSegmentHeader(b []byte, n uint32) (h segmentHeaderInfo, err error) {
+	h.size = segmentHeaderV2Size
+	if len(b) < segmentHeaderV2Size {
+		return h, fmt.Errorf("%w: segment header of %d bytes", ErrCorrupt, len(b))
 	}
 	v := binary.LittleEndian.Uint32(b[4:])
 	crc := binary.LittleEndian.Uint32(b[12:])
 	crcOK := crc == crc32.Checksum(b[:12], castagnoli)
+	if v == segmentVersion {
+		h.size = segmentHeaderSize
+	}
 	switch {
 	case string(b[:4]) != segmentMagic:
-		return fmt.Errorf("%w: not a segment header (magic %q)", ErrCorrupt, b[:4])
+		return h, fmt.Errorf("%w: not a segment header (magic %q)", ErrCorrupt, b[:4])
 	case v == 1 && crc == 0:
 		// Version 1 had no checksum: check what can be checked.
 	case !crcOK:
-		return fmt.Errorf("%w: segment header CRC-32C mismatch", ErrCorrupt)
-	case v != segmentVersion:
-		return fmt.Errorf("%w: segment format version %d, this kspider reads versions 1 and %d", ErrVersion, v, segmentVersion)
+		return h, fmt.Errorf("%w: segment header CRC-32C mismatch", ErrCorrupt)
+	case v != 2 && v != segmentVersion:
+		return h, fmt.Errorf("%w: segment format version %d, this kspider reads versions 1 to %d", ErrVersion, v, segmentVersion)
+	case v == segmentVersion && len(b) < segmentHeaderSize:
+		return h, fmt.Errorf("%w: segment header of %d bytes, version %d's has %d", ErrCorrupt, len(b), v, segmentHeaderSize)
+	case v == segmentVersion && binary.LittleEndian.Uint32(b[36:]) != crc32.Checksum(b[:36], castagnoli):
+		return h, fmt.Errorf("%w: segment header CRC-32C mismatch (its store ID)", ErrCorrupt)
 	}
 	if got := binary.LittleEndian.Uint32(b[8:]); got != n {
-		return fmt.Errorf("%w: segment header says number %d", ErrCorrupt, got)
+		return h, fmt.Errorf("%w: segment header says number %d", ErrCorrupt, got)
 	}
-	return nil
+	h.version = v
+	if v == segmentVersion {
+		copy(h.store[:], b[16:32])
+	}
+	return h, nil
+}
+
+// foreignSegment is the error for a segment of store got read as one of
+// store want.
+func foreignSegment(got, want storeID) error {
+	return fmt.Errorf("%w segment: it belongs to store %v, this is store %v (copied in from another store?)", ErrForeign, got, want)
+}
+
+// readSegmentHeader reads and checks the header of segment n at path.
+func readSegmentHeader(path string, n uint32) (segmentHeaderInfo, error) {
+	f, err := openRegular(path, os.O_RDONLY)
+	if err != nil {
+		return segmentHeaderInfo{}, err
+	}
+	defer f.Close()
+	b := make([]byte, segmentHeaderSize)
+	k, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return segmentHeaderInfo{}, fmt.Errorf("storage: reading %s: %w", path, err)
+	}
+	h, err := checkSegmentHeader(b[:k], n)
+	if err != nil {
+		return h, fmt.Errorf("storage: %s: %w", path, err)
+	}
+	return h, nil
 }
 
 // listSegments returns the numbers of the segment files in dir, ascending.
@@ -112,11 +168,15 @@ func HoldsPages(dir string) (bool, error) {
 		return false, err
 	}
 	for _, n := range nums {
-		fi, err := os.Stat(segmentPath(dir, n))
+		path := segmentPath(dir, n)
+		fi, err := os.Stat(path)
 		if err != nil {
 			return false, fmt.Errorf("storage: %w", err)
 		}
-		if fi.Size() > segmentHeaderSize {
+		// A damaged header counts as long as its version field says:
+		// what is beyond it is pages, or damage kspider check reports.
+		h, _ := readSegmentHeader(path, n)
+		if fi.Size() > max(h.size, segmentHeaderV2Size) {
 			return true, nil
 		}
 	}

@@ -52,6 +52,10 @@ type segmentReader struct {
 	num  uint32
 	size int64
 	off  int64 // offset of the next record
+	// first is where the records begin (the header's size); store is the
+	// ID the header names (zero: none).
+	first int64
+	store storeID
 	// skipUnreadable makes a read error (EIO: a bad sector) a damaged
 	// region like any other, skipped and reported, instead of an error
 	// that ends the reading: a reader's scan and a repair go on behind
@@ -68,30 +72,42 @@ const readWindow = 1 << 20
 // newSegmentReader checks the header of segment num, open as f, of size
 // bytes. The file stays owned by the caller. A damaged header is returned
 // as hdr, with a reader that still reads the records behind it (each has
-// its own checksum); a torn header (size < segmentHeaderSize) and an
-// unsupported version are errors. skipUnreadable: see segmentReader.
-func newSegmentReader(f io.ReaderAt, path string, num uint32, size int64, skipUnreadable bool) (r *segmentReader, hdr *Corruption, err error) {
-	r = &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderSize, skipUnreadable: skipUnreadable}
-	if size < segmentHeaderSize {
+// its own checksum); a torn header (size < segmentHeaderV2Size) and an
+// unsupported version are errors. A segment whose header names another
+// store than store (unless either is zero: a store or a segment from
+// before identities) is a *Corruption over the whole file wrapping
+// ErrForeign: none of its records is this store's. skipUnreadable: see
+// segmentReader.
+func newSegmentReader(f io.ReaderAt, path string, num uint32, size int64, skipUnreadable bool, store storeID) (r *segmentReader, hdr *Corruption, err error) {
+	r = &segmentReader{f: f, path: path, num: num, size: size, off: segmentHeaderV2Size, first: segmentHeaderV2Size, skipUnreadable: skipUnreadable}
+	if size < segmentHeaderV2Size {
 		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size,
 			Reason: fmt.Errorf("%w: segment header torn (%d bytes)", ErrCorrupt, size)}
 	}
-	b, err := r.window(0, segmentHeaderSize)
+	b, err := r.window(0, int(min(size, segmentHeaderSize)))
 	var re *readError
 	switch {
 	case errors.As(err, &re) && skipUnreadable:
-		return r, &Corruption{File: path, Offset: 0, Skipped: segmentHeaderSize, Unreadable: true, Reason: re.reason()}, nil
+		return r, &Corruption{File: path, Offset: 0, Skipped: segmentHeaderV2Size, Unreadable: true, Reason: re.reason()}, nil
 	case errors.Is(err, ErrCorrupt):
 		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size, Reason: err} // cut inside its header since it was measured
 	case err != nil:
 		return nil, nil, err
 	}
-	if err := checkSegmentHeader(b, num); err != nil {
-		if errors.Is(err, ErrVersion) {
-			return nil, nil, fmt.Errorf("storage: %s: %w", path, err)
-		}
-		hdr = &Corruption{File: path, Offset: 0, Skipped: segmentHeaderSize, Reason: err}
+	h, err := checkSegmentHeader(b, num)
+	r.off, r.first = h.size, h.size
+	switch {
+	case size < h.size:
+		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size,
+			Reason: fmt.Errorf("%w: segment header torn (%d bytes of %d)", ErrCorrupt, size, h.size)}
+	case errors.Is(err, ErrVersion):
+		return nil, nil, fmt.Errorf("storage: %s: %w", path, err)
+	case err != nil:
+		hdr = &Corruption{File: path, Offset: 0, Skipped: min(h.size, size), Reason: err}
+	case h.store != (storeID{}) && store != (storeID{}) && h.store != store:
+		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size, Reason: foreignSegment(h.store, store)}
 	}
+	r.store = h.store
 	return r, hdr, nil
 }
 

@@ -155,7 +155,7 @@ func TestForeignFileUnderASegmentName(t *testing.T) {
 func TestRepairRefusesAHugeGap(t *testing.T) {
 	dir, _ := layoutStore(t, smallSegments(), 40)
 	stray := segmentPath(dir, 99999999)
-	if err := os.WriteFile(stray, encodeSegmentHeader(99999999), 0o644); err != nil {
+	if err := os.WriteFile(stray, encodeSegmentHeader(99999999, storeID{}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before, err := listSegments(dir)

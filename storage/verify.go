@@ -189,7 +189,7 @@ func (r *Reader) rebuild(dr *dirReader, why error) {
 	m := map[uint64]location{}
 	for _, sf := range dr.order {
 		n := sf.num
-		err := r.eachRecord(sf, segmentHeaderSize, nil, func(off int64, h recordHeader, _ []byte) error {
+		err := r.eachRecord(sf, 0, nil, func(off int64, h recordHeader, _ []byte) error {
 			m[h.urlID] = location{n, off}
 			return nil
 		})

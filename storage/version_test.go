@@ -11,8 +11,9 @@ import (
 )
 
 // toVersion1 rewrites the store in dir as format version 1 wrote it:
-// records with the version 1 CRC, segment headers without CRC, an index
-// of 12-byte entries.
+// records with the version 1 CRC, segment headers of 16 bytes without CRC
+// (records 24 bytes nearer the start), an index of 12-byte entries, no
+// STORE file.
 func toVersion1(t *testing.T, dir string) {
 	t.Helper()
 	nums, err := listSegments(dir)
@@ -24,26 +25,27 @@ func toVersion1(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	v := r.dirs[0].view.Load()
+	const shift = segmentHeaderSize - segmentHeaderV2Size
 	ck := r.dirs[0].ck
 	old := make([]byte, indexHeaderSize)
 	copy(old, indexMagic)
 	binary.LittleEndian.PutUint32(old[4:], 1)
 	binary.LittleEndian.PutUint32(old[8:], 12)
 	binary.LittleEndian.PutUint32(old[16:], ck.seg)
-	binary.LittleEndian.PutUint64(old[24:], uint64(ck.off))
+	binary.LittleEndian.PutUint64(old[24:], uint64(ck.off-shift))
 	binary.LittleEndian.PutUint32(old[32:], crc32.Checksum(old[:32], castagnoli))
 	for id := uint64(0); id < v.ix.entries(); id++ {
 		var e [12]byte
 		if seg, off, st := v.ix.lookup(id); st == entrySet {
 			binary.LittleEndian.PutUint32(e[0:], seg)
-			binary.LittleEndian.PutUint64(e[4:], uint64(off))
+			binary.LittleEndian.PutUint64(e[4:], uint64(off-shift))
 		}
 		old = append(old, e[:]...)
 	}
 	// Records as version 1 wrote them: CRC over bytes 12 on only.
 	for _, sf := range r.dirs[0].order {
 		var patches [][2]int64 // offset, CRC
-		err := r.eachRecord(sf, segmentHeaderSize, nil, func(off int64, h recordHeader, rec []byte) error {
+		err := r.eachRecord(sf, 0, nil, func(off int64, h recordHeader, rec []byte) error {
 			patches = append(patches, [2]int64{off, int64(crc32.Checksum(rec[crcStart:], castagnoli))})
 			return nil
 		})
@@ -80,6 +82,24 @@ func toVersion1(t *testing.T, dir string) {
 		f.WriteAt(h[:], 4)
 		f.WriteAt([]byte{0, 0, 0, 0}, 12) // no CRC
 		f.Close()
+		shrinkHeader(t, segmentPath(dir, n))
+	}
+	if err := os.Remove(filepath.Join(dir, storeFileName)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shrinkHeader makes the header of the segment at path the 16 bytes of
+// versions 1 and 2: the bytes of version 3's beyond them go.
+func shrinkHeader(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b[:segmentHeaderV2Size:segmentHeaderV2Size], b[segmentHeaderSize:]...)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -121,17 +141,17 @@ func TestNewerVersionIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary.LittleEndian.PutUint32(b[4:], 3)
+	binary.LittleEndian.PutUint32(b[4:], 4)
 	binary.LittleEndian.PutUint32(b[12:], crc32.Checksum(b[:12], castagnoli))
 	if err := os.WriteFile(seg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err = OpenReader([]string{dir})
-	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "version 3, this kspider reads versions 1 and 2") || !strings.Contains(err.Error(), seg) {
-		t.Fatalf("segment of version 3: %v", err)
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "version 4, this kspider reads versions 1 to 3") || !strings.Contains(err.Error(), seg) {
+		t.Fatalf("segment of version 4: %v", err)
 	}
 	if _, err := Open(Config{Dirs: []string{dir}}); !errors.Is(err, ErrVersion) {
-		t.Fatalf("writer on a segment of version 3: %v", err)
+		t.Fatalf("writer on a segment of version 4: %v", err)
 	}
 
 	dir, _ = damagedStore(t, 10)
