@@ -160,6 +160,14 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The index, if it opens, tells records of the store from records in
+	// a page's body that the search after damage finds (indexVouch).
+	vouch := func(uint32) func(uint64, int64) bool { return nil }
+	if ix, err := openIndex(filepath.Join(dir, indexName), false); err == nil {
+		defer ix.close()
+		seg, off := ix.checkpoint()
+		vouch = func(n uint32) func(uint64, int64) bool { return indexVouch(ix, location{seg, off}, n, nil) }
+	}
 	for i, n := range nums {
 		from := uint32(1)
 		if i > 0 {
@@ -171,7 +179,7 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 			}
 			fmt.Fprintf(w, "pages: %s: missing; replaced by an empty segment (its pages are lost)\n", segmentPath(dir, m))
 		}
-		if err := repairSegment(dir, n, id, w); err != nil {
+		if err := repairSegment(dir, n, id, vouch(n), w); err != nil {
 			return err
 		}
 	}
@@ -221,7 +229,7 @@ func repairStoreFile(dir string, w io.Writer) (storeID, error) {
 // a good header and the intact records, the original moved into damaged/.
 // A record whose body cannot be decoded, though its CRC holds, is damaged
 // too: kept, it would be the same damage after the repair.
-func repairSegment(dir string, n uint32, id storeID, w io.Writer) error {
+func repairSegment(dir string, n uint32, id storeID, vouch func(uint64, int64) bool, w io.Writer) error {
 	path := segmentPath(dir, n)
 	f, err := os.Open(path)
 	if err != nil {
@@ -249,6 +257,7 @@ func repairSegment(dir string, n uint32, id storeID, w io.Writer) error {
 	case err != nil:
 		return err
 	}
+	sr.vouch = vouch
 	dec := new(decoder)
 	defer dec.close()
 	var body []byte

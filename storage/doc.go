@@ -155,7 +155,11 @@
 //
 //   - a record failing its checks: Scan resynchronises on the next valid
 //     record and reports the region skipped; Get returns an error naming
-//     the file and offset;
+//     the file and offset. A page's body may hold records that pass every
+//     check (a page that is a segment of a kspider store), so the search
+//     starts behind a record whose checksum alone failed, and before the
+//     index checkpoint takes only a record the index points at (a writer's
+//     recovery, reading after the checkpoint, has no such check);
 //   - bytes that cannot be read (EIO: a bad sector): a damaged region like
 //     any other, found block by block (4 KiB) and marked Unreadable; a
 //     writer's recovery fails on them instead, so that an unreadable tail

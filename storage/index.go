@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -269,6 +270,26 @@ func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 		return seg, off, entryBad
 	}
 	return seg, off, entrySet
+}
+
+// indexVouch returns a segmentReader's vouch for segment seg, from ix,
+// whose checkpoint is ck: a record found by the search after damage,
+// before the checkpoint, is taken only if the index points at it. Else it
+// may be a record inside a page's body, followed by more (a page that is a
+// segment of a kspider store), and the search goes on; a record of this
+// store superseded by a later one of its URL id, which Scan would pass
+// over anyway, is then counted in the damaged region. An entry failing
+// its checks, or an index distrusted (set: found damaged), cannot tell,
+// and the record is taken.
+func indexVouch(ix *index, ck location, seg uint32, distrust *atomic.Bool) func(id uint64, off int64) bool {
+	return func(id uint64, off int64) bool {
+		l := location{seg, off}
+		if !l.before(ck) || distrust != nil && distrust.Load() {
+			return true
+		}
+		s, o, st := ix.lookup(id)
+		return st == entryBad || st == entrySet && (location{s, o}) == l
+	}
 }
 
 // entryOffset is where id's entry is in the file, for error messages.

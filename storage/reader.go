@@ -58,6 +58,7 @@ type dirReader struct {
 	// view rebuilt from the segments (rebuild).
 	view      atomic.Pointer[dirView]
 	rebuildMu sync.Mutex
+	distrust  atomic.Bool // the index proved damaged: it vouches for no record
 
 	regions []*Corruption // damaged regions Scan met, for verifyIndex
 	// indexed counts the records a Scan found where the index points (not
@@ -81,6 +82,8 @@ type segmentFile struct {
 	num  uint32
 	size int64       // at OpenReader
 	bad  atomic.Bool // torn at creation: holds no records
+	// vouch: see segmentReader (nil: none answers).
+	vouch func(id uint64, off int64) bool
 }
 
 type location struct {
@@ -258,6 +261,9 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 			return fmt.Errorf("storage: %w", err)
 		}
 		sf := &segmentFile{f: f, ra: f, path: path, num: n}
+		if dr.ix != nil {
+			sf.vouch = indexVouch(dr.ix, dr.ck, n, &dr.distrust)
+		}
 		dr.segs[n] = sf
 		dr.order = append(dr.order, sf)
 		st, err := f.Stat()
@@ -302,6 +308,7 @@ func (r *Reader) eachRecord(sf *segmentFile, start int64, note func(*Corruption)
 		return err // openSegments met it first
 	}
 	sr.off = min(max(start, sr.first), sf.size)
+	sr.vouch = sf.vouch
 	for {
 		off, h, rec, err := sr.next()
 		if err == io.EOF {

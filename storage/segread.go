@@ -56,6 +56,10 @@ type segmentReader struct {
 	// ID the header names (zero: none).
 	first int64
 	store storeID
+	// vouch, if set, tells whether a record found by the search after
+	// damage, of URL id id at off, may be one of this store's: the index
+	// answers for records before its checkpoint (indexVouch).
+	vouch func(id uint64, off int64) bool
 	// skipUnreadable makes a read error (EIO: a bad sector) a damaged
 	// region like any other, skipped and reported, instead of an error
 	// that ends the reading: a reader's scan and a repair go on behind
@@ -216,12 +220,34 @@ func (r *segmentReader) next() (off int64, h recordHeader, rec []byte, err error
 	} else if !errors.Is(err, ErrCorrupt) {
 		return off, h, nil, err
 	}
+	if end, ok := r.behind(off, rec); ok {
+		r.off = end
+		return off, h, nil, &Corruption{File: r.path, Offset: off, Skipped: end - off, Reason: err}
+	}
 	resume, sawUnreadable, rerr := r.resync(off + 1)
 	if rerr != nil {
 		return off, h, nil, rerr
 	}
 	r.off = resume
 	return off, h, nil, &Corruption{File: r.path, Offset: off, Skipped: resume - off, Unreadable: unreadable || sawUnreadable, Reason: err}
+}
+
+// behind returns where the record at off ends, when only its checksum
+// failed (rec, its bytes, were read: the header is consistent) and a
+// valid record, or the end of the file, follows it there. The search for
+// the next record then starts behind it, not in its body: a body may hold
+// records itself (a page that is a segment of a kspider store), which
+// pass every check but are no records of this store.
+func (r *segmentReader) behind(off int64, rec []byte) (end int64, ok bool) {
+	if rec == nil {
+		return 0, false
+	}
+	end = off + int64(len(rec))
+	if end == r.size {
+		return end, true
+	}
+	_, _, err := r.recordAt(end)
+	return end, err == nil
 }
 
 // resync finds the first valid record at or after from, or the end of the
@@ -253,9 +279,13 @@ func (r *segmentReader) resync(from int64) (resume int64, sawUnreadable bool, er
 			continue
 		}
 		cand := pos + int64(i)
-		_, _, err = r.recordAt(cand)
-		if err == nil {
+		h, _, err := r.recordAt(cand)
+		if err == nil && (r.vouch == nil || r.vouch(h.urlID, cand)) {
 			return cand, sawUnreadable, nil
+		}
+		if err == nil {
+			pos = cand + 1 // a record in a page's body, not one of this store's
+			continue
 		}
 		if errors.As(err, &re) && r.skipUnreadable {
 			sawUnreadable = true

@@ -186,6 +186,7 @@ func (r *Reader) rebuild(dr *dirReader, why error) {
 	if dr.view.Load().rebuilt {
 		return
 	}
+	dr.distrust.Store(true)
 	m := map[uint64]location{}
 	for _, sf := range dr.order {
 		n := sf.num
