@@ -139,7 +139,10 @@
 //
 // A Reader (OpenReader) serves Get by URL id and Scan over all records, one
 // goroutine per directory. It never writes: records a crashed writer left
-// beyond the index checkpoint are indexed in memory. It may be opened on a
+// beyond the index checkpoint are indexed in memory, and so are all of a
+// directory's without a usable index, about 50 bytes a record with no
+// bound (some 5 GB for 100 million pages): the Reader says how many and
+// how much, and kspider check --repair rewrites the index on disk. It may be opened on a
 // store that is being written: Scan then reads the segments as they were at
 // OpenReader (a record being appended at that moment may be reported
 // damaged; a segment cut meanwhile, as a writer's recovery cuts a torn

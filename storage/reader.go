@@ -177,6 +177,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		dr.close()
 		return nil, err
 	}
+	var noIndex func(records int) // says why the segments are read instead, once read
 	switch err := ixErr; {
 	case err == nil && ix.torn != nil && dr.live:
 		r.note(fmt.Sprintf("%s: a header slot being written by the running store (%v), the other used", ix.path, ix.torn.Err))
@@ -187,9 +188,9 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		dr.close()
 		return nil, fmt.Errorf("storage: %s: %w: no segment files (%s) and no index (%s)", dir, ErrNoStore, "*"+segmentSuffix, indexName)
 	case errors.Is(err, errOldIndex):
-		r.note(fmt.Sprintf("%v; reading the segments instead", err))
+		noIndex = func(n int) { r.note(fmt.Sprintf("%v; reading the segments instead (%s)", err, inMemory(n))) }
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrCorrupt):
-		r.noteDamage(fmt.Errorf("%w; reading the segments instead", err))
+		noIndex = func(n int) { r.noteDamage(fmt.Errorf("%w; reading the segments instead (%s)", err, inMemory(n))) }
 	default:
 		dr.close()
 		return nil, err
@@ -215,7 +216,22 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		}
 	}
 	dr.view.Store(&dirView{ix: dr.ix, extra: extra})
+	if noIndex != nil {
+		noIndex(len(extra))
+	}
 	return dr, nil
+}
+
+// inMemoryBytesPerRecord is about what a record indexed in memory (a
+// dirView's extra) costs: a Go map entry of a URL id and a location.
+const inMemoryBytesPerRecord = 50
+
+// inMemory says what n records indexed in memory cost. Without a usable
+// url.idx a Reader indexes every record so, with no bound: a store of 100
+// million pages takes about 5 GB until kspider check --repair rewrites the
+// index on disk (its check, a Reader too, takes as much once).
+func inMemory(n int) string {
+	return fmt.Sprintf("%d records indexed in memory, about %d MB", n, (n*inMemoryBytesPerRecord+1<<20-1)>>20)
 }
 
 // locked reports whether a Store holds dir's lock: is writing it now. It

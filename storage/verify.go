@@ -199,7 +199,7 @@ func (r *Reader) rebuild(dr *dirReader, why error) {
 		}
 	}
 	dr.view.Store(&dirView{extra: m, rebuilt: true})
-	r.noteDamage(fmt.Errorf("%w; index rebuilt in memory from the segments (kspider check --repair rewrites it)", why))
+	r.noteDamage(fmt.Errorf("%w; index rebuilt in memory from the segments, %s (kspider check --repair rewrites it)", why, inMemory(len(m))))
 }
 
 // checkCheckpoint notes damage when the segments end before the index
