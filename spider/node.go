@@ -234,18 +234,6 @@ type NodeSummary struct {
 	Elapsed      time.Duration
 }
 
-// SoloClock is the phase source of a one-node cluster with one phase and no
-// NTP: the active phase is always 0, the clock is taken as safe, and the
-// slots are a day long (their ends only make the scheduler rescan).
-func SoloClock() scheduler.PhaseSource { return soloClock{} }
-
-type soloClock struct{}
-
-func (soloClock) Phase() scheduler.Phase {
-	cl := scheduler.Cluster{Epoch: time.Unix(0, 0).UTC(), PhaseLength: 24 * time.Hour, Phases: 1, Nodes: 1}
-	return cl.At(time.Now(), 0, 0)
-}
-
 // OpenNode locks cfg.Dir and opens its URL tree, scheduler and page store.
 func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Dir == "" {

@@ -1,0 +1,61 @@
+package spider
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kspider/kspider/scheduler"
+)
+
+// SoloClock is the phase source of a one-node cluster with one phase and no
+// NTP: the active phase is always 0, the clock is taken as safe, and the
+// slots are a day long (their ends only make the scheduler rescan).
+//
+// Its time is the system clock's, but never stepped back: the scheduler
+// keeps the instants its hosts' politeness waits and retries end, and
+// with the clock stepped back an hour (by hand, a VM restored, an NTP
+// daemon's step) a host waiting then waited that hour, holding its row of
+// the buckets. So when the system clock falls behind where the monotonic
+// clock says it should be, the solo clock goes on from where it was at the
+// monotonic clock's pace, ahead of the system clock by the step, until the
+// system clock catches up; a step forward is followed (waits end early,
+// once). The scheduler then wakes by the system clock at least every
+// MaxWait (soloMaxWait), so a wait ahead of it may end up to that late.
+// Instants it stored ahead of the next run's clock are cut at that run's
+// open to the longest wait the config imposes (the scheduler's hostWait).
+func SoloClock() scheduler.PhaseSource {
+	start := time.Now()
+	return newSoloClock(func() (time.Time, time.Duration) {
+		t := time.Now()
+		return t, t.Sub(start) // by the monotonic clock
+	})
+}
+
+// newSoloClock is SoloClock on now, which gives the system clock's time
+// and the time since some start on a clock never stepped.
+func newSoloClock(now func() (wall time.Time, mono time.Duration)) *soloClock {
+	return &soloClock{now: now}
+}
+
+type soloClock struct {
+	now func() (wall time.Time, mono time.Duration)
+
+	mu     sync.Mutex
+	last   time.Time     // the time last given; zero: none yet
+	atMono time.Duration // the monotonic reading then
+}
+
+func (c *soloClock) Phase() scheduler.Phase {
+	wall, mono := c.now()
+	c.mu.Lock()
+	t := wall
+	if !c.last.IsZero() {
+		if kept := c.last.Add(mono - c.atMono); kept.After(t) {
+			t = kept
+		}
+	}
+	c.last, c.atMono = t, mono
+	c.mu.Unlock()
+	cl := scheduler.Cluster{Epoch: time.Unix(0, 0).UTC(), PhaseLength: 24 * time.Hour, Phases: 1, Nodes: 1}
+	return cl.At(t, 0, 0)
+}
