@@ -122,7 +122,8 @@ type NodeConfig struct {
 type Node struct {
 	cfg    NodeConfig
 	lock   *DirLock
-	dirs   dirWatch // node_dirs.go
+	dirs   dirWatch   // node_dirs.go
+	stores *storeDirs // node_stores.go
 	tree   *urltree.Tree
 	sched  *scheduler.Scheduler
 	store  *storage.Store
@@ -344,6 +345,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
+	if n.stores, err = openStores(cfg.Dir, cfg.StorageDirs, n.freshDir, cfg.Logf); err != nil { // node_stores.go
+		n.sched.Close()
+		n.tree.Close()
+		lock.Release()
+		return nil, err
+	}
 	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
 		n.sched.Close()
 		n.tree.Close()
@@ -388,12 +395,17 @@ func (n *Node) Close() error {
 	}
 	errC := n.closeCluster()
 	errT := n.tree.Sync()
+	errR := n.stores.note(false) // before the scheduler commits (node_stores.go)
 	errS := n.sched.Sync()
 	errD := n.dirs.check()
 	if errD != nil {
 		errD = fmt.Errorf("spider: %w", errD)
 	}
-	return errors.Join(errC, errT, errS, n.store.Close(), n.sched.Close(), n.tree.Close(), errD, n.lock.Release())
+	errSt := n.store.Close()
+	// Pages made durable as the store closed are done in the scheduler's
+	// last commit.
+	errR = errors.Join(errR, n.stores.note(false))
+	return errors.Join(errC, errT, errR, errS, errSt, n.sched.Close(), n.tree.Close(), errD, n.lock.Release())
 }
 
 // Durable is how many of the pages this run handed to the store
@@ -553,21 +565,6 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	sum.Finished = true
 	sum.LimitReached = n.pagesExhausted() && n.unfinished.Load() > 0
 	return sum, nil
-}
-
-// waitSynced blocks until URL id is durable in the tree and the scheduler
-// (see the durability order in the package doc).
-func (n *Node) waitSynced(id uint32) error {
-	n.syncMu.Lock()
-	defer n.syncMu.Unlock()
-	for int(id) >= n.syncedLen && n.syncErr == nil {
-		select {
-		case n.syncReq <- struct{}{}:
-		default:
-		}
-		n.syncCond.Wait()
-	}
-	return n.syncErr
 }
 
 // serialLogf returns logf and urlLogf behind one mutex (the two may write

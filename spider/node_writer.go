@@ -150,6 +150,9 @@ func (n *Node) syncTo(l int) bool {
 		err = n.tree.Sync()
 	}
 	if err == nil {
+		err = n.stores.note(false) // node_stores.go
+	}
+	if err == nil {
 		err = n.sched.SyncUpTo(uint64(l)) // not past the tree's commit
 	}
 	if err == nil {
@@ -169,6 +172,21 @@ func (n *Node) syncTo(l int) bool {
 	n.syncedLen = l
 	n.syncCond.Broadcast()
 	return true
+}
+
+// waitSynced blocks until URL id is durable in the tree and the scheduler
+// (see the durability order in the package doc).
+func (n *Node) waitSynced(id uint32) error {
+	n.syncMu.Lock()
+	defer n.syncMu.Unlock()
+	for int(id) >= n.syncedLen && n.syncErr == nil {
+		select {
+		case n.syncReq <- struct{}{}:
+		default:
+		}
+		n.syncCond.Wait()
+	}
+	return n.syncErr
 }
 
 // writeFailed stops the crawl on err, a failed sync or a URL the tree or
