@@ -204,7 +204,7 @@ func (n *Node) recordRaise(done <-chan struct{}) {
 		}
 	}
 	if n.scopeChanged {
-		if err := writeDirFile(n.cfg.Dir, ScopeFile, encodeScopeDigest(n.scopeDigest())); err != nil {
+		if err := writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(scopeOf(*n.cfg.Scope, n.cfg.MaxLinks))); err != nil {
 			n.fail(err)
 		}
 	}

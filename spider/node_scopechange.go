@@ -10,7 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 
+	"github.com/kspider/kspider/spider/links"
 	"github.com/kspider/kspider/spider/scope"
 )
 
@@ -19,30 +21,60 @@ import (
 // beyond limits.max_links_per_page, is not kept, and the page it is on
 // is done: with the scope widened between runs (an exclude removed, a
 // budget or the links cap raised) nothing found those links again, and
-// the crawl "finished" without them. So DIR/SCOPE keeps a digest of the
-// scope the directory was crawled under, and a run under another one
-// first follows again, read back from the store, the links of every page
-// fetched below the depth limit, and queues again the URLs dropped
-// unfetched that the scope admits now, as a raised depth limit does
-// (raiseDepth, node_depthlimit.go). A narrowed scope costs the same pass,
-// which adds nothing. The new digest is recorded once what the pass adds
-// is durable: a crash before makes the next run do it again.
+// the crawl "finished" without them. So DIR/SCOPE keeps the scope the
+// directory was crawled under, and a run under another one first follows
+// again, read back from the store, the links of every page fetched below
+// the depth limit, and queues again the URLs dropped unfetched that the
+// scope admits now, as a raised depth limit does (raiseDepth,
+// node_depthlimit.go). The new scope is recorded once what the pass adds
+// is durable: a crash before makes the next run do it again. A scope only
+// narrowed (within, below: an exclude added, a limit lowered) refuses
+// every link the old one did, so the pass would add nothing: it is
+// recorded at once, with no pass.
 //
-// On disk, DIR/SCOPE (version 1) is three lines of text:
+// On disk, DIR/SCOPE (version 2) is four lines of text:
 //
-//	kspider scope 1
+//	kspider scope 2
 //	sha256 <64 hex digits>
+//	scope {"Scope":{...},"MaxLinks":100}
 //	crc32c 1a2b3c4d
 //
-// The SHA-256 is of the JSON encoding of {"Scope": the scope.Config,
-// "MaxLinks": the links cap} (a field added to scope.Config in a later
-// version changes the digest: one pass more). The CRC-32C (Castagnoli)
-// covers the two lines before it. It is written to a temporary name,
-// fsynced and renamed (writeDirFile). A directory without the file (new,
-// or crawled before it) is taken as crawled under the run's scope.
+// The third line is the JSON encoding of {"Scope": the scope.Config,
+// "MaxLinks": the links cap}, the SHA-256 of which is on the second (a
+// field added to scope.Config in a later version changes the digest: one
+// pass more). The CRC-32C (Castagnoli) covers the lines before it. Version
+// 1, written before, has no third line: read, it tells a changed scope
+// only, and any change makes the pass. A scope whose encoding is over
+// maxScopeSize is written as version 1. The file is written to a
+// temporary name, fsynced and renamed (writeDirFile). A directory without
+// the file (new, or crawled before it) is taken as crawled under the
+// run's scope.
 
 // ScopeFile is the name of the scope digest's file in a data directory.
 const ScopeFile = "SCOPE"
+
+// scopeRecord is what DIR/SCOPE keeps: what decides which links of a
+// page are kept.
+type scopeRecord struct {
+	Scope    scope.Config
+	MaxLinks int
+}
+
+// scopeOf is the record of sc and the links cap: a list set empty
+// ("exclude = []") is one left out, not a change worth a pass.
+func scopeOf(sc scope.Config, maxLinks int) scopeRecord {
+	for _, l := range []*[]string{&sc.Include, &sc.Exclude, &sc.Domains} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	return scopeRecord{sc, maxLinks}
+}
+
+func (r scopeRecord) json() []byte {
+	b, _ := json.Marshal(r) // (strings, ints and bools: no error)
+	return b
+}
 
 // scopeDigest is the hex SHA-256 of the node's scope configuration and
 // its cap on links per page: a page's links beyond the cap are dropped as
@@ -50,62 +82,137 @@ const ScopeFile = "SCOPE"
 func (n *Node) scopeDigest() string { return scopeDigest(*n.cfg.Scope, n.cfg.MaxLinks) }
 
 func scopeDigest(sc scope.Config, maxLinks int) string {
-	// A list set empty ("exclude = []") is one left out: not a change
-	// worth a pass over the store.
-	for _, l := range []*[]string{&sc.Include, &sc.Exclude, &sc.Domains} {
-		if len(*l) == 0 {
-			*l = nil
-		}
-	}
-	b, _ := json.Marshal(struct { // (strings, ints and bools: no error)
-		Scope    scope.Config
-		MaxLinks int
-	}{sc, maxLinks})
-	return fmt.Sprintf("%x", sha256.Sum256(b))
+	return fmt.Sprintf("%x", sha256.Sum256(scopeOf(sc, maxLinks).json()))
 }
 
+// maxScopeSize bounds what readScope reads of DIR/SCOPE: a config file
+// is at most maxConfigSize, and its regular expressions' backslashes are
+// doubled in JSON.
+const maxScopeSize = 3 * maxConfigSize
+
+// encodeScope is DIR/SCOPE for r: version 2, or 1 when that is too large.
+func encodeScope(r scopeRecord) []byte {
+	j := r.json()
+	digest := fmt.Sprintf("%x", sha256.Sum256(j))
+	body := fmt.Appendf(nil, "kspider scope 2\nsha256 %s\nscope %s\n", digest, j)
+	if len(body)+20 > maxScopeSize {
+		return encodeScopeDigest(digest)
+	}
+	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// encodeScopeDigest is DIR/SCOPE of version 1.
 func encodeScopeDigest(digest string) []byte {
 	body := fmt.Appendf(nil, "kspider scope 1\nsha256 %s\n", digest)
 	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 }
 
-// readScopeDigest reads dir's SCOPE; the error matches fs.ErrNotExist
-// when there is none, and names the file when it is damaged.
-func readScopeDigest(dir string) (string, error) {
+// readScope reads dir's SCOPE: the digest, and the scope when the file
+// is of version 2 (else nil). The error matches fs.ErrNotExist when there
+// is none, and names the file when it is damaged.
+func readScope(dir string) (string, *scopeRecord, error) {
 	path := filepath.Join(dir, ScopeFile)
 	f, err := openRegular(path)
 	if errors.Is(err, errNotRegular) {
-		return "", fmt.Errorf("spider: %s is %v: delete it, and the next run takes the directory as crawled under its scope", path, err)
+		return "", nil, fmt.Errorf("spider: %s is %v: delete it, and the next run takes the directory as crawled under its scope", path, err)
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 256))
+	b, err := io.ReadAll(io.LimitReader(f, maxScopeSize+1))
 	if err != nil {
-		return "", fmt.Errorf("spider: %w", err)
+		return "", nil, fmt.Errorf("spider: %w", err)
 	}
+	damaged := fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run takes the directory as crawled under its scope", path, len(b))
 	var digest string
 	lines := bytes.SplitAfter(b, []byte("\n"))
-	if len(lines) == 4 {
-		_, err = fmt.Sscanf(string(lines[1]), "sha256 %64s\n", &digest)
+	switch {
+	case len(lines) == 4 && string(lines[0]) == "kspider scope 1\n":
+		if _, err = fmt.Sscanf(string(lines[1]), "sha256 %64s\n", &digest); err != nil || !bytes.Equal(encodeScopeDigest(digest), b) {
+			return "", nil, damaged
+		}
+		return digest, nil, nil
+	case len(lines) == 5 && string(lines[0]) == "kspider scope 2\n":
+		j, ok := bytes.CutPrefix(bytes.TrimSuffix(lines[2], []byte("\n")), []byte("scope "))
+		var r scopeRecord
+		if !ok || json.Unmarshal(j, &r) != nil {
+			return "", nil, damaged
+		}
+		// One spelling only, as written: digest and CRC included.
+		if !bytes.Equal(encodeScope(r), b) {
+			return "", nil, damaged
+		}
+		return fmt.Sprintf("%x", sha256.Sum256(j)), &r, nil
 	}
-	if len(lines) != 4 || err != nil || !bytes.Equal(encodeScopeDigest(digest), b) {
-		return "", fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run takes the directory as crawled under its scope", path, len(b))
+	if len(lines) > 0 && bytes.HasPrefix(lines[0], []byte("kspider scope ")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 1\n")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 2\n")) {
+		return "", nil, fmt.Errorf("spider: %s is of version %q; this kspider reads versions 1 and 2: run the kspider that wrote it, or delete the file, and the next run takes the directory as crawled under its scope", path, bytes.TrimSpace(bytes.TrimPrefix(lines[0], []byte("kspider scope "))))
 	}
-	return digest, nil
+	return "", nil, damaged
+}
+
+// within reports whether a crawl under r keeps no link that one under was
+// refused: r only narrows was (or is was), so a pass over the store
+// under r adds nothing.
+func (r scopeRecord) within(was scopeRecord) bool {
+	a, b := r.Scope, was.Scope
+	// Limits where 0 (below 2 for the segment repeats) is none.
+	limit := func(now, then, off int) bool { return then <= off || (now > off && now <= then) }
+	ok := (len(b.Include) == 0 || len(a.Include) > 0 && subset(a.Include, b.Include)) &&
+		subset(b.Exclude, a.Exclude) && slices.Equal(a.Domains, b.Domains) &&
+		limit(a.MaxURLLength, b.MaxURLLength, 0) && limit(a.MaxPathDepth, b.MaxPathDepth, 0) &&
+		limit(a.MaxSegmentRepeat, b.MaxSegmentRepeat, 1) &&
+		(a.RejectQuery || !b.RejectQuery) && (a.RejectCGI || !b.RejectCGI) &&
+		limit(a.MaxPagesPerHost, b.MaxPagesPerHost, 0) && limit(a.MaxSubdomains, b.MaxSubdomains, 0) &&
+		linksCap(r.MaxLinks) <= linksCap(was.MaxLinks)
+	// A field this does not know (added to scope.Config later) differs:
+	// not known to narrow.
+	c := a
+	c.Include, c.Exclude, c.Domains = b.Include, b.Exclude, b.Domains
+	c.MaxURLLength, c.MaxPathDepth, c.MaxSegmentRepeat = b.MaxURLLength, b.MaxPathDepth, b.MaxSegmentRepeat
+	c.RejectQuery, c.RejectCGI, c.MaxPagesPerHost, c.MaxSubdomains = b.RejectQuery, b.RejectCGI, b.MaxPagesPerHost, b.MaxSubdomains
+	return ok && bytes.Equal(scopeOf(c, 0).json(), scopeOf(b, 0).json())
+}
+
+// subset reports whether every string of a is in b.
+func subset(a, b []string) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// linksCap is the cap on links per page of limits.max_links_per_page m.
+func linksCap(m int) int {
+	if m <= 0 {
+		return links.DefaultMaxLinks
+	}
+	return m
 }
 
 // openScope compares the scope the directory was crawled under with this
-// run's: another one sets n.scopeChanged, for Run.
+// run's: another one sets n.scopeChanged, for Run, unless it only narrows
+// the old one; then, or when the file is of version 1, it is recorded
+// anew at once.
 func (n *Node) openScope() error {
-	prev, err := readScopeDigest(n.cfg.Dir)
+	now := scopeOf(*n.cfg.Scope, n.cfg.MaxLinks)
+	digest, was, err := readScope(n.cfg.Dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return writeDirFile(n.cfg.Dir, ScopeFile, encodeScopeDigest(n.scopeDigest()))
+		return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
 	case err != nil:
 		return err
+	case digest == n.scopeDigest():
+		if was == nil { // version 1: kept as version 2, to tell a narrowing later
+			return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
+		}
+		return nil
+	case was != nil && now.within(*was):
+		n.cfg.Logf("spider: the scope only narrowed since the directory was last crawled: no link it refused before is kept now, so the stored pages' links are not followed again")
+		return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
 	}
-	n.scopeChanged = prev != n.scopeDigest()
+	n.scopeChanged = true
 	return nil
 }
