@@ -140,6 +140,7 @@ type nodeCluster struct {
 	mismatch   map[int][]string
 	lost       map[int]string // per peer that came back with a new directory: why (lostDir)
 	taken      map[int]string // per peer whose URLs were taken unheard and differ: what (takenUnheard)
+	rec        clusterRecord  // writer only: what DIR/CLUSTER holds (node_cluster_record.go)
 	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
@@ -227,6 +228,9 @@ func (n *Node) openCluster() error {
 			}
 		}
 		c.det = cluster.NewDetector(peers)
+	}
+	if err := c.openRecord(); err != nil {
+		return err
 	}
 	n.cl = c
 	if c.ep, err = communicator.New(cc); err != nil {

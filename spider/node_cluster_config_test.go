@@ -295,7 +295,7 @@ func TestClusterLostDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n0.Close()
+	defer func() { n0.Close() }() // (reopened below)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	ran := make(chan struct{})
 	go func() {
@@ -383,6 +383,14 @@ func TestClusterLostDir(t *testing.T) {
 	if ps := n0.Status().Peers; len(ps) != 1 || ps[0].Node != 1 || !ps[0].LostDir {
 		t.Errorf("node 0's peers on the status page: %+v; want node 1's lost_dir", ps)
 	}
+	// Node 0 restarted still knows (DIR/CLUSTER): its run ends 3, not 0.
+	cancel()
+	<-ran
+	was := lost()
+	n0 = reopenNode(t, cfgs, 0, n0)
+	if l := lost(); len(l) != 1 || l[0] != was[0] {
+		t.Errorf("node 0 restarted: lost %q; want %q", l, was)
+	}
 }
 
 // TestClusterHelloBehindBacklog: node 1 had more than a window (512) of
@@ -411,7 +419,7 @@ func helloBehindBacklog(t *testing.T, differs bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n0.Close()
+	defer func() { n0.Close() }() // (reopened below)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	ran := make(chan struct{})
 	go func() {
@@ -482,5 +490,12 @@ func helloBehindBacklog(t *testing.T, differs bool) {
 	}
 	if len(cs.LostURLs) != 1 || !strings.HasPrefix(cs.LostURLs[0], want) || taken <= unheardHoldMax || taken > sent {
 		t.Errorf("node 0: LostURLs %q; want %q and the URLs taken (%d, of %d sent)", cs.LostURLs, want, taken, sent)
+	}
+	// Node 0 restarted still knows (DIR/CLUSTER): its run ends 3, not 0.
+	cancel()
+	<-ran
+	n0 = reopenNode(t, cfgs, 0, n0)
+	if l := n0.ClusterStats().LostURLs; len(l) != 1 || l[0] != cs.LostURLs[0] {
+		t.Errorf("node 0 restarted: LostURLs %q; want %q", l, cs.LostURLs)
 	}
 }

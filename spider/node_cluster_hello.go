@@ -243,10 +243,12 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 	if !fresh || was == 0 || now == was {
 		return
 	}
-	msg := fmt.Sprintf("node %d came back with a new data directory: the URLs it held (those sent to it and acknowledged before, and its pages' links) are lost with its old one and are crawled only if found again", from)
+	msg := lostDirMsg(from)
 	c.mismatchMu.Lock()
 	c.lost[from] = msg
 	c.mismatchMu.Unlock()
+	c.rec.lostDirs[from] = true
+	c.saveRecord() // node_cluster_record.go
 	c.n.cfg.Logf("cluster: %s", msg)
 }
 
@@ -257,10 +259,11 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 // into a directory that is replaced if ours is the block changed. They
 // are not sent again.
 func (c *nodeCluster) takenUnheard(from int, k uint64) {
-	msg := fmt.Sprintf("node %d's cluster block gives URLs other owners than ours, and %d URLs it sent before its hello (more than %d batches waited for it) were taken under ours: those another node owns by our block were dropped (misrouted), the rest are in this directory; some are lost whichever block is fixed, and crawled only if found again",
-		from, k, unheardHoldMax)
+	c.rec.taken[from] += k // (in all: it may do so again in a later run)
+	msg := takenMsg(from, c.rec.taken[from])
 	c.mismatchMu.Lock()
 	c.taken[from] = msg
 	c.mismatchMu.Unlock()
-	c.n.cfg.Logf("cluster: %s", msg)
+	c.saveRecord()
+	c.n.cfg.Logf("cluster: %s", takenMsg(from, k))
 }

@@ -56,7 +56,7 @@ package spider
 //	                   probe_rounds (termination probes: answered by the
 //	                   peer on node 0, received from node 0 on the others),
 //	                   lost_dir (it came back with a new data directory in
-//	                   this run: the URLs it held are lost)
+//	                   this crawl: the URLs it held are lost)
 //
 // # Cost
 //
@@ -247,8 +247,9 @@ type PeerStatus struct {
 	DroppedBad      uint64   `json:"dropped_bad"`
 	ConfigMismatch  []string `json:"config_mismatch"`
 	ProbeRounds     uint64   `json:"probe_rounds"`
-	// LostDir: the peer came back with a new data directory in this run,
-	// and the URLs it held were lost with its old one.
+	// LostDir: the peer came back with a new data directory in this
+	// crawl (in this run or one before: DIR/CLUSTER keeps it), and the
+	// URLs it held were lost with its old one.
 	LostDir bool `json:"lost_dir"`
 }
 

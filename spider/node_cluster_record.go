@@ -1,0 +1,160 @@
+package spider
+
+// A cluster node's losses (a peer back with a new data directory; URLs
+// taken before a peer's hello under a block that gives them other
+// owners) make its run exit 3 once the crawl is over: the union of the
+// stores is short of the web. They were kept in memory only, so a node
+// restarted after seeing one (a crash, systemd, a reboot) forgot it and
+// its run ended 0 as if the crawl were complete. So they are kept in
+// DIR/CLUSTER, written when one is seen, read at every start.
+//
+// On disk, DIR/CLUSTER (version 1) is lines of text:
+//
+//	kspider cluster 1
+//	lost_dir 2             (one line per peer back with a new directory)
+//	lost_urls 1 512        (per peer: the URLs taken unheard, in all)
+//	crc32c 1a2b3c4d
+//
+// Peers in increasing order, each kind's lines together, lost_dir first.
+// The CRC-32C (Castagnoli) covers the lines before it. It is written to a
+// temporary name, fsynced and renamed (writeDirFile). A directory without
+// the file has seen no loss. A damaged one is refused: read as empty it
+// would hide the losses it records.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ClusterFile is the name of a cluster node's record of its losses in its
+// data directory.
+const ClusterFile = "CLUSTER"
+
+// clusterRecord is what DIR/CLUSTER holds.
+type clusterRecord struct {
+	lostDirs map[int]bool   // peers back with a new data directory
+	taken    map[int]uint64 // per peer: URLs taken before its hello, its block giving other owners
+}
+
+const clusterRecordMagic = "kspider cluster 1\n"
+
+// clusterRecordMax bounds the file read: a line per peer and kind.
+const clusterRecordMax = 1 << 20
+
+func (r clusterRecord) encode() []byte {
+	b := []byte(clusterRecordMagic)
+	for _, id := range slices.Sorted(maps.Keys(r.lostDirs)) {
+		b = fmt.Appendf(b, "lost_dir %d\n", id)
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.taken)) {
+		b = fmt.Appendf(b, "lost_urls %d %d\n", id, r.taken[id])
+	}
+	return fmt.Appendf(b, "crc32c %08x\n", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// decodeClusterRecord parses b; it is the record only if encoding the
+// result gives b again (order, CRC and all).
+func decodeClusterRecord(b []byte) (clusterRecord, bool) {
+	r := clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}}
+	body, ok := bytes.CutPrefix(b, []byte(clusterRecordMagic))
+	if !ok {
+		return r, false
+	}
+	lines := strings.SplitAfter(string(body), "\n")
+	if len(lines) < 2 || lines[len(lines)-1] != "" {
+		return r, false
+	}
+	for _, l := range lines[:len(lines)-2] {
+		f := strings.Fields(l)
+		id := -1
+		if len(f) >= 2 {
+			if v, err := strconv.Atoi(f[1]); err == nil && v >= 0 {
+				id = v
+			}
+		}
+		switch {
+		case id < 0:
+			return r, false
+		case f[0] == "lost_dir" && len(f) == 2:
+			r.lostDirs[id] = true
+		case f[0] == "lost_urls" && len(f) == 3:
+			k, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil {
+				return r, false
+			}
+			r.taken[id] = k
+		default:
+			return r, false
+		}
+	}
+	return r, bytes.Equal(r.encode(), b)
+}
+
+// readClusterRecord reads dir's CLUSTER (empty when there is none) and
+// names the file when it is damaged.
+func readClusterRecord(dir string) (clusterRecord, error) {
+	path := filepath.Join(dir, ClusterFile)
+	empty := clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}}
+	const hint = "it records the peers' shares this node saw lost, which make its run exit 3 once the crawl is over; deleting it forgets them"
+	f, err := openRegular(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return empty, nil
+	case errors.Is(err, errNotRegular):
+		return empty, fmt.Errorf("spider: %s is %v: %s", path, err, hint)
+	case err != nil:
+		return empty, fmt.Errorf("spider: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, clusterRecordMax+1))
+	if err != nil {
+		return empty, fmt.Errorf("spider: reading %s: %w", path, err)
+	}
+	r, ok := decodeClusterRecord(b)
+	if !ok || len(b) > clusterRecordMax {
+		return empty, fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): %s", path, len(b), hint)
+	}
+	return r, nil
+}
+
+// openRecord reads the losses this node saw in earlier runs (openCluster).
+func (c *nodeCluster) openRecord() error {
+	r, err := readClusterRecord(c.n.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	c.rec = r
+	for id := range r.lostDirs {
+		c.lost[id] = lostDirMsg(id)
+	}
+	for id, k := range r.taken {
+		c.taken[id] = takenMsg(id, k)
+	}
+	return nil
+}
+
+// saveRecord writes c.rec (writer only); a failure stops the node, which
+// would otherwise end 0 at its next start with the loss forgotten.
+func (c *nodeCluster) saveRecord() {
+	if err := writeDirFile(c.n.cfg.Dir, ClusterFile, c.rec.encode()); err != nil {
+		c.n.fail(fmt.Errorf("spider: recording a peer's lost share in %s: %w", filepath.Join(c.n.cfg.Dir, ClusterFile), err))
+	}
+}
+
+func lostDirMsg(id int) string {
+	return fmt.Sprintf("node %d came back with a new data directory: the URLs it held (those sent to it and acknowledged before, and its pages' links) are lost with its old one and are crawled only if found again", id)
+}
+
+func takenMsg(id int, k uint64) string {
+	return fmt.Sprintf("node %d's cluster block gives URLs other owners than ours, and %d URLs it sent before its hello (more than %d batches waited for it) were taken under ours: those another node owns by our block were dropped (misrouted), the rest are in this directory; some are lost whichever block is fixed, and crawled only if found again",
+		id, k, unheardHoldMax)
+}
