@@ -140,7 +140,6 @@ type nodeCluster struct {
 	mismatch   map[int][]string
 	lost       map[int]string // per peer that came back with a new directory: why (lostDir)
 	taken      map[int]string // per peer whose URLs were taken unheard and differ: what (takenUnheard)
-	rec        clusterRecord  // writer only: what DIR/CLUSTER holds (node_cluster_record.go)
 	probes     map[int]uint64 // per peer: probe rounds answered (node 0) or received (others)
 
 	refuse      atomic.Bool
@@ -150,6 +149,10 @@ type nodeCluster struct {
 	sent, recv  atomic.Uint64
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
+
+	recMu sync.Mutex
+	rec   clusterRecord // what DIR/CLUSTER holds (node_cluster_record.go)
+	late  lateEnd       // a node started after the crawl's end (node_cluster_late.go)
 
 	pf    prefetchStats
 	loops sync.WaitGroup // the prefetch and hello loops, waited for by closeCluster
@@ -232,6 +235,7 @@ func (n *Node) openCluster() error {
 	if err := c.openRecord(); err != nil {
 		return err
 	}
+	c.openLate() // node_cluster_late.go
 	n.cl = c
 	if c.ep, err = communicator.New(cc); err != nil {
 		n.cl = nil
@@ -441,6 +445,13 @@ func (n *Node) syncCluster() error {
 	if c == nil {
 		return nil
 	}
+	if c.late.overAtOpen.Load() && !c.quiet() && c.late.overAtOpen.CompareAndSwap(true, false) {
+		// Work after the end: should this run stop before a new one, the
+		// next does not take the crawl as over (node_cluster_late.go).
+		// Before the spill files' sync: links this work sent a peer must
+		// not wait there under a record of the end.
+		c.updateRecord(func(r *clusterRecord) { r.over = false })
+	}
 	if err := c.ep.Sync(); err != nil {
 		return fmt.Errorf("spider: syncing the communicator's spill files: %w", err)
 	}
@@ -493,6 +504,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.badControl.Add(1)
 			return
 		}
+		c.updateRecord(func(r *clusterRecord) { r.over = true }) // node_cluster_late.go
 		c.sendControl(from, cluster.TagBye, cluster.EncodeRound(r))
 		c.finish()
 	case cluster.TagBye:

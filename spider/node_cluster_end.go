@@ -36,11 +36,12 @@ func (c *nodeCluster) finish() {
 const byeWait = 10 * time.Second
 
 // checkByes ends the coordinator once every peer said bye, or byeWait
-// after it sent "finished". A peer that missed it is told again at its
-// next start... by nobody (README "Running a cluster"): if it still runs
-// (paused, or restarted since), it waits for peers that are gone, so the
-// coordinator names it (ClusterStats.NoBye) for the operator to stop it.
-// Its share is done: it answered idle in the last two rounds.
+// after it sent "finished". A peer that missed it learns the end at its
+// next start only from a peer started with it that knows
+// (node_cluster_late.go): if it still runs (paused), or is restarted
+// alone, it waits for peers that are gone, so the coordinator names it
+// (ClusterStats.NoBye) for the operator to stop it. Its share is done:
+// it answered idle in the last two rounds.
 func (c *nodeCluster) checkByes() {
 	c.detMu.Lock()
 	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > byeWait)
@@ -106,6 +107,7 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 		c.loops.Go(func() { c.prefetchLoop(ctx, g.inner) })
 	}
 	c.loops.Go(func() { c.helloLoop(ctx) })
+	c.loops.Go(func() { c.lateLoop(ctx) }) // node_cluster_late.go
 	if c.det == nil {
 		return
 	}
@@ -204,6 +206,7 @@ func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State) error {
 	complete, over, err := c.det.Reply(from, r, st)
 	switch {
 	case over && c.finished == 0:
+		c.updateRecord(func(r *clusterRecord) { r.over = true }) // node_cluster_late.go
 		c.finished, c.finAt = r, time.Now()
 		for id := range c.cfg.Config.Members {
 			if id != c.self {

@@ -21,7 +21,7 @@ import (
 // helloMsg is this node's hello, asking for the peer's if want.
 func (c *nodeCluster) helloMsg(want bool) []byte {
 	return cluster.EncodeHello(cluster.Hello{Want: want, Fields: c.fields, Epoch: c.ep.Epoch(),
-		Fresh: c.n.freshDir, Sent: c.clockNow()}, nonce())
+		Fresh: c.n.freshDir, Sent: c.clockNow(), Over: c.settled()}, nonce())
 }
 
 // clockMismatch starts the mismatch line of a peer whose clock is ahead.
@@ -41,6 +41,7 @@ func (c *nodeCluster) hello(from int, it communicator.Item) {
 		return
 	}
 	c.lostDir(from, h.Fresh, cur)
+	c.helloSaid(from, h.Over) // node_cluster_late.go
 	block := cluster.Diff(c.fields, h.Fields)
 	diff := block
 	clock := c.clockCheck(from, h)
@@ -247,8 +248,7 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 	c.mismatchMu.Lock()
 	c.lost[from] = msg
 	c.mismatchMu.Unlock()
-	c.rec.lostDirs[from] = true
-	c.saveRecord() // node_cluster_record.go
+	c.updateRecord(func(r *clusterRecord) { r.lostDirs[from] = true }) // node_cluster_record.go
 	c.n.cfg.Logf("cluster: %s", msg)
 }
 
@@ -259,11 +259,11 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 // into a directory that is replaced if ours is the block changed. They
 // are not sent again.
 func (c *nodeCluster) takenUnheard(from int, k uint64) {
-	c.rec.taken[from] += k // (in all: it may do so again in a later run)
-	msg := takenMsg(from, c.rec.taken[from])
+	// In all: it may do so again in a later run.
+	r := c.updateRecord(func(r *clusterRecord) { r.taken[from] += k })
+	msg := takenMsg(from, r.taken[from])
 	c.mismatchMu.Lock()
 	c.taken[from] = msg
 	c.mismatchMu.Unlock()
-	c.saveRecord()
 	c.n.cfg.Logf("cluster: %s", takenMsg(from, k))
 }

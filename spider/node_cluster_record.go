@@ -1,8 +1,10 @@
 package spider
 
-// A cluster node's losses (a peer back with a new data directory; URLs
-// taken before a peer's hello under a block that gives them other
-// owners) make its run exit 3 once the crawl is over: the union of the
+// A cluster node's record of its crawl's end and losses. A node started
+// after the crawl ended learns so from its record or its peers' hellos
+// (node_cluster_late.go). Its losses (a peer back with a new data
+// directory; URLs taken before a peer's hello under a block that gives
+// them other owners) make its run exit 3 once the crawl is over: the union of the
 // stores is short of the web. They were kept in memory only, so a node
 // restarted after seeing one (a crash, systemd, a reboot) forgot it and
 // its run ended 0 as if the crawl were complete. So they are kept in
@@ -11,11 +13,13 @@ package spider
 // On disk, DIR/CLUSTER (version 1) is lines of text:
 //
 //	kspider cluster 1
+//	over                   (the crawl was over, and nothing came since)
 //	lost_dir 2             (one line per peer back with a new directory)
 //	lost_urls 1 512        (per peer: the URLs taken unheard, in all)
 //	crc32c 1a2b3c4d
 //
-// Peers in increasing order, each kind's lines together, lost_dir first.
+// Peers in increasing order, each kind's lines together, over first, then
+// lost_dir.
 // The CRC-32C (Castagnoli) covers the lines before it. It is written to a
 // temporary name, fsynced and renamed (writeDirFile). A directory without
 // the file has seen no loss. A damaged one is refused: read as empty it
@@ -41,6 +45,10 @@ const ClusterFile = "CLUSTER"
 
 // clusterRecord is what DIR/CLUSTER holds.
 type clusterRecord struct {
+	// over: the crawl was over (this node heard "finished", or was node
+	// 0 and sent it, or stopped as one started after the end), and this
+	// node has had nothing to do since (node_cluster_late.go).
+	over     bool
 	lostDirs map[int]bool   // peers back with a new data directory
 	taken    map[int]uint64 // per peer: URLs taken before its hello, its block giving other owners
 }
@@ -52,6 +60,9 @@ const clusterRecordMax = 1 << 20
 
 func (r clusterRecord) encode() []byte {
 	b := []byte(clusterRecordMagic)
+	if r.over {
+		b = append(b, "over\n"...)
+	}
 	for _, id := range slices.Sorted(maps.Keys(r.lostDirs)) {
 		b = fmt.Appendf(b, "lost_dir %d\n", id)
 	}
@@ -73,7 +84,11 @@ func decodeClusterRecord(b []byte) (clusterRecord, bool) {
 	if len(lines) < 2 || lines[len(lines)-1] != "" {
 		return r, false
 	}
-	for _, l := range lines[:len(lines)-2] {
+	for i, l := range lines[:len(lines)-2] {
+		if l == "over\n" && i == 0 {
+			r.over = true
+			continue
+		}
 		f := strings.Fields(l)
 		id := -1
 		if len(f) >= 2 {
@@ -142,12 +157,17 @@ func (c *nodeCluster) openRecord() error {
 	return nil
 }
 
-// saveRecord writes c.rec (writer only); a failure stops the node, which
-// would otherwise end 0 at its next start with the loss forgotten.
-func (c *nodeCluster) saveRecord() {
+// updateRecord applies f to the record and writes it; a failure stops
+// the node, which would otherwise forget at its next start what it saw.
+// It returns the record as written.
+func (c *nodeCluster) updateRecord(f func(*clusterRecord)) clusterRecord {
+	c.recMu.Lock()
+	defer c.recMu.Unlock()
+	f(&c.rec)
 	if err := writeDirFile(c.n.cfg.Dir, ClusterFile, c.rec.encode()); err != nil {
-		c.n.fail(fmt.Errorf("spider: recording a peer's lost share in %s: %w", filepath.Join(c.n.cfg.Dir, ClusterFile), err))
+		c.n.fail(fmt.Errorf("spider: recording the cluster's end or a peer's lost share in %s: %w", filepath.Join(c.n.cfg.Dir, ClusterFile), err))
 	}
+	return c.rec
 }
 
 func lostDirMsg(id int) string {

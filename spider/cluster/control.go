@@ -25,7 +25,10 @@ import (
 //	          then "epoch_of_sender=E\n" (its communicator epoch),
 //	          "fresh=1\n" if its data directory is new in this run, and
 //	          "clock=NS\n", its phase clock when it wrote the message (Unix
-//	          nanoseconds): see Hello. Sent to every peer at start (WANT 1)
+//	          nanoseconds), and "over=1\n" if the crawl was over before
+//	          the sender's run and nothing came since (Hello.Over; a node
+//	          built before says nothing, so its peers only wait for it as
+//	          before): see Hello. Sent to every peer at start (WANT 1)
 //	          and in answer to a hello with WANT 1 (WANT 0); NONCE (16 hex
 //	          digits, random per message) keeps the sent-URL cache from
 //	          suppressing a resend.
@@ -84,14 +87,21 @@ type Hello struct {
 	// later than the receiver's clock by more than a guard proves the
 	// two clocks disagree by that much: see ClockAhead.
 	Sent time.Time
+	// Over: the sender knows the cluster's crawl was over before its
+	// current run (it heard "finished" then, or a peer said so), and it
+	// has had nothing to do since: no URL new to it, no fetch, nothing
+	// queued. A node started after the end learns so from its peers
+	// rather than wait for rounds that nobody coordinates any more.
+	Over bool
 }
 
 // The hello lines after the cluster block, in this order, each only when
-// it says something: Hello.Epoch, Hello.Fresh, Hello.Sent.
+// it says something: Hello.Epoch, Hello.Fresh, Hello.Sent, Hello.Over.
 const (
 	epochKey = "epoch_of_sender"
 	freshKey = "fresh"
 	clockKey = "clock"
+	overKey  = "over"
 )
 
 // EncodeHello builds hello h; nonce makes each message distinct.
@@ -114,6 +124,9 @@ func EncodeHello(h Hello, nonce uint64) []byte {
 	}
 	if !h.Sent.IsZero() {
 		b = EncodeFields(b, []Field{{clockKey, strconv.FormatInt(h.Sent.UnixNano(), 10)}})
+	}
+	if h.Over {
+		b = EncodeFields(b, []Field{{overKey, "1"}})
 	}
 	return b
 }
@@ -141,6 +154,12 @@ func DecodeHello(b []byte) (Hello, error) {
 		v := h.Fields[k].Value
 		h.Fields = h.Fields[:k]
 		return v, true
+	}
+	if v, ok := last(overKey); ok {
+		if v != "1" {
+			return Hello{}, fmt.Errorf("cluster: hello's over %q is not 1", v)
+		}
+		h.Over = true
 	}
 	if v, ok := last(clockKey); ok {
 		ns, err := strconv.ParseInt(v, 10, 64)

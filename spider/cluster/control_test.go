@@ -13,10 +13,12 @@ func TestControlCodec(t *testing.T) {
 		for _, sent := range []time.Time{{}, time.Unix(1767225600, 123456789)} {
 			for _, fresh := range []bool{false, true} {
 				for _, epoch := range []uint64{0, 1 << 60} {
-					h := Hello{Want: want, Fields: fs, Epoch: epoch, Fresh: fresh, Sent: sent}
-					got, err := DecodeHello(EncodeHello(h, 0x0123456789abcdef))
-					if err != nil || got.Want != want || !slices.Equal(got.Fields, fs) || !got.Sent.Equal(sent) || got.Fresh != fresh || got.Epoch != epoch {
-						t.Fatalf("hello round trip: %+v %v; want %+v", got, err, h)
+					for _, over := range []bool{false, true} {
+						h := Hello{Want: want, Fields: fs, Epoch: epoch, Fresh: fresh, Sent: sent, Over: over}
+						got, err := DecodeHello(EncodeHello(h, 0x0123456789abcdef))
+						if err != nil || got.Want != want || !slices.Equal(got.Fields, fs) || !got.Sent.Equal(sent) || got.Fresh != fresh || got.Epoch != epoch || got.Over != over {
+							t.Fatalf("hello round trip: %+v %v; want %+v", got, err, h)
+						}
 					}
 				}
 			}
@@ -33,6 +35,9 @@ func TestControlCodec(t *testing.T) {
 	}
 	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nclock=soon\n")); err == nil {
 		t.Error("DecodeHello: a clock that is no number accepted")
+	}
+	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nover=yes\n")); err == nil {
+		t.Error("DecodeHello: over other than 1 accepted")
 	}
 	if _, err := DecodeHello([]byte("kspider-hello 1 0123456789abcdef 1\nfresh=yes\n")); err == nil {
 		t.Error("DecodeHello: fresh other than 1 accepted")

@@ -63,6 +63,9 @@
 // receiver's unfinished work.) Node 0 then sends "finished"; each peer
 // answers "bye" and stops; node 0 stops when every bye arrived (or after
 // 10 s, naming the peers that did not answer: should one run on, it waits
-// for peers that are gone). A node down keeps its peers' items unacknowledged, so the crawl
+// for peers that are gone). Each node keeps the end in its data
+// directory, and one started after it stops once it has had nothing to
+// do and its peers said the same in their hellos (Hello.Over) or stayed
+// silent a while (spider/node_cluster_late.go). A node down keeps its peers' items unacknowledged, so the crawl
 // does not end without it; a node whose config differs never says idle.
 package cluster

@@ -10,14 +10,14 @@ import (
 // never panic, and what decodes encodes back to an equal message.
 func FuzzControl(f *testing.F) {
 	c := testConfig()
-	f.Add(EncodeHello(Hello{Want: true, Fields: c.Canonical(), Epoch: 9, Fresh: true, Sent: time.Unix(1767225600, 5)}, 7))
+	f.Add(EncodeHello(Hello{Want: true, Fields: c.Canonical(), Epoch: 9, Fresh: true, Sent: time.Unix(1767225600, 5), Over: true}, 7))
 	f.Add(EncodeState(3, State{true, 9}))
 	f.Add(EncodeRound(300))
 	f.Add([]byte("kspider-hello 1 0000000000000000 0\nphases=4\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := DecodeHello(b); err == nil {
 			again, err := DecodeHello(EncodeHello(h, 1))
-			if err != nil || again.Want != h.Want || !slices.Equal(again.Fields, h.Fields) || !again.Sent.Equal(h.Sent) || again.Fresh != h.Fresh || again.Epoch != h.Epoch {
+			if err != nil || again.Want != h.Want || !slices.Equal(again.Fields, h.Fields) || !again.Sent.Equal(h.Sent) || again.Fresh != h.Fresh || again.Epoch != h.Epoch || again.Over != h.Over {
 				t.Fatalf("hello %q: round trip %+v %v", b, again, err)
 			}
 			Diff(c.Canonical(), h.Fields)

@@ -1,0 +1,105 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/spider/cluster"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// TestClusterStartedAfterTheEnd: a node started after its cluster's crawl
+// ended waited for ever for peers that were gone. Now, alone, it stops
+// once its silent peer has not answered for lateWait, its record saying
+// the crawl was over; and a node that missed "finished" (no record) learns
+// the end from a peer's answer to its hello, both stopping without the
+// third, the crawl finished, nothing fetched.
+func TestClusterStartedAfterTheEnd(t *testing.T) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 6, Seed: 5, MaxPages: 4, Seeds: 2, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 3, srv, lookup, 2, time.Second, cluster.ByURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runCluster(t, ctx, cfgs)
+
+	var logMu sync.Mutex
+	var said []string
+	for i := range cfgs {
+		cfgs[i].Logf = func(f string, a ...any) {
+			logMu.Lock()
+			said = append(said, fmt.Sprintf("node %d: ", i)+fmt.Sprintf(f, a...))
+			logMu.Unlock()
+		}
+	}
+	// run runs the nodes given to their end, or 20 s.
+	run := func(what string, ids ...int) {
+		t.Helper()
+		rebind(t, cfgs)
+		var nodes []*Node
+		for _, id := range ids {
+			n, err := OpenNode(cfgs[id])
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes = append(nodes, n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		sums := make([]*NodeSummary, len(nodes))
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() { sums[i], errs[i] = n.Run(ctx) })
+		}
+		wg.Wait()
+		for i, n := range nodes {
+			n.Close()
+			if errs[i] != nil || !sums[i].Finished || sums[i].Fetched+sums[i].Errors != 0 {
+				t.Errorf("%s: node %d: %+v, %v; want finished at once, nothing fetched", what, ids[i], sums[i], errs[i])
+			}
+		}
+		for i := range cfgs {
+			if c := cfgs[i].Cluster.Comm.Conn; c != nil {
+				c.Close() // (those not opened)
+			}
+		}
+	}
+	saying := func(s string) bool {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return strings.Contains(strings.Join(said, "\n"), s)
+	}
+
+	// Node 1 alone, its peers gone: it stops after lateWait.
+	for i := range cfgs {
+		cfgs[i].Cluster.HelloEvery = 200 * time.Millisecond
+	}
+	run("node 1 alone", 1)
+	if !saying("node 1: cluster: the crawl was over before this run (its data directory says so (CLUSTER)), and this node has had nothing to do since; nodes 0, 2 not heard from in 600ms: stopping") {
+		t.Errorf("node 1 did not say why it stopped: %q", said)
+	}
+
+	// Node 1 missed "finished" (down then): no record of the end. Node 0
+	// started too tells it in its answer to node 1's hello, and node 1
+	// tells node 0 back; node 2 stays gone, so the coordinator's rounds
+	// cannot end it.
+	if err := os.Remove(filepath.Join(cfgs[1].Dir, ClusterFile)); err != nil {
+		t.Fatal(err)
+	}
+	run("nodes 0 and 1", 0, 1)
+	for _, s := range []string{"node 1: cluster: the crawl was over before this run (node 0 says so), and this node has had nothing to do since; node 0 said so too; node 2 not heard from in 600ms: stopping",
+		"node 0: cluster: the crawl was over before this run (its data directory says so (CLUSTER)), and this node has had nothing to do since; node 1 said so too; node 2 not heard from in 600ms: stopping"} {
+		if !saying(s) {
+			t.Errorf("not said: %q", s)
+		}
+	}
+	if r, err := readClusterRecord(cfgs[1].Dir); err != nil || !r.over {
+		t.Errorf("node 1's record after it learned the end: %+v, %v", r, err)
+	}
+}
