@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/testweb"
@@ -222,33 +223,26 @@ func (c *labCluster) check(t *testing.T) {
 		t.Logf("max %d connections per host (%s), from one node", rep.MaxConnsPerHost, rep.MaxConnsHost)
 	}
 	if c.lab.ns != nil {
-		// Slot of each request's start: one node per host and slot.
-		type hs struct {
-			host string
-			slot int64
-		}
-		type served struct {
-			ip string
-			at time.Duration // into the slot
-		}
-		by := map[hs]served{}
 		bad := 0
-		for _, e := range all {
-			if e.Kind != "req" {
-				continue
+		if part == cluster.ByURL {
+			// Turns: each request from the node whose turn it was on the
+			// host (cluster_slot_test.go).
+			clients := map[string]int{}
+			for i, ip := range c.lab.ips[:c.n] {
+				clients[ip.String()] = i
 			}
-			since := e.Start - c.epoch.UnixNano()
-			k := hs{e.Host, since / int64(c.slot)}
-			ip, _, _ := strings.Cut(e.Client, ":")
-			at := time.Duration(since % int64(c.slot))
-			if o, ok := by[k]; ok && o.ip != ip {
-				bad++
-				if bad <= 3 {
-					// The offsets say which side broke its guard interval.
-					t.Errorf("host %s served to %s (%v into the slot) and %s (%v) in slot %d", e.Host, o.ip, o.at, ip, at, k.slot)
-				}
+			wrong, late, checked := slotAudit(all, scheduler.Cluster{Epoch: c.epoch, PhaseLength: c.slot, Phases: c.n, Nodes: c.n}, clients)
+			if checked == 0 && rep.Requests > 0 {
+				t.Errorf("the slot audit found no request from a node's address (%v) among %d", clients, rep.Requests)
 			}
-			by[k] = served{ip, at}
+			t.Logf("slot audit: %d requests checked, %d wrong, %d read late", checked, len(wrong), len(late))
+			bad += len(wrong)
+			for _, l := range wrong[:min(3, len(wrong))] {
+				t.Errorf("%s", l)
+			}
+			if len(late) > 0 {
+				t.Logf("%d requests read late by the test web, within %v of the next slot's start and before its node's: %q", len(late), slotLate, late[:min(3, len(late))])
+			}
 		}
 		if part != cluster.ByURL {
 			// No turns: a host has one owner, the only node it ever sees.
