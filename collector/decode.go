@@ -46,7 +46,13 @@ func (f *fetcher) decode(r *Result) {
 	maxBody := f.maxBody(r)
 	var zr io.Reader
 	if err == nil {
-		zr, err = f.dec.reader(enc, r.WireBody, uint64(maxBody)+1)
+		// The zstd decoder is made once per fetcher with this cap, so it
+		// is not this response's: a robots.txt decoded first (its cap
+		// List.RobotsMaxBody) left the decoder refusing the windows of
+		// common frames and every later page over that size, and
+		// robots.txt itself came back empty, taken for a file without
+		// rules. readCapped cuts the output at maxBody.
+		zr, err = f.dec.reader(enc, r.WireBody, uint64(max(f.col.cfg.MaxBody, zstdWindow))+1)
 	}
 	if errors.Is(err, errUnknownCoding) {
 		r.Body = r.WireBody
@@ -105,7 +111,8 @@ func codingOf(v string) (string, error) {
 
 // reader returns d's decompressor for enc (lower case, not identity) over
 // b, reusing the one it made before; zstdMemory, when not 0, caps what a
-// zstd frame may make the decoder allocate.
+// zstd frame may make the decoder allocate. The zstd decoder keeps the cap
+// of the call that made it: callers pass the same one every time.
 func (d *decoders) reader(enc string, b []byte, zstdMemory uint64) (io.Reader, error) {
 	d.src.Reset(b)
 	var err error
