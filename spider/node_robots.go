@@ -225,6 +225,11 @@ func primeRobots(r *collector.Result) *primedRobots {
 		// A body cut short is not the file (RFC 9309 §2.3.1.4 would have
 		// us parse what came; a cut file may lose its Disallow lines).
 		return &primedRobots{err: fmt.Errorf("%s: %v: %v", r.URL, r.Kind, r.Err)}
+	case r.Status/100 == 2 && r.Kind == collector.TooLarge && len(r.Body) == 0 && len(r.WireBody) > 0:
+		// Too large before a byte decoded (a zstd frame asking for a
+		// window or a size past the cap): none of the file, not a file
+		// without rules, which would allow everything.
+		return &primedRobots{err: fmt.Errorf("%s: %v: %v", r.URL, r.Kind, r.Err)}
 	}
 	return &primedRobots{resp: &http.Response{StatusCode: r.Status, Status: http.StatusText(r.Status), Header: r.Header.Clone()},
 		body: bytes.Clone(r.Body)}

@@ -36,7 +36,7 @@ import (
 //     again after its TIMEWAIT, which the Crawl-delay now sets; the rules
 //     are cached by then;
 //   - robots.txt unreachable (5xx, 429, a connection failure, a body cut
-//     short) with no stale copy to use: every URL is reported FailedTemp,
+//     short or of which nothing decoded) with no stale copy to use: every URL is reported FailedTemp,
 //     as before; with a stale copy the list goes on under it;
 //   - the crawl stopping (context cancelled): nothing is recorded, the URLs
 //     come back NotTried.

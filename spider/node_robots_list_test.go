@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/scheduler"
@@ -239,6 +242,26 @@ func TestNodeRobotsHostile(t *testing.T) {
 			w.Write([]byte("User-agent: *\nDisall"))
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
+		}, nil)
+		if len(got) != 0 || len(s.hits) != 1 || s.hits["/robots.txt"] < 2 {
+			t.Errorf("stored %v, requests %v; want nothing stored, robots.txt only, asked again", got, s.hits)
+		}
+	})
+	t.Run("zstd window past the cap", func(t *testing.T) {
+		// A zstd frame asking for a 16 MiB window, past the 8 MiB the
+		// collector decodes (RFC 8878 lets it refuse): nothing of the
+		// file decodes, which is not a file without rules.
+		var b bytes.Buffer
+		w, _ := zstd.NewWriter(&b, zstd.WithSingleSegment(false))
+		w.Write([]byte(privateRules))
+		w.Close()
+		if fhd := b.Bytes()[4]; fhd&0xe3 != 0 {
+			t.Fatalf("frame header descriptor %#x: not a frame with a window descriptor next", fhd)
+		}
+		b.Bytes()[5] = 14 << 3 // 2^(10+14)
+		got, s := crawlRobotsList(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			w.Header().Set("Content-Encoding", "zstd")
+			w.Write(b.Bytes())
 		}, nil)
 		if len(got) != 0 || len(s.hits) != 1 || s.hits["/robots.txt"] < 2 {
 			t.Errorf("stored %v, requests %v; want nothing stored, robots.txt only, asked again", got, s.hits)
