@@ -138,6 +138,23 @@ func TestSitemapAndCrawlDelay(t *testing.T) {
 	}
 }
 
+// TestCrawlDelayPastFloat: a Crawl-delay too large for a float64 (400
+// nines: "never") asks for the longest delay, as 1e300 does; it was taken
+// for no Crawl-delay at all, and the site crawled at full speed.
+func TestCrawlDelayPastFloat(t *testing.T) {
+	for _, v := range []string{"1e300", "1e400", strings.Repeat("9", 400), "9" + strings.Repeat("9", 400) + ".5"} {
+		r := Parse([]byte("user-agent: *\ncrawl-delay: " + v + "\n")).Rules("x")
+		if !r.HasCrawlDelay || r.CrawlDelay != maxCrawlDelay {
+			t.Errorf("crawl-delay %.10s...: %v %v, want %v", v, r.CrawlDelay, r.HasCrawlDelay, maxCrawlDelay)
+		}
+	}
+	for _, v := range []string{"-1e400", "1e-400x", "inf!"} {
+		if r := Parse([]byte("user-agent: *\ncrawl-delay: " + v + "\n")).Rules("x"); r.HasCrawlDelay {
+			t.Errorf("crawl-delay %q accepted: %v", v, r.CrawlDelay)
+		}
+	}
+}
+
 func TestSizeLimit(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("user-agent: *\n")

@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -282,6 +283,12 @@ const maxCrawlDelay = 24 * time.Hour
 
 func parseDelay(v string) (time.Duration, bool) {
 	s, err := strconv.ParseFloat(v, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		// Past a float64 ("never": 400 nines) s is +Inf, capped below;
+		// taken for no Crawl-delay, it let the site be crawled at full
+		// speed.
+		err = nil
+	}
 	if err != nil || math.IsNaN(s) || s < 0 {
 		return 0, false
 	}
