@@ -32,7 +32,10 @@ import (
 // (.1, .2, ... appended if an earlier start took the name; new records are
 // appended to the file), but for the zeros that end it, which hold
 // nothing and are cut off; one in the middle, or a tail that cannot be
-// copied aside (a full disk), stays in place and the reader jumps over it. A bad header moves the whole file aside (to .bad-0).
+// copied aside (a full disk), stays in place and the reader jumps over it. A bad header moves the whole file aside (to .bad-0); a file
+// that holds nothing, not even its whole header (empty, zeros: a crash
+// soon after the start that created it, whose header is not fsynced), is
+// made anew without a word.
 //
 // Write-through: items appended in this run are also kept in memory (up
 // to memCap bytes of URLs per file) and sent from there, so the file is
@@ -140,6 +143,14 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
 	sc, scanErr := scanSpill(f, fi.Size(), self, peer, maxURL)
+	if errors.Is(scanErr, errSpillUnwritten) {
+		// Nothing in it to keep aside or to say: made anew.
+		f.Close()
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("communicator: %w", err)
+		}
+		return openSpill(dir, self, peer, maxURL)
+	}
 	if scanErr != nil && !errors.Is(scanErr, errSpillHeader) {
 		f.Close()
 		return nil, fmt.Errorf("communicator: spill file %s: %w", path, scanErr)

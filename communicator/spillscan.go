@@ -302,19 +302,30 @@ func seekData(r io.ReaderAt, off int64) (int64, error) {
 // endpoint moves the whole file aside.
 var errSpillHeader = errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
 
+// errSpillUnwritten marks a spill file that holds nothing, not even its
+// whole header: empty, a part of its header, or zeros. A start creates
+// the file and writes its header without an fsync (it holds nothing yet),
+// so a crash soon after may leave it so; the endpoint writes the header.
+var errSpillUnwritten = errors.New("no header, and nothing else: a file created but not yet written when a crash came (or on a full disk)")
+
 // scanSpill checks a spill file of size bytes record by record, skipping
 // damaged stretches (sc.bad) to the next intact record. The error is
-// errSpillHeader for a header that is not this file's (or a file shorter
-// than one), else a read that failed.
+// errSpillUnwritten for a file that holds nothing, errSpillHeader for a
+// header that is not this file's (or a file shorter than one), else a
+// read that failed.
 func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
+	want := spillHeaderBytes(self, peer)
+	hdr := make([]byte, min(size, spillHeader))
+	if n, err := r.ReadAt(hdr, 0); n < len(hdr) {
+		return sc, fmt.Errorf("header at offset 0: %v", err)
+	}
+	if size < spillHeader && bytes.Equal(hdr, want[:size]) || size <= spillHeader && nonZero(hdr) < 0 {
+		return sc, errSpillUnwritten
+	}
 	if size < spillHeader {
 		return sc, fmt.Errorf("%w: the file has %d bytes", errSpillHeader, size)
 	}
-	hdr := make([]byte, spillHeader)
-	if _, err := r.ReadAt(hdr, 0); err != nil {
-		return sc, fmt.Errorf("header at offset 0: %v", err)
-	}
-	if string(hdr) != string(spillHeaderBytes(self, peer)) {
+	if !bytes.Equal(hdr, want) {
 		return sc, errSpillHeader
 	}
 	sc.consumed = spillHeader

@@ -259,3 +259,50 @@ func TestSpillZerosNotKept(t *testing.T) {
 		})
 	}
 }
+
+// TestSpillUnwrittenNotDamage: a start creates each peer's spill file and
+// writes its header without an fsync (nothing is in it yet), so a crash
+// soon after may leave the file empty, or zeros, or part of its header.
+// The next start took that for a foreign header: moved to .bad-0 "nothing
+// in it delivered", a .bad file more per crash, and kspider check called
+// it damage (exit 1). Now such a file holds nothing and is made anew
+// without a word, and check finds nothing wrong.
+func TestSpillUnwrittenNotDamage(t *testing.T) {
+	for name, content := range map[string][]byte{
+		"empty":       nil,
+		"part header": spillHeaderBytes(1, 2)[:7],
+		"zeros":       make([]byte, spillHeader),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := spillPath(dir, 1, 2)
+			if err := os.WriteFile(path, content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := CheckSpill(dir)
+			if err != nil || len(rep.Findings) != 0 {
+				t.Errorf("CheckSpill: %v, %+v; want nothing found", err, rep)
+			}
+			s, err := openSpill(dir, 1, 2, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.errs) > 0 {
+				t.Errorf("open said %q; want nothing", s.errs)
+			}
+			if err := s.append(1, []byte("http://a.example/")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.close(); err != nil {
+				t.Fatal(err)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+				t.Errorf("%d files in the directory; want the spill file alone", len(ents))
+			}
+			if s, err = openSpill(dir, 1, 2, 1000); err != nil || len(s.errs) > 0 || s.unreadItems != 1 {
+				t.Fatalf("reopened: %v, %q, %d items; want the one appended", err, s.errs, s.unreadItems)
+			}
+			s.close()
+		})
+	}
+}
