@@ -2,6 +2,7 @@ package communicator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -340,10 +341,15 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 		}
 		if prob.kind == probNone && p[0] == recMark {
 			m := int64(binary.BigEndian.Uint64(p[1:]))
-			if i := slices.IndexFunc(sc.bad, func(r spillRegion) bool { return r.start < m && m < r.end }); i >= 0 {
+			// The stretches are in file order: the one m may lie in is
+			// the last that starts before it (a search, not a pass over
+			// them all for every mark: hours for a large file damaged in
+			// many places).
+			i, _ := slices.BinarySearchFunc(sc.bad, m, func(r spillRegion, m int64) int { return cmp.Compare(r.start, m) })
+			if i > 0 && m < sc.bad[i-1].end {
 				// Acknowledged up to a record inside a damaged stretch:
 				// the rest of that stretch is lost anyway.
-				m = sc.bad[i].end
+				m = sc.bad[i-1].end
 			}
 			if _, boundary := slices.BinarySearch(starts, m); m < sc.consumed || m > off || !boundary {
 				prob = recProblem{kind: probMark, off: off}
