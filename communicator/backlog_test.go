@@ -38,14 +38,17 @@ func TestWaitBacklogSkippedSpill(t *testing.T) {
 		t.Fatalf("backlog %d at the start, want 10", n)
 	}
 	// Nothing is read before the first tick, which the manual clock
-	// holds back: damage the first record now.
+	// holds back: damage every record now (the reader skips a damaged
+	// record alone: TestSpillDamagedUnderReader).
 	path := filepath.Join(dir, "spill-1-2")
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt([]byte{0xff}, offs[0]+recHead+3); err != nil {
-		t.Fatal(err)
+	for _, off := range offs {
+		if _, err := f.WriteAt([]byte{0xff}, off+recHead+3); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f.Close()
 	done := make(chan struct{})

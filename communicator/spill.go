@@ -27,7 +27,8 @@ import (
 // rewriting the file (spillcompact.go). A record that fails its checksum, length or type is reported
 // with the file and offset and skipped: the scan resynchronises on the
 // next record that verifies (spillscan.go), so only the damaged bytes are
-// lost; the counts are in PeerStats. A damaged or torn stretch that runs
+// lost, and so does the reader for damage done after the open; the counts
+// are in PeerStats. A damaged or torn stretch that runs
 // to the end of the file is moved to <file>.bad-<offset> for the operator
 // (.1, .2, ... appended if an earlier start took the name; new records are
 // appended to the file), but for the zeros that end it, which hold
@@ -71,8 +72,8 @@ type spill struct {
 	// bad holds the damaged stretches (found at open) that readChunk
 	// still has to jump over, in file order.
 	bad            []spillRegion
-	skippedBytes   int64 // damaged bytes found at open (a tail cut off included)
-	skippedRegions int   // damaged stretches found at open
+	skippedBytes   int64 // damaged bytes skipped: found at open (a tail cut off included) or by the reader
+	skippedRegions int   // damaged stretches so skipped
 	spilledItems   uint64
 	errs           []string // see note
 	unlisted       int      // messages note left out of errs
@@ -339,7 +340,30 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	// Short only if the file shrank under us: the rest of rbuf holds an
 	// earlier chunk's records, which must not be read again.
 	b = b[:k]
-	var itemErr error
+	var itemErr, skipErr error
+	// skip passes over a record damaged since the open checked the file
+	// (damage under the reader), to the next intact record before upTo,
+	// as the open does: giving up on everything to upTo lost, for one bad
+	// sector, all the items spilled after it (gigabytes, for a peer down
+	// for long). It reports whether b still holds the next record.
+	skip := func(why string) bool {
+		w := &spillWindow{r: s.f, size: upTo}
+		next, err := w.resync(s.readOff+1, s.maxURL)
+		if err != nil {
+			next = upTo // not even readable: the rest is lost
+		}
+		skipErr = fmt.Errorf("spill file %s: %s in record at offset %d (damaged under the reader); skipped %d bytes to the next intact record at offset %d", s.path, why, s.readOff, next-s.readOff, next)
+		s.note(skipErr.Error())
+		s.skippedBytes += next - s.readOff
+		s.skippedRegions++
+		adv := next - s.readOff
+		s.readOff = next
+		if adv > int64(len(b)) {
+			return false
+		}
+		b = b[adv:]
+		return true
+	}
 	for q.bytes < limit {
 		if len(s.bad) > 0 && s.readOff == s.bad[0].start {
 			// A damaged stretch the open scan found: jump over it.
@@ -360,10 +384,10 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			if int64(len(b)) < upTo-s.readOff {
 				break // the rest of the record is beyond this read
 			}
-			err := fmt.Errorf("spill file %s: record at offset %d runs past the end; %d bytes not delivered", s.path, s.readOff, upTo-s.readOff)
-			s.note(err.Error())
-			s.skipTo(upTo)
-			return err
+			if !skip(fmt.Sprintf("length %d running past the end", n)) {
+				break
+			}
+			continue
 		}
 		pl := b[recHead : recHead+n]
 		why := ""
@@ -374,12 +398,10 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			why = "checksum mismatch"
 		}
 		if why != "" {
-			// The file changed under us (it was checked on open and
-			// written by us since): skip the rest rather than loop.
-			err := fmt.Errorf("spill file %s: %s in record at offset %d; %d bytes after it not delivered", s.path, why, s.readOff, upTo-s.readOff)
-			s.note(err.Error())
-			s.skipTo(upTo)
-			return err
+			if !skip(why) {
+				break
+			}
+			continue
 		}
 		if pl[0] == recItem {
 			s.unreadItems--
@@ -402,6 +424,14 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		s.note(err.Error())
 		s.skipTo(upTo)
 		return err
+	}
+	if s.readOff >= upTo {
+		// Exact here, whatever damage took: the items skipped with it
+		// were counted unread.
+		s.skipTo(s.readOff)
+	}
+	if skipErr != nil {
+		return skipErr
 	}
 	return itemErr
 }

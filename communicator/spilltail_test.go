@@ -2,6 +2,7 @@ package communicator
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -304,5 +305,62 @@ func TestSpillUnwrittenNotDamage(t *testing.T) {
 			}
 			s.close()
 		})
+	}
+}
+
+// TestSpillDamagedUnderReader: a record damaged after the open checked the
+// file (a bad sector, a stray write) made the reader give up on the rest
+// of the file: every item after it, gigabytes for a peer down for long,
+// lost for one flipped bit. Now the reader skips to the next intact
+// record, as the open does, and counts the stretch with the open's.
+func TestSpillDamagedUnderReader(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	var offs []int64
+	for k := range n {
+		offs = append(offs, s.end)
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000); err != nil { // an earlier run's items: read from the file
+		t.Fatal(err)
+	}
+	defer s.close()
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []int{1000, 1500} {
+		f.WriteAt([]byte{0xff}, offs[k]+recHead+5)
+	}
+	f.Close()
+	var got []string
+	var errs []string
+	for i := 0; s.unread(); i++ {
+		if i > n {
+			t.Fatal("reader does not advance")
+		}
+		var q queue
+		if err := s.readChunk(&q, 4096); err != nil {
+			errs = append(errs, err.Error())
+		}
+		for _, it := range q.items[q.head:] {
+			got = append(got, string(q.bytesOf(it)))
+		}
+	}
+	if len(got) != n-2 || got[999] != testURL(1, 2, 999) || got[1000] != testURL(1, 2, 1001) || got[n-3] != testURL(1, 2, n-1) {
+		t.Errorf("read %d items; want the %d but items 1000 and 1500", len(got), n-2)
+	}
+	if len(errs) != 2 || !strings.Contains(errs[0], fmt.Sprintf("offset %d", offs[1000])) || !strings.Contains(errs[1], fmt.Sprintf("next intact record at offset %d", offs[1501])) {
+		t.Errorf("errors %q; want two naming the damaged records and where reading went on", errs)
+	}
+	if s.skippedRegions != 2 || s.unreadItems != 0 {
+		t.Errorf("%d damaged stretches counted, %d items still unread; want 2, 0", s.skippedRegions, s.unreadItems)
 	}
 }
