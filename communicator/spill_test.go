@@ -505,6 +505,11 @@ func TestSpillErrorSaidOnce(t *testing.T) {
 	ep := cl.eps[0]
 	ep.Send(2, 0, []byte("http://a.example/"))
 	waitUntil(t, 5*time.Second, "delivery", func() bool { return cl.sinks[1].count() == 1 })
+	// And the file cut back once acknowledged: an upkeep still to do that
+	// would fail to truncate, a second error beside the write's.
+	waitUntil(t, 5*time.Second, "the spill file cut back", func() bool {
+		return ep.Backlog(2) == 0 && ep.Stats().Peers[0].SpillBytes == spillHeader
+	})
 	p := ep.peers[2]
 	p.mu.Lock()
 	p.spill.f.Close()
