@@ -200,9 +200,14 @@ func (w *spillWindow) resync(from int64, maxURL int) (int64, error) {
 func (w *spillWindow) candidate(off int64) (int64, error) {
 	run := int64(-1) // where the zeros under way began
 	for off+recHead <= w.size {
-		b, err := w.at(off, int(min(spillWindowSize, w.size-off)))
-		if err != nil {
-			return 0, err
+		// What the window holds from off on, or a window from off: a
+		// damaged record's resync stays in the window it is in.
+		b := w.buf[min(max(off-w.off, 0), int64(len(w.buf))):]
+		if off < w.off || len(b) < recHead {
+			var err error
+			if b, err = w.at(off, int(min(spillWindowSize, w.size-off))); err != nil {
+				return 0, err
+			}
 		}
 		i := 0
 		for i+4 <= len(b) {
