@@ -10,7 +10,9 @@ package spider
 //   - it has had nothing to do in this run: no URL new to it, no fetch,
 //     nothing left to fetch or admit, its cluster block agreed;
 //   - and each peer either said the same in its latest hello, or has not
-//     been heard from in this run for lateWait since its start.
+//     been heard from for lateWait (a running node sends its hellos every
+//     HelloEvery: one silent that long is gone, say stopped so itself
+//     with its last hello lost).
 //
 // A peer that got anything to do in its run (a raised max_depth, URLs
 // new to it) says nothing of the kind, and every node that hears it goes
@@ -39,9 +41,10 @@ type lateEnd struct {
 	overAtOpen atomic.Bool
 	learned    chan struct{} // closed when knows turns true
 
-	mu   sync.Mutex
-	how  string       // how this node knows: its record, or which peer said so
-	said map[int]bool // per peer heard in this run: whether its latest hello said the crawl was over
+	mu      sync.Mutex
+	how     string            // how this node knows: its record, or which peer said so
+	said    map[int]bool      // per peer heard in this run: whether its latest hello said the crawl was over
+	heardAt map[int]time.Time // per peer heard in this run: when its latest hello came
 }
 
 // lateWait is how long a node that knows the crawl was over waits to
@@ -50,7 +53,7 @@ func (c *nodeCluster) lateWait() time.Duration { return 3 * c.cfg.HelloEvery }
 
 // openLate sets up the watch (openCluster, before the first hello).
 func (c *nodeCluster) openLate() {
-	c.late = lateEnd{started: time.Now(), learned: make(chan struct{}), said: map[int]bool{}}
+	c.late = lateEnd{started: time.Now(), learned: make(chan struct{}), said: map[int]bool{}, heardAt: map[int]time.Time{}}
 	if c.rec.over {
 		c.late.overAtOpen.Store(true)
 		c.learn("its data directory says so (" + ClusterFile + ")")
@@ -93,7 +96,7 @@ func (c *nodeCluster) settled() bool {
 // tells its peers at once: one of them may wait for its word.
 func (c *nodeCluster) helloSaid(from int, over bool) {
 	c.late.mu.Lock()
-	c.late.said[from] = over
+	c.late.said[from], c.late.heardAt[from] = over, time.Now()
 	c.late.mu.Unlock()
 	if over && c.learn(fmt.Sprintf("node %d says so", from)) {
 		for _, p := range c.ep.Stats().Peers {
@@ -150,7 +153,6 @@ func (c *nodeCluster) lateOver() (string, bool) {
 	if !c.settled() {
 		return "", false
 	}
-	silentFor := time.Since(c.late.started)
 	var say, silent []string
 	for _, p := range c.ep.Stats().Peers {
 		id := int(p.ID)
@@ -158,12 +160,15 @@ func (c *nodeCluster) lateOver() (string, bool) {
 			continue
 		}
 		c.late.mu.Lock()
-		over, heard := c.late.said[id]
+		over, last := c.late.said[id], c.late.heardAt[id]
 		c.late.mu.Unlock()
+		if last.IsZero() {
+			last = c.late.started
+		}
 		switch {
-		case heard && over:
+		case over:
 			say = append(say, fmt.Sprint(id))
-		case !heard && silentFor >= c.lateWait():
+		case time.Since(last) >= c.lateWait():
 			silent = append(silent, fmt.Sprint(id))
 		default:
 			return "", false

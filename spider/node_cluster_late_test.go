@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/communicator"
 	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/tools/testweb"
 )
@@ -101,5 +103,43 @@ func TestClusterStartedAfterTheEnd(t *testing.T) {
 	}
 	if r, err := readClusterRecord(cfgs[1].Dir); err != nil || !r.over {
 		t.Errorf("node 1's record after it learned the end: %+v, %v", r, err)
+	}
+
+	// Node 1 says hello, not that the crawl is over, and falls silent
+	// (stopped itself with its last hello lost): node 0 does not wait for
+	// it for ever. Node 1 is a bare endpoint on its address.
+	rebind(t, cfgs)
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1,
+		Handler: func(communicator.NodeID, uint64, []communicator.Item) {}, AckOnReturn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	cfgs[1].Cluster.Comm.Conn = nil // (the endpoint's)
+	cfgs[2].Cluster.Comm.Conn.Close()
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}
+	if err := ep.Send(0, cluster.TagHello, cluster.EncodeHello(h, nonce())); err != nil {
+		t.Fatal(err)
+	}
+	ep.Flush()
+	rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer rcancel()
+	sum, err := n0.Run(rctx)
+	n0.Close()
+	if err != nil || !sum.Finished {
+		t.Errorf("node 0, node 1 heard once and silent since: %+v, %v; want finished", sum, err)
+	}
+	if s := "node 0: cluster: the crawl was over before this run (its data directory says so (CLUSTER)), and this node has had nothing to do since; nodes 1, 2 not heard from in 600ms: stopping"; !saying(s) {
+		t.Errorf("not said: %q", s)
 	}
 }
