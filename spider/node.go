@@ -516,6 +516,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	}()
 	n.startControl(runCtx, nextCtx, endNext) // pause, drain, fetchers: node_control.go
 	if n.cl != nil {
+		n.cl.startLoops(nextCtx) // node_cluster_end.go
 		go n.cl.coordinate(nextCtx)
 	}
 	var lists sync.WaitGroup

@@ -99,15 +99,23 @@ func (c *nodeCluster) backlogged() bool {
 	return false
 }
 
-// coordinate runs on node 0: it probes its peers, one round at a time,
-// when it is idle and a round is due (see above). On every node it starts
-// the DNS prefetch and the hellos sent again.
-func (c *nodeCluster) coordinate(ctx context.Context) {
+// startLoops starts the DNS prefetch, the hellos sent again and the
+// watch for an end before this run, until ctx ends. Run calls it itself,
+// not from coordinate's goroutine: a run that ended at once (nothing to
+// do) had Close wait for the loops while that goroutine, not yet
+// scheduled, still added them (a data race on the WaitGroup, and loops
+// started after the wait).
+func (c *nodeCluster) startLoops(ctx context.Context) {
 	if g, ok := c.n.cfg.Scheduler.Clock.(gate); ok {
 		c.loops.Go(func() { c.prefetchLoop(ctx, g.inner) })
 	}
 	c.loops.Go(func() { c.helloLoop(ctx) })
 	c.loops.Go(func() { c.lateLoop(ctx) }) // node_cluster_late.go
+}
+
+// coordinate runs on node 0: it probes its peers, one round at a time,
+// when it is idle and a round is due (see above).
+func (c *nodeCluster) coordinate(ctx context.Context) {
 	if c.det == nil {
 		return
 	}
