@@ -111,6 +111,7 @@ func (c *nodeCluster) startLoops(ctx context.Context) {
 	}
 	c.loops.Go(func() { c.helloLoop(ctx) })
 	c.loops.Go(func() { c.lateLoop(ctx) }) // node_cluster_late.go
+	c.late.running.Store(true)
 }
 
 // coordinate runs on node 0: it probes its peers, one round at a time,

@@ -36,6 +36,11 @@ import (
 type lateEnd struct {
 	started time.Time
 	knows   atomic.Bool // the crawl was over before this run
+	// running: Run started the loops, after it queued the start's work
+	// (seeds, a pass over the store): before, a node looks done and quiet
+	// whatever that work brings, and its first hello (sent at open) said
+	// the crawl over from a node about to admit new seeds.
+	running atomic.Bool
 	// overAtOpen: the record said so at start, and this run has not yet
 	// had work; its first clears the record's end (syncCluster).
 	overAtOpen atomic.Bool
@@ -83,7 +88,7 @@ func (c *nodeCluster) quiet() bool {
 // settled reports whether this node can say the crawl is over: it knows
 // it was before its run, and it has had nothing to do since.
 func (c *nodeCluster) settled() bool {
-	if !c.late.knows.Load() || !c.quiet() || !c.n.done() || c.refuse.Load() {
+	if !c.late.running.Load() || !c.late.knows.Load() || !c.quiet() || !c.n.done() || c.refuse.Load() {
 		return false
 	}
 	c.mu.Lock()

@@ -120,7 +120,6 @@ func TestClusterStartedAfterTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ep.Close()
 	cfgs[1].Cluster.Comm.Conn = nil // (the endpoint's)
 	cfgs[2].Cluster.Comm.Conn.Close()
 	n0, err := OpenNode(cfgs[0])
@@ -141,5 +140,48 @@ func TestClusterStartedAfterTheEnd(t *testing.T) {
 	}
 	if s := "node 0: cluster: the crawl was over before this run (its data directory says so (CLUSTER)), and this node has had nothing to do since; nodes 1, 2 not heard from in 600ms: stopping"; !saying(s) {
 		t.Errorf("not said: %q", s)
+	}
+
+	// Node 1, which knows the end, opened with a seed new to it: its
+	// first hello, sent before its run looked at the seeds, does not say
+	// the crawl is over. Node 0 is a bare endpoint now.
+	ep.Close()
+	rebind(t, cfgs)
+	hellos := make(chan cluster.Hello, 16)
+	ep0, err := communicator.New(communicator.Config{Self: 0, Conn: cfgs[0].Cluster.Comm.Conn,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[0].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
+		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+			for _, it := range items {
+				if h, err := cluster.DecodeHello(it.URL); it.Tag == cluster.TagHello && err == nil {
+					hellos <- h
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep0.Close()
+	cfgs[2].Cluster.Comm.Conn.Close()
+	cfgs[1].Seeds = append(cfgs[1].Seeds, "http://new-seed-after-the-end.test/")
+	n1, err := OpenNode(cfgs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Close()
+	epoch := n1.ClusterStats().Comm.Epoch
+	for {
+		select {
+		case h := <-hellos:
+			if h.Epoch != epoch {
+				continue // from its spill file: of a run before
+			}
+			if h.Over {
+				t.Errorf("node 1's first hello, before its run took its seeds, says the crawl is over")
+			}
+			return
+		case <-time.After(20 * time.Second):
+			t.Fatal("no hello from node 1")
+		}
 	}
 }
