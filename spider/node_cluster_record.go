@@ -33,6 +33,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -177,4 +178,32 @@ func lostDirMsg(id int) string {
 func takenMsg(id int, k uint64) string {
 	return fmt.Sprintf("node %d's cluster block gives URLs other owners than ours, and %d URLs it sent before its hello (more than %d batches waited for it) were taken under ours: those another node owns by our block were dropped (misrouted), the rest are in this directory; some are lost whichever block is fixed, and crawled only if found again",
 		id, k, unheardHoldMax)
+}
+
+// CheckClusterFile reads dir's CLUSTER as a node's start does, for
+// kspider check: an error matching fs.ErrNotExist when there is none, one
+// naming the file when it is damaged (the start refuses it), else what
+// it records, in words.
+func CheckClusterFile(dir string) (string, error) {
+	if _, err := os.Lstat(filepath.Join(dir, ClusterFile)); err != nil {
+		return "", err
+	}
+	r, err := readClusterRecord(dir)
+	if err != nil {
+		return "", err
+	}
+	var says []string
+	if r.over {
+		says = append(says, "the crawl was over")
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.lostDirs)) {
+		says = append(says, fmt.Sprintf("node %d came back with a new data directory", id))
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.taken)) {
+		says = append(says, fmt.Sprintf("%d URLs of node %d taken before its hello under a block giving other owners", r.taken[id], id))
+	}
+	if len(says) == 0 {
+		return "nothing recorded", nil
+	}
+	return strings.Join(says, "; "), nil
 }

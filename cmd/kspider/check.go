@@ -33,6 +33,7 @@ func checkers(tree *treeID) []checker {
 		{"sched", orSubdir("sched", tree.checkSched)},
 		{"spill", orSubdir("comm", checkSpill)},
 		{"identity", checkIdentity},
+		{"cluster", checkCluster},
 	}
 }
 
