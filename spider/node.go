@@ -351,7 +351,9 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		lock.Release()
 		return nil, err
 	}
-	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
+	// The store's records are by this tree's ids too: one of another
+	// tree (storage directories swapped between nodes) is refused.
+	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, TreeID: n.tree.ID(), Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
 		n.sched.Close()
 		n.tree.Close()
 		lock.Release()

@@ -26,9 +26,12 @@
 // # Store identity
 //
 // URL ids are one URL tree's, so records of another store under them are
-// other pages. The first Store to open a store gives it a random ID, kept
-// in each data directory's STORE file and in the header of every segment
-// written since. Open and OpenReader refuse directories of two stores
+// other pages. The first Store to open a store gives it an ID - the URL
+// tree's (Config.TreeID, as the spider opens it), else a random one -
+// kept in each data directory's STORE file and in the header of every
+// segment written since. Open refuses a store of another tree than
+// Config.TreeID (a node's storage directories swapped for another's), and
+// Open and OpenReader refuse directories of two stores
 // listed together (ErrForeign, naming both files); a new directory
 // listed with a store's joins it. A segment naming another store (copied
 // in) is damage over its whole length: none of its records is read or

@@ -299,3 +299,27 @@ func TestDamagedStoreFile(t *testing.T) {
 	writeStore(t, Config{Dirs: []string{dir}}, 20, 30)
 	checkStore(t, []string{dir}, 0, 30)
 }
+
+// A node's page store swapped for another node's (each store a directory
+// of its own, so no two stores were listed together) was written with
+// this node's URL ids among the other's pages. A Store opened for a URL
+// tree (Config.TreeID) takes the tree's ID, and refuses a store of
+// another tree.
+func TestStoreOfAnotherTreeIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	mine, theirs := newStoreID(), newStoreID()
+	writeStore(t, Config{Dirs: []string{dir}, TreeID: mine}, 0, 10)
+	if id, err := readStoreFile(dir); err != nil || id != mine {
+		t.Fatalf("STORE of a store opened for tree %v: %v, %v", mine, id, err)
+	}
+	s, err := Open(Config{Dirs: []string{dir}, TreeID: theirs})
+	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), mine.String()) || !strings.Contains(err.Error(), theirs.String()) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open for another tree: %v", err)
+	}
+	writeStore(t, Config{Dirs: []string{dir}}, 10, 20) // no tree given: the store's own
+	writeStore(t, Config{Dirs: []string{dir}, TreeID: mine}, 20, 30)
+	checkStore(t, []string{dir}, 0, 30)
+}

@@ -39,6 +39,12 @@ type Config struct {
 	// quick, must not keep the slice and must not call Put (the saver would
 	// wait on itself).
 	OnDurable func(urlIDs []uint64)
+	// TreeID is the ID of the URL tree whose ids the pages are stored by
+	// (urltree.Tree.ID), zero for none. A new store (or one from before
+	// identities) takes it for its ID; a store with another ID is
+	// refused with ErrForeign: the store of another data directory,
+	// whose records name other URLs under the same ids.
+	TreeID [16]byte
 	// Logf, if set, receives what recovery repaired and which saver failed.
 	Logf func(format string, args ...any)
 
@@ -158,12 +164,18 @@ func Open(cfg Config) (*Store, error) {
 		}
 		seen[d] = true
 	}
-	id, _, err := storeIDOf(cfg.Dirs, nil)
+	id, from, err := storeIDOf(cfg.Dirs, nil)
 	if err != nil {
 		return nil, err
 	}
-	if id == (storeID{}) {
+	switch tree := storeID(cfg.TreeID); {
+	case tree == (storeID{}) && id == (storeID{}):
 		id = newStoreID()
+	case tree == (storeID{}):
+	case id == (storeID{}):
+		id = tree
+	case id != tree:
+		return nil, fmt.Errorf("storage: %w page store: %s names store %v, but the store is opened for URL tree %v: the store of another data directory (storage directories swapped?); put back this node's own, or give it empty ones", ErrForeign, from, id, tree)
 	}
 	s := &Store{
 		cfg:        cfg,
