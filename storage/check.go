@@ -32,6 +32,26 @@ const DamagedDir = "damaged"
 // from the segments (a damaged one moved into damaged/ first). An index of
 // an older format version is rebuilt too, which is not a problem.
 func Check(dir string, repair bool, w io.Writer) (problems int, err error) {
+	return CheckFor(dir, repair, w, [16]byte{}, "")
+}
+
+// CheckFor is Check holding the store to the URL tree whose ID is tree,
+// read from treeFile (what Config.TreeID is to Open; zero: none). A
+// store of another tree, which Open refuses with ErrForeign, is a
+// problem naming both, and a repair leaves it as it is: no repair makes
+// one data directory's pages another's.
+func CheckFor(dir string, repair bool, w io.Writer, tree [16]byte, treeFile string) (problems int, err error) {
+	if tree != [16]byte{} {
+		id, from, err := dirStoreID(dir, func(error) {})
+		if err != nil {
+			return 0, err
+		}
+		if id != (storeID{}) && id != storeID(tree) {
+			fmt.Fprintf(w, "pages: damage: %s names store %v, but %s is URL tree %v: %v page store, of another data directory (swapped?)\n", from, id, treeFile, storeID(tree), ErrForeign)
+			fmt.Fprintf(w, "pages: %s: not checked further and not repaired: put back the node's own store\n", dir)
+			return 1, nil
+		}
+	}
 	st, err := checkOnce(dir, w)
 	if err != nil {
 		return 0, err

@@ -29,12 +29,18 @@ type checker struct {
 func checkers(tree *treeID) []checker {
 	return []checker{
 		{"urls", orSubdir("urls", tree.checkTree)},
-		{"pages", orSubdir("pages", storage.Check)},
+		{"pages", orSubdir("pages", tree.checkPages)},
 		{"sched", orSubdir("sched", tree.checkSched)},
 		{"spill", orSubdir("comm", checkSpill)},
 		{"identity", checkIdentity},
 		{"cluster", checkCluster},
 	}
+}
+
+// checkPages is the page store's checker: storage.CheckFor, held to the
+// URL tree's ID as Open holds the node's store to it.
+func (tree *treeID) checkPages(dir string, repair bool, w io.Writer) (int, error) {
+	return storage.CheckFor(dir, repair, w, tree.id, tree.file)
 }
 
 func runCheck(ctx context.Context, e env, args []string) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/stats/storetest"
 	"github.com/kspider/kspider/urltree"
 )
@@ -64,11 +66,7 @@ func TestCheckUsage(t *testing.T) {
 // in urls/ beside the pages in pages/: a damaged tree is found, repaired
 // with every other URL kept, and checks clean afterwards.
 func TestCheckNodeDirectory(t *testing.T) {
-	dirs, _ := buildTestStore(t, 1, "none")
-	node := filepath.Dir(dirs[0])
-	if err := os.Rename(dirs[0], filepath.Join(node, "pages")); err != nil {
-		t.Fatal(err)
-	}
+	node := t.TempDir()
 	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +76,21 @@ func TestCheckNodeDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	tree := tr.ID()
 	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The pages stored by this tree's node: the store takes its ID.
+	s, err := storage.Open(storage.Config{Dirs: []string{filepath.Join(node, "pages")}, Codec: "none", TreeID: tree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range storetest.Pages() {
+		if err := s.Put(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCmd(t, "", "check", "--data", node)
