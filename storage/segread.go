@@ -47,15 +47,12 @@ func (c *Corruption) Unwrap() error { return c.Reason }
 // segmentReader reads the records of one segment file in order, through a
 // window so that a scan is a few large sequential reads.
 type segmentReader struct {
-	f    io.ReaderAt
-	path string
-	num  uint32
-	size int64
-	off  int64 // offset of the next record
-	// first is where the records begin (the header's size); store is the
-	// ID the header names (zero: none).
-	first int64
-	store storeID
+	f     io.ReaderAt
+	path  string
+	num   uint32
+	size  int64
+	off   int64 // offset of the next record
+	first int64 // where the records begin: the header's size
 	// vouch, if set, tells whether a record found by the search after
 	// damage, of URL id id at off, may be one of this store's: the index
 	// answers for records before its checkpoint (indexVouch).
@@ -111,7 +108,6 @@ func newSegmentReader(f io.ReaderAt, path string, num uint32, size int64, skipUn
 	case h.store != (storeID{}) && store != (storeID{}) && h.store != store:
 		return nil, nil, &Corruption{File: path, Offset: 0, Skipped: size, Reason: foreignSegment(h.store, store)}
 	}
-	r.store = h.store
 	return r, hdr, nil
 }
 
