@@ -40,6 +40,16 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 	case rep.Repaired && rep.MetaRewritten:
 		fmt.Fprintf(w, "sched: %s: repaired: the commit slots are written anew from the valid one, everything else kept (the damaged meta file is copied in %s)\n",
 			dir, rep.Quarantine)
+	case rep.Repaired && rep.HeadersRewritten > 0:
+		// Only headers, rebuilt from the others' (scheduler.Check): saying
+		// the files were moved away, the scheduler to start empty, sent
+		// an operator to recover what was never lost.
+		headers := "header"
+		if rep.HeadersRewritten > 1 {
+			headers = "headers"
+		}
+		fmt.Fprintf(w, "sched: %s: repaired: %d damaged file %s written anew from the other files' (the damaged files are copied in %s), every record kept\n",
+			dir, rep.HeadersRewritten, headers, rep.Quarantine)
 	case rep.Repaired:
 		fmt.Fprintf(w, "sched: %s: repaired: the damaged files are in %s; the next start creates an empty scheduler, and the node must add its URLs again from the URL tree (which were fetched and the hosts' politeness and robots state are lost)\n",
 			dir, rep.Quarantine)
