@@ -47,6 +47,9 @@ type CheckReport struct {
 	// repair keeps, and IDFile the file it was read from.
 	ID     ID
 	IDFile string
+	// Foreign names the files of another tree than the rest, which no
+	// repair touches (it would mix the two).
+	Foreign []string
 }
 
 // Damaged reports whether any finding is damage (rather than the
@@ -237,6 +240,7 @@ func (c *checker) checkIDs() {
 			}
 			c.add(true, c.path(i), 12, "belongs to %s, but %s to tree %s: a file copied or swapped in from another tree; no repair can mix the two: put back this tree's own %s", what, checkNames[ref], c.id, name)
 			c.foreign = append(c.foreign, c.path(i))
+			c.rep.Foreign = c.foreign
 		}
 	}
 }

@@ -261,3 +261,24 @@ func TestCheckSchedHeaderRepair(t *testing.T) {
 		t.Fatalf("after repair: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestCheckTreeForeignFile: a URL tree file copied in from another data
+// directory is damage no repair touches (urltree.ErrForeign), but check's
+// summary told the operator to run kspider check --repair, which then
+// refused. Now the summary says to put back the tree's own file.
+func TestCheckTreeForeignFile(t *testing.T) {
+	nodeA, _ := buildTreeSched(t)
+	nodeB, _ := buildTreeSched(t)
+	b, err := os.ReadFile(filepath.Join(nodeB, "urls", "urltree.ptrs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(nodeA, "urls", "urltree.ptrs"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--data", nodeA)
+	urls := filepath.Join(nodeA, "urls")
+	if code != 1 || strings.Contains(out, "run kspider check --repair") || !strings.Contains(out, "urls: "+urls+": 1 problems; "+filepath.Join(urls, "urltree.ptrs")+" of another URL tree") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

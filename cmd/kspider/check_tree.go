@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/kspider/kspider/urltree"
 )
@@ -38,6 +39,11 @@ func (tree *treeID) checkTree(dir string, repair bool, w io.Writer) (problems in
 	switch {
 	case problems == 0:
 		fmt.Fprintf(w, "urls: %s: ok: %d URLs\n", dir, rep.URLs)
+	case len(rep.Foreign) > 0:
+		// No repair mixes two trees' files: pointing at --repair, as for
+		// other damage, sent the operator to a repair that refuses.
+		fmt.Fprintf(w, "urls: %s: %d problems; %s of another URL tree (named above): no repair mixes two trees' files; put back this tree's own\n",
+			dir, problems, strings.Join(rep.Foreign, ", "))
 	case rep.Repaired:
 		fmt.Fprintf(w, "urls: %s: repaired: %d URLs, %d lost (old files in %s)\n", dir, rep.URLs, rep.Lost, rep.Quarantine)
 	default:
