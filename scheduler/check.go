@@ -82,6 +82,9 @@ type CheckReport struct {
 	// Foreign names the files of another URL tree than the rest, or than
 	// CheckFor's: no repair, which would mix two schedulers' records.
 	Foreign []string
+	// Newer: a file is of a newer format version than this build's,
+	// which neither checks nor repairs it.
+	Newer bool
 }
 
 // Damaged reports whether any finding is damage.
@@ -291,7 +294,7 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 			What: fmt.Sprintf("belongs to URL tree %x, but the URL tree %s is %x: a scheduler directory of another data directory, or its URL tree was replaced (Open refuses it); put back the directories that belong together, or move %s away for a new scheduler", id, treeFile, tree, dir)})
 		foreignFiles = append(foreignFiles, idFrom)
 	}
-	rep.Foreign = foreignFiles
+	rep.Foreign, rep.Newer = foreignFiles, newer
 	rep.Clean = c.flags&flagClean != 0
 	nHosts := ^uint32(0) // host numbers are unchecked without a host table
 	if maps[1] != nil && maps[2] != nil {

@@ -50,6 +50,9 @@ type CheckReport struct {
 	// Foreign names the files of another tree than the rest, which no
 	// repair touches (it would mix the two).
 	Foreign []string
+	// Newer: a file is of a newer format version than this build's,
+	// which neither checks nor repairs it.
+	Newer bool
 }
 
 // Damaged reports whether any finding is damage (rather than the
@@ -191,7 +194,7 @@ func (c *checker) run() {
 			case errors.Is(err, ErrOldFormat):
 				c.add(true, c.path(i), 0, "format version %d, without checksums: a repair converts it to version %d", binary.LittleEndian.Uint32(b[8:]), FormatVersion)
 			case errors.Is(err, ErrNewerFormat):
-				c.newer = true
+				c.newer, c.rep.Newer = true, true
 				c.add(true, c.path(i), 0, "format version %d, newer than this build's %d: it cannot check or repair the tree", binary.LittleEndian.Uint32(b[8:]), FormatVersion)
 			case err != nil:
 				c.addErr(err)

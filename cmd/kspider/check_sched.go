@@ -32,6 +32,10 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 	switch {
 	case problems == 0:
 		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts%s\n", dir, rep.URLs, rep.Hosts, tree.uncompared(dir, rep))
+	case rep.Newer:
+		// Its repair refuses them: pointing at --repair, as for damage,
+		// sent the operator to a repair that could not run.
+		fmt.Fprintf(w, "sched: %s: files of a newer format version (named above): check them with the kspider that wrote them; this one neither reads nor repairs them\n", dir)
 	case len(rep.Foreign) > 0:
 		fmt.Fprintf(w, "sched: %s: %d problems; %s of another URL tree (named above): no repair mixes two data directories' files; put back the ones that belong together\n", dir, problems, strings.Join(rep.Foreign, ", "))
 	case rep.Repaired && rep.Salvaged > 0:

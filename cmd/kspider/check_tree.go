@@ -39,6 +39,8 @@ func (tree *treeID) checkTree(dir string, repair bool, w io.Writer) (problems in
 	switch {
 	case problems == 0:
 		fmt.Fprintf(w, "urls: %s: ok: %d URLs\n", dir, rep.URLs)
+	case rep.Newer:
+		fmt.Fprintf(w, "urls: %s: files of a newer format version (named above): check them with the kspider that wrote them; this one neither reads nor repairs them\n", dir)
 	case len(rep.Foreign) > 0:
 		// No repair mixes two trees' files: pointing at --repair, as for
 		// other damage, sent the operator to a repair that refuses.
