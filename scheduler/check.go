@@ -336,6 +336,11 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 	if err := os.MkdirAll(q, 0o755); err != nil {
 		return rep, fmt.Errorf("scheduler: repair: %w", err)
 	}
+	defer func() {
+		if !rep.Repaired {
+			os.Remove(q) // a repair that failed before it kept anything: not an empty folder beside the kept ones
+		}
+	}()
 	if onlyHeaders(rep.Findings, headerFinding, rebuilt) {
 		for path, h := range rebuilt {
 			if err := rewriteHeader(path, filepath.Join(q, filepath.Base(path)), h); err != nil {

@@ -90,8 +90,10 @@ func salvageStates(path, keep string, version uint32, durable uint64, nHosts uin
 // copyFile copies all of f to a new file at dst, synced: its data, and
 // the holes after it as a hole of the same size (a states file extended
 // with zeros to a sparse terabyte was copied a terabyte of zeros long,
-// until the disk was full).
-func copyFile(f *os.File, dst string) error {
+// until the disk was full). A copy that fails is removed: left in
+// damaged/ under the file's name, part of it passed for the damaged file
+// kept, and it held what room a full disk had left.
+func copyFile(f *os.File, dst string) (err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -100,6 +102,11 @@ func copyFile(f *os.File, dst string) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
 	_, err = io.Copy(out, io.NewSectionReader(f, 0, dataEnd(f, 0, fi.Size())))
 	if err == nil {
 		err = out.Truncate(fi.Size())
