@@ -68,6 +68,11 @@ type CheckReport struct {
 	Repaired   bool
 	Quarantine string
 	Salvaged   int
+	// CommitLost: neither commit slot could be read (or sched.meta was
+	// gone) while the other files verified; the repair wrote sched.meta
+	// anew with an empty commit, so that Open reads the files as after a
+	// crash (OpenStats.Dropped counts what it cannot keep).
+	CommitLost bool
 	// MetaRewritten: the repair wrote sched.meta's commit slots anew from
 	// its valid one and changed nothing else.
 	MetaRewritten bool
@@ -135,6 +140,9 @@ func (f *findings) leftover(file string, off int64, format string, args ...any) 
 // committed URL records of sched.states (the commit, hosts and names
 // verify), the file is copied into dir/damaged/<UTC time>/ and the
 // damaged records become gaps, costing those URLs only (salvageStates).
+// When neither commit slot can be read (or sched.meta is gone) while the
+// other files verify, sched.meta is written anew with an empty commit,
+// and Open reads the files as after a crash (CommitLost).
 // Any other damage moves the four files there (never deleted): the states
 // cannot be rebuilt from anything else, so the next Open starts an empty
 // scheduler and the node must add its URLs again from the URL tree,
@@ -355,6 +363,21 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 			return rep, err
 		}
 		rep.Repaired, rep.Quarantine, rep.MetaRewritten = true, q, true
+		return rep, nil
+	}
+	// Both commit slots lost (the meta file is 1.5 KiB: one bad sector
+	// takes both), or the file itself, while the other files verify: an
+	// empty commit makes Open read them as after a crash, keeping every
+	// record it can vouch for. Moving the four away lost every URL's
+	// state for want of three counts. Not when Open would drop records
+	// (a damaged host record ends the table there): the node takes such
+	// URLs for ones whose linking page was not stored, which holds after
+	// a crash, not here, and they would never be fetched.
+	if !metaOK && v3 && !newer && maps[0] != nil && nHosts != ^uint32(0) && rep.Dropped == 0 && onlyIn(rep.Findings, p(metaName)) {
+		if err := rewriteMeta(p(metaName), filepath.Join(q, metaName), commit{seq: 1}, id); err != nil {
+			return rep, err
+		}
+		rep.Repaired, rep.Quarantine, rep.CommitLost = true, q, true
 		return rep, nil
 	}
 	if metaOK && maps[0] != nil && nHosts != ^uint32(0) && onlyIn(rep.Findings, p(statesName)) {

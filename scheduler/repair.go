@@ -133,13 +133,17 @@ func copyFile(f *os.File, dst string) (err error) {
 // renames it into place.
 func rewriteMeta(path, keep string, c commit, id [16]byte) error {
 	f, err := os.Open(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Lost (CheckReport.CommitLost): nothing to keep.
+	case err != nil:
 		return fmt.Errorf("scheduler: repair: %w", err)
-	}
-	err = copyFile(f, keep)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("scheduler: repair: keeping %s in %s: %w", path, keep, err)
+	default:
+		err = copyFile(f, keep)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("scheduler: repair: keeping %s in %s: %w", path, keep, err)
+		}
 	}
 	b := make([]byte, metaFileSize)
 	putHeader(b, magicMeta, id)

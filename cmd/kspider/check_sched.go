@@ -41,6 +41,9 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 	case rep.Repaired && rep.Salvaged > 0:
 		fmt.Fprintf(w, "sched: %s: repaired: %d damaged URL records replaced by gaps, everything else kept (the damaged file is copied in %s); the node adds those URLs again when it meets them\n",
 			dir, rep.Salvaged, rep.Quarantine)
+	case rep.Repaired && rep.CommitLost:
+		fmt.Fprintf(w, "sched: %s: repaired: no commit could be read, so sched.meta is written anew with an empty one (the damaged meta file, if any, is copied in %s); the next start reads the other files as after a crash and says what it could not keep\n",
+			dir, rep.Quarantine)
 	case rep.Repaired && rep.MetaRewritten:
 		fmt.Fprintf(w, "sched: %s: repaired: the commit slots are written anew from the valid one, everything else kept (the damaged meta file is copied in %s)\n",
 			dir, rep.Quarantine)
