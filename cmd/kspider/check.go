@@ -57,8 +57,10 @@ With --repair, what can be rebuilt is rewritten (the page index from the
 segments; a segment with damaged records is rewritten with its intact ones;
 the URL tree from its blocks that verify, every id keeping its number)
 and everything damaged is moved into DIR/damaged/: nothing is ever deleted.
-A damaged scheduler cannot be rebuilt: its files are moved into
-damaged/ and the node must add its URLs again from the URL tree. Spill
+A damaged scheduler keeps what verifies: damaged URL records become gaps
+(the node adds those URLs again when it meets them), a damaged file header
+or a lost commit is written anew; other damage moves its files into
+damaged/, and the node must add its URLs again from the URL tree. Spill
 files are not repaired here (the endpoint keeps a damaged tail aside when
 it starts); they are left in place and reported.
 No crawl may be running on the directory (its lock is taken).`)

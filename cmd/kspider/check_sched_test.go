@@ -336,3 +336,14 @@ func TestCheckSchedLostCommit(t *testing.T) {
 		t.Fatalf("after repair: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestCheckHelpScheduler: check --help said a damaged scheduler cannot
+// be rebuilt and is moved away, the node adding its URLs again, which
+// sent an operator to give up on a directory whose repair keeps every
+// record but the damaged ones (URL records, a header, the commit).
+func TestCheckHelpScheduler(t *testing.T) {
+	code, out, errOut := runCmd(t, "", "check", "--help")
+	if code != 0 || strings.Contains(out, "cannot be rebuilt") || !strings.Contains(out, "damaged URL records become gaps") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
