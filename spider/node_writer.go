@@ -80,9 +80,7 @@ func (n *Node) writer(msgs <-chan found) {
 			if m.raise != nil {
 				n.raiseDepth(m.raise, outlinks)
 			}
-			for _, u := range m.seeds {
-				n.seeOne(u, 0, outlinks)
-			}
+			n.seeSeeds(m.seeds, outlinks)
 			for _, p := range m.pages {
 				// The page may have been found shallower since its
 				// links were extracted (the writer lowered it, and
@@ -202,6 +200,26 @@ func (n *Node) writeFailed(err error) {
 	n.syncCond.Broadcast()
 	n.syncMu.Unlock()
 	n.fail(err)
+}
+
+// seeSeeds sees the seeds, and says how many the scope refuses, naming
+// the first: counted rejected among the links only, a seed left out by a
+// mistyped include made the crawl "finish" at once, exit 0, with nothing
+// said.
+func (n *Node) seeSeeds(seeds []string, outlinks map[uint32]pageLinks) {
+	refused, first := 0, ""
+	for _, u := range seeds {
+		if r := n.filter.Check(u); r != scope.OK {
+			if refused == 0 {
+				first = fmt.Sprintf("%q: %v", u, r)
+			}
+			refused++
+		}
+		n.seeOne(u, 0, outlinks)
+	}
+	if refused > 0 {
+		n.cfg.Logf("spider: %d of the %d seeds are outside the scope, not crawled (first: %s); see the scope section of the config", refused, len(seeds), first)
+	}
 }
 
 func (n *Node) see(m pageLinks, outlinks map[uint32]pageLinks) {
