@@ -15,14 +15,14 @@ import (
 // keeps the instants its hosts' politeness waits and retries end, and
 // with the clock stepped back an hour (by hand, a VM restored, an NTP
 // daemon's step) a host waiting then waited that hour, holding its row of
-// the buckets. So when the system clock falls behind where the monotonic
-// clock says it should be, the solo clock goes on from where it was at the
-// monotonic clock's pace, ahead of the system clock by the step, until the
-// system clock catches up; a step forward is followed (waits end early,
-// once). The scheduler then wakes by the system clock at least every
-// MaxWait (soloMaxWait), so a wait ahead of it may end up to that late.
-// Instants it stored ahead of the next run's clock are cut at that run's
-// open to the longest wait the config imposes (the scheduler's hostWait).
+// the buckets. So when the system clock falls behind, the solo clock goes
+// on from where it was at half the monotonic clock's pace until the
+// system clock catches up (after twice the step): waits meanwhile last up
+// to twice as long, and the scheduler, which wakes by the system clock at
+// least every MaxWait (soloMaxWait), may see one end up to that late. A
+// step forward is followed (waits end early, once). Instants stored ahead
+// of the next run's clock are cut at its open to the longest wait the
+// config imposes (the scheduler's hostWait).
 func SoloClock() scheduler.PhaseSource {
 	start := time.Now()
 	return newSoloClock(func() (time.Time, time.Duration) {
@@ -50,7 +50,7 @@ func (c *soloClock) Phase() scheduler.Phase {
 	c.mu.Lock()
 	t := wall
 	if !c.last.IsZero() {
-		if kept := c.last.Add(mono - c.atMono); kept.After(t) {
+		if kept := c.last.Add((mono - c.atMono) / 2); kept.After(t) {
 			t = kept
 		}
 	}

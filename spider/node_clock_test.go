@@ -45,3 +45,33 @@ func TestNodeClockSteppedBack(t *testing.T) {
 		t.Errorf("stored %d pages (finished %v), want %d", sum.Stored, sum.Finished, pages+1)
 	}
 }
+
+// TestSoloClockSlewsBack: the system clock stepped back 10 s. The solo
+// clock never goes back, goes on at half pace while ahead, and is the
+// system clock again once that caught up (20 s after the step): a clock
+// kept ahead for good had every wait of the run in the scheduler end up
+// to MaxWait late, and stored each host's next start ahead of the next
+// run's clock.
+func TestSoloClockSlewsBack(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mono, back time.Duration
+	c := newSoloClock(func() (time.Time, time.Duration) { return base.Add(mono - back), mono })
+	prev := c.Phase().Now
+	for mono < 30*time.Second {
+		mono += 100 * time.Millisecond
+		if mono == 5*time.Second {
+			back = 10 * time.Second
+		}
+		now := c.Phase().Now
+		if now.Before(prev) {
+			t.Fatalf("at %v on the monotonic clock the solo clock went back from %v to %v", mono, prev, now)
+		}
+		if mono == 10*time.Second && !now.After(base.Add(mono-back)) {
+			t.Fatalf("5 s after the step the solo clock is %v, the system clock's time: it went back", now)
+		}
+		prev = now
+	}
+	if want := base.Add(mono - back); !prev.Equal(want) {
+		t.Errorf("25 s after the step the solo clock is %v, the system clock %v: it never caught up", prev, want)
+	}
+}
