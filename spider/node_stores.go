@@ -101,6 +101,22 @@ func readStores(dir string) ([]string, error) {
 	return dirs, nil
 }
 
+// ReadStoreDirs returns the page store directories that dir's STORES
+// names as having held pages of its crawl (those inside dir joined to it);
+// the error matches fs.ErrNotExist when there is no such file, and names
+// the file when it is damaged.
+func ReadStoreDirs(dir string) ([]string, error) {
+	names, err := readStores(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &storeDirs{dir: dir}
+	for i, n := range names {
+		names[i] = s.path(n)
+	}
+	return names, nil
+}
+
 // storeDirs is the node's view of DIR/STORES.
 type storeDirs struct {
 	dir      string   // the data directory

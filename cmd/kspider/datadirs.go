@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kspider/kspider/spider"
 )
 
 // dataDirsFlag is the repeatable --data flag of the offline tools (get,
@@ -28,31 +31,58 @@ func (d *dataDirsFlag) Set(v string) error {
 
 // storeDirs returns the page store directories named by dirs: a node's
 // data directory (what 'kspider run --dir' and 'kspider demo --dir' are
-// given) holds its store in pages/, and an operator naturally names the
-// node's directory, so a directory without segments or index of its own
-// but with a pages/ subdirectory stands for that subdirectory. Two names
-// of one store (node and node/pages, a path and a link to it) are an
-// error: the store would be read twice and its size counted twice.
+// given) stands for the directories its STORES names (storage.dirs, on
+// other disks too: read from pages/ only, a crawl spread over two disks
+// was half exported, exit 0), or, without that file, its pages/. Two
+// names of one store given (node and node/pages, a path and a link to it)
+// are an error: the store would be read twice and its size counted twice;
+// a directory STORES names that is also given is read once.
 func storeDirs(dirs []string) ([]string, error) {
-	out := make([]string, len(dirs))
-	seen := make([]os.FileInfo, len(dirs))
-	for i, d := range dirs {
-		out[i] = d
-		if !holdsStore(d) {
-			if fi, err := os.Stat(filepath.Join(d, "pages")); err == nil && fi.IsDir() {
-				out[i] = filepath.Join(d, "pages")
-			}
+	type named struct {
+		path, given string
+		fromStores  bool
+	}
+	var list []named
+	for _, d := range dirs {
+		if holdsStore(d) {
+			list = append(list, named{d, d, false})
+			continue
 		}
-		fi, err := os.Stat(out[i])
+		recorded, err := spider.ReadStoreDirs(d)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if len(recorded) > 0 {
+			for _, r := range recorded {
+				list = append(list, named{r, d, true})
+			}
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(d, "pages")); err == nil && fi.IsDir() {
+			d = filepath.Join(d, "pages")
+		}
+		list = append(list, named{d, d, false})
+	}
+	var out []string
+	var seen []os.FileInfo
+	var from []named
+next:
+	for _, n := range list {
+		fi, err := os.Stat(n.path)
 		if err != nil {
-			continue // OpenReader says what is wrong with it
+			out = append(out, n.path) // OpenReader says what is wrong with it
+			continue
 		}
-		for j := range i {
-			if seen[j] != nil && os.SameFile(seen[j], fi) {
-				return nil, usagef("--data %s and --data %s are the same store (%s)", dirs[j], d, out[i])
+		for j, s := range seen {
+			if !os.SameFile(s, fi) {
+				continue
 			}
+			if n.fromStores || from[j].fromStores {
+				continue next
+			}
+			return nil, usagef("--data %s and --data %s are the same store (%s)", from[j].given, n.given, n.path)
 		}
-		seen[i] = fi
+		out, seen, from = append(out, n.path), append(seen, fi), append(from, n)
 	}
 	return out, nil
 }
