@@ -174,10 +174,15 @@ func (r scopeRecord) within(was scopeRecord) bool {
 	return ok && bytes.Equal(scopeOf(c, 0).json(), scopeOf(b, 0).json())
 }
 
-// subset reports whether every string of a is in b.
+// subset reports whether every string of a is in b (in time linear in
+// both: a config may hold many thousands of expressions).
 func subset(a, b []string) bool {
+	in := make(map[string]bool, len(b))
+	for _, s := range b {
+		in[s] = true
+	}
 	for _, s := range a {
-		if !slices.Contains(b, s) {
+		if !in[s] {
 			return false
 		}
 	}
