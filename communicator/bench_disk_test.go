@@ -49,7 +49,7 @@ func BenchmarkSpillSend(b *testing.B) {
 			name = "fileread"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := openSpill(b.TempDir(), 1, 2, 1000)
+			s, err := openSpill(b.TempDir(), 1, 2, 1000, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -173,7 +173,7 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 		return fmt.Errorf("communicator: %w", err)
 	}
 	defer f.Close()
-	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(DefaultPayload))
+	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(DefaultPayload), 0)
 	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
 	fr.Skipped, fr.Regions = sc.skipped()
 	rep.Files = append(rep.Files, fr)

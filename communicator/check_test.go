@@ -14,7 +14,7 @@ import (
 func spillFixture(t testing.TB) (string, []int64) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func FuzzCheckSpill(f *testing.F) {
 		if after, _ := os.ReadFile(filepath.Join(dir, "spill-1-2")); !bytes.Equal(after, b) {
 			t.Fatal("CheckSpill changed the file")
 		}
-		s, err := openSpill(dir, 1, 2, maxURL)
+		s, err := openSpill(dir, 1, 2, maxURL, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func FuzzCheckSpill(f *testing.F) {
 // as damage; now check reports it as the open does.
 func TestCheckSpillLongItem(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, MaxItemLen(MaxPayload))
+	s, err := openSpill(dir, 1, 2, MaxItemLen(MaxPayload), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestCheckSpillLongItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = openSpill(dir, 1, 2, MaxItemLen(DefaultPayload))
+	s, err = openSpill(dir, 1, 2, MaxItemLen(DefaultPayload), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

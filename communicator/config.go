@@ -49,6 +49,11 @@ type Config struct {
 	// AckOnReturn acknowledges a batch when the handler returns, for
 	// handlers whose effect is durable (or need not be) on return.
 	AckOnReturn bool
+	// ControlTag, if not 0, marks items with a tag at or above it as the
+	// application's control messages: PeerStats.ControlItems counts them
+	// apart, so that a status can say how many of the rest (URLs) wait.
+	// The endpoint treats them as any item.
+	ControlTag uint64
 
 	// Payload is the UDP payload size of a datagram (default 1232, at
 	// most 1472).

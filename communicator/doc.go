@@ -106,7 +106,9 @@
 // acknowledged part: spillcompact.go). Items spilled in this run are also kept in memory (up to
 // 512 KiB per peer) and sent from there: the file is read only for items
 // of an earlier run or beyond that (spillmem.go). Stats shows per peer the queue, the items in flight, the
-// spill file's size and unread items, retransmissions and the last ack.
+// spill file's size and unread items, retransmissions and the last ack;
+// with Config.ControlTag, how many of the items waiting are control
+// items (a node's hellos), which a peer that is gone for good has too.
 // The spill file format is documented in spill.go, the state file's in
 // state.go.
 //

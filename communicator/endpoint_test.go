@@ -268,7 +268,7 @@ func TestSendRacingClose(t *testing.T) {
 		waitUntil(t, 10*time.Second, "sends under way", func() bool { return accepted.Load() >= 500 })
 		ep.Close()
 		wg.Wait()
-		s, err := openSpill(dir, 1, 2, MaxItemLen(DefaultPayload))
+		s, err := openSpill(dir, 1, 2, MaxItemLen(DefaultPayload), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

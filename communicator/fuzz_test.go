@@ -70,10 +70,11 @@ func FuzzReceive(f *testing.F) {
 
 // FuzzSpillReader opens any bytes as a spill file: it must report every
 // damaged stretch naming an offset and deliver the intact records, never
-// panic or loop, and every item the scan counted must be read back.
+// panic or loop, and every item the scan counted must be read back, the
+// control items (tags from 8 on) among them as counted too.
 func FuzzSpillReader(f *testing.F) {
 	dir := f.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -91,8 +92,8 @@ func FuzzSpillReader(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "spill-1-2"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sc, scanErr := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000)
-		s, err := openSpill(dir, 1, 2, 1000)
+		sc, scanErr := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000, 8)
+		s, err := openSpill(dir, 1, 2, 1000, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,10 @@ func FuzzSpillReader(f *testing.F) {
 		if (scanErr != nil && !errors.Is(scanErr, errSpillUnwritten) || len(sc.bad) > 0) != (len(s.errs) > 0) {
 			t.Fatalf("scan error %v but open reported %q", scanErr, s.errs)
 		}
-		var q queue
+		if s.unreadControl != int64(sc.unreadControl) || sc.unreadControl > sc.unread {
+			t.Fatalf("open counted %d control items unread, the scan %d (of %d)", s.unreadControl, sc.unreadControl, sc.unread)
+		}
+		q := queue{controlTag: 8}
 		for i := 0; s.unread(); i++ {
 			if i > len(b) {
 				t.Fatal("reader does not advance")
@@ -111,6 +115,9 @@ func FuzzSpillReader(f *testing.F) {
 		}
 		if sc.good >= spillHeader && q.len() != sc.unread {
 			t.Fatalf("read %d items back; the scan counted %d", q.len(), sc.unread)
+		}
+		if sc.good >= spillHeader && q.control != sc.unreadControl || s.unreadControl != 0 {
+			t.Fatalf("read %d control items back; the scan counted %d, and %d are left unread", q.control, sc.unreadControl, s.unreadControl)
 		}
 	})
 }

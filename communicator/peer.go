@@ -26,6 +26,7 @@ type peer struct {
 	win       []batch   // ring of in-flight batches, indexed seq % len(win)
 	inflight  int       // batches in flight
 	inItems   int       // items in flight
+	inControl int       // of them, control items (Config.ControlTag)
 	q         queue     // memory queue, older than anything spilled
 	sq        queue     // items read from the spill file, not yet in flight
 	sqOff     int64     // spill offset of the chunk sq came from
@@ -71,6 +72,7 @@ type batch struct {
 	used      bool
 	body      []byte // front-coded items
 	items     int
+	control   int // of items, control items (Config.ControlTag)
 	rto       time.Duration
 	sentAt    time.Time // first transmission
 	lastSent  uint64    // p.sends at the last transmission
@@ -93,13 +95,14 @@ func newPeer(e *Endpoint, id NodeID, a netip.Addr, port uint16) (*peer, error) {
 		out:     make([]byte, 0, MaxPayload),
 		rx:      newRx(e.cfg.Window),
 	}
+	p.q.controlTag, p.sq.controlTag = e.cfg.ControlTag, e.cfg.ControlTag
 	if ent, ok := e.state.entry(id); ok {
 		p.rx.reset(ent.epoch, ent.cum)
 		p.rx.unsaved = false
 		p.theirs = ent.epoch
 	}
 	if e.cfg.SpillDir != "" {
-		sp, err := openSpill(e.cfg.SpillDir, e.cfg.Self, id, e.cfg.MaxURL)
+		sp, err := openSpill(e.cfg.SpillDir, e.cfg.Self, id, e.cfg.MaxURL, e.cfg.ControlTag)
 		if err != nil {
 			return nil, err
 		}
@@ -229,9 +232,15 @@ func (p *peer) packFrom(q *queue, flush, fromSpill bool, spillOff int64) bool {
 			break
 		}
 		b.items = j - i
+		for _, it := range items[i:j] {
+			if isControl(q.controlTag, it.tag) {
+				b.control++
+			}
+		}
 		b.fromSpill, b.spillOff = fromSpill, spillOff
 		p.inflight++
 		p.inItems += b.items
+		p.inControl += b.control
 		p.e.ctr.sentItems.Add(uint64(b.items))
 		p.transmit(b, p.e.cfg.Clock.Now(), false)
 		sent = true
@@ -336,6 +345,7 @@ func (p *peer) onAck(cum uint32, rs []ackRange, now time.Time) {
 			b.used = false
 			p.inflight--
 			p.inItems -= b.items
+			p.inControl -= b.control
 			progress = true
 		}
 	}
@@ -506,6 +516,16 @@ func (p *peer) backlog() int {
 	n := p.q.len() + p.sq.len() + p.inItems
 	if p.spill != nil {
 		n += int(p.spill.unreadItems)
+	}
+	return n
+}
+
+// backlogControl is how many of backlog's items are control items
+// (Config.ControlTag).
+func (p *peer) backlogControl() int {
+	n := p.q.control + p.sq.control + p.inControl
+	if p.spill != nil {
+		n += int(p.spill.unreadControl)
 	}
 	return n
 }

@@ -7,7 +7,15 @@ type queue struct {
 	head  int
 	slab  []byte
 	bytes int // URL bytes of the queued items
+	// control counts the queued items that are control messages (a tag
+	// at or above controlTag; controlTag 0: none are).
+	controlTag uint64
+	control    int
 }
+
+// isControl reports whether tag is a control message's under
+// Config.ControlTag ctl (0: no tag is).
+func isControl(ctl, tag uint64) bool { return ctl != 0 && tag >= ctl }
 
 type qitem struct {
 	tag    uint64
@@ -20,6 +28,9 @@ func (q *queue) push(tag uint64, url []byte) {
 	q.items = append(q.items, qitem{tag, int32(len(q.slab)), int32(len(url))})
 	q.slab = append(q.slab, url...)
 	q.bytes += len(url)
+	if isControl(q.controlTag, tag) {
+		q.control++
+	}
 }
 
 func (q *queue) bytesOf(it qitem) []byte { return q.slab[it.off : it.off+it.n : it.off+it.n] }
@@ -39,6 +50,9 @@ func (q *queue) take(limit int) int {
 func (q *queue) drop(n int) {
 	for _, it := range q.items[q.head : q.head+n] {
 		q.bytes -= int(it.n)
+		if isControl(q.controlTag, it.tag) {
+			q.control--
+		}
 	}
 	q.head += n
 	switch {
@@ -67,4 +81,6 @@ func (q *queue) drop(n int) {
 }
 
 // reset empties the queue.
-func (q *queue) reset() { q.items, q.slab, q.head, q.bytes = q.items[:0], q.slab[:0], 0, 0 }
+func (q *queue) reset() {
+	q.items, q.slab, q.head, q.bytes, q.control = q.items[:0], q.slab[:0], 0, 0, 0
+}

@@ -69,6 +69,10 @@ type spill struct {
 	items     bool // items appended since the last fsync (syncItems)
 
 	unreadItems int64 // items at or after readOff
+	// unreadControl is how many of them are control items (a tag at or
+	// above controlTag, Config.ControlTag; 0: none are).
+	unreadControl int64
+	controlTag    uint64
 	// bad holds the damaged stretches (found at open) that readChunk
 	// still has to jump over, in file order.
 	bad            []spillRegion
@@ -108,12 +112,13 @@ func spillHeaderBytes(self, peer NodeID) []byte {
 // openSpill opens or creates the spill file of peer, finds where reading
 // resumes, and cuts off a damaged tail (reported in errs, not fatal: the
 // readable part is still delivered).
-func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
+func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*spill, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
 	path := spillPath(dir, self, peer)
-	s := &spill{path: path, maxURL: maxURL, compactAt: spillCompactAt}
+	s := &spill{path: path, maxURL: maxURL, compactAt: spillCompactAt, controlTag: controlTag}
+	s.mem.controlTag = controlTag
 	// A compaction a crash cut short: the file is whole without it.
 	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("communicator: %w", err)
@@ -143,14 +148,14 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		f.Close()
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
-	sc, scanErr := scanSpill(f, fi.Size(), self, peer, maxURL)
+	sc, scanErr := scanSpill(f, fi.Size(), self, peer, maxURL, controlTag)
 	if errors.Is(scanErr, errSpillUnwritten) {
 		// Nothing in it to keep aside or to say: made anew.
 		f.Close()
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
-		return openSpill(dir, self, peer, maxURL)
+		return openSpill(dir, self, peer, maxURL, controlTag)
 	}
 	if scanErr != nil && !errors.Is(scanErr, errSpillHeader) {
 		f.Close()
@@ -163,7 +168,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 		if err := os.Rename(path, bad); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
-		s2, err := openSpill(dir, self, peer, maxURL)
+		s2, err := openSpill(dir, self, peer, maxURL, controlTag)
 		if s2 != nil {
 			s2.note(fmt.Sprintf("spill file %s: %v; moved to %s, nothing in it delivered", path, scanErr, bad))
 		}
@@ -200,7 +205,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int) (*spill, error) {
 	}
 	s.skippedBytes, s.skippedRegions = sc.skipped()
 	s.end, s.flushed, s.consumed, s.readOff = end, end, sc.consumed, sc.consumed
-	s.unreadItems = int64(sc.unread)
+	s.unreadItems, s.unreadControl = int64(sc.unread), int64(sc.unreadControl)
 	s.mem.start(s.end) // what is there already is read from the file
 	return s, nil
 }
@@ -282,6 +287,9 @@ func (s *spill) append(tag uint64, url []byte) error {
 	s.items = true
 	s.unwritten++
 	s.unreadItems++
+	if isControl(s.controlTag, tag) {
+		s.unreadControl++
+	}
 	s.spilledItems++
 	if len(s.buf) >= flushAt {
 		return s.flush()
@@ -413,6 +421,9 @@ func (s *spill) readChunk(q *queue, limit int) error {
 				s.note(itemErr.Error())
 			} else {
 				q.push(tag, url)
+				if isControl(s.controlTag, tag) {
+					s.unreadControl--
+				}
 			}
 		}
 		s.readOff += int64(recHead + n)

@@ -117,7 +117,7 @@ func TestPeerDownSpill(t *testing.T) {
 // before and after it are delivered; a damaged tail is kept aside.
 func TestSpillCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestSpillCorrupt(t *testing.T) {
 	b = append(b[:offs[9]+4], b[offs[9]+4+1:]...) // record 9 cut short by one byte, at the end
 	os.WriteFile(path, b, 0o644)
 
-	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
@@ -180,7 +180,7 @@ func TestSpillCorrupt(t *testing.T) {
 	}
 	// A file with a bad header is moved aside whole.
 	os.WriteFile(spillPath(dir, 1, 3), []byte("not a spill file at all"), 0o644)
-	s3, err := openSpill(dir, 1, 3, 1000)
+	s3, err := openSpill(dir, 1, 3, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestSpillCorrupt(t *testing.T) {
 // crash delivers again), and are durable after the next items' fsync.
 func TestSpillSyncItems(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1024)
+	s, err := openSpill(dir, 1, 2, 1024, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestSpillSyncItems(t *testing.T) {
 // and the backlog would never drain.
 func TestSpillItemLongerThanMaxURL(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, MaxItemLen(MaxPayload))
+	s, err := openSpill(dir, 1, 2, MaxItemLen(MaxPayload), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestSpillItemLongerThanMaxURL(t *testing.T) {
 func TestSpillShrunkUnderReader(t *testing.T) {
 	for _, cut := range []int64{0, 50} { // at a record boundary, inside a record
 		dir := t.TempDir()
-		s, err := openSpill(dir, 1, 2, 1000)
+		s, err := openSpill(dir, 1, 2, 1000, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ func TestSpillShrunkUnderReader(t *testing.T) {
 		if err := s.close(); err != nil {
 			t.Fatal(err)
 		}
-		if s, err = openSpill(dir, 1, 2, 1000); err != nil { // an earlier run's items: read from the file
+		if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // an earlier run's items: read from the file
 			t.Fatal(err)
 		}
 		seen := map[string]int{}
@@ -345,7 +345,7 @@ func TestSpillShrunkUnderReader(t *testing.T) {
 // are read.
 func TestSpillZeroedUnderReader(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestSpillZeroedUnderReader(t *testing.T) {
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = openSpill(dir, 1, 2, 1000); err != nil { // an earlier run's items: read from the file
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // an earlier run's items: read from the file
 		t.Fatal(err)
 	}
 	defer s.close()
@@ -394,7 +394,7 @@ func TestSpillZeroedUnderReader(t *testing.T) {
 // the stats alone are read by nobody when a node starts.
 func TestSpillDamageLogged(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestSpillBadKeptAside(t *testing.T) {
 	path := spillPath(dir, 1, 2)
 	for i, content := range []string{"first bad header", "second bad header"} {
 		os.WriteFile(path, []byte(content), 0o644)
-		s, err := openSpill(dir, 1, 2, 1000)
+		s, err := openSpill(dir, 1, 2, 1000, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -465,7 +465,7 @@ func TestSpillBadKeptAside(t *testing.T) {
 	// A damaged tail at the same offset, twice.
 	for i, junk := range []string{"junk one", "junk two"} {
 		os.WriteFile(path, append(spillHeaderBytes(1, 2), junk...), 0o644)
-		s, err := openSpill(dir, 1, 2, 1000)
+		s, err := openSpill(dir, 1, 2, 1000, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

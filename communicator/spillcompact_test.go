@@ -109,7 +109,7 @@ func TestSpillCompactLeavesPeerFree(t *testing.T) {
 	if err := p.spill.flush(); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scanSpill(p.spill.f, p.spill.flushed, 1, 2, 1000)
+	sc, err := scanSpill(p.spill.f, p.spill.flushed, 1, 2, 1000, 0)
 	p.mu.Unlock()
 	if err != nil || len(sc.bad) > 0 {
 		t.Fatalf("the rewritten file: %v, damage %v", err, sc.bad)
@@ -129,7 +129,7 @@ func TestSpillCompactLeavesPeerFree(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSpillCompactedUnderTraffic(t *testing.T) {
 // rewritten to acknowledge nothing.
 func TestSpillCompactOverDamage(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestSpillCompactOverDamage(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	b[offs[55]+recHead+4] ^= 0x20 // item 55 damaged
 	os.WriteFile(path, b, 0o644)
-	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
 		t.Fatal(err)
 	}
 	s.compactAt = 1
@@ -292,7 +292,7 @@ func TestSpillCompactOverDamage(t *testing.T) {
 	s.close()
 	// The next start: the rewritten file holds items 50 on, damage and
 	// all, and no mark points into what was cut off.
-	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()

@@ -24,7 +24,7 @@ type spillDamageFixture struct {
 func newSpillDamageFixture(t testing.TB) spillDamageFixture {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func (fx spillDamageFixture) check(t *testing.T, what string, damaged []byte) {
 	if err != nil {
 		t.Fatalf("%s: CheckSpill: %v", what, err)
 	}
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatalf("%s: open: %v", what, err)
 	}
@@ -194,7 +194,7 @@ func FuzzSpillDamage(f *testing.F) {
 // saying how many more there were, and the damage is counted whole.
 func TestSpillManyDamagedStretches(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,10 @@ type spillMem struct {
 	items []memItem
 	head  int
 	slab  []byte
+	// control counts the control items among items[head:] (a tag at or
+	// above controlTag, Config.ControlTag; 0: none are).
+	controlTag uint64
+	control    int
 }
 
 type memItem struct {
@@ -39,7 +43,7 @@ func (m *spillMem) start(off int64) {
 }
 
 func (m *spillMem) reset() {
-	m.items, m.slab, m.head = m.items[:0], m.slab[:0], 0
+	m.items, m.slab, m.head, m.control = m.items[:0], m.slab[:0], 0, 0
 }
 
 // keep holds an item just appended, whose record ends at recEnd; past
@@ -55,6 +59,9 @@ func (m *spillMem) keep(tag uint64, url []byte, recEnd int64) {
 	}
 	m.items = append(m.items, memItem{tag, int32(len(m.slab)), int32(len(url)), recEnd})
 	m.slab = append(m.slab, url...)
+	if isControl(m.controlTag, tag) {
+		m.control++
+	}
 }
 
 // covers reports whether the reader at off takes its items from memory.
@@ -70,6 +77,10 @@ func (s *spill) readMem(q *queue, limit int) {
 		q.push(it.tag, m.slab[it.off:it.off+it.n])
 		s.readOff = it.recEnd
 		s.unreadItems--
+		if isControl(m.controlTag, it.tag) {
+			s.unreadControl--
+			m.control--
+		}
 		m.head++
 	}
 	if m.head == len(m.items) {
@@ -85,7 +96,8 @@ func (s *spill) skipTo(off int64) {
 	s.readOff = off
 	if s.mem.covers(off) {
 		s.unreadItems = int64(len(s.mem.items) - s.mem.head)
+		s.unreadControl = int64(s.mem.control)
 	} else {
-		s.unreadItems = 0
+		s.unreadItems, s.unreadControl = 0, 0
 	}
 }

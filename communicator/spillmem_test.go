@@ -37,7 +37,7 @@ func readAll(t *testing.T, s *spill, limit int) []string {
 // over again once the reader has caught up.
 func TestSpillWriteThrough(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestSpillWriteThrough(t *testing.T) {
 	// items after the mark are read from the file.
 	after, _ := os.ReadFile(path)
 	os.WriteFile(path, append(good, after[len(good):]...), 0o644)
-	s, err = openSpill(dir, 1, 2, 1000)
+	s, err = openSpill(dir, 1, 2, 1000, 0)
 	if err != nil || len(s.errs) != 0 {
 		t.Fatal(err, s.errs)
 	}
@@ -131,7 +131,7 @@ func FuzzSpillWriteThrough(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		dir := t.TempDir()
 		open := func() *spill {
-			s, err := openSpill(dir, 1, 2, 1000)
+			s, err := openSpill(dir, 1, 2, 1000, 0)
 			if err != nil || len(s.errs) > 0 {
 				t.Fatal(err, s.errs)
 			}

@@ -41,7 +41,10 @@ type spillScan struct {
 	consumed  int64 // value of the last mark
 	items     int   // intact item records
 	unread    int   // of them, at or after consumed
-	bad       []spillRegion
+	// unreadControl is how many of unread are control items (a tag at
+	// or above the controlTag scanSpill was given; 0: none are).
+	unreadControl int
+	bad           []spillRegion
 }
 
 // skipped returns the bytes and regions the scan skipped.
@@ -318,8 +321,8 @@ var errSpillUnwritten = errors.New("no header, and nothing else: a file created 
 // damaged stretches (sc.bad) to the next intact record. The error is
 // errSpillUnwritten for a file that holds nothing, errSpillHeader for a
 // header that is not this file's (or a file shorter than one), else a
-// read that failed.
-func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spillScan, err error) {
+// read that failed. controlTag is Config.ControlTag, for unreadControl.
+func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, controlTag uint64) (sc spillScan, err error) {
 	want := spillHeaderBytes(self, peer)
 	hdr := make([]byte, min(size, spillHeader))
 	if n, err := r.ReadAt(hdr, 0); n < len(hdr) {
@@ -335,7 +338,9 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 		return sc, errSpillHeader
 	}
 	sc.consumed = spillHeader
-	var itemOffs []int64
+	// controlOffs are the offsets of control items among itemOffs (few:
+	// a node's hellos and rounds).
+	var itemOffs, controlOffs []int64
 	starts := []int64{spillHeader} // record boundaries, for checking marks
 	w := &spillWindow{r: r, size: size, zerosFrom: size}
 	off := int64(spillHeader)
@@ -367,6 +372,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 				// records after its last mark, not for all of them.
 				starts = dropBelow(starts, m)
 				itemOffs = dropBelow(itemOffs, m)
+				controlOffs = dropBelow(controlOffs, m)
 			}
 		}
 		if prob.kind != probNone {
@@ -389,6 +395,9 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 		if p[0] == recItem {
 			sc.items++
 			itemOffs = append(itemOffs, off)
+			if tag, _, err := parseItemRecord(p, maxURL); err == nil && isControl(controlTag, tag) {
+				controlOffs = append(controlOffs, off)
+			}
 		}
 		off += recHead + int64(len(p))
 		starts = append(starts, off)
@@ -405,6 +414,11 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int) (sc spi
 	for _, o := range itemOffs {
 		if o >= sc.consumed {
 			sc.unread++
+		}
+	}
+	for _, o := range controlOffs {
+		if o >= sc.consumed {
+			sc.unreadControl++
 		}
 	}
 	return sc, nil

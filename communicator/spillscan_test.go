@@ -16,7 +16,7 @@ import (
 // delivers is the same.
 func TestScanMemoryAfterMarks(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestScanMemoryAfterMarks(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	sc, err := scanSpill(f, fi.Size(), 1, 2, 1000)
+	sc, err := scanSpill(f, fi.Size(), 1, 2, 1000, 0)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestScanMarksAmongDamage(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sc, err := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000)
+		sc, err := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000, 0)
 		done <- result{sc, err}
 	}()
 	select {

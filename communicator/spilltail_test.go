@@ -37,7 +37,7 @@ func TestSpillBigTailStreamed(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestSpillTailCutFails(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &small); err != nil {
 		t.Skipf("cannot lower the file size limit: %v", err)
 	}
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestSpillTailCutFails(t *testing.T) {
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = openSpill(dir, 1, 2, 1000); err != nil {
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
@@ -135,7 +135,7 @@ func TestSpillTailCutFails(t *testing.T) {
 // logged) made the application's next Sync say all was well. Now every
 // later fsync of the file fails with the first error.
 func TestSpillSyncFailureSticks(t *testing.T) {
-	s, err := openSpill(t.TempDir(), 1, 2, 1000)
+	s, err := openSpill(t.TempDir(), 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestSpillZerosNotKept(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := spillPath(dir, 1, 2)
-			s, err := openSpill(dir, 1, 2, 1000)
+			s, err := openSpill(dir, 1, 2, 1000, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestSpillZerosNotKept(t *testing.T) {
 			}
 			err = within(t, "opening the spill file", func() error {
 				var err error
-				s, err = openSpill(dir, 1, 2, 1000)
+				s, err = openSpill(dir, 1, 2, 1000, 0)
 				return err
 			})
 			if err != nil {
@@ -284,7 +284,7 @@ func TestSpillUnwrittenNotDamage(t *testing.T) {
 			if err != nil || len(rep.Findings) != 0 {
 				t.Errorf("CheckSpill: %v, %+v; want nothing found", err, rep)
 			}
-			s, err := openSpill(dir, 1, 2, 1000)
+			s, err := openSpill(dir, 1, 2, 1000, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +300,7 @@ func TestSpillUnwrittenNotDamage(t *testing.T) {
 			if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 				t.Errorf("%d files in the directory; want the spill file alone", len(ents))
 			}
-			if s, err = openSpill(dir, 1, 2, 1000); err != nil || len(s.errs) > 0 || s.unreadItems != 1 {
+			if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil || len(s.errs) > 0 || s.unreadItems != 1 {
 				t.Fatalf("reopened: %v, %q, %d items; want the one appended", err, s.errs, s.unreadItems)
 			}
 			s.close()
@@ -315,7 +315,7 @@ func TestSpillUnwrittenNotDamage(t *testing.T) {
 // record, as the open does, and counts the stretch with the open's.
 func TestSpillDamagedUnderReader(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSpill(dir, 1, 2, 1000)
+	s, err := openSpill(dir, 1, 2, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestSpillDamagedUnderReader(t *testing.T) {
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = openSpill(dir, 1, 2, 1000); err != nil { // an earlier run's items: read from the file
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // an earlier run's items: read from the file
 		t.Fatal(err)
 	}
 	defer s.close()

@@ -115,7 +115,7 @@ func TestCheckSpillStateOwner(t *testing.T) {
 	if err != nil || rep.Damaged() || !rep.StateNodeKnown || rep.StateNode != 1 {
 		t.Fatalf("node 1's own files: %v %+v", err, rep)
 	}
-	s, err := openSpill(dir, 2, 3, 1000)
+	s, err := openSpill(dir, 2, 3, 1000, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

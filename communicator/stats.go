@@ -37,7 +37,13 @@ type PeerStats struct {
 	QueuedBytes  int
 	Unacked      int // batches in flight
 	UnackedItems int
-	Retransmits  uint64
+	// ControlItems is how many of the items queued, in flight and unread
+	// in the spill file are control items (Config.ControlTag): the rest
+	// are the application's data (a node's URLs). SpillControlItems is
+	// how many of SpillItems are.
+	ControlItems      int
+	SpillControlItems int64
+	Retransmits       uint64
 	// Exhausted: this start has given out every sequence number it may
 	// use towards the peer (about 4.3 billion batches); nothing more is
 	// sent to it until this node restarts.
@@ -86,11 +92,11 @@ func (e *Endpoint) Stats() Stats {
 			ID: p.id, Addr: p.addr, Down: p.down(now), LastAck: p.lastAck, Epoch: p.theirs,
 			Queued: p.q.len() + p.sq.len(), QueuedBytes: p.q.bytes + p.sq.bytes,
 			Unacked: p.inflight, UnackedItems: p.inItems, Retransmits: p.retrans, Exhausted: p.exhausted,
-			RecvAcked: p.rx.cum, RecvPending: len(p.rx.pending),
+			RecvAcked: p.rx.cum, RecvPending: len(p.rx.pending), ControlItems: p.backlogControl(),
 		}
 		if sp := p.spill; sp != nil {
 			ps.SpillBytes = sp.end
-			ps.SpillItems = sp.unreadItems
+			ps.SpillItems, ps.SpillControlItems = sp.unreadItems, sp.unreadControl
 			ps.SpilledItems = sp.spilledItems
 			ps.SpillErrors = append([]string(nil), sp.errs...)
 			ps.SpillSkipped, ps.SpillDamaged = sp.skippedBytes, sp.skippedRegions

@@ -195,6 +195,8 @@ func (n *Node) openCluster() error {
 		cc.Peers[communicator.NodeID(id)] = a
 	}
 	cc.Keys, cc.SendKey = []communicator.Key{{ID: 1, Secret: nc.Secret}}, 1
+	// Hellos and rounds are not URLs: a peer's "URLs wait" leaves them out.
+	cc.ControlTag = cluster.MaxURLTag + 1
 	cc.Handler = c.handle
 	cc.SpillDir = nc.CommDir
 	if cc.SpillDir == "" {

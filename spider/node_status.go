@@ -629,7 +629,9 @@ func GroupDigits(n uint64) string { return count(n) }
 
 // clusterPeers is the peers as the node's communicator sees them (none
 // outside a cluster): queue counts URLs waiting for the peer in memory, in
-// flight and in its spill file; last_heard is its last acknowledgement.
+// flight and in its spill file (not the hellos and rounds beside them,
+// which a peer that is gone has too); last_heard is its last
+// acknowledgement.
 func (n *Node) clusterPeers() []PeerStatus {
 	out := []PeerStatus{}
 	if n.cl == nil {
@@ -637,7 +639,7 @@ func (n *Node) clusterPeers() []PeerStatus {
 	}
 	for _, p := range n.ClusterStats().Comm.Peers {
 		ps := PeerStatus{Node: int(p.ID), Addr: p.Addr.String(), Up: !p.Down,
-			Queue:        uint64(max(p.Queued, 0)) + uint64(max(p.UnackedItems, 0)) + uint64(max(p.SpillItems, 0)),
+			Queue:        uint64(max(p.Queued+p.UnackedItems+int(p.SpillItems)-p.ControlItems, 0)),
 			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC()}
 		n.cl.peerStatus(&ps, p.Drops)
 		out = append(out, ps)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kspider/kspider/communicator"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/spider/cluster"
@@ -134,13 +135,21 @@ func (rc *runCluster) summary(n *spider.Node) string {
 	}
 	for _, p := range s.Comm.Peers {
 		if p.Down {
-			line += fmt.Sprintf("\ncluster: node %d is down: %d URLs wait for it (%d in the spill file)", p.ID, p.Queued+p.UnackedItems+int(p.SpillItems), p.SpillItems)
+			line += "\ncluster: " + downLine(p)
 			if n := p.Drops["bad_mac"]; n > 0 {
 				line += fmt.Sprintf("; %d datagrams in its name failed authentication: has it the same cluster.secret_file as this node?", n)
 			}
 		}
 	}
 	return line
+}
+
+// downLine says what waits for peer p, down: the URLs, not the hellos and
+// rounds queued beside them (a peer gone for good has those too).
+func downLine(p communicator.PeerStats) string {
+	urls := p.Queued + p.UnackedItems + int(p.SpillItems) - p.ControlItems
+	spilled := p.SpillItems - p.SpillControlItems
+	return fmt.Sprintf("node %d is down: %d URLs wait for it (%d in the spill file)", p.ID, max(urls, 0), max(spilled, 0))
 }
 
 // lostShares is the error of a run whose crawl ended while peers came
