@@ -53,9 +53,11 @@ type PeerStats struct {
 	SpillBytes   int64
 	SpillItems   int64
 	SpilledItems uint64
-	// SpillErrors describe damaged spill records (file and offset);
-	// SpillSkipped is the damaged bytes the reader skipped, in
-	// SpillDamaged stretches (each in SpillErrors).
+	// SpillErrors describe damaged spill records (file and offset), at
+	// most 32 of them (spillErrsMax): the first 31, then the latest,
+	// which says how many more there were; SpillSkipped is the damaged
+	// bytes the reader skipped, in SpillDamaged stretches, all counted
+	// whether listed in SpillErrors or not.
 	SpillErrors  []string
 	SpillSkipped int64
 	SpillDamaged int
