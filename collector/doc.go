@@ -14,7 +14,9 @@
 // pipeline and hides the connection. Requests are written with
 // (*http.Request).Write, the request-target being the URL's path and query
 // as written (net/url rebuilds a path holding '|' or '^' from its decoded
-// form: %2F would go out as '/'), and responses read with
+// form: %2F would go out as '/'; a '%' that starts no escape, "/home%",
+// which net/url refuses, goes out as written too, as browsers send it), and
+// responses read with
 // http.ReadResponse on one
 // bufio.Reader per connection; there is no hand-written HTTP parser. Before
 // ReadResponse sees a response, the fetcher finds the end of its header

@@ -44,6 +44,84 @@ func originOf(u *url.URL) (origin, error) {
 	return o, nil
 }
 
+// parseTarget parses raw, a URL of a list, for its request. A path holding
+// a '%' that starts no escape ("/home%", "/50%-off") fails url.Parse, yet
+// the canonical form keeps it as written, as browsers send it (WHATWG), so
+// such a URL ended bad-url and was never fetched: it is parsed with those
+// '%' escaped and requested as written (keepTarget). When the path cannot
+// go out as written (bytes a request line may not carry), the URL stays
+// refused with url.Parse's error: requesting "%25" would be another resource.
+func parseTarget(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err == nil {
+		keepTarget(u, raw)
+		return u, nil
+	}
+	fixed, changed := escapeStrayPercent(raw)
+	if !changed {
+		return nil, err
+	}
+	v, err2 := url.Parse(fixed)
+	if err2 != nil {
+		return nil, err
+	}
+	keepTarget(v, raw)
+	if v.Opaque == "" {
+		return nil, err
+	}
+	return v, nil
+}
+
+// escapeStrayPercent writes each '%' of raw's path and fragment that is not
+// followed by two hex digits as "%25". The authority is left alone (a '%'
+// there is an error either way) and so is the query, which url.Parse takes
+// as written.
+func escapeStrayPercent(raw string) (string, bool) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw, false
+	}
+	start := i + 3
+	if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
+		start += j
+	} else {
+		return raw, false
+	}
+	var b strings.Builder
+	changed := false
+	inQuery, inFragment := false, false
+	for k := 0; k < len(raw); k++ {
+		c := raw[k]
+		if k >= start {
+			switch {
+			case c == '?' && !inFragment:
+				inQuery = true
+			case c == '#' && !inFragment:
+				inQuery, inFragment = false, true
+			case c == '%' && !inQuery && !(k+2 < len(raw) && ishex(raw[k+1]) && ishex(raw[k+2])):
+				if !changed {
+					b.Grow(len(raw) + 8)
+					b.WriteString(raw[:k])
+					changed = true
+				}
+				b.WriteString("%25")
+				continue
+			}
+		}
+		if changed {
+			b.WriteByte(c)
+		}
+	}
+	if !changed {
+		return raw, false
+	}
+	return b.String(), true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
 // keepTarget makes u, parsed from raw, write raw's path as the request
 // line's target, byte for byte. net/url writes a path it would escape
 // differently ('|' or '^' in it) from its decoded form, so "/a%2Fb|c" went
@@ -102,7 +180,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 	var o origin
 	have := false
 	add := func(r *Result, raw string, head bool, req int) {
-		u, err := url.Parse(raw)
+		u, err := parseTarget(raw)
 		var ro origin
 		if err == nil {
 			ro, err = originOf(u)
@@ -115,7 +193,6 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 			f.finish(r)
 			return
 		}
-		keepTarget(u, raw)
 		if !have {
 			o, have = ro, true
 		}
@@ -125,7 +202,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 	if b.Robots != nil && len(l.Requests) > 0 {
 		// The list's origin comes from its first URL that parses.
 		for _, rq := range l.Requests {
-			if u, err := url.Parse(rq.URL); err == nil {
+			if u, err := parseTarget(rq.URL); err == nil {
 				if ro, err := originOf(u); err == nil {
 					b.Robots.URL = u.Scheme + "://" + u.Host + "/robots.txt"
 					o, have = ro, true
