@@ -47,7 +47,10 @@
 // one AND; and, for sets of 64 or more wildcard-free patterns (sites that
 // list thousands of URLs), looks those up by the path's prefixes in a map.
 // A literal prefix is compared before any wildcard work; a check allocates
-// nothing.
+// nothing. A check's wildcard patterns scan at most 16 MiB of path between
+// them (checkBudget: tens of thousands of '*' patterns each scanning a long
+// path would cost seconds); a check that runs out answers disallowed, which
+// is within any rules, and Rules.OverBudget counts it.
 //
 // # Differences from Google's parser
 //

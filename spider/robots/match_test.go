@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,33 @@ EOF
 	longest := "User-Agent: foobot\nAllow: /example/page/\nDisallow: /example/page/disallowed.gif\n"
 	expect(t, longest, "foobot", check{"/example/page/", true}, check{"/example/page/disallowed.gif", false},
 		check{"/example/page/other.gif", true})
+}
+
+// TestCheckBudget: a hostile robots.txt of some 9,500 distinct wildcard
+// patterns in 512 KiB, none matching a path of "ab"s, made each check scan
+// the path once per pattern: 76 million bytes for an 8 KiB path, and more
+// the longer the path. A check now stops at checkBudget bytes scanned and
+// answers disallowed, counted; a short path, and a path one of the
+// patterns matches early, are decided as before.
+func TestCheckBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\nAllow: /ok\n")
+	for i := 0; b.Len() < DefaultMaxSize-64; i++ {
+		x := strings.NewReplacer("0", "a", "1", "b").Replace(fmt.Sprintf("%020b", i))
+		fmt.Fprintf(&b, "Disallow: /*%s*%s\n", x, x)
+	}
+	r := Parse([]byte(b.String())).Rules("kspider")
+	long := "/" + strings.Repeat("ab", 4000) + "0123456789"
+	if r.Allowed(long) {
+		t.Errorf("a path the rules cannot be checked against within the budget was allowed")
+	}
+	if n := r.OverBudget(); n != 1 {
+		t.Errorf("OverBudget %d, want 1", n)
+	}
+	if !r.Allowed("/ok") || !r.Allowed("/abab") || r.Allowed("/"+strings.Repeat("a", 60)) {
+		t.Errorf("short paths decided wrongly")
+	}
+	if n := r.OverBudget(); n != 1 {
+		t.Errorf("OverBudget %d after short paths, want 1", n)
+	}
 }

@@ -3,6 +3,7 @@ package robots
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -28,7 +29,23 @@ type Rules struct {
 	// HasCrawlDelay tells a Crawl-delay of 0 from none.
 	HasCrawlDelay bool
 	d             dialect
+
+	overBudget atomic.Int64 // checks that ran out of checkBudget (OverBudget)
 }
+
+// checkBudget bounds the bytes one check's wildcard patterns may scan. Each
+// such pattern whose literal prefix the path has costs up to the path's
+// length, so a hostile robots.txt (some 9,500 distinct "/*ab..*ab.."
+// patterns in 512 KiB, none matching) made a check of an 8 KiB path scan 76
+// million bytes, 66 ms, and of a longer path proportionally more. The largest
+// rule set of the real corpus (2,126 wildcard patterns) scans under a third
+// of it for a 2 KiB path. A check that runs out says disallowed, which is
+// always within the rules, and is counted (OverBudget).
+const checkBudget = 16 << 20
+
+// OverBudget returns how many checks of r ran out of their budget of bytes
+// scanned and answered disallowed without deciding.
+func (r *Rules) OverBudget() int64 { return r.overBudget.Load() }
 
 // pattern is one compiled rule. prefix is the literal text before the first
 // '*' (or the whole pattern without a final '$'), which is compared first.
@@ -301,6 +318,7 @@ func (v verdict) beatenBy(prio int, allow bool) bool {
 // the first pattern that could no longer win) and returns its verdict.
 func (r *Rules) decide(path string) bool {
 	var v verdict
+	budget := checkBudget
 	if r.lit != nil {
 		v = r.lit.best(path)
 	}
@@ -314,25 +332,40 @@ func (r *Rules) decide(path string) bool {
 			if len(group) > maskFrom {
 				pm, masked = byteMask(path), true
 			}
-			v = scan(group, path, pm, v)
+			v = scan(group, path, pm, v, &budget)
 		}
 	}
 	if !masked && len(r.general) > maskFrom {
 		pm = byteMask(path)
 	}
-	v = scan(r.general, path, pm, v)
+	if budget >= 0 {
+		v = scan(r.general, path, pm, v, &budget)
+	}
+	if budget < 0 {
+		r.overBudget.Add(1)
+		return false
+	}
 	return !v.found || v.allow
 }
 
 // scan returns the better of v and the first pattern of list (in decision
-// order) that matches path.
-func scan(list []pattern, path string, pm uint64, v verdict) verdict {
+// order) that matches path. It takes what each wildcard pattern tried may
+// scan from budget, and stops when that goes below 0.
+func scan(list []pattern, path string, pm uint64, v verdict, budget *int) verdict {
 	for i := range list {
 		p := &list[i]
 		if !v.beatenBy(p.prio, p.allow) {
 			break // nothing further down the list can win
 		}
-		if p.mask&^pm == 0 && p.match(path) {
+		if p.mask&^pm != 0 {
+			continue
+		}
+		if p.wild && strings.HasPrefix(path, p.prefix) {
+			if *budget -= len(path) + len(p.text); *budget < 0 {
+				return v
+			}
+		}
+		if p.match(path) {
 			return verdict{p.prio, p.allow, true}
 		}
 	}
