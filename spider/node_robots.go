@@ -26,7 +26,51 @@ type nodeRobots struct {
 	src *robots.Source
 
 	mu        sync.Mutex
-	connected map[string]time.Time // origin -> when its last robots.txt connection closed
+	connected map[string]time.Time // origin -> when its last robots.txt connection closed, for chains under way
+}
+
+// robotsChain is what one robotsVerdictFor's fetch did, carried to
+// robotsDoer in the context (robotsChainKey): each hop's origin and the
+// time its connection closed, as set in nodeRobots.connected. The chain
+// takes its entries out when it ends (those no later chain has set since):
+// kept for good, an entry per redirect target on another host made the map
+// grow with every distinct target a hostile web named. Hops are sequential.
+type robotsChain struct {
+	hops []robotsHop // at most one per hop: 5 redirects and the first
+}
+
+type robotsHop struct {
+	origin string
+	closed time.Time
+}
+
+type robotsChainKey struct{}
+
+// closedNow records that origin's robots.txt connection of chain c closed
+// now.
+func (r *nodeRobots) closedNow(c *robotsChain, origin string) {
+	if c == nil {
+		return // not a robotsVerdictFor fetch: nothing would take it out
+	}
+	now := time.Now()
+	r.mu.Lock()
+	r.connected[origin] = now
+	r.mu.Unlock()
+	c.hops = append(c.hops, robotsHop{origin, now})
+}
+
+// endChain takes chain c's entries out of connected, and says whether c
+// fetched origin's robots.txt.
+func (r *nodeRobots) endChain(c *robotsChain, origin string) (fetched bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, h := range c.hops {
+		fetched = fetched || h.origin == origin
+		if t, ok := r.connected[h.origin]; ok && t.Equal(h.closed) {
+			delete(r.connected, h.origin)
+		}
+	}
+	return fetched
 }
 
 // robotsCacheOrigins bounds the origins whose rules are cached; an evicted
@@ -82,11 +126,10 @@ type robotsVerdict struct {
 // while the list's connection is open.
 func (n *Node) robotsVerdictFor(ctx context.Context, u string) robotsVerdict {
 	v := robotsVerdict{origin: robots.OriginOf(u)}
-	v.rules = n.robots.src.Rules(ctx, v.origin)
-	n.robots.mu.Lock()
-	_, v.fetched = n.robots.connected[v.origin]
-	delete(n.robots.connected, v.origin) // processList waits the gap after it
-	n.robots.mu.Unlock()
+	chain := &robotsChain{}
+	v.rules = n.robots.src.Rules(context.WithValue(ctx, robotsChainKey{}, chain), v.origin)
+	// The list's own origin: processList waits the gap after it.
+	v.fetched = n.robots.endChain(chain, v.origin)
 	if ctx.Err() != nil {
 		v.rules = nil
 		return v
@@ -165,15 +208,14 @@ func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	n := d.n
 	u := req.URL.String()
 	origin := robots.OriginOf(u)
+	chain, _ := req.Context().Value(robotsChainKey{}).(*robotsChain)
 	if p, _ := req.Context().Value(primedKey{}).(*primedRobots); p != nil && !p.used {
 		// The first hop, robots.txt of the list's origin, came on the
 		// list's connection. Recorded as a fetch (rulesFor's "fetched")
 		// and as a close now: a redirect hop to the same origin waits the
 		// gap after it.
 		p.used = true
-		n.robots.mu.Lock()
-		n.robots.connected[origin] = time.Now()
-		n.robots.mu.Unlock()
+		n.robots.closedNow(chain, origin)
 		if p.err != nil {
 			return nil, p.err
 		}
@@ -188,9 +230,7 @@ func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	b := n.coll.Fetch(req.Context(), &collector.List{Requests: []collector.Request{{URL: u}}, Linger: true})
 	defer n.coll.Release(b)
-	n.robots.mu.Lock()
-	n.robots.connected[origin] = time.Now()
-	n.robots.mu.Unlock()
+	n.robots.closedNow(chain, origin)
 	n.outOfFiles(&b.Results[0])
 	p := primeRobots(&b.Results[0])
 	if p.err != nil {

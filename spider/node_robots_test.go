@@ -1,9 +1,16 @@
 package spider
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kspider/kspider/collector"
 )
 
 // crawlFlakyRobots crawls a robotsListSite whose robots.txt (disallowing
@@ -41,5 +48,52 @@ func TestNodeRobotsStaleCopy(t *testing.T) {
 	got, hits = crawlFlakyRobots(t, -1)
 	if len(got) != 1 || !got["/"] || hits["/a"]+hits["/b"]+hits["/private/x"] != 0 {
 		t.Errorf("without a stale copy: stored %v, requests %v; want / only", got, hits)
+	}
+}
+
+// TestNodeRobotsRedirectTargetsForgotten: robots.txt of each of 20 hosts
+// redirects to a host of its own. The record of when each origin's robots.txt
+// connection closed (for the gap before a hop to the same origin) kept an
+// entry for every redirect target for good: a hostile web naming a new
+// target per host grew it without bound. Once the chains are over, nothing
+// is kept.
+func TestNodeRobotsRedirectTargetsForgotten(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		if name, ok := strings.CutPrefix(host, "from-"); ok {
+			http.Redirect(w, r, fmt.Sprintf("http://to-%s:%d/robots.txt", name, port), http.StatusMovedPermanently)
+			return
+		}
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	coll, err := collector.New(collector.Config{UserAgent: "kspider-test", Fetchers: 2, ReconnectGap: 10 * time.Millisecond,
+		Lookup: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(coll.CloseIdle)
+	n := &Node{cfg: NodeConfig{UserAgent: "kspider-test"}, coll: coll}
+	n.robots = newNodeRobots(n)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 20 {
+		v := n.robotsVerdictFor(ctx, fmt.Sprintf("http://from-%d.test:%d/page", i, port))
+		if !v.ok || !v.fetched || v.rules.AllowedURL(fmt.Sprintf("http://from-%d.test:%d/private/x", i, port)) {
+			t.Fatalf("host %d: ok %v, fetched %v, the redirect target's Disallow not applied", i, v.ok, v.fetched)
+		}
+	}
+	n.robots.mu.Lock()
+	defer n.robots.mu.Unlock()
+	if len(n.robots.connected) != 0 {
+		t.Errorf("after the chains, %d origins still kept: %v", len(n.robots.connected), n.robots.connected)
 	}
 }
