@@ -28,6 +28,10 @@ type bufPool struct {
 const (
 	poolMin     = 512
 	poolClasses = 12 // 512 bytes .. 1 MiB
+
+	// bodyHintMax is the most a body buffer starts with, whatever the
+	// response announces: the pool's largest class.
+	bodyHintMax = poolMin << (poolClasses - 1)
 )
 
 // classOf is the smallest class holding n bytes, or -1 past 1 MiB.
@@ -89,7 +93,8 @@ func (p *bufPool) readCapped(body interface{ Read([]byte) (int, error) }, b **[]
 	buf := **b
 	for {
 		if len(buf) == cap(buf) {
-			nb := p.get(2 * cap(buf))
+			// Never past max+1: a 10 MiB cap needs no 16 MiB buffer.
+			nb := p.get(int(min(2*int64(cap(buf)), max+1)))
 			*nb = append(*nb, buf...)
 			**b = buf
 			p.put(*b)

@@ -3,7 +3,10 @@ package collector
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,5 +271,31 @@ func TestDialFailures(t *testing.T) {
 		if want := []Kind{Connect, Connect, BadURL}[i]; r.Kind != want {
 			t.Errorf("%s: %s (%v), want %s", r.URL, r.Kind, r.Err, want)
 		}
+	}
+}
+
+// TestAnnouncedLengthNotAllocated: a server announcing a 10 MiB body and
+// hanging up after 100 bytes had the collector allocate the whole 10 MiB for
+// each response (the buffer was sized from Content-Length): 20 responses,
+// 200 MiB. The buffer now grows as bytes come.
+func TestAnnouncedLengthNotAllocated(t *testing.T) {
+	s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+		fmt.Fprintf(cs.bw, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", 10<<20, strings.Repeat("x", 100))
+		return false
+	})
+	c := rawCollector(t, Config{MaxBody: 10 << 20})
+	const lists = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range lists {
+		b := c.Fetch(context.Background(), &List{Requests: []Request{{URL: s.url(fmt.Sprintf("/%d", i))}}})
+		if r := &b.Results[0]; !r.Short || len(r.WireBody) != 100 {
+			t.Errorf("%s: %s, %d bytes, short %v; want 100 bytes, cut short", r.URL, r.Kind, len(r.WireBody), r.Short)
+		}
+		c.Release(b)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > lists<<20 {
+		t.Errorf("%d responses of 100 bytes announcing 10 MiB allocated %d MiB", lists, got>>20)
 	}
 }

@@ -177,7 +177,10 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	hint := 16 << 10
 	if resp.ContentLength >= 0 {
 		// One more byte than announced: EOF then arrives without a grow.
-		hint = int(min(resp.ContentLength, maxBody)) + 1
+		// Past the pool's largest class the buffer grows as bytes come:
+		// sized from the announced length alone, a server announcing
+		// MaxBody and hanging up cost a MaxBody allocation per response.
+		hint = int(min(resp.ContentLength, maxBody, bodyHintMax-1)) + 1
 	}
 	wb := f.col.bufs.get(hint)
 	complete, err := f.col.bufs.readCapped(resp.Body, &wb, maxBody)
