@@ -34,8 +34,9 @@
 // product token equals the crawler's (case-insensitively) are merged; if there
 // are none, the "*" groups are merged; if there are none either, everything is
 // allowed. Patterns and the URL's path+query are compared in one percent-encoding
-// normal form (see normalize.go): octets outside US-ASCII, controls and space
-// are percent-encoded, hex digits are upper case, and escapes of unreserved
+// normal form (see normalize.go): octets outside US-ASCII, controls, space and
+// the octets RFC 3986 allows nowhere in a URI (" < > \ ^ ` { | }: "/a|b" is
+// "/a%7Cb") are percent-encoded, hex digits are upper case, and escapes of unreserved
 // characters (ALPHA DIGIT - . _ ~) are decoded, as RFC 9309 section 2.2.2 asks;
 // a URL's '*' and '$' are the octets a rule writes %2A and %24 (section 2.2.3).
 // '*' matches any run of octets and a final '$' anchors the end. The longest

@@ -266,3 +266,16 @@ func TestCheckBudget(t *testing.T) {
 		t.Errorf("OverBudget %d after short paths, want 1", n)
 	}
 }
+
+// TestEncodedUnsafeOctets: RFC 3986 allows '|', '^', '{', '}', '\',
+// '"', '<', '>' and '`' nowhere in a URI, so a URI carries them encoded and
+// RFC 9309 compares "/a|b" and "/a%7Cb" as one path. A crawl's canonical
+// URLs keep '|' and '^' raw (WHATWG), and "Disallow: /a%7Cb" let "/a|b" be
+// fetched.
+func TestEncodedUnsafeOctets(t *testing.T) {
+	expect(t, "User-agent: *\nDisallow: /a%7Cb\nDisallow: /x^y\nDisallow: /q?c={%7d\nDisallow: /*%5E$\n", "kspider",
+		check{"/a|b", false}, check{"/a%7cb/c", false}, check{"/a%7Cb", false},
+		check{"/x%5Ey", false}, check{"/x%5ey", false}, check{"/x^y", false},
+		check{"/q?c=%7B}", false}, check{"/z/^", false},
+		check{"/a/b", true}, check{"/a%2Fb", true}, check{"/x%5Ez", true}, check{"/z/^z", true})
+}

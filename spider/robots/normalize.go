@@ -4,7 +4,11 @@ import "strings"
 
 // The percent-encoding normal form patterns and paths are compared in
 // (RFC 9309 section 2.2.2): octets outside printable US-ASCII (controls,
-// space, DEL, 0x80-0xFF) are percent-encoded; escapes get upper-case hex;
+// space, DEL, 0x80-0xFF) are percent-encoded, and so are the printable
+// octets RFC 3986 allows nowhere in a URI (" < > \ ^ ` { | }), which a URI
+// can only carry encoded, so that "Disallow: /a%7Cb" matches the path
+// "/a|b" (a canonical URL keeps '|' and '^' raw, as WHATWG does) and
+// "Disallow: /a|b" the path "/a%7cb"; escapes get upper-case hex;
 // escapes of unreserved characters (RFC 3986: ALPHA DIGIT - . _ ~) are
 // decoded, so "/%7Ea" and "/~a" are one path while "%2F" and "/" stay two.
 // A '%' not followed by two hex digits is left alone. Patterns and paths use
@@ -40,7 +44,13 @@ func isUnreserved(c byte) bool {
 // a path, or, with wild, of a pattern (whose '*' is the wildcard; its final
 // '$' is cut off before).
 func mustEncode(c byte, wild bool) bool {
-	return c <= 0x20 || c >= 0x7F || c == '$' || c == '*' && !wild
+	switch c {
+	case '"', '<', '>', '\\', '^', '`', '{', '|', '}', '$':
+		return true
+	case '*':
+		return !wild
+	}
+	return c <= 0x20 || c >= 0x7F
 }
 
 // isNormal reports whether s is already in the normal form, the common case
