@@ -36,9 +36,9 @@ func Canonical(base *URL, ref string, opts *Options) (string, error) {
 // unchanged and the error is an *Error whose Reason says why.
 //
 // The canonical form is the WHATWG href (layer 1) with the fragment and
-// the credentials dropped, escapes of unreserved characters decoded, all
-// other escapes in upper case, an empty query dropped, and then the
-// options applied. Layer 1 already lower-cases the host, drops the
+// the credentials dropped, a host's trailing dots dropped, escapes of
+// unreserved characters decoded, all other escapes in upper case, an empty
+// query dropped, and then the options applied. Layer 1 already lower-cases the host, drops the
 // default port and writes "/" for an empty http(s) path.
 func AppendCanonical(dst []byte, base *URL, ref string, opts *Options) ([]byte, error) {
 	buf, p, err := appendParse(dst, base, ref)
@@ -59,7 +59,8 @@ func AppendCanonical(dst []byte, base *URL, ref string, opts *Options) ([]byte, 
 	}
 	// Rewrite in place: every step writes at w <= the position it reads.
 	w := p.schemeEnd + 3 // after "://"
-	w += copy(buf[w:], buf[p.hostStart:p.authorityEnd])
+	w += copy(buf[w:], buf[p.hostStart:foldRootDots(buf, p.hostStart, p.hostEnd)])
+	w += copy(buf[w:], buf[p.hostEnd:p.authorityEnd])
 	pathEnd := len(buf)
 	if p.fragmentStart >= 0 {
 		pathEnd = p.fragmentStart
@@ -94,6 +95,24 @@ func AppendCanonical(dst []byte, base *URL, ref string, opts *Options) ([]byte, 
 			Detail: "canonical form is " + strconv.Itoa(len(buf)-p.off) + " bytes, over the limit of " + strconv.Itoa(opts.MaxLength)}
 	}
 	return buf, nil
+}
+
+// foldRootDots returns where the domain buf[start:end] ends without its
+// trailing dots: "example.com." names the DNS root's example.com, the name
+// "example.com" resolves to as well, and kept apart the two were two hosts
+// to the crawl, each crawled in full, their server asked twice as often as
+// the politeness delay allows. A host of dots alone is left as it is (no
+// name would remain), and so is one whose last label is a number once its
+// dots are gone ("foo.09.." would read as an invalid IPv4 address).
+func foldRootDots(buf []byte, start, end int) int {
+	e := end
+	for e > start && buf[e-1] == '.' {
+		e--
+	}
+	if e == start || e < end && endsInNumber(buf[start:e]) {
+		return end
+	}
+	return e
 }
 
 // normalizeEscapes copies buf[r:end] to buf[w:], decoding escapes of

@@ -38,6 +38,14 @@ func TestCanonical(t *testing.T) {
 		{in: "http://0x7F.0.0.1/", want: "http://127.0.0.1/"},
 		{in: "http://[0:0:0:0:0:0:0:1]:8080/", want: "http://[::1]:8080/"},
 		{in: "\\\\other.example\\x", want: "http://other.example/x"},
+		// The trailing dot names the same DNS name: one host, not two
+		// crawled in full and their server asked twice as often.
+		{in: "http://Example.COM./a", want: "http://example.com/a"},
+		{in: "https://example.com..:8443/", want: "https://example.com:8443/"},
+		{in: "http://bücher.example./", want: "http://xn--bcher-kva.example/"},
+		{in: "http://127.0.0.1./", want: "http://127.0.0.1/"},
+		{in: "http://./x", want: "http://./x"},
+		{in: "http://foo.09../", want: "http://foo.09../"}, // "foo.09" is an invalid IPv4 address
 		{in: "/a;jsessionid=ABC123/b;jsessionid=1?PHPSESSID=x&a=1&SID=2&sessionid=3&ASPSESSIONIDQQ=4&b=2",
 			want: "http://example.com/a/b?a=1&b=2", opts: Options{StripSessionIDs: true}},
 		{in: "/a;jsessionid=ABC?PHPSESSID=x", want: "http://example.com/a;jsessionid=ABC?PHPSESSID=x"},
@@ -99,10 +107,10 @@ func TestCanonicalDrops(t *testing.T) {
 // TestCanonicalOneStringOneResource checks both rules of the canonical
 // form on random references built from pieces that are easy to confuse.
 // The reference identity of a URL is computed independently: the WHATWG
-// href without fragment and credentials, read as a sequence of octets
-// where an escape of an unreserved character is that character and any
-// other escape is kept as an escape (in upper case), and a bare "?" at the
-// end does not count. Two references with the same identity must give the
+// href without fragment, credentials and the host's trailing dots, read as
+// a sequence of octets where an escape of an unreserved character is that
+// character and any other escape is kept as an escape (in upper case), and
+// a bare "?" at the end does not count. Two references with the same identity must give the
 // same canonical string (one resource, one string) and two with different
 // identities different strings (one string, one resource).
 func TestCanonicalOneStringOneResource(t *testing.T) {
@@ -169,7 +177,16 @@ func TestInvalidUTF8Bytes(t *testing.T) {
 }
 
 func identity(u *URL) string {
-	s := u.Scheme() + "://" + u.Host() + u.Pathname()
+	host := u.Hostname()
+	// A host's trailing dots name the DNS root: "a." is the name "a"
+	// resolves to (but dots alone, or a number left last, stay).
+	if h := strings.TrimRight(host, "."); h != "" && !endsInNumber([]byte(h)) {
+		host = h
+	}
+	if p := u.Port(); p != "" {
+		host += ":" + p
+	}
+	s := u.Scheme() + "://" + host + u.Pathname()
 	if q := u.Query(); q != "" {
 		s += "?" + q
 	}

@@ -14,7 +14,10 @@
 // AppendCanonical and Canonical. It is the key of the URL tree, so it obeys
 // two rules: two spellings of one resource give one string, and one string
 // never stands for two resources. It drops the fragment and the credentials,
-// keeps only http and https, writes "/" for an empty path, drops an empty
+// drops a host's trailing dots ("example.com." is the DNS name
+// "example.com" resolves to; WHATWG keeps the dot, and the two would be two
+// hosts crawled in full), keeps only http and https, writes "/" for an
+// empty path, drops an empty
 // query ("?"), upper-cases percent-escapes and decodes the escapes of
 // unreserved characters (RFC 3986 §2.3) but never of reserved ones (%2F
 // stays %2F: decoding it would merge two resources). Options can also strip
