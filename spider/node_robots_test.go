@@ -73,16 +73,7 @@ func TestNodeRobotsRedirectTargetsForgotten(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	coll, err := collector.New(collector.Config{UserAgent: "kspider-test", Fetchers: 2, ReconnectGap: 10 * time.Millisecond,
-		Lookup: func(context.Context, string) ([]netip.Addr, error) {
-			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(coll.CloseIdle)
-	n := &Node{cfg: NodeConfig{UserAgent: "kspider-test"}, coll: coll}
-	n.robots = newNodeRobots(n)
+	n := robotsTestNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range 20 {
@@ -96,4 +87,51 @@ func TestNodeRobotsRedirectTargetsForgotten(t *testing.T) {
 	if len(n.robots.connected) != 0 {
 		t.Errorf("after the chains, %d origins still kept: %v", len(n.robots.connected), n.robots.connected)
 	}
+}
+
+// TestNodeRobotsRedirectPathAsWritten: a robots.txt redirect to "/a%2Fb|c"
+// went out through net/url's String as "/a/b%7Cc", another resource; the
+// node now asks for the path as written, on the request line too.
+func TestNodeRobotsRedirectPathAsWritten(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.RequestURI {
+		case "/robots.txt":
+			http.Redirect(w, r, "/a%2Fb|c", http.StatusMovedPermanently)
+		case "/a%2Fb|c":
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+		default:
+			http.NotFound(w, r)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	n := robotsTestNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v := n.robotsVerdictFor(ctx, fmt.Sprintf("http://site.test:%d/", port))
+	if !v.ok || v.rules.AllowedURL(fmt.Sprintf("http://site.test:%d/private/x", port)) {
+		t.Errorf("ok %v: the rules at the redirect's path as written not applied", v.ok)
+	}
+}
+
+// robotsTestNode is a Node with only what robotsVerdictFor needs: its
+// robots.txt Source and a collector whose every host is 127.0.0.1.
+func robotsTestNode(t *testing.T) *Node {
+	t.Helper()
+	coll, err := collector.New(collector.Config{UserAgent: "kspider-test", Fetchers: 2, ReconnectGap: 10 * time.Millisecond,
+		Lookup: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(coll.CloseIdle)
+	n := &Node{cfg: NodeConfig{UserAgent: "kspider-test"}, coll: coll}
+	n.robots = newNodeRobots(n)
+	return n
 }

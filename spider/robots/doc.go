@@ -82,7 +82,9 @@
 // # Fetching and caching
 //
 // Fetcher fetches /robots.txt for an origin and maps the outcome to rules as
-// RFC 9309 section 2.3 asks: up to five redirects are followed; a 4xx answer
+// RFC 9309 section 2.3 asks: up to five redirects are followed, each to
+// its Location's path as written (net/url would rebuild "/a%2Fb|c" from its
+// decoded form, "/a/b%7Cc": another resource); a 4xx answer
 // (or too many redirects) means no robots.txt and everything is allowed; a
 // 5xx answer or a network failure means everything is disallowed until a
 // retry, which backs off exponentially — unless the origin's robots.txt was

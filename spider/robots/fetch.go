@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -130,6 +131,7 @@ func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
 				return f.result(res)
 			}
 			res.Redirects++
+			keepLocationPath(next, loc)
 			u = next
 		case c >= 400 && c < 500:
 			drain(resp.Body)
@@ -148,6 +150,10 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	// u itself, not u.String() parsed again: a path kept as written
+	// (keepLocationPath) would be rebuilt from its decoded form.
+	cu := *u
+	req.URL = &cu
 	if f.UserAgent != "" {
 		req.Header.Set("User-Agent", f.UserAgent)
 	}
@@ -165,6 +171,46 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (*http.Response, error) {
 		}
 	}
 	return client.Do(req)
+}
+
+// keepLocationPath makes next, resolved from a Location header's loc, carry
+// loc's path as written (in u.Opaque, "//host/path": String gives it back,
+// a request sends it in absolute form). net/url resolves a reference from
+// its decoded path, so "/a%2Fb|c" became "/a/b%7Cc" and "%2B" '+': another
+// resource, whose rules were taken for the site's. Only a path written in
+// full (loc absolute, or starting with '/') without dot segments is kept,
+// when it decodes to the path net/url resolved and holds only bytes a
+// request line may carry; any other is left as net/url writes it.
+func keepLocationPath(next *url.URL, loc string) {
+	path := loc
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
+		// "scheme://authority/path" or "//authority/path"; anything else
+		// is a path relative to a directory.
+		i := strings.Index(path, "//")
+		if i < 0 || i > 0 && (path[i-1] != ':' || strings.Contains(path[:i], "/")) {
+			return
+		}
+		j := strings.IndexByte(path[i+2:], '/')
+		if j < 0 {
+			return
+		}
+		path = path[i+2+j:]
+	}
+	if path == next.EscapedPath() {
+		return
+	}
+	for i := 0; i < len(path); i++ {
+		if path[i] <= ' ' || path[i] >= 0x7f {
+			return
+		}
+	}
+	if p, err := url.PathUnescape(path); err != nil || p != next.Path {
+		return // dot segments resolved away, or not the same path
+	}
+	next.Opaque = "//" + next.Host + path
 }
 
 func (f *Fetcher) maxBody() int {

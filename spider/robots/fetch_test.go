@@ -131,6 +131,41 @@ func TestFetchRedirects(t *testing.T) {
 	}
 }
 
+// TestFetchRedirectPathAsWritten: a redirect to a path holding '|' or '^'
+// beside an escape ("/a%2Fb|c") was followed to the path net/url rebuilt
+// from its decoded form ("/a/b%7Cc"), another resource, whose answer was
+// taken for the site's robots.txt. Each form of Location is tried; the
+// target answers the rules only when asked for as written.
+func TestFetchRedirectPathAsWritten(t *testing.T) {
+	srv := newRobotsServer(t, nil)
+	var mu sync.Mutex
+	var seen []string
+	for _, target := range []string{"/a%2Fb|c", "/x%2By^z?q=%2F|", srv.URL + "/abs%2F^", "//" + strings.TrimPrefix(srv.URL, "http://") + "/sr%2B|"} {
+		path := target[strings.LastIndex(target, "/"):] // with the query
+		srv.set(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, r.RequestURI)
+			mu.Unlock()
+			if r.URL.Path == "/robots.txt" {
+				http.Redirect(w, r, target, http.StatusMovedPermanently)
+				return
+			}
+			if !strings.HasSuffix(r.RequestURI, path) {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprint(w, "user-agent: *\ndisallow: /private\n")
+		})
+		res := newFetcher(5*time.Second).Fetch(context.Background(), srv.URL)
+		mu.Lock()
+		if res.Outcome != Fetched || res.Rules.Allowed("/private") {
+			t.Errorf("redirect to %q: outcome %v (%v), the server saw %q", target, res.Outcome, res.Err, seen)
+		}
+		seen = seen[:0]
+		mu.Unlock()
+	}
+}
+
 func TestFetchFailures(t *testing.T) {
 	// A closed server: connection refused.
 	dead := httptest.NewServer(http.NotFoundHandler())
