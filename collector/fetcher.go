@@ -44,14 +44,15 @@ func originOf(u *url.URL) (origin, error) {
 	return o, nil
 }
 
-// parseTarget parses raw, a URL of a list, for its request. A path holding
+// ParseURL parses raw, a URL of a list, as the collector does for its
+// request; tools that check a URL before they hand it over use it. A path holding
 // a '%' that starts no escape ("/home%", "/50%-off") fails url.Parse, yet
 // the canonical form keeps it as written, as browsers send it (WHATWG), so
 // such a URL ended bad-url and was never fetched: it is parsed with those
 // '%' escaped and requested as written (keepTarget). When the path cannot
 // go out as written (bytes a request line may not carry), the URL stays
 // refused with url.Parse's error: requesting "%25" would be another resource.
-func parseTarget(raw string) (*url.URL, error) {
+func ParseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err == nil {
 		keepTarget(u, raw)
@@ -180,7 +181,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 	var o origin
 	have := false
 	add := func(r *Result, raw string, head bool, req int) {
-		u, err := parseTarget(raw)
+		u, err := ParseURL(raw)
 		var ro origin
 		if err == nil {
 			ro, err = originOf(u)
@@ -202,7 +203,7 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 	if b.Robots != nil && len(l.Requests) > 0 {
 		// The list's origin comes from its first URL that parses.
 		for _, rq := range l.Requests {
-			if u, err := parseTarget(rq.URL); err == nil {
+			if u, err := ParseURL(rq.URL); err == nil {
 				if ro, err := originOf(u); err == nil {
 					b.Robots.URL = u.Scheme + "://" + u.Host + "/robots.txt"
 					o, have = ro, true

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -230,7 +229,9 @@ than none; an HTTP error status is a result, not a failure).`)
 // the scheme's default when none), so that "http://H:080/" and "http://h/"
 // share the one connection the collector keeps per origin.
 func fetchTarget(raw string) (target, origin string, err error) {
-	u, err := url.Parse(raw)
+	// The collector's parse: it takes a path whose '%' starts no escape
+	// ("/home%"), which net/url refuses and a crawl fetches.
+	u, err := collector.ParseURL(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return "", "", errors.New("is not an http or https URL")
 	}
@@ -243,8 +244,17 @@ func fetchTarget(raw string) (target, origin string, err error) {
 		if p := u.Port(); p != "" {
 			h += ":" + p
 		}
-		u.Host = h
-		target = u.String()
+		// Only the host is replaced: u.String() would write the path
+		// as net/url does, not as given.
+		i := strings.Index(raw, "://") + 3
+		j := len(raw)
+		if k := strings.IndexAny(raw[i:], "/?#"); k >= 0 {
+			j = i + k
+		}
+		if at := strings.LastIndexByte(raw[i:j], '@'); at >= 0 {
+			i += at + 1
+		}
+		target = raw[:i] + h + raw[j:]
 	}
 	port := uint64(80)
 	if u.Scheme == "https" {

@@ -142,12 +142,18 @@ func TestFetchOneConnectionPerOrigin(t *testing.T) {
 	}
 }
 
-// A Unicode host name is fetched by its A-labels, as a crawl would.
+// A Unicode host name is fetched by its A-labels, as a crawl would, and
+// the rest of the URL as given.
 func TestFetchASCIIHost(t *testing.T) {
 	for raw, want := range map[string]string{
 		"http://ข่าว.com/a?b":         "http://xn--22c8e6a1f.com/a?b",
 		"https://ข่าว.com:8443/x":     "https://xn--22c8e6a1f.com:8443/x",
 		"http://www.example.com/ข่าว": "http://www.example.com/ข่าว", // an ASCII host: as given
+		// The path as given: a '%' that starts no escape (net/url refuses
+		// it; a crawl fetches it), and an escape beside '|' (net/url
+		// would write "/a/b%7Cc").
+		"http://example.com/home%":      "http://example.com/home%",
+		"http://u@ข่าว.com:81/a%2Fb|c%": "http://u@xn--22c8e6a1f.com:81/a%2Fb|c%",
 	} {
 		if got, _, err := fetchTarget(raw); err != nil || got != want {
 			t.Errorf("%s: %q, %v; want %q", raw, got, err, want)
