@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 
+	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/spider/robots"
 )
 
@@ -214,7 +214,9 @@ func parseRobotsRequest(line []byte, tooLong bool, maxLine int) (robotsRequest, 
 // rules apply to the paths of http(s) URLs, and answering "disallowed" for
 // "example.com/x" or "ftp://h/" would be a verdict on nothing.
 func checkRobotsURL(u string) error {
-	p, err := url.Parse(u)
+	// The collector's parse: it takes a path whose '%' starts no escape
+	// ("/home%"), which net/url refuses and a crawl fetches.
+	p, err := collector.ParseURL(u)
 	switch {
 	case err != nil:
 		return errors.Unwrap(err)

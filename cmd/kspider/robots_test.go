@@ -36,6 +36,12 @@ func TestRobotsCheck(t *testing.T) {
 	if want := "allowed http://e.com/private/x\ndisallowed http://e.com/nokspider\n"; code != 0 || out != want {
 		t.Fatalf("stdin robots: exit %d, stdout %q, want %q", code, out, want)
 	}
+	// A '%' that starts no escape: net/url refuses the URL, a crawl
+	// fetches it, so it is checked.
+	code, out, errOut = runCmd(t, "", "robots", "check", "--robots", p, "http://e.com/nokspider%", "http://e.com/home%?q=%")
+	if want := "disallowed http://e.com/nokspider%\nallowed http://e.com/home%?q=%\n"; code != 0 || out != want {
+		t.Fatalf("stray '%%': exit %d, stdout %q, want %q, stderr %q", code, out, want, errOut)
+	}
 	code, out, _ = runCmd(t, "", "robots", "check", "--robots", p, "http://e.com/x", "http://[::1/")
 	if code != 1 || !strings.HasPrefix(out, "allowed http://e.com/x\nerror http://[::1/: ") {
 		t.Fatalf("bad URL: exit %d, stdout %q", code, out)
