@@ -44,12 +44,16 @@ the robots.txt FILE ("-" for standard input) sets for the user agent NAME
 (its product token: "KSpider" of "KSpider/1.0 (+https://...)").
 A URL that does not parse, or is not an absolute http(s) URL with a host
 (robots.txt rules apply to nothing else), prints "error URL: reason" and the
-command exits 1 after checking the others.
+command exits 1 after checking the others. A URL the rules' wildcard
+patterns are too costly to check against (a hostile file's thousands of
+'*' patterns and a long path) is disallowed, as the crawler answers, with a
+note on standard error.
 
 With --jsonl, reads one JSON object per line from standard input,
   {"robots": "<robots.txt text>", "agent": "NAME", "url": "URL"}
 and writes one line per input line, in the same order:
-  {"allowed": true} or {"allowed": false}, or {"error": "reason"} for a
+  {"allowed": true} or {"allowed": false} ("over_budget": true beside it
+  when too costly to check), or {"error": "reason"} for a
 malformed line or a url that is not http(s) (the command goes on with the
 next line).`
 
@@ -98,8 +102,12 @@ func runRobotsCheck(ctx context.Context, e env, args []string) error {
 			continue
 		}
 		verdict := "disallowed"
+		before := rules.OverBudget()
 		if rules.AllowedURL(u) {
 			verdict = "allowed"
+		}
+		if rules.OverBudget() != before {
+			fmt.Fprintf(e.stderr, "kspider robots: %s: the rules' wildcard patterns are too costly to check against it (robots.Rules.OverBudget): disallowed, as the crawler answers\n", u)
 		}
 		fmt.Fprintf(w, "%s %s\n", verdict, u)
 	}
@@ -171,9 +179,13 @@ func robotsJSONL(ctx context.Context, e env, limit, maxLine int) error {
 			if lastFile == nil || *req.Robots != lastBody {
 				lastBody, lastFile = *req.Robots, robots.ParseLimit([]byte(*req.Robots), limit)
 			}
+			rules := lastFile.Rules(req.Agent)
 			answer = struct {
 				Allowed bool `json:"allowed"`
-			}{lastFile.Rules(req.Agent).AllowedURL(*req.URL)}
+				// OverBudget: disallowed because the check ran out of
+				// its budget (robots.Rules.OverBudget), not by a rule.
+				OverBudget bool `json:"over_budget,omitempty"`
+			}{rules.AllowedURL(*req.URL), rules.OverBudget() > 0}
 		}
 		if err := enc.Encode(answer); err != nil {
 			return err

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kspider/kspider/spider/robots"
 )
 
 const testRobots = "User-agent: *\nDisallow: /private\nAllow: /private/ok\n\nUser-agent: KSpider\nDisallow: /nokspider\n"
@@ -198,5 +201,28 @@ func TestRobotsCheckBoundedRead(t *testing.T) {
 		if code, _, errOut := runCmd(t, "", args...); code != 2 {
 			t.Errorf("%q: exit %d (want 2), stderr %q", args, code, errOut)
 		}
+	}
+}
+
+// TestRobotsCheckOverBudget: a check the rules' wildcard patterns make too
+// costly is answered disallowed, as the crawler answers, and says so: on
+// standard error, and in --jsonl's answer.
+func TestRobotsCheckOverBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\n")
+	for i := 0; b.Len() < robots.DefaultMaxSize-64; i++ {
+		x := strings.NewReplacer("0", "a", "1", "b").Replace(fmt.Sprintf("%020b", i))
+		fmt.Fprintf(&b, "Disallow: /*%s*%s\n", x, x)
+	}
+	p := writeRobots(t, b.String())
+	long := "http://e.com/" + strings.Repeat("ab", 4000) + "0"
+	code, out, errOut := runCmd(t, "", "robots", "check", "--robots", p, long, "http://e.com/ok")
+	if want := "disallowed " + long + "\nallowed http://e.com/ok\n"; code != 0 || out != want || !strings.Contains(errOut, "too costly") {
+		t.Errorf("exit %d, stdout %.80q, stderr %q", code, out, errOut)
+	}
+	req, _ := json.Marshal(map[string]string{"robots": b.String(), "agent": "KSpider", "url": long})
+	code, out, errOut = runCmd(t, string(req)+"\n", "robots", "check", "--jsonl")
+	if want := `{"allowed":false,"over_budget":true}` + "\n"; code != 0 || out != want {
+		t.Errorf("--jsonl: exit %d, stdout %q, want %q, stderr %q", code, out, want, errOut)
 	}
 }
