@@ -16,19 +16,30 @@ const DefaultTTL = 24 * time.Hour
 // to the id of a compiled rule set, and ids to rule sets. Origins with
 // identical rules (most sites have none, or the default of their CMS) share
 // one set. It holds at most a fixed number of origins, evicting expired ones
-// first and otherwise a random one, and forgets each origin after its time to
-// live. It is safe for concurrent use; a lookup takes a read lock and
+// first and otherwise a random one, and rule sets of at most DefaultCacheBytes
+// between them, evicting origins of the largest sets first, and forgets each
+// origin after its time to live. It is safe for concurrent use; a lookup takes a read lock and
 // allocates nothing.
 type Cache struct {
-	maxTTL time.Duration
-	max    int
+	maxTTL   time.Duration
+	max      int
+	maxBytes int64 // DefaultCacheBytes; tests lower it
 
 	mu      sync.RWMutex
 	origins map[string]originEntry
 	sets    []ruleSet           // by id; a free slot has rules == nil
 	free    []uint32            // ids of free slots
 	byKey   map[[16]byte]uint32 // rule-set fingerprint -> id
+	bytes   int64               // Rules.size of the sets held
+	evicted int64               // origins evicted to keep bytes within maxBytes
 }
+
+// DefaultCacheBytes bounds the rule sets a Cache holds, as estimated from
+// their patterns. A robots.txt of 512 KiB compiles to some 2 MiB (30,000
+// patterns), so with only a bound on origins a web of hosts serving such
+// files (or one file each, no two alike) held 2 GiB for every 1,000 of them.
+// Real sets are a few KiB: this holds tens of thousands of those.
+const DefaultCacheBytes = 256 << 20
 
 // originEntry is what the cache knows of one origin.
 type originEntry struct {
@@ -58,11 +69,12 @@ func NewCache(maxOrigins int, maxTTL time.Duration) *Cache {
 		maxTTL = DefaultTTL
 	}
 	return &Cache{
-		maxTTL:  maxTTL,
-		max:     maxOrigins,
-		origins: make(map[string]originEntry),
-		sets:    make([]ruleSet, 1), // id 0 is never used
-		byKey:   make(map[[16]byte]uint32),
+		maxTTL:   maxTTL,
+		max:      maxOrigins,
+		maxBytes: DefaultCacheBytes,
+		origins:  make(map[string]originEntry),
+		sets:     make([]ruleSet, 1), // id 0 is never used
+		byKey:    make(map[[16]byte]uint32),
 	}
 }
 
@@ -136,7 +148,7 @@ func (c *Cache) put(origin string, r *Rules, now time.Time, ttl time.Duration, f
 	defer c.mu.Unlock()
 	old, had := c.origins[origin]
 	if !had && len(c.origins) >= c.max {
-		c.evictLocked(now.UnixNano())
+		c.evictLocked(now.UnixNano(), origin, false)
 	}
 	id, ok := c.byKey[key]
 	if !ok {
@@ -149,13 +161,27 @@ func (c *Cache) put(origin string, r *Rules, now time.Time, ttl time.Duration, f
 			c.sets = append(c.sets, ruleSet{rules: r, key: key})
 		}
 		c.byKey[key] = id
+		c.bytes += r.size
 	}
 	c.sets[id].refs++
 	if had {
 		c.releaseLocked(old.id)
 	}
 	c.origins[origin] = originEntry{id: id, expires: expires, failures: uint32(min(failures, 1<<30)), good: good}
+	for c.bytes > c.maxBytes && len(c.origins) > 1 {
+		c.evictLocked(now.UnixNano(), origin, true)
+		c.evicted++
+	}
 	return id
+}
+
+// Bytes returns about how many bytes the cached rule sets hold, and how
+// many origins were evicted to keep that within DefaultCacheBytes (each is
+// fetched again when next needed).
+func (c *Cache) Bytes() (held, evicted int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.bytes, c.evicted
 }
 
 // Len returns the number of cached origins and of distinct rule sets.
@@ -165,13 +191,28 @@ func (c *Cache) Len() (origins, sets int) {
 	return len(c.origins), len(c.byKey)
 }
 
-// evictLocked removes one origin: an expired one among the first few the map
-// yields, else the first (map order is random, so this is random eviction).
-func (c *Cache) evictLocked(now int64) {
-	const look = 8
+// evictLocked removes one origin other than keep: an expired one among the
+// first few the map yields, else the first (map order is random, so this is
+// random eviction); with big, the one of the largest rule set among the
+// first 32.
+func (c *Cache) evictLocked(now int64, keep string, big bool) {
+	look := 8
+	if big {
+		// Wider: an origin of a small set frees nothing when others share
+		// its set, and little when not.
+		look = 32
+	}
 	victim, n := "", 0
+	var victimSize int64
 	for o, e := range c.origins {
-		if victim == "" || e.expires <= now {
+		if o == keep {
+			continue
+		}
+		if big {
+			if size := c.sets[e.id].rules.size; victim == "" || size > victimSize {
+				victim, victimSize = o, size
+			}
+		} else if victim == "" || e.expires <= now {
 			victim = o
 			if e.expires <= now {
 				break
@@ -192,6 +233,7 @@ func (c *Cache) releaseLocked(id uint32) {
 	if s.refs--; s.refs > 0 {
 		return
 	}
+	c.bytes -= s.rules.size
 	delete(c.byKey, s.key)
 	*s = ruleSet{}
 	c.free = append(c.free, id)

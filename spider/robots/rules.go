@@ -31,6 +31,7 @@ type Rules struct {
 	d             dialect
 
 	overBudget atomic.Int64 // checks that ran out of checkBudget (OverBudget)
+	size       int64        // about the bytes it holds, for Cache's bound
 }
 
 // checkBudget bounds the bytes one check's wildcard patterns may scan. Each
@@ -161,7 +162,7 @@ func (r *Rules) index(all []pattern) {
 	all = slices.CompactFunc(sorted, func(a, b pattern) bool {
 		return a.text == b.text && a.anchor == b.anchor && a.allow == b.allow
 	})
-	compactText(all)
+	r.size = int64(unsafe.Sizeof(*r)) + int64(compactText(all))
 	r.fp = fingerprint(all, r.CrawlDelay, r.HasCrawlDelay)
 	literals := 0
 	for i := range all {
@@ -169,7 +170,11 @@ func (r *Rules) index(all []pattern) {
 			literals++
 		}
 	}
+	// A literal pattern moves to the index: a map entry (text, kinds and
+	// the map's own share) in place of its pattern.
+	r.size += int64(len(all)) * int64(unsafe.Sizeof(pattern{}))
 	if literals >= literalIndexFrom {
+		r.size += int64(literals) * literalEntryBytes
 		r.lit = newLiteralIndex(all)
 		all = slices.DeleteFunc(all, func(p pattern) bool { return !p.wild })
 	}
@@ -194,8 +199,12 @@ func (r *Rules) index(all []pattern) {
 	r.keys = string(keys)
 }
 
-// compactText moves the patterns' text into one new string.
-func compactText(ps []pattern) {
+// literalEntryBytes is about what one pattern costs in a literalIndex's map.
+const literalEntryBytes = 48
+
+// compactText moves the patterns' text into one new string, and returns its
+// length.
+func compactText(ps []pattern) int {
 	n := 0
 	for i := range ps {
 		n += len(ps[i].source)
@@ -212,6 +221,7 @@ func compactText(ps []pattern) {
 		all = all[len(p.source):]
 		p.source, p.text, p.prefix = src, src[:len(p.text)], src[:len(p.prefix)]
 	}
+	return n
 }
 
 // maskFrom is the list length from which decide filters by byte sets.
