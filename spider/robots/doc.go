@@ -93,8 +93,9 @@
 // it stopped being fresh, as RFC 9309 section 2.4 allows for an unreachable
 // file, and disallows everything only after that. Cache maps an origin to the id of a
 // compiled rule set (identical rule sets are shared, as in the thesis's
-// robots cache), holds a bounded number of origins and rule sets of a
-// bounded size between them (DefaultCacheBytes, estimated from the
+// robots cache; DisallowAll, which stands for an unreachable file, never
+// with a fetched file's), holds a bounded number of origins and rule sets
+// of a bounded size between them (DefaultCacheBytes, estimated from the
 // patterns; origins of the largest sets are evicted first and counted), and
 // forgets each after at most its time to live (24 hours by default).
 package robots

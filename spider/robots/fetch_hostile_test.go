@@ -68,3 +68,22 @@ func TestCacheBytesBound(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheKeepsFixedRulesApart: an unreachable origin is cached with
+// DisallowAll, which callers tell by identity ("not now"); a fetched
+// "Disallow: /" has the same patterns, and the cache, sharing sets by
+// fingerprint, gave the unreachable origin that site's rules back, so a
+// node took it for a robots.txt forbidding everything and denied its URLs.
+// (AllowAll shares with a file without rules on purpose: both allow all.)
+func TestCacheKeepsUnreachableApart(t *testing.T) {
+	c := NewCache(100, time.Hour)
+	now := time.Unix(1e9, 0)
+	c.Put("http://forbids", Parse([]byte("User-agent: *\nDisallow: /\n")).Rules("x"), now, 0, 0)
+	c.Put("http://down", DisallowAll(), now, 0, 1)
+	if r, _ := c.Get("http://down", now); r != DisallowAll() {
+		t.Error("an unreachable origin's rules are not DisallowAll")
+	}
+	if r, _ := c.Get("http://forbids", now); r == DisallowAll() {
+		t.Error("a fetched 'Disallow: /' reads as unreachable")
+	}
+}

@@ -65,7 +65,7 @@ type pattern struct {
 // one means (everything but /robots.txt disallowed). Both are immutable.
 var (
 	allowAll    = fixedRules()
-	disallowAll = fixedRules(rule{pattern: "/"})
+	disallowAll = apart(fixedRules(rule{pattern: "/"}))
 )
 
 func fixedRules(rs ...rule) *Rules {
@@ -77,6 +77,17 @@ func fixedRules(rs ...rule) *Rules {
 		}
 	}
 	r.index(all)
+	return r
+}
+
+// apart gives r a fingerprint no compiled rule set has. Callers tell
+// DisallowAll by identity (unreachable: "not now"), and a Cache shares one
+// set between equal fingerprints: with that of a fetched "Disallow: /", an
+// unreachable origin cached after such a site got the site's rules back,
+// which a node took for a robots.txt forbidding everything.
+func apart(r *Rules) *Rules {
+	r.fp[0] ^= 0x80
+	r.fp[15] ^= 0x5a
 	return r
 }
 
