@@ -367,7 +367,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			}
 		}
 		now := time.Now()
-		for len(out) < depth && len(f.pending) > 0 && !f.stopped() {
+		for len(out) < depth && len(f.pending) > 0 && !f.stopped() && !f.pastDeadline() {
 			i := f.pending[0]
 			if f.robots != nil && i != 0 {
 				// robots.txt is out and not answered yet: AfterRobots
@@ -525,6 +525,22 @@ func (f *fetcher) stopped() bool {
 	default:
 		return false
 	}
+}
+
+// pastDeadline reports whether the list's context has ended or passed its
+// deadline. A context.WithDeadline is cancelled by a timer that may run
+// late, so a dial or a kept connection's reuse ending at the deadline found
+// the context still live and sent a request after it: a cluster node's
+// deadline is its slot's closing guard, past which another node may fetch
+// from the host. Past the deadline it waits for the cancellation, so that
+// the list ends as a cancelled one does.
+func (f *fetcher) pastDeadline() bool {
+	d, ok := f.ctx.Deadline()
+	if !ok || time.Now().Before(d) {
+		return f.ctx.Err() != nil
+	}
+	<-f.ctx.Done()
+	return true
 }
 
 // done records where the response to x came from; r is final.
