@@ -99,7 +99,7 @@ func (p *peer) closeSpill() {
 
 // shutdown saves what is still owed to the peer: in-flight batches from
 // memory and the memory queue go to the spill file (spilled items are
-// there already). Without a spill file it returns how many items are lost.
+// there already) and leave the counts of the window and the queue. Without a spill file it returns how many items are lost.
 // A spill write that fails (a full disk) does not stop it: every item is
 // still given to the file's buffer and the file closed, and the error says
 // how many items may not have reached the file.
@@ -120,6 +120,12 @@ func (p *peer) shutdown() (lost int, err error) {
 		if !b.used || b.fromSpill {
 			continue
 		}
+		// The batch leaves the window: its items are in the spill file
+		// now, or lost; stats read after Close counted them twice.
+		p.inflight--
+		p.inItems -= b.items
+		p.inControl -= b.control
+		b.used = false
 		if p.spill == nil {
 			lost += b.items
 			continue
