@@ -60,7 +60,7 @@ type counters struct {
 	sentDatagrams, sentBytes, sentItems, retransmits atomic.Uint64
 	ackOnly                                          atomic.Uint64
 	recvDatagrams, recvBytes, recvItems, delivered   atomic.Uint64
-	cacheHits, sendErrors, refused                   atomic.Uint64
+	cacheHits, sendErrors, readErrors, refused       atomic.Uint64
 }
 
 // ErrQueueFull is returned by Send when a peer's memory queue is full and

@@ -42,10 +42,20 @@ type receiver struct {
 	macs   map[uint8]*macer
 }
 
+// A read that fails is tried again after a pause, doubled from
+// readPauseMin to readPauseMax while reads keep failing: a persistent
+// error retried at once spun a core for as long as it lasted.
+const (
+	readPauseMin = time.Millisecond
+	readPauseMax = 100 * time.Millisecond
+)
+
 func (e *Endpoint) readLoop() {
 	defer e.wg.Done()
 	r := &receiver{e: e}
 	b := make([]byte, MaxPayload+1)
+	var pause time.Duration // 0: the last read succeeded
+	logged := false
 	for {
 		n, src, err := e.conn.ReadFromUDPAddrPort(b)
 		if err != nil {
@@ -53,12 +63,26 @@ func (e *Endpoint) readLoop() {
 				return
 			}
 			select {
-			case <-e.done:
+			case <-e.done: // Close's read deadline ended the read
 				return
 			default:
 			}
+			e.ctr.readErrors.Add(1)
+			if !logged {
+				logged = true
+				e.cfg.Logf("communicator: reading socket %v: %v (tried again after up to %v while it fails; counted as read errors; said once)", e.conn.LocalAddr(), err, readPauseMax)
+			}
+			pause = min(max(2*pause, readPauseMin), readPauseMax)
+			t := time.NewTimer(pause)
+			select {
+			case <-e.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
 			continue
 		}
+		pause = 0
 		r.receive(b[:n], src)
 		e.unpark()
 	}

@@ -19,6 +19,7 @@ type Stats struct {
 	Delivered                           uint64 // batches handed to the handler
 	CacheHits                           uint64 // items not sent: sent recently
 	SendErrors                          uint64 // socket write errors
+	ReadErrors                          uint64 // socket read errors (each retried after a pause)
 	Refused                             uint64 // Send errors: too long, queue full
 	// Drops counts rejected datagrams by reason (DropName).
 	Drops map[string]uint64
@@ -81,7 +82,7 @@ func (e *Endpoint) Stats() Stats {
 		SentItems: e.ctr.sentItems.Load(), Retransmits: e.ctr.retransmits.Load(), AckOnly: e.ctr.ackOnly.Load(),
 		RecvDatagrams: e.ctr.recvDatagrams.Load(), RecvBytes: e.ctr.recvBytes.Load(),
 		RecvItems: e.ctr.recvItems.Load(), Delivered: e.ctr.delivered.Load(),
-		CacheHits: e.ctr.cacheHits.Load(), SendErrors: e.ctr.sendErrors.Load(), Refused: e.ctr.refused.Load(),
+		CacheHits: e.ctr.cacheHits.Load(), SendErrors: e.ctr.sendErrors.Load(), ReadErrors: e.ctr.readErrors.Load(), Refused: e.ctr.refused.Load(),
 		Drops: make(map[string]uint64, numReasons),
 	}
 	for i := range numReasons {
