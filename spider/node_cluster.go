@@ -90,6 +90,7 @@ type ClusterStats struct {
 	ReceivedURLs      uint64 // URLs received from peers
 	Misrouted         uint64 // URLs received that this node does not own (configs differ)
 	BadControl        uint64 // control messages that did not decode
+	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
 	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
@@ -149,6 +150,7 @@ type nodeCluster struct {
 	sent, recv  atomic.Uint64
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
+	staleFin    atomic.Uint64
 
 	recMu sync.Mutex
 	rec   clusterRecord // what DIR/CLUSTER holds (node_cluster_record.go)
@@ -501,14 +503,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 		}
 		c.checkByes()
 	case cluster.TagFinished:
-		r, err := cluster.DecodeRound(it.URL)
-		if err != nil || from != 0 {
-			c.badControl.Add(1)
-			return
-		}
-		c.updateRecord(func(r *clusterRecord) { r.over = true }) // node_cluster_late.go
-		c.sendControl(from, cluster.TagBye, cluster.EncodeRound(r))
-		c.finish()
+		c.finishedBy(from, it) // node_cluster_end.go
 	case cluster.TagBye:
 		r, err := cluster.DecodeRound(it.URL)
 		if err != nil || c.det == nil {
@@ -553,7 +548,7 @@ func (n *Node) ClusterStats() ClusterStats {
 		return ClusterStats{Nodes: 1}
 	}
 	s := ClusterStats{Self: c.self, Nodes: c.cfg.Config.N(), SentURLs: c.sent.Load(), ReceivedURLs: c.recv.Load(),
-		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), Refusing: c.refuse.Load(),
+		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.staleFin.Load(), Refusing: c.refuse.Load(),
 		Over: c.over.Load(), Comm: c.ep.Stats()}
 	if p := c.clockUnsafe.Load(); p != nil {
 		s.ClockUnsafe, s.Refusing = *p, true

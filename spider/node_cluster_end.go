@@ -178,6 +178,27 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 	}
 }
 
+// finishedBy takes node 0's "finished" (writer only). One of its run
+// before a restart comes again from its spill file (not acknowledged when
+// it stopped), and ended a node started since at once, whatever work its
+// run had: it is ignored, counted and said. Such a node learns an end
+// before its run from node 0's hellos (node_cluster_late.go).
+func (c *nodeCluster) finishedBy(from int, it communicator.Item) {
+	r, epoch, err := cluster.DecodeFinished(it.URL)
+	if err != nil || from != 0 {
+		c.badControl.Add(1)
+		return
+	}
+	if epoch == 0 || epoch < c.peerEpoch(from) {
+		c.staleFin.Add(1)
+		c.n.cfg.Logf("cluster: node 0's \"finished\" (round %d) of its run before a restart ignored: that run's end is not this one's", r)
+		return
+	}
+	c.updateRecord(func(r *clusterRecord) { r.over = true }) // node_cluster_late.go
+	c.sendControl(from, cluster.TagBye, cluster.EncodeRound(r))
+	c.finish()
+}
+
 // kickRound has the coordinator start a round now if it can.
 func (c *nodeCluster) kickRound() {
 	select {
@@ -219,7 +240,7 @@ func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State) error {
 		c.finished, c.finAt = r, time.Now()
 		for id := range c.cfg.Config.Members {
 			if id != c.self {
-				c.sendControl(id, cluster.TagFinished, cluster.EncodeRound(r))
+				c.sendControl(id, cluster.TagFinished, cluster.EncodeFinished(r, c.ep.Epoch()))
 			}
 		}
 		c.n.cfg.Logf("cluster: every node idle in two probe rounds (%d): the crawl is over", r)

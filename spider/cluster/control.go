@@ -38,7 +38,14 @@ import (
 //	          last answered busy, by a node that turned idle since, so that
 //	          the coordinator need not poll (a state of no open round is
 //	          only that news)
-//	finished  uvarint(round): the crawl is over, stop
+//	finished  uvarint(round) uvarint(epoch_of_sender): the crawl is
+//	          over, stop; the epoch is the coordinator's communicator
+//	          epoch, so that a "finished" of its run before a restart,
+//	          sent again from its spill file, is known for one and
+//	          ignored (it had ended peers started since at once, whatever
+//	          work their run had). Protocol 2's carried the round alone:
+//	          DecodeFinished reads it with epoch 0, of no run of this
+//	          build (protocol 3), ignored too
 //	bye       uvarint(round): a peer got "finished" and stops
 //
 // Anything else with a tag above MaxURLTag is counted and dropped.
@@ -54,8 +61,9 @@ const (
 const helloMagic = "kspider-hello 1 "
 
 // Protocol is the meaning of the items' tags, carried in the hello's
-// block as "protocol" (protocol 1 did not say).
-const Protocol = "2"
+// block as "protocol" (protocol 1 did not say; 2 sent "finished" without
+// the coordinator's epoch).
+const Protocol = "3"
 
 // URLTag is the tag of a URL at link depth depth (0..255) reached by hops
 // redirects in a row.
@@ -216,6 +224,29 @@ func DecodeRound(b []byte) (uint64, error) {
 		return 0, errors.New("cluster: malformed round number")
 	}
 	return r, nil
+}
+
+// EncodeFinished encodes "finished" of round, sent by a coordinator of
+// communicator epoch epoch.
+func EncodeFinished(round, epoch uint64) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(nil, round), epoch)
+}
+
+// DecodeFinished decodes what EncodeFinished wrote, or protocol 2's round
+// alone (epoch 0).
+func DecodeFinished(b []byte) (round, epoch uint64, err error) {
+	round, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, 0, errors.New("cluster: malformed finished")
+	}
+	if n == len(b) {
+		return round, 0, nil
+	}
+	epoch, m := binary.Uvarint(b[n:])
+	if m <= 0 || n+m != len(b) || epoch == 0 {
+		return 0, 0, errors.New("cluster: malformed finished")
+	}
+	return round, epoch, nil
 }
 
 // EncodeState encodes a state answer to probe round.

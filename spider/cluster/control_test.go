@@ -70,6 +70,19 @@ func TestControlCodec(t *testing.T) {
 	if _, err := DecodeRound([]byte{1, 2}); err == nil {
 		t.Error("DecodeRound: trailing byte accepted")
 	}
+	// "finished" carries the coordinator's epoch; protocol 2's, the round
+	// alone, reads as of epoch 0.
+	if r, ep, err := DecodeFinished(EncodeFinished(9, 1<<40)); err != nil || r != 9 || ep != 1<<40 {
+		t.Errorf("finished: %d %d %v", r, ep, err)
+	}
+	if r, ep, err := DecodeFinished(EncodeRound(9)); err != nil || r != 9 || ep != 0 {
+		t.Errorf("protocol 2's finished: %d %d %v", r, ep, err)
+	}
+	for _, bad := range [][]byte{nil, {0x80}, {9, 0}, {9, 1, 2}, {9, 0x80}} {
+		if _, _, err := DecodeFinished(bad); err == nil {
+			t.Errorf("DecodeFinished(%x): no error", bad)
+		}
+	}
 }
 
 func TestDetector(t *testing.T) {

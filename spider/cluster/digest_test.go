@@ -111,8 +111,18 @@ func TestProtocolDiffers(t *testing.T) {
 	a := testConfig()
 	old := slices.DeleteFunc(a.Canonical(), func(f Field) bool { return f.Key == "protocol" })
 	d := Diff(a.Canonical(), old)
-	if len(d) != 1 || d[0] != `cluster.protocol: ours "2", theirs has none` {
-		t.Errorf("protocol 1 against 2: %v", d)
+	if len(d) != 1 || d[0] != `cluster.protocol: ours "3", theirs has none` {
+		t.Errorf("protocol 1 against 3: %v", d)
+	}
+	// Protocol 2 sent "finished" without the coordinator's epoch.
+	two := slices.Clone(a.Canonical())
+	for i := range two {
+		if two[i].Key == "protocol" {
+			two[i].Value = "2"
+		}
+	}
+	if d := Diff(a.Canonical(), two); len(d) != 1 || d[0] != `cluster.protocol: ours "3", theirs "2"` {
+		t.Errorf("protocol 2 against 3: %v", d)
 	}
 }
 

@@ -13,6 +13,7 @@ func FuzzControl(f *testing.F) {
 	f.Add(EncodeHello(Hello{Want: true, Fields: c.Canonical(), Epoch: 9, Fresh: true, Sent: time.Unix(1767225600, 5), Over: true}, 7))
 	f.Add(EncodeState(3, State{true, 9}))
 	f.Add(EncodeRound(300))
+	f.Add(EncodeFinished(300, 1<<40))
 	f.Add([]byte("kspider-hello 1 0000000000000000 0\nphases=4\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := DecodeHello(b); err == nil {
@@ -30,6 +31,15 @@ func FuzzControl(f *testing.F) {
 		if r, err := DecodeRound(b); err == nil {
 			if r2, err := DecodeRound(EncodeRound(r)); err != nil || r2 != r {
 				t.Fatalf("round %x: %d %v", b, r2, err)
+			}
+		}
+		if r, ep, err := DecodeFinished(b); err == nil {
+			again := EncodeFinished(r, ep)
+			if ep == 0 {
+				again = EncodeRound(r) // protocol 2's
+			}
+			if r2, ep2, err := DecodeFinished(again); err != nil || r2 != r || ep2 != ep {
+				t.Fatalf("finished %x: round trip %d %d %v", b, r2, ep2, err)
 			}
 		}
 		if fs, err := DecodeFields(b); err == nil {
