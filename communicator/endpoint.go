@@ -376,7 +376,7 @@ func (e *Endpoint) saveState() error {
 // on a busy machine as a page fetched (README "Running a cluster").
 func (e *Endpoint) timerLoop() {
 	defer e.wg.Done()
-	tick := max(e.cfg.FlushInterval/5, time.Millisecond)
+	tick := e.tickEvery()
 	for {
 		// Park first, then look: a change made after the look sees
 		// parked and wakes the loop (unpark).
@@ -400,6 +400,9 @@ func (e *Endpoint) timerLoop() {
 		e.onTick()
 	}
 }
+
+// tickEvery is the timer loop's period while it has work.
+func (e *Endpoint) tickEvery() time.Duration { return max(e.cfg.FlushInterval/5, time.Millisecond) }
 
 // timed reports whether some peer has work that a tick does: items queued
 // or spilled, batches unacknowledged, an acknowledgement or a receive

@@ -38,6 +38,7 @@ type peer struct {
 	theirs    uint64    // the peer's epoch as last seen; 0: not yet
 	exhausted bool      // every sequence number of this start given out (maxSeq)
 	retrans   uint64
+	ackAt     time.Time     // the last acknowledgement on its own the timer sent
 	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
 	rttvar    time.Duration
 	// sends numbers transmissions of batches in the order they leave;
@@ -479,7 +480,13 @@ func (p *peer) tick(now time.Time) {
 		b.due = now.Add(jitter(b.rto))
 		b.retried = true
 	}
-	if p.rx.ackDirty {
+	// One acknowledgement on its own per tick at most: a datagram that
+	// wants one answered (a duplicate, data for our previous epoch) wakes
+	// a parked timer loop at once, and replayed by a forger as fast as
+	// it can, each would have had its own. The answer waits for the
+	// next tick instead (timed: ackDirty holds).
+	if p.rx.ackDirty && now.Sub(p.ackAt) >= p.e.tickEvery() {
+		p.ackAt = now
 		p.transmit(nil, now, false)
 	}
 	if p.spill != nil && now.Sub(p.upkeepAt) >= p.e.cfg.SpillUpkeepEvery {

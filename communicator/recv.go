@@ -204,8 +204,10 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		// Meant for an earlier start of ours (or sent before the peer
 		// heard from us): drop it, and tell the peer our epoch so it
 		// sends again. This is what stops replays across our restarts.
+		// The answer leaves at the next tick, as for a duplicate: sent
+		// at once, each replayed datagram made one, as fast as a forger
+		// replays them.
 		p.rx.ackDirty = true
-		p.transmit(nil, now, false)
 		p.mu.Unlock()
 		e.dropFrom(p, DropHandshake)
 		return

@@ -202,6 +202,71 @@ func TestReplayAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestReplayNotAmplified: every replayed datagram that wants an answer
+// (already delivered, or recorded before the receiver restarted) made it
+// send an acknowledgement (2000 replays, about 2000 datagrams sent to the
+// peer: a forger's lever on its CPU and the network); now the answer
+// waits for the timer, one per tick at most, however many come.
+func TestReplayNotAmplified(t *testing.T) {
+	var rec recorder
+	dir := t.TempDir()
+	const tick = 100 * time.Millisecond
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 1 {
+			c.Hook = rec.hook
+		}
+		if i == 0 {
+			c.SpillDir = dir
+			c.FlushInterval = 5 * tick
+		}
+	})
+	for k := range 200 {
+		cl.eps[1].Send(1, 0, []byte(testURL(2, 1, k)))
+	}
+	cl.eps[1].Flush()
+	waitUntil(t, 10*time.Second, "delivery", func() bool { return cl.sinks[0].count() == 200 && cl.eps[1].Backlog(1) == 0 })
+	rec.mu.Lock()
+	old := rec.data
+	rec.mu.Unlock()
+	a := cl.eps[0].Addr()
+	flood := func(ep *Endpoint, reason string) {
+		t.Helper()
+		before := ep.Stats()
+		const replays = 2000
+		start := time.Now()
+		for k := range replays {
+			if _, err := cl.eps[1].conn.WriteToUDPAddrPort(old[k%len(old)], a); err != nil {
+				t.Fatal(err)
+			}
+			if k%20 == 19 {
+				time.Sleep(time.Millisecond) // the socket buffer keeps up
+			}
+		}
+		handled := func() uint64 { return ep.Stats().Drops[reason] - before.Drops[reason] }
+		waitUntil(t, 10*time.Second, "replays refused", func() bool { return handled() >= replays/2 })
+		time.Sleep(50 * time.Millisecond) // the last of them read
+		elapsed := time.Since(start)
+		acks := ep.Stats().AckOnly - before.AckOnly
+		if limit := uint64(2*elapsed/tick) + 5; acks > limit {
+			t.Errorf("%d replays refused as %s in %v were answered with %d acknowledgements; want at most %d (about one per tick)", handled(), reason, elapsed, acks, limit)
+		}
+	}
+	flood(cl.eps[0], "duplicate")
+
+	cl.eps[0].Close()
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := New(Config{Self: 1, Peers: cl.addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: newSink().handle, AckOnReturn: true, SpillDir: dir, FlushInterval: 5 * tick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	flood(ep, "handshake")
+}
+
 // TestKeyRotation rotates the cluster secret under traffic: add the new key
 // everywhere, switch senders one by one, drop the old key.
 func TestKeyRotation(t *testing.T) {
