@@ -38,9 +38,12 @@ type peer struct {
 	theirs    uint64    // the peer's epoch as last seen; 0: not yet
 	exhausted bool      // every sequence number of this start given out (maxSeq)
 	retrans   uint64
-	ackAt     time.Time     // the last acknowledgement on its own the timer sent
-	srtt      time.Duration // smoothed round-trip time; 0: no sample yet
-	rttvar    time.Duration
+	ackAt     time.Time // the last acknowledgement on its own the timer sent
+	// acksMerged counts the datagrams wanting an answer that found one
+	// due already (see answer).
+	acksMerged uint64
+	srtt       time.Duration // smoothed round-trip time; 0: no sample yet
+	rttvar     time.Duration
 	// sends numbers transmissions of batches in the order they leave;
 	// newestAcked is the number of the latest acknowledged one. (Not a
 	// time: goroutines read the clock before they take the lock.)
@@ -493,6 +496,18 @@ func (p *peer) tick(now time.Time) {
 		p.upkeepAt = now
 		p.spillUpkeep()
 	}
+}
+
+// answer asks for an acknowledgement to the peer at the next tick, for a
+// datagram that wants one (a duplicate, data for our previous epoch). One
+// that finds an answer due already is answered by it, and counted: a
+// flood of replays, each of which once had an acknowledgement of its own,
+// shows there.
+func (p *peer) answer() {
+	if p.rx.ackDirty {
+		p.acksMerged++
+	}
+	p.rx.ackDirty = true
 }
 
 // timed reports whether the peer has work for the timer loop (p.mu held).

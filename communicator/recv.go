@@ -207,7 +207,7 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		// The answer leaves at the next tick, as for a duplicate: sent
 		// at once, each replayed datagram made one, as fast as a forger
 		// replays them.
-		p.rx.ackDirty = true
+		p.answer()
 		p.mu.Unlock()
 		e.dropFrom(p, DropHandshake)
 		return
@@ -215,7 +215,7 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	switch p.rx.check(h.seq) {
 	case seqDuplicate:
 		// Our ack may have been lost: acknowledge again.
-		p.rx.ackDirty = true
+		p.answer()
 		p.mu.Unlock()
 		e.dropFrom(p, DropDuplicate)
 		return

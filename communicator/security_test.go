@@ -250,6 +250,30 @@ func TestReplayNotAmplified(t *testing.T) {
 		if limit := uint64(2*elapsed/tick) + 5; acks > limit {
 			t.Errorf("%d replays refused as %s in %v were answered with %d acknowledgements; want at most %d (about one per tick)", handled(), reason, elapsed, acks, limit)
 		}
+		// Each replay had its own acknowledgement or was merged into
+		// one due (a first answer asked for after each that left),
+		// counted once the last replay is read. (Some of the datagrams
+		// replayed named no epoch of ep's: handshake, either way.)
+		asked := func(s Stats) uint64 {
+			return s.Drops["duplicate"] + s.Drops["handshake"] - before.Drops["duplicate"] - before.Drops["handshake"]
+		}
+		var s Stats
+		for i := 0; ; i++ {
+			s = ep.Stats()
+			time.Sleep(20 * time.Millisecond)
+			if asked(ep.Stats()) == asked(s) {
+				break
+			}
+			if i == 250 {
+				t.Fatalf("replays still read 5 s after the flood (%d as %s)", s.Drops[reason]-before.Drops[reason], reason)
+			}
+		}
+		s = ep.Stats()
+		merged := s.Peers[0].AcksMerged - before.Peers[0].AcksMerged
+		acks = s.AckOnly - before.AckOnly
+		if n := asked(s); n > merged+acks+1 || merged > n {
+			t.Errorf("%d replays refused wanting an answer (flooded as %s), %d acknowledgements sent, %d counted as merged into one due (PeerStats.AcksMerged); want them to add up", n, reason, acks, merged)
+		}
 	}
 	flood(cl.eps[0], "duplicate")
 

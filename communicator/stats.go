@@ -45,6 +45,13 @@ type PeerStats struct {
 	ControlItems      int
 	SpillControlItems int64
 	Retransmits       uint64
+	// AcksMerged counts the datagrams that wanted an answer (already
+	// delivered, or for an earlier start of this node: counted in Drops
+	// as duplicate, handshake) when one was due already: at most one
+	// acknowledgement on its own leaves per peer per tick, however many
+	// ask (replays flooded by a forger, say), and these are the ones that
+	// did not get their own.
+	AcksMerged uint64
 	// Exhausted: this start has given out every sequence number it may
 	// use towards the peer (about 4.3 billion batches); nothing more is
 	// sent to it until this node restarts.
@@ -94,7 +101,7 @@ func (e *Endpoint) Stats() Stats {
 		ps := PeerStats{
 			ID: p.id, Addr: p.addr, Down: p.down(now), LastAck: p.lastAck, Epoch: p.theirs,
 			Queued: p.q.len() + p.sq.len(), QueuedBytes: p.q.bytes + p.sq.bytes,
-			Unacked: p.inflight, UnackedItems: p.inItems, Retransmits: p.retrans, Exhausted: p.exhausted,
+			Unacked: p.inflight, UnackedItems: p.inItems, Retransmits: p.retrans, AcksMerged: p.acksMerged, Exhausted: p.exhausted,
 			RecvAcked: p.rx.cum, RecvPending: len(p.rx.pending), ControlItems: p.backlogControl(),
 		}
 		if sp := p.spill; sp != nil {

@@ -269,6 +269,9 @@ func TestClusterReplayed(t *testing.T) {
 		if len(st.Peers) != 1 || st.Peers[0].Node != 1 || st.Peers[0].DroppedReplayed != replayed(after) || st.Peers[0].DroppedForged != 0 {
 			t.Errorf("%s: peers on the status page %+v; want node 1 with dropped_replayed %d, nothing forged", what, st.Peers, replayed(after))
 		}
+		if p := n.ClusterStats().Comm.Peers[0]; len(st.Peers) == 1 && st.Peers[0].AcksMerged != p.AcksMerged {
+			t.Errorf("%s: acks_merged %d on the status page; the communicator counts %d", what, st.Peers[0].AcksMerged, p.AcksMerged)
+		}
 	}
 	epochOf := func(b []byte) uint64 { return binary.BigEndian.Uint64(b[dgEpoch:]) }
 

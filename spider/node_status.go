@@ -247,6 +247,10 @@ type PeerStatus struct {
 	DroppedBad      uint64   `json:"dropped_bad"`
 	ConfigMismatch  []string `json:"config_mismatch"`
 	ProbeRounds     uint64   `json:"probe_rounds"`
+	// AcksMerged: datagrams in its name that wanted an answer (replayed,
+	// or our acknowledgement lost) when one was due already, and went
+	// without one of their own (communicator.PeerStats.AcksMerged).
+	AcksMerged uint64 `json:"acks_merged"`
 	// LostDir: the peer came back with a new data directory in this
 	// crawl (in this run or one before: DIR/CLUSTER keeps it), and the
 	// URLs it held were lost with its old one.
@@ -640,7 +644,7 @@ func (n *Node) clusterPeers() []PeerStatus {
 	for _, p := range n.ClusterStats().Comm.Peers {
 		ps := PeerStatus{Node: int(p.ID), Addr: p.Addr.String(), Up: !p.Down,
 			Queue:        uint64(max(p.Queued+p.UnackedItems+int(p.SpillItems)-p.ControlItems, 0)),
-			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC()}
+			SpilledBytes: uint64(max(p.SpillBytes, 0)), LastHeard: p.LastAck.UTC(), AcksMerged: p.AcksMerged}
 		n.cl.peerStatus(&ps, p.Drops)
 		out = append(out, ps)
 	}

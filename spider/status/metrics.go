@@ -31,7 +31,7 @@ type nodeCollector struct {
 	rateP, rateB, fetchers, fetchersBusy, delay, paused, phaseActive, phases, toSwap, mayStart, clockSafe metric
 	clockOffset, windowSize, windowIDs, rows, rowsUsed, hosts, ready, out, dnsHits, dnsMisses, dnsQueries metric
 	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue   metric
-	peerDropped, peerMismatch, peerProbes, peerLost                                                       metric
+	peerDropped, peerMismatch, peerProbes, peerLost, peerMerged                                           metric
 	fetchDur                                                                                              metric
 }
 
@@ -81,6 +81,7 @@ func newMetrics(src Source) *nodeCollector {
 		peerDropped:  newMetric("peer_dropped_datagrams_total", "Datagrams in the peer's name dropped, by kind (forged, replayed, bad).", counterValue, "node", "kind"),
 		peerMismatch: newMetric("peer_config_mismatch", "1 when the peer's cluster block differs from ours.", gaugeValue, "node"),
 		peerProbes:   newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", counterValue, "node"),
+		peerMerged:   newMetric("peer_acks_merged_total", "Datagrams in the peer's name that wanted an answer (replayed, or an acknowledgement lost) when one was due already: answered by it, not by one of their own.", counterValue, "node"),
 		peerLost:     newMetric("peer_lost_dir", "1 when the peer came back with a new data directory in this run: the URLs it held are lost.", gaugeValue, "node"),
 		uptime:       newMetric("uptime_seconds", "Seconds since the crawl started.", gaugeValue),
 		fetchDur:     newMetric("fetch_duration_seconds", "Time to fetch one response.", histogramValue),
@@ -107,7 +108,7 @@ func (c *nodeCollector) all() []metric {
 		c.links, c.admitted, c.rateP, c.rateB, c.fetchers, c.fetchersBusy, c.delay, c.paused, c.phaseActive, c.phases,
 		c.toSwap, c.mayStart, c.clockSafe, c.clockOffset, c.windowSize, c.windowIDs, c.rows, c.rowsUsed, c.hosts,
 		c.ready, c.out, c.dnsHits, c.dnsMisses, c.dnsQueries, c.diskBytes, c.diskFree, c.diskSize, c.diskFailed,
-		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.uptime, c.queue}
+		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.peerMerged, c.uptime, c.queue}
 }
 
 func b2f(b bool) float64 {
@@ -200,6 +201,7 @@ func (c *nodeCollector) collect(s *scrape) {
 		put(c.peerMismatch, b2f(len(pe.ConfigMismatch) > 0), id)
 		put(c.peerProbes, float64(pe.ProbeRounds), id)
 		put(c.peerLost, b2f(pe.LostDir), id)
+		put(c.peerMerged, float64(pe.AcksMerged), id)
 	}
 	put(c.uptime, st.Uptime)
 	h := st.FetchSeconds
