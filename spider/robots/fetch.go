@@ -112,6 +112,13 @@ func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
 			drain(resp.Body)
 			loc := resp.Header.Get("Location")
 			next, err := u.Parse(loc)
+			if fixed, stray := escapeStrayPercent(loc); err != nil && stray {
+				// "/home%": browsers follow it as written, and so do we
+				// (keepLocationPath); taken for a bad Location, it meant
+				// "no robots.txt", everything allowed, a site's own
+				// Disallow lines ignored by its broken redirect.
+				next, err = u.Parse(fixed)
+			}
 			switch {
 			case loc == "" || err != nil:
 				res.Outcome, res.Err = Unavailable, fmt.Errorf("robots: %s: status %d with bad Location %q", res.URL, c, loc)
@@ -146,14 +153,15 @@ func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
 }
 
 func (f *Fetcher) get(ctx context.Context, u *url.URL) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	// u itself, not u.String() parsed again: a path kept as written
+	// (keepLocationPath) would be rebuilt from its decoded form, and one
+	// holding a '%' that starts no escape would not parse.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "", nil)
 	if err != nil {
 		return nil, err
 	}
-	// u itself, not u.String() parsed again: a path kept as written
-	// (keepLocationPath) would be rebuilt from its decoded form.
 	cu := *u
-	req.URL = &cu
+	req.URL, req.Host = &cu, cu.Host
 	if f.UserAgent != "" {
 		req.Header.Set("User-Agent", f.UserAgent)
 	}
@@ -207,10 +215,61 @@ func keepLocationPath(next *url.URL, loc string) {
 			return
 		}
 	}
-	if p, err := url.PathUnescape(path); err != nil || p != next.Path {
+	escaped, _ := escapeStrayPercent(path)
+	if p, err := url.PathUnescape(escaped); err != nil || p != next.Path {
 		return // dot segments resolved away, or not the same path
 	}
 	next.Opaque = "//" + next.Host + path
+}
+
+// escapeStrayPercent writes each '%' of reference loc's path and fragment
+// that starts no escape ("/home%", "/50%-off") as "%25", for url.Parse,
+// which refuses them; the authority is left alone (a '%' there is an
+// error either way) and so is the query, which url.Parse takes as written.
+// It is collector.ParseURL's rule, for a reference that may be relative.
+func escapeStrayPercent(loc string) (string, bool) {
+	start := 0
+	if i := strings.Index(loc, "//"); i == 0 || i > 0 && loc[i-1] == ':' && !strings.ContainsAny(loc[:i-1], "/?#:") {
+		// "scheme://authority..." or "//authority...": the path starts
+		// after the authority.
+		j := strings.IndexAny(loc[i+2:], "/?#")
+		if j < 0 {
+			return loc, false
+		}
+		start = i + 2 + j
+	}
+	var b strings.Builder
+	changed, inQuery, inFragment := false, false, false
+	for k := 0; k < len(loc); k++ {
+		c := loc[k]
+		if k >= start {
+			switch {
+			case c == '?' && !inQuery && !inFragment:
+				inQuery = true
+			case c == '#' && !inFragment:
+				inQuery, inFragment = false, true
+			case c == '%' && !inQuery && !(k+2 < len(loc) && ishex(loc[k+1]) && ishex(loc[k+2])):
+				if !changed {
+					b.Grow(len(loc) + 8)
+					b.WriteString(loc[:k])
+					changed = true
+				}
+				b.WriteString("%25")
+				continue
+			}
+		}
+		if changed {
+			b.WriteByte(c)
+		}
+	}
+	if !changed {
+		return loc, false
+	}
+	return b.String(), true
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 func (f *Fetcher) maxBody() int {

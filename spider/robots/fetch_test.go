@@ -1,8 +1,11 @@
 package robots
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -382,3 +385,97 @@ func TestCacheConcurrent(t *testing.T) {
 		t.Errorf("%d sets indexed, %d in use", len(c.byKey), len(refs))
 	}
 }
+
+// TestFetchRedirectStrayPercent: a redirect whose Location holds a '%'
+// that starts no escape ("/home%") failed url.Parse and was taken for no
+// robots.txt: everything allowed, the Disallow lines of the file it named
+// ignored. Browsers follow it as written, and so does the Fetcher now. The
+// server reads request lines itself: net/http refuses such a target.
+func TestFetchRedirectStrayPercent(t *testing.T) {
+	for _, loc := range []string{"/home%", "/50%-off.txt", "/a%zz|b?q=%", "//HOST/h%", "http://HOST/x%"} {
+		var mu sync.Mutex
+		var seen []string
+		want := loc
+		srv := startRawRobots(t, func(target string) string {
+			mu.Lock()
+			seen = append(seen, target)
+			mu.Unlock()
+			switch {
+			case target == "/robots.txt":
+				return "HTTP/1.1 301 Moved\r\nLocation: " + want + "\r\nContent-Length: 0\r\n\r\n"
+			case strings.HasSuffix(target, want[strings.LastIndex(want, "/"):]):
+				b := "user-agent: *\ndisallow: /private\n"
+				return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+			}
+			return "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+		})
+		want = strings.ReplaceAll(loc, "HOST", srv)
+		// The Doer a node uses sends one request, as a transport does; an
+		// *http.Client fails on such a Location itself (Unreachable).
+		f := &Fetcher{Client: roundTripDoer{http.DefaultTransport}, Timeout: 5 * time.Second}
+		res := f.Fetch(context.Background(), "http://"+srv)
+		mu.Lock()
+		if res.Outcome != Fetched || res.Rules.Allowed("/private") {
+			t.Errorf("redirect to %q: outcome %v (%v), the server saw %q", want, res.Outcome, res.Err, seen)
+		}
+		mu.Unlock()
+	}
+}
+
+// startRawRobots serves HTTP/1.1 on loopback, reading request lines
+// itself, one request per connection; answer returns the whole response
+// for a request-target (in origin form, or the path of an absolute one).
+// It returns the server's host:port.
+func startRawRobots(t *testing.T, answer func(target string) string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	host := ln.Addr().String()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				br := bufio.NewReader(c)
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return
+				}
+				for {
+					h, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if h == "\r\n" || h == "\n" {
+						break
+					}
+				}
+				f := strings.Fields(line)
+				if len(f) != 3 {
+					return
+				}
+				target := strings.TrimPrefix(f[1], "http://"+host)
+				io.WriteString(c, strings.Replace(answer(target), "\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1))
+			}()
+		}
+	}()
+	return host
+}
+
+// roundTripDoer sends one request through a transport, following nothing,
+// as the node's Doer does through the collector.
+type roundTripDoer struct{ t http.RoundTripper }
+
+func (d roundTripDoer) Do(req *http.Request) (*http.Response, error) { return d.t.RoundTrip(req) }
