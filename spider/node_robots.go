@@ -134,11 +134,15 @@ func (n *Node) robotsVerdictFor(ctx context.Context, u string) robotsVerdict {
 		v.rules = nil
 		return v
 	}
+	// The failure count is for the log only: the origin may have been
+	// evicted since Rules (count 0), and its DisallowAll taken for a
+	// fetched file's rules denied the list's URLs instead of waiting.
 	_, v.failures = n.robots.src.Cache.ID(v.origin)
-	if v.failures > 0 && v.rules == robots.DisallowAll() {
+	if v.rules == robots.DisallowAll() && v.origin != "" {
 		// Unreachable, with no copy to use: the list waits (the Source's
-		// own DisallowAll says "not now", not "never").
-		v.rules = nil
+		// own DisallowAll says "not now", not "never"; no fetched file
+		// shares it since acf604d).
+		v.rules, v.failures = nil, max(v.failures, 1)
 		return v
 	}
 	v.ok = true

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/spider/robots"
 )
 
 // crawlFlakyRobots crawls a robotsListSite whose robots.txt (disallowing
@@ -134,4 +135,20 @@ func robotsTestNode(t *testing.T) *Node {
 	n := &Node{cfg: NodeConfig{UserAgent: "kspider-test"}, coll: coll}
 	n.robots = newNodeRobots(n)
 	return n
+}
+
+// TestNodeRobotsUnreachableEvicted: an unreachable origin's DisallowAll
+// was told from a fetched file's rules by the failure count read from the
+// cache after the Source answered; with the origin evicted in between (a
+// full cache), the count read 0 and the list's URLs were denied for good
+// instead of waiting. The entry put here, DisallowAll with no failures, is
+// what that lookup saw.
+func TestNodeRobotsUnreachableEvicted(t *testing.T) {
+	n := robotsTestNode(t)
+	const origin = "http://down.test:81"
+	n.robots.src.Cache.Put(origin, robots.DisallowAll(), time.Now(), time.Hour, 0)
+	v := n.robotsVerdictFor(context.Background(), origin+"/page")
+	if v.ok || v.rules != nil || v.failures < 1 {
+		t.Errorf("unreachable origin: ok %v, rules %v, failures %d; want the list to wait", v.ok, v.rules, v.failures)
+	}
 }
