@@ -193,8 +193,8 @@ func (c *Cache) Len() (origins, sets int) {
 
 // evictLocked removes one origin other than keep: an expired one among the
 // first few the map yields, else the first (map order is random, so this is
-// random eviction); with big, the one of the largest rule set among the
-// first 32.
+// random eviction), one counting failed fetches only when all those do;
+// with big, the one of the largest rule set among the first 32.
 func (c *Cache) evictLocked(now int64, keep string, big bool) {
 	look := 8
 	if big {
@@ -204,6 +204,7 @@ func (c *Cache) evictLocked(now int64, keep string, big bool) {
 	}
 	victim, n := "", 0
 	var victimSize int64
+	var victimFailures uint32
 	for o, e := range c.origins {
 		if o == keep {
 			continue
@@ -212,10 +213,17 @@ func (c *Cache) evictLocked(now int64, keep string, big bool) {
 			if size := c.sets[e.id].rules.size; victim == "" || size > victimSize {
 				victim, victimSize = o, size
 			}
-		} else if victim == "" || e.expires <= now {
-			victim = o
-			if e.expires <= now {
-				break
+		} else {
+			// An expired entry is the cheapest to lose, but not one
+			// counting failures: an unreachable origin's expires as its
+			// back-off ends, and without its count the next failure would
+			// start the back-off again at its shortest.
+			expired := e.expires <= now && e.failures == 0
+			if victim == "" || expired || victimFailures > 0 && e.failures == 0 {
+				victim, victimFailures = o, e.failures
+				if expired {
+					break
+				}
 			}
 		}
 		if n++; n >= look {

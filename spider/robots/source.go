@@ -23,7 +23,9 @@ import (
 //     the crawl of a site whose rules are known. Only a fetched robots.txt
 //     is served stale: an origin that had none (4xx) is disallowed, as a
 //     5xx may be an overloaded server asking to be left alone. The copy
-//     lives in the Cache, so an origin the Cache evicted has none.
+//     and the failure count live in the Cache, so an origin the Cache
+//     evicted has none (a full Cache evicts an origin counting failures
+//     only after the others it looks at).
 type Source struct {
 	Fetcher  *Fetcher
 	Cache    *Cache

@@ -105,3 +105,30 @@ func TestSourceStaleOnlyFromFetched(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceBackoffSurvivesEviction: a full cache evicted expired entries
+// first, and an unreachable origin's entry expires when its back-off ends,
+// just before it is asked again: its failure count went with it, and a
+// host down for days was retried at the shortest back-off after each
+// eviction. Now an entry counting failures goes after the others.
+func TestSourceBackoffSurvivesEviction(t *testing.T) {
+	down := newRobotsServer(t, status(503))
+	up1 := newRobotsServer(t, body("user-agent: *\ndisallow: /a\n"))
+	up2 := newRobotsServer(t, body("user-agent: *\ndisallow: /b\n"))
+	t0 := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	clock := &fakeClock{t: t0}
+	s := &Source{Fetcher: newFetcher(5 * time.Second), Cache: NewCache(2, 0),
+		TTL: 24 * time.Hour, RetryMin: time.Minute, RetryMax: time.Hour, Now: clock.Now}
+	ctx := context.Background()
+	s.Rules(ctx, down.URL)
+	s.Rules(ctx, up1.URL)
+	clock.t = t0.Add(2 * time.Minute) // the down origin's back-off is over
+	s.Rules(ctx, up2.URL)             // the cache is full: one origin goes
+	s.Rules(ctx, down.URL)
+	if _, failures := s.Cache.ID(down.URL); failures != 2 {
+		t.Errorf("after a second failure, %d counted; want 2 (back-off doubled)", failures)
+	}
+	if down.hits.Load() != 2 {
+		t.Errorf("robots.txt of the down origin asked %d times, want 2", down.hits.Load())
+	}
+}
