@@ -201,6 +201,7 @@ type Node struct {
 type nodeStats struct {
 	pages, bytes, errors, fetched, denied, tooDeep, admitted, links atomic.Uint64
 	rejected                                                        atomic.Uint64
+	deniedOverBudget                                                atomic.Uint64 // of denied: robots.txt too costly to check (robots.Rules.CheckURL)
 	durable                                                         atomic.Uint64 // pages made durable (Durable)
 	durableBytes                                                    atomic.Uint64 // their bodies' bytes (DurableBytes)
 	unreadable                                                      atomic.Uint64 // stored pages whose links could not be read back (noteUnreadable)
@@ -215,14 +216,18 @@ type awaited struct {
 
 // NodeSummary is what a node's Run did.
 type NodeSummary struct {
-	Fetched  uint64 // responses received
-	Stored   uint64 // pages handed to the store
-	Bytes    uint64 // body bytes stored
-	Errors   uint64 // failed fetches
-	Denied   uint64 // URLs robots.txt forbade
-	TooDeep  uint64 // link sightings beyond the depth limit
-	Rejected uint64 // link sightings the scope filters refused
-	Admitted uint64 // new URLs added (seeds included)
+	Fetched uint64 // responses received
+	Stored  uint64 // pages handed to the store
+	Bytes   uint64 // body bytes stored
+	Errors  uint64 // failed fetches
+	Denied  uint64 // URLs robots.txt forbade
+	// DeniedOverBudget: of Denied, the URLs a hostile robots.txt's
+	// patterns made too costly to check (robots.Rules.CheckURL), denied
+	// by no rule.
+	DeniedOverBudget uint64
+	TooDeep          uint64 // link sightings beyond the depth limit
+	Rejected         uint64 // link sightings the scope filters refused
+	Admitted         uint64 // new URLs added (seeds included)
 	// Unreadable: stored pages whose links had to be read back (found
 	// shallower, or a pass for a raised depth limit or a changed scope)
 	// and could not be: damaged records, which kspider check reports.
@@ -554,7 +559,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	<-writerDone
 	<-raised
 	sum := &NodeSummary{Fetched: n.st.fetched.Load(), Stored: n.st.pages.Load(), Bytes: n.st.bytes.Load(),
-		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), TooDeep: n.st.tooDeep.Load(),
+		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), DeniedOverBudget: n.st.deniedOverBudget.Load(), TooDeep: n.st.tooDeep.Load(),
 		Rejected: n.st.rejected.Load(), Admitted: n.st.admitted.Load(), Unreadable: n.st.unreadable.Load(), URLs: n.tree.Len(), Elapsed: time.Since(start)}
 	if err := n.firstErr(); err != nil {
 		return sum, err

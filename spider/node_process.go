@@ -87,16 +87,18 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	// deferred NotTried covers exactly the rest.
 	var reqs []collector.Request
 	var ids []int // index into l.IDs of each request
+	// denied: index -> over budget, denied by no rule (robots.Rules.CheckURL)
 	denied := map[int]bool{}
 	for i, u := range urls {
-		switch {
-		case pre.has(i):
-		case !rules.AllowedURL(u):
-			denied[i] = true
-		default:
-			reqs = append(reqs, collector.Request{ID: reqID(i), URL: u})
-			ids = append(ids, i)
+		if pre.has(i) {
+			continue
 		}
+		if allowed, over := rules.CheckURL(u); !allowed {
+			denied[i] = over
+			continue
+		}
+		reqs = append(reqs, collector.Request{ID: reqID(i), URL: u})
+		ids = append(ids, i)
 	}
 	// max_pages: fetch only what is left of it; the rest is cut (NotTried).
 	k := rl.reserved
@@ -140,8 +142,11 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 			done++
 			continue
 		}
-		if denied[i] {
+		if over, ok := denied[i]; ok {
 			n.st.denied.Add(1)
+			if over {
+				n.st.deniedOverBudget.Add(1)
+			}
 			*p = pageResult{seen: true, o: scheduler.Outcome{Kind: scheduler.Denied}}
 			done++
 			continue

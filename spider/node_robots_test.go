@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/robots"
 )
 
@@ -150,5 +151,61 @@ func TestNodeRobotsUnreachableEvicted(t *testing.T) {
 	v := n.robotsVerdictFor(context.Background(), origin+"/page")
 	if v.ok || v.rules != nil || v.failures < 1 {
 		t.Errorf("unreachable origin: ok %v, rules %v, failures %d; want the list to wait", v.ok, v.rules, v.failures)
+	}
+}
+
+// TestNodeRobotsOverBudget: a URL a hostile robots.txt's wildcard patterns
+// made too costly to check is denied, by no rule; it showed only among the
+// denied, so an operator could not tell "robots.txt said no" from
+// "robots.txt too costly to check". The summary and the status now count
+// it apart.
+func TestNodeRobotsOverBudget(t *testing.T) {
+	var hostile strings.Builder
+	hostile.WriteString("User-agent: *\nAllow: /ok\nDisallow: /no\n")
+	for i := 0; hostile.Len() < robots.DefaultMaxSize-64; i++ {
+		x := strings.NewReplacer("0", "a", "1", "b").Replace(fmt.Sprintf("%020b", i))
+		fmt.Fprintf(&hostile, "Disallow: /*%s*%s\n", x, x)
+	}
+	long := "/" + strings.Repeat("ab", 4000) + "0123456789"
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprint(w, hostile.String())
+		case "/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<a href="/ok">ok</a> <a href="/no">no</a> <a href="%s">long</a>`, long)
+		default:
+			fmt.Fprint(w, "leaf")
+		}
+	})}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	seed := fmt.Sprintf("http://site.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	cfg := nodeConfigFor(t, t.TempDir(), []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}, nil, 2)
+	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond}
+	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond}
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := n.Run(ctx)
+	if err != nil || !sum.Finished {
+		t.Fatalf("crawl: %+v, %v", sum, err)
+	}
+	if sum.Denied != 2 || sum.DeniedOverBudget != 1 {
+		t.Errorf("denied %d, of them over budget %d; want 2 (/no, the long path), 1 (the long path)", sum.Denied, sum.DeniedOverBudget)
+	}
+	st := n.status(true)
+	if st.Totals.RobotsOverBudget != 1 || st.Totals.RobotsCacheBytes == 0 {
+		t.Errorf("status: robots_over_budget %d, robots_cache_bytes %d; want 1, > 0", st.Totals.RobotsOverBudget, st.Totals.RobotsCacheBytes)
 	}
 }

@@ -21,7 +21,10 @@ package spider
 //	totals             pages, fetched, bytes, urls_known, queue (unfinished URLs),
 //	                   in_list, in_progress, stalled, completed, redirected,
 //	                   failed (URLs given up), fetch_errors (failed attempts),
-//	                   robots_denied, links, admitted, rejected,
+//	                   robots_denied, robots_over_budget (URLs denied this
+//	                   run because robots.txt was too costly to check, by
+//	                   no rule), robots_cache_bytes, robots_cache_evicted
+//	                   (origins evicted to bound them), links, admitted, rejected,
 //	                   filtered {reason: count} (scope.Reason names, too-deep)
 //	rates              pages_per_second, mb_per_second (last 10 s),
 //	                   avg_pages_per_second, avg_mb_per_second (since started)
@@ -125,6 +128,12 @@ type StatusTotals struct {
 	Admitted     uint64            `json:"admitted"`
 	Rejected     uint64            `json:"rejected"`
 	Filtered     map[string]uint64 `json:"filtered"`
+	// RobotsOverBudget: URLs denied this run because their check ran out
+	// of its budget (robots.Rules.CheckURL): "robots.txt too costly to
+	// check", not "robots.txt said no".
+	RobotsOverBudget   uint64 `json:"robots_over_budget"`
+	RobotsCacheBytes   uint64 `json:"robots_cache_bytes"`   // rule sets held (robots.Cache.Bytes)
+	RobotsCacheEvicted uint64 `json:"robots_cache_evicted"` // origins evicted to bound them
 }
 
 // StatusRates are the current and average rates.
@@ -498,7 +507,11 @@ func (n *Node) status(full bool) *Status {
 	t.URLs, t.Queue = uint64(n.tree.Len()), uint64(max(n.unfinished.Load(), 0))
 	t.InList, t.InProgress, t.Stalled = ss.States[scheduler.InList], ss.States[scheduler.InProgress], ss.States[scheduler.Stalled]
 	t.Completed, t.Redirected, t.Failed = ss.States[scheduler.Completed], ss.States[scheduler.Redirected], ss.States[scheduler.Failed]
-	t.RobotsDenied = ss.States[scheduler.RobotsDenied]
+	t.RobotsDenied, t.RobotsOverBudget = ss.States[scheduler.RobotsDenied], n.st.deniedOverBudget.Load()
+	if full {
+		held, evicted := n.robots.src.Cache.Bytes()
+		t.RobotsCacheBytes, t.RobotsCacheEvicted = uint64(max(held, 0)), uint64(max(evicted, 0))
+	}
 	t.FetchErrors, t.Links, t.Admitted, t.Rejected = n.st.errors.Load(), n.st.links.Load(), n.st.admitted.Load(), n.st.rejected.Load()
 	t.Filtered = map[string]uint64{scope.TooDeep.String(): n.st.tooDeep.Load()}
 	for r, c := range n.filter.Counts() {

@@ -303,14 +303,21 @@ const maxStackPath = 512
 // '/', without the fragment). It allocates nothing for paths already in
 // normal form or shorter than 512 octets.
 func (r *Rules) Allowed(path string) bool {
+	allowed, _ := r.check(path)
+	return allowed
+}
+
+// check is Allowed, saying also whether the check ran out of its budget
+// (the answer is then disallowed, by no rule).
+func (r *Rules) check(path string) (allowed, overBudget bool) {
 	if path == "" {
 		path = "/"
 	}
 	if path == "/robots.txt" && !r.d.noRobotsTx {
-		return true
+		return true, false
 	}
 	if len(r.general) == 0 && len(r.keyed) == 0 && r.lit == nil {
-		return true
+		return true, false
 	}
 	if !r.d.rawPercent && !isNormal(path, false) {
 		var buf [maxStackPath]byte
@@ -337,7 +344,7 @@ func (v verdict) beatenBy(prio int, allow bool) bool {
 // decide finds the best match among the literal index, the path's group
 // and the general list (each list in decision order, so a list is left at
 // the first pattern that could no longer win) and returns its verdict.
-func (r *Rules) decide(path string) bool {
+func (r *Rules) decide(path string) (allowed, overBudget bool) {
 	var v verdict
 	budget := checkBudget
 	if r.lit != nil {
@@ -364,9 +371,9 @@ func (r *Rules) decide(path string) bool {
 	}
 	if budget < 0 {
 		r.overBudget.Add(1)
-		return false
+		return false, true
 	}
-	return !v.found || v.allow
+	return !v.found || v.allow, false
 }
 
 // scan returns the better of v and the first pattern of list (in decision
@@ -395,8 +402,18 @@ func scan(list []pattern, path string, pm uint64, v verdict, budget *int) verdic
 
 // AllowedURL is Allowed for an absolute URL; a URL without a path checks "/".
 func (r *Rules) AllowedURL(rawURL string) bool {
+	allowed, _ := r.CheckURL(rawURL)
+	return allowed
+}
+
+// CheckURL is AllowedURL saying also whether the answer, disallowed, came
+// from the check running out of its budget (see OverBudget) rather than
+// from a rule: a crawler counts such URLs apart, since the robots.txt that
+// made them too costly to check may well allow them. OverBudget, shared by
+// every origin whose rules are the same, cannot tell whose URL it was.
+func (r *Rules) CheckURL(rawURL string) (allowed, overBudget bool) {
 	_, path := splitURL(rawURL)
-	return r.Allowed(path)
+	return r.check(path)
 }
 
 // Len returns the number of compiled patterns.

@@ -27,64 +27,67 @@ func newMetric(name, help string, typ valueType, labels ...string) metric {
 type nodeCollector struct {
 	src Source
 
-	pagesFetched, pagesStored, bytes, fetchErrors, responses, urlsKnown, urls, filtered, links, admitted  metric
-	rateP, rateB, fetchers, fetchersBusy, delay, paused, phaseActive, phases, toSwap, mayStart, clockSafe metric
-	clockOffset, windowSize, windowIDs, rows, rowsUsed, hosts, ready, out, dnsHits, dnsMisses, dnsQueries metric
-	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue   metric
-	peerDropped, peerMismatch, peerProbes, peerLost, peerMerged                                           metric
-	fetchDur                                                                                              metric
+	pagesFetched, pagesStored, bytes, fetchErrors, responses, urlsKnown, urls, filtered, links, admitted           metric
+	rateP, rateB, fetchers, fetchersBusy, delay, paused, phaseActive, phases, toSwap, mayStart, clockSafe          metric
+	clockOffset, windowSize, windowIDs, rows, rowsUsed, hosts, ready, out, dnsHits, dnsMisses, dnsQueries          metric
+	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue            metric
+	peerDropped, peerMismatch, peerProbes, peerLost, peerMerged, robotsOverBudget, robotsCacheBytes, robotsEvicted metric
+	fetchDur                                                                                                       metric
 }
 
 func newMetrics(src Source) *nodeCollector {
 	c := &nodeCollector{src: src,
-		pagesFetched: newMetric("pages_fetched_total", "Responses received.", counterValue),
-		pagesStored:  newMetric("pages_stored_total", "Pages the page store made durable.", counterValue),
-		bytes:        newMetric("bytes_total", "Body bytes of the pages made durable.", counterValue),
-		fetchErrors:  newMetric("fetch_errors_total", "Failed fetches by kind.", counterValue, "kind"),
-		responses:    newMetric("http_responses_total", "Responses by HTTP status code.", counterValue, "code"),
-		urlsKnown:    newMetric("urls_known", "URLs in the URL tree.", gaugeValue),
-		queue:        newMetric("urls_unfinished", "URLs waiting to be fetched.", gaugeValue),
-		urls:         newMetric("urls", "URLs per scheduler state.", gaugeValue, "state"),
-		filtered:     newMetric("urls_filtered_total", "Link sightings refused, by reason.", counterValue, "reason"),
-		links:        newMetric("links_total", "Links extracted.", counterValue),
-		admitted:     newMetric("urls_admitted_total", "New URLs added.", counterValue),
-		rateP:        newMetric("pages_per_second", "Pages stored per second over the last 10 s.", gaugeValue),
-		rateB:        newMetric("bytes_per_second", "Body bytes stored per second over the last 10 s.", gaugeValue),
-		fetchers:     newMetric("fetchers", "Lists fetched at once at most.", gaugeValue),
-		fetchersBusy: newMetric("fetchers_busy", "Lists out now.", gaugeValue),
-		delay:        newMetric("politeness_delay_seconds", "Wait after each list of a host.", gaugeValue),
-		paused:       newMetric("paused", "1 while paused or draining.", gaugeValue),
-		phaseActive:  newMetric("phase_active", "The active phase, -1 when none may start.", gaugeValue),
-		phases:       newMetric("phases", "Phases of the cluster.", gaugeValue),
-		toSwap:       newMetric("phase_swap_seconds", "Seconds to the next phase swap.", gaugeValue),
-		mayStart:     newMetric("phase_may_start", "1 when new fetches may start.", gaugeValue),
-		clockSafe:    newMetric("clock_safe", "1 when the phase clock is safe.", gaugeValue),
-		clockOffset:  newMetric("clock_offset_seconds", "Offset applied to the system clock.", gaugeValue),
-		windowSize:   newMetric("scheduler_window_size", "Ids the sliding window may cover.", gaugeValue),
-		windowIDs:    newMetric("scheduler_window_ids", "Ids the sliding window covers now.", gaugeValue),
-		rows:         newMetric("scheduler_rows", "Bucket rows in all.", gaugeValue),
-		rowsUsed:     newMetric("scheduler_rows_used", "Bucket rows held by hosts.", gaugeValue),
-		hosts:        newMetric("scheduler_hosts", "Hosts with runtime state, by bucket state.", gaugeValue, "bucket"),
-		ready:        newMetric("scheduler_ready_hosts", "Hosts whose list may go out now.", gaugeValue),
-		out:          newMetric("scheduler_ids_out", "Ids handed out and not reported.", gaugeValue),
-		dnsHits:      newMetric("dns_cache_hits_total", "Lookups answered from the DNS cache.", counterValue),
-		dnsMisses:    newMetric("dns_cache_misses_total", "Lookups resolved over the network.", counterValue),
-		dnsQueries:   newMetric("dns_queries_total", "DNS queries sent.", counterValue),
-		diskBytes:    newMetric("storage_written_bytes_total", "Record bytes made durable, by store directory.", counterValue, "dir"),
-		diskFree:     newMetric("storage_free_bytes", "Free bytes on the store directory's file system.", gaugeValue, "dir"),
-		diskSize:     newMetric("storage_size_bytes", "Size of the store directory's file system.", gaugeValue, "dir"),
-		diskFailed:   newMetric("storage_failed", "1 when the directory's saver stopped after an I/O error.", gaugeValue, "dir"),
-		peerUp:       newMetric("peer_up", "1 when the peer is up.", gaugeValue, "node"),
-		peerQueue:    newMetric("peer_queue_urls", "URLs queued for the peer.", gaugeValue, "node"),
-		peerSpilled:  newMetric("peer_spilled_bytes", "Bytes spilled to disk for the peer.", gaugeValue, "node"),
-		peerHeard:    newMetric("peer_last_heard_timestamp_seconds", "When the peer was last heard from.", gaugeValue, "node"),
-		peerDropped:  newMetric("peer_dropped_datagrams_total", "Datagrams in the peer's name dropped, by kind (forged, replayed, bad).", counterValue, "node", "kind"),
-		peerMismatch: newMetric("peer_config_mismatch", "1 when the peer's cluster block differs from ours.", gaugeValue, "node"),
-		peerProbes:   newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", counterValue, "node"),
-		peerMerged:   newMetric("peer_acks_merged_total", "Datagrams in the peer's name that wanted an answer (replayed, or an acknowledgement lost) when one was due already: answered by it, not by one of their own.", counterValue, "node"),
-		peerLost:     newMetric("peer_lost_dir", "1 when the peer came back with a new data directory in this run: the URLs it held are lost.", gaugeValue, "node"),
-		uptime:       newMetric("uptime_seconds", "Seconds since the crawl started.", gaugeValue),
-		fetchDur:     newMetric("fetch_duration_seconds", "Time to fetch one response.", histogramValue),
+		pagesFetched:     newMetric("pages_fetched_total", "Responses received.", counterValue),
+		pagesStored:      newMetric("pages_stored_total", "Pages the page store made durable.", counterValue),
+		bytes:            newMetric("bytes_total", "Body bytes of the pages made durable.", counterValue),
+		fetchErrors:      newMetric("fetch_errors_total", "Failed fetches by kind.", counterValue, "kind"),
+		responses:        newMetric("http_responses_total", "Responses by HTTP status code.", counterValue, "code"),
+		urlsKnown:        newMetric("urls_known", "URLs in the URL tree.", gaugeValue),
+		queue:            newMetric("urls_unfinished", "URLs waiting to be fetched.", gaugeValue),
+		urls:             newMetric("urls", "URLs per scheduler state.", gaugeValue, "state"),
+		filtered:         newMetric("urls_filtered_total", "Link sightings refused, by reason.", counterValue, "reason"),
+		links:            newMetric("links_total", "Links extracted.", counterValue),
+		admitted:         newMetric("urls_admitted_total", "New URLs added.", counterValue),
+		rateP:            newMetric("pages_per_second", "Pages stored per second over the last 10 s.", gaugeValue),
+		rateB:            newMetric("bytes_per_second", "Body bytes stored per second over the last 10 s.", gaugeValue),
+		fetchers:         newMetric("fetchers", "Lists fetched at once at most.", gaugeValue),
+		fetchersBusy:     newMetric("fetchers_busy", "Lists out now.", gaugeValue),
+		delay:            newMetric("politeness_delay_seconds", "Wait after each list of a host.", gaugeValue),
+		paused:           newMetric("paused", "1 while paused or draining.", gaugeValue),
+		phaseActive:      newMetric("phase_active", "The active phase, -1 when none may start.", gaugeValue),
+		phases:           newMetric("phases", "Phases of the cluster.", gaugeValue),
+		toSwap:           newMetric("phase_swap_seconds", "Seconds to the next phase swap.", gaugeValue),
+		mayStart:         newMetric("phase_may_start", "1 when new fetches may start.", gaugeValue),
+		clockSafe:        newMetric("clock_safe", "1 when the phase clock is safe.", gaugeValue),
+		clockOffset:      newMetric("clock_offset_seconds", "Offset applied to the system clock.", gaugeValue),
+		windowSize:       newMetric("scheduler_window_size", "Ids the sliding window may cover.", gaugeValue),
+		windowIDs:        newMetric("scheduler_window_ids", "Ids the sliding window covers now.", gaugeValue),
+		rows:             newMetric("scheduler_rows", "Bucket rows in all.", gaugeValue),
+		rowsUsed:         newMetric("scheduler_rows_used", "Bucket rows held by hosts.", gaugeValue),
+		hosts:            newMetric("scheduler_hosts", "Hosts with runtime state, by bucket state.", gaugeValue, "bucket"),
+		ready:            newMetric("scheduler_ready_hosts", "Hosts whose list may go out now.", gaugeValue),
+		out:              newMetric("scheduler_ids_out", "Ids handed out and not reported.", gaugeValue),
+		dnsHits:          newMetric("dns_cache_hits_total", "Lookups answered from the DNS cache.", counterValue),
+		dnsMisses:        newMetric("dns_cache_misses_total", "Lookups resolved over the network.", counterValue),
+		dnsQueries:       newMetric("dns_queries_total", "DNS queries sent.", counterValue),
+		diskBytes:        newMetric("storage_written_bytes_total", "Record bytes made durable, by store directory.", counterValue, "dir"),
+		diskFree:         newMetric("storage_free_bytes", "Free bytes on the store directory's file system.", gaugeValue, "dir"),
+		diskSize:         newMetric("storage_size_bytes", "Size of the store directory's file system.", gaugeValue, "dir"),
+		diskFailed:       newMetric("storage_failed", "1 when the directory's saver stopped after an I/O error.", gaugeValue, "dir"),
+		peerUp:           newMetric("peer_up", "1 when the peer is up.", gaugeValue, "node"),
+		peerQueue:        newMetric("peer_queue_urls", "URLs queued for the peer.", gaugeValue, "node"),
+		peerSpilled:      newMetric("peer_spilled_bytes", "Bytes spilled to disk for the peer.", gaugeValue, "node"),
+		peerHeard:        newMetric("peer_last_heard_timestamp_seconds", "When the peer was last heard from.", gaugeValue, "node"),
+		peerDropped:      newMetric("peer_dropped_datagrams_total", "Datagrams in the peer's name dropped, by kind (forged, replayed, bad).", counterValue, "node", "kind"),
+		peerMismatch:     newMetric("peer_config_mismatch", "1 when the peer's cluster block differs from ours.", gaugeValue, "node"),
+		peerProbes:       newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", counterValue, "node"),
+		peerLost:         newMetric("peer_lost_dir", "1 when the peer came back with a new data directory in this run: the URLs it held are lost.", gaugeValue, "node"),
+		peerMerged:       newMetric("peer_acks_merged_total", "Datagrams in the peer's name that wanted an answer (replayed, or an acknowledgement lost) when one was due already: answered by it, not by one of their own.", counterValue, "node"),
+		robotsOverBudget: newMetric("robots_over_budget_total", "URLs denied because robots.txt was too costly to check against them, by no rule.", counterValue),
+		robotsCacheBytes: newMetric("robots_cache_bytes", "Bytes of the robots.txt rule sets cached.", gaugeValue),
+		robotsEvicted:    newMetric("robots_cache_evicted_total", "Origins evicted from the robots.txt cache to bound its bytes.", counterValue),
+		uptime:           newMetric("uptime_seconds", "Seconds since the crawl started.", gaugeValue),
+		fetchDur:         newMetric("fetch_duration_seconds", "Time to fetch one response.", histogramValue),
 	}
 	return c
 }
@@ -108,7 +111,8 @@ func (c *nodeCollector) all() []metric {
 		c.links, c.admitted, c.rateP, c.rateB, c.fetchers, c.fetchersBusy, c.delay, c.paused, c.phaseActive, c.phases,
 		c.toSwap, c.mayStart, c.clockSafe, c.clockOffset, c.windowSize, c.windowIDs, c.rows, c.rowsUsed, c.hosts,
 		c.ready, c.out, c.dnsHits, c.dnsMisses, c.dnsQueries, c.diskBytes, c.diskFree, c.diskSize, c.diskFailed,
-		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.peerMerged, c.uptime, c.queue}
+		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.peerMerged, c.uptime, c.queue,
+		c.robotsOverBudget, c.robotsCacheBytes, c.robotsEvicted}
 }
 
 func b2f(b bool) float64 {
@@ -142,6 +146,9 @@ func (c *nodeCollector) collect(s *scrape) {
 		{"redirected", t.Redirected}, {"failed", t.Failed}, {"robots-denied", t.RobotsDenied}} {
 		put(c.urls, float64(s.v), s.name)
 	}
+	put(c.robotsOverBudget, float64(t.RobotsOverBudget))
+	put(c.robotsCacheBytes, float64(t.RobotsCacheBytes))
+	put(c.robotsEvicted, float64(t.RobotsCacheEvicted))
 	for _, k := range sortedKeys(st.Totals.Filtered) {
 		put(c.filtered, float64(st.Totals.Filtered[k]), k)
 	}
