@@ -84,8 +84,9 @@
 // Fetcher fetches /robots.txt for an origin and maps the outcome to rules as
 // RFC 9309 section 2.3 asks: up to five redirects are followed, each to
 // its Location's path as written (net/url would rebuild "/a%2Fb|c" from its
-// decoded form, "/a/b%7Cc": another resource; a '%' that starts no escape,
-// "/home%", is followed as browsers do); a 4xx answer
+// decoded form, "/a/b%7Cc": another resource; a relative one, "../x", is
+// resolved on the paths as written, RFC 3986 section 5.2; a '%' that starts
+// no escape, "/home%", is followed as browsers do); a 4xx answer
 // (or too many redirects) means no robots.txt and everything is allowed; a
 // 5xx answer or a network failure means everything is disallowed until a
 // retry, which backs off exponentially — unless the origin's robots.txt was

@@ -138,7 +138,7 @@ func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
 				return f.result(res)
 			}
 			res.Redirects++
-			keepLocationPath(next, loc)
+			keepLocationPath(next, u, loc)
 			u = next
 		case c >= 400 && c < 500:
 			drain(resp.Body)
@@ -181,32 +181,46 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (*http.Response, error) {
 	return client.Do(req)
 }
 
-// keepLocationPath makes next, resolved from a Location header's loc, carry
-// loc's path as written (in u.Opaque, "//host/path": String gives it back,
-// a request sends it in absolute form). net/url resolves a reference from
-// its decoded path, so "/a%2Fb|c" became "/a/b%7Cc" and "%2B" '+': another
-// resource, whose rules were taken for the site's. Only a path written in
-// full (loc absolute, or starting with '/') without dot segments is kept,
-// when it decodes to the path net/url resolved and holds only bytes a
-// request line may carry; any other is left as net/url writes it.
-func keepLocationPath(next *url.URL, loc string) {
+// keepLocationPath makes next, resolved from base and a Location header's
+// loc, carry loc's path as written (in next.Opaque, "//host/path": String
+// gives it back, a request sends it in absolute form). net/url resolves a
+// reference from its decoded path, so "/a%2Fb|c" became "/a/b%7Cc" and
+// "%2B" '+': another resource, whose rules were taken for the site's. The
+// path is resolved as RFC 3986 section 5.2 does, on the escaped text: a
+// relative one ("x.txt", "../x") against base's path as sent. It is kept
+// when it holds only bytes a request line may carry and decodes to the
+// path net/url resolved, or differs from it by dot segments alone; any
+// other is left as net/url writes it.
+func keepLocationPath(next, base *url.URL, loc string) {
 	path := loc
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
-	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") {
-		// "scheme://authority/path" or "//authority/path"; anything else
-		// is a path relative to a directory.
-		i := strings.Index(path, "//")
-		if i < 0 || i > 0 && (path[i-1] != ':' || strings.Contains(path[:i], "/")) {
-			return
-		}
+	switch i := strings.Index(path, "//"); {
+	case i == 0 || i > 0 && path[i-1] == ':' && !strings.ContainsAny(path[:i-1], "/:"):
+		// "scheme://authority/path" or "//authority/path".
 		j := strings.IndexByte(path[i+2:], '/')
 		if j < 0 {
 			return
 		}
 		path = path[i+2+j:]
+	case strings.HasPrefix(path, "/"):
+	case strings.Contains(path, ":") && !strings.Contains(path[:strings.IndexByte(path, ':')], "/"):
+		return // "scheme:opaque", or a first segment net/url refuses
+	default:
+		// Relative to base's directory (empty: base's own path).
+		basePath := sentPath(base)
+		if path == "" {
+			path = basePath
+		} else {
+			path = basePath[:strings.LastIndexByte(basePath, '/')+1] + path
+		}
 	}
+	resolved := removeDotSegments(path)
+	// net/url removes dot segments from the decoded path, where "%2F" is a
+	// separator: "/d%2Fe/../x" became "/d/x", not RFC 3986's "/x".
+	dots := resolved != path
+	path = resolved
 	if path == next.EscapedPath() {
 		return
 	}
@@ -216,10 +230,56 @@ func keepLocationPath(next *url.URL, loc string) {
 		}
 	}
 	escaped, _ := escapeStrayPercent(path)
-	if p, err := url.PathUnescape(escaped); err != nil || p != next.Path {
-		return // dot segments resolved away, or not the same path
+	p, err := url.PathUnescape(escaped)
+	if err != nil || p != next.Path && !dots {
+		return // not the path net/url resolved, and not for dot segments
 	}
-	next.Opaque = "//" + next.Host + path
+	next.Path, next.RawPath, next.Opaque = p, "", "//"+next.Host+path
+}
+
+// sentPath is the path of u as a request for it sends it: kept as
+// written (keepLocationPath), or net/url's.
+func sentPath(u *url.URL) string {
+	if rest, ok := strings.CutPrefix(u.Opaque, "//"); ok {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[i:]
+		}
+		return "/"
+	}
+	if p := u.EscapedPath(); p != "" {
+		return p
+	}
+	return "/"
+}
+
+// removeDotSegments is RFC 3986 section 5.2.4's, on an escaped path
+// starting with '/': "." and ".." segments go, ".." taking the segment
+// before it.
+func removeDotSegments(path string) string {
+	if !strings.Contains(path, "/.") {
+		return path
+	}
+	var out []string
+	segs := strings.Split(path[1:], "/")
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch seg {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, seg)
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }
 
 // escapeStrayPercent writes each '%' of reference loc's path and fragment

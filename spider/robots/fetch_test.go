@@ -479,3 +479,47 @@ func startRawRobots(t *testing.T, answer func(target string) string) string {
 type roundTripDoer struct{ t http.RoundTripper }
 
 func (d roundTripDoer) Do(req *http.Request) (*http.Response, error) { return d.t.RoundTrip(req) }
+
+// TestFetchRedirectRelativePathAsWritten: a redirect to a relative path
+// ("x%2By|z.txt", "../u%2F^.txt") was resolved by net/url from its decoded
+// form, so '|' or '^' beside an escape sent another path ("x+y%7Cz.txt"),
+// whose answer (a 404: everything allowed) was taken for the site's rules.
+// The chain's first hop goes to a directory written with an escape, which
+// the relative ones resolve against.
+func TestFetchRedirectRelativePathAsWritten(t *testing.T) {
+	srv := newRobotsServer(t, nil)
+	for _, c := range []struct{ loc, want string }{
+		{"x%2By|z.txt", "/d%2Fe|f/x%2By|z.txt"},
+		{"./x%2By^z.txt", "/d%2Fe|f/x%2By^z.txt"},
+		{"../u%2F^.txt?q=1", "/u%2F^.txt?q=1"},
+		{"/d%2Fe|f/../abs%2F|.txt", "/abs%2F|.txt"},
+	} {
+		var mu sync.Mutex
+		var seen []string
+		srv.set(func(w http.ResponseWriter, r *http.Request) {
+			// A path kept as written goes in absolute form.
+			target := strings.TrimPrefix(r.RequestURI, "http://"+r.Host)
+			mu.Lock()
+			seen = append(seen, target)
+			mu.Unlock()
+			switch target {
+			case "/robots.txt":
+				w.Header().Set("Location", "/d%2Fe|f/first.txt")
+				w.WriteHeader(http.StatusMovedPermanently)
+			case "/d%2Fe|f/first.txt":
+				w.Header().Set("Location", c.loc)
+				w.WriteHeader(http.StatusFound)
+			case c.want:
+				fmt.Fprint(w, "user-agent: *\ndisallow: /private\n")
+			default:
+				http.NotFound(w, r)
+			}
+		})
+		res := newFetcher(5*time.Second).Fetch(context.Background(), srv.URL)
+		mu.Lock()
+		if res.Outcome != Fetched || res.Rules.Allowed("/private") {
+			t.Errorf("redirect to %q: outcome %v (%v), the server saw %q, want %q last", c.loc, res.Outcome, res.Err, seen, c.want)
+		}
+		mu.Unlock()
+	}
+}
