@@ -145,14 +145,33 @@ func TestNodeMatchesTruth(t *testing.T) {
 
 // runNodeUntil runs a node on cfg and cancels it once it has stored
 // pages pages (a condition, not a sleep); it returns what Run returned.
+// The cancel comes at the first lookup of a host to connect to once the
+// count is reached, and that lookup fails, so the list that asked cannot
+// be fetched and the crawl cannot end before the cancel. A goroutine
+// polling the count alone (as before) could run too late under load: the
+// crawl had finished, and Run returned nil.
 func runNodeUntil(t *testing.T, cfg NodeConfig, pages uint64) (*NodeSummary, error) {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var n *Node
+	lookup := cfg.Lookup
+	if lookup == nil {
+		t.Fatal("runNodeUntil needs cfg.Lookup")
+	}
+	cfg.Lookup = func(lctx context.Context, host string) ([]netip.Addr, error) {
+		if n.Counters().Pages >= pages {
+			cancel()
+			return nil, errors.New("runNodeUntil: enough pages stored: the crawl is cut")
+		}
+		return lookup(lctx, host)
+	}
 	n, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
+		// Also when no host is looked up after the count is reached.
 		tick := time.NewTicker(time.Millisecond)
 		defer tick.Stop()
 		for range tick.C {
