@@ -25,7 +25,10 @@
 // Hosts have dense numbers too, given by Host on first sight and kept in
 // sched.hosts (a 64-byte record each: hash, next start, Retry-After,
 // Crawl-delay, robots status, error streak, pages admitted; hosts.go) and
-// sched.names (the names back to back). A host's phase is
+// sched.names (the names back to back, each 1 to MaxHostLen = 266 bytes:
+// the node's host key, "https:" and a port around a name of up to 254; a
+// build from before, which took 255, reports a longer one as damage). A
+// host's phase is
 // HostHash(name) mod P, HostHash being FNV-1a 64 over the lower-cased name
 // finished with the SplitMix64 mixer: the same on every node, run and
 // architecture. The record keeps the hash, so the scheduler knows a URL's

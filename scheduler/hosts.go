@@ -49,9 +49,14 @@ const (
 	numRobots
 )
 
-// MaxHostLen is the longest host name the table takes (a DNS name has at
-// most 253 bytes; bracketed IPv6 literals are shorter).
-const MaxHostLen = 255
+// MaxHostLen is the longest host name the table takes. The node's names
+// are host keys ("https:", the host, a port): a DNS name of 253 bytes and
+// the root's dot, with "https:" and ":65535", is 266 bytes (bracketed IPv6
+// literals are shorter). Builds before this one took 255 bytes, which
+// refused such a valid URL; the record layout and format version are the
+// same, so their files read as they are, but such a build reports a file
+// holding a longer name as damaged (name length over 255).
+const MaxHostLen = 266
 
 // A host record is 64 bytes at offset 64 + 64·n of sched.hosts, little
 // endian:
@@ -63,7 +68,7 @@ const MaxHostLen = 255
 //	24     8    name offset: where the name starts after sched.names' header
 //	32     4    Crawl-delay in milliseconds
 //	36     4    pages admitted (the per-host page budget)
-//	40     2    name length (1..255)
+//	40     2    name length (1..MaxHostLen)
 //	42     1    robots status
 //	43     1    error streak: temporary failures in a row
 //	44     16   zero

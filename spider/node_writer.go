@@ -268,8 +268,9 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 		return
 	}
 	if k := hostKey(u); len(k) > scheduler.MaxHostLen {
-		// A host name as long as DNS allows, with "https:" and a port:
-		// one bad link, not a reason to stop the crawl.
+		// The scheduler takes every canonical URL's key (a host name as
+		// long as DNS allows, with "https:" and a port); should the two
+		// ever part, one bad link, not a reason to stop the crawl.
 		n.cfg.URLLogf("url %q: its scheduler host key is %d bytes, over the %d the scheduler takes", u, len(k), scheduler.MaxHostLen)
 		n.st.rejected.Add(1)
 		return
