@@ -51,11 +51,18 @@ const scanChunk = 1 << 16
 // is when the next timer runs (zero: none pending); an Add or a Report may
 // make a list ready sooner.
 func (s *Scheduler) TryNext() (l List, ok bool, wake time.Time, err error) {
+	l, ok, wake, _, err = s.tryNext()
+	return l, ok, wake, err
+}
+
+// tryNext is TryNext, also returning the phase clock's time it looked at.
+func (s *Scheduler) tryNext() (l List, ok bool, wake, now time.Time, err error) {
 	p := s.cfg.Clock.Phase()
+	now = p.Now
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
-		return List{}, false, time.Time{}, err
+		return List{}, false, time.Time{}, now, err
 	}
 	l, ok = s.take(p)
 	if !ok {
@@ -75,7 +82,7 @@ func (s *Scheduler) TryNext() (l List, ok bool, wake time.Time, err error) {
 			wake = g
 		}
 	}
-	return l, ok, wake, nil
+	return l, ok, wake, now, nil
 }
 
 // Next waits for the next ready list or for ctx to end.
@@ -83,15 +90,19 @@ func (s *Scheduler) Next(ctx context.Context) (List, error) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		l, ok, wake, err := s.TryNext()
+		l, ok, wake, now, err := s.tryNext()
 		if err != nil || ok {
 			return l, err
 		}
-		// Timers run on the scheduler's clock, which may not be the
-		// system clock: look again at least every MaxWait.
+		// Timers run on the phase clock, which may be ahead of the
+		// system clock or behind it (NTP-corrected, SoloClock after a
+		// step back): the wait is measured on it, since by the system
+		// clock it ended up to MaxWait late, or early again and again.
+		// Look again at least every MaxWait for a clock that does not
+		// follow the system clock's pace.
 		d := s.cfg.MaxWait
 		if !wake.IsZero() {
-			d = min(d, max(time.Until(wake), time.Millisecond))
+			d = min(d, max(wake.Sub(now), time.Millisecond))
 		}
 		t.Reset(d)
 		select {
