@@ -62,10 +62,11 @@
 // never ends before a 429/503 Retry-After (up to MaxRetryAfter). The end
 // is stored as the host's next start, which also holds across a restart
 // and is checked again when the list goes out, in case the clock stepped
-// back; one further from now than the longest wait the config imposes
-// (stored by a run whose clock was ahead) is cut to that, and so is a
-// TIMEWAIT in memory when the clock steps back by more than a second
-// during a run.
+// back; one further from now than the wait the config imposes on the host
+// (its delay and error back-off as above, at least ErrorDelay; stored by
+// a run whose clock was ahead, or under a longer delay since lowered) is
+// cut to that, a Retry-After to MaxRetryAfter, and so is a TIMEWAIT in
+// memory when the clock steps back by more than a second during a run.
 // With MaxHostsPerIP, at most that many hosts of one IP address (SetIP)
 // fetch at once; the addresses of hosts with nothing queued or out are
 // forgotten past 65,536, so the node sets the address with every list.

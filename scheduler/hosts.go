@@ -337,22 +337,29 @@ func (c *Config) delay(h *hostRec, now int64) int64 {
 	return max(now+int64(d), h.retryUntil)
 }
 
-// longestWait is the longest politeness wait c imposes on a host (delay,
-// a first error, Retry-After).
-func (c *Config) longestWait() int64 {
-	return int64(max(c.MinDelay, c.MaxCrawlDelay, c.ErrorDelay, c.MaxBackoff, c.MaxRetryAfter))
+// longestWait is the longest wait c imposes on host h after a list ends
+// at now: its delay with its error back-off (delay, without Retry-After),
+// and at least ErrorDelay, the wait after a list with both errors and
+// successes, which the record does not tell apart.
+func (c *Config) longestWait(h *hostRec, now int64) int64 {
+	return max(c.delay(&hostRec{crawlDelay: h.crawlDelay, errStreak: h.errStreak}, now), now+int64(c.ErrorDelay))
 }
 
 // hostWait is when host h may start a list again: its next start or its
-// Retry-After, whichever is later, but never further from now than the
-// longest wait the config imposes. A wait stored by a run whose clock was
-// ahead (set wrong, a VM restored) lay years ahead once the clock was
-// right, and the host waited that long, holding its row of the buckets;
-// such a wait is cut, and stored so.
+// Retry-After, whichever is later, but the next start never further from
+// now than the wait the config imposes on h (longestWait), and the
+// Retry-After never further than MaxRetryAfter. A wait stored by a run
+// whose clock was ahead (set wrong, a VM restored) lay years ahead once
+// the clock was right, and the host waited that long, holding its row of
+// the buckets; one stored under a politeness delay since lowered (1 h to
+// 1 s between two runs) had the host wait out the old one, up to an hour.
+// Such a wait is cut, and stored so. Its Retry-After and its error
+// back-off (by the config now) hold.
 func (s *Scheduler) hostWait(h uint32, now int64) int64 {
 	hr := &s.hosts[h]
-	if limit := now + s.cfg.longestWait(); max(hr.nextStart, hr.retryUntil) > limit {
-		hr.nextStart, hr.retryUntil = min(hr.nextStart, limit), min(hr.retryUntil, limit)
+	next, retry := min(hr.nextStart, s.cfg.longestWait(hr, now)), min(hr.retryUntil, now+int64(s.cfg.MaxRetryAfter))
+	if next != hr.nextStart || retry != hr.retryUntil {
+		hr.nextStart, hr.retryUntil = next, retry
 		s.putHost(h)
 	}
 	return max(hr.nextStart, hr.retryUntil)

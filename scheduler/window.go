@@ -254,7 +254,7 @@ func (rt *windowState) observe(s *Scheduler, now int64) {
 // cuts the waits stored (hostWait): a run whose clock was ahead and was
 // set right put its hosts in TIMEWAIT until a time as far ahead, years
 // for a clock set wrong, each holding its row all the while. A TIMEWAIT
-// ends at the latest the longest wait the config imposes from now (the
+// ends at the latest the wait the config imposes on its host from now (the
 // host's stored wait cut with it), a partial list's wait PartialWait from
 // now. The heap is built anew: the old events would stay until their time.
 func (rt *windowState) clockBack(s *Scheduler, now int64) {
