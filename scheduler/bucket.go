@@ -44,8 +44,12 @@ type hostRun struct {
 	pending  []uint32
 	head     int
 	inflight []uint32 // ids of the list out
-	released []uint32 // ids of released lists (Release), not reported yet
-	until    int64    // TIMEWAIT end, Unix ns
+	// released counts the ids of released lists (Release) not reported
+	// yet: the host's in-progress ids not in inflight. A count, not a
+	// list to look reports up in: behind a slow store tens of thousands
+	// wait, and the lookups made their reports quadratic.
+	released int
+	until    int64 // TIMEWAIT end, Unix ns
 }
 
 func (r *hostRun) queued() int { return len(r.pending) - r.head }

@@ -84,6 +84,12 @@ func checkInvariants(s *Scheduler) error {
 	used := make([]int, len(rt.colUsed))
 	out := 0
 	queued := map[uint32]bool{}
+	inProgress := map[uint32]int{} // host → its ids in progress
+	for _, rec := range s.recs[:s.count] {
+		if rec.added() && rec.state() == InProgress {
+			inProgress[rec.host()]++
+		}
+	}
 	for i := range rt.runs {
 		r := &rt.runs[i]
 		if s.runIdx[r.host] != int32(i)+1 {
@@ -106,11 +112,15 @@ func checkInvariants(s *Scheduler) error {
 		case r.state == Free && r.queued() > 0 && !r.waiting && rt.started:
 			return fmt.Errorf("host %d FREE with %d queued, not waiting for a row", r.host, r.queued())
 		}
-		for _, id := range append(r.inflight[:len(r.inflight):len(r.inflight)], r.released...) {
+		for _, id := range r.inflight {
 			if s.recs[id].state() != InProgress || s.recs[id].host() != r.host {
 				return fmt.Errorf("id %d out for host %d is %v of host %d", id, r.host, s.recs[id].state(), s.recs[id].host())
 			}
 		}
+		if n := inProgress[r.host]; n != len(r.inflight)+r.released {
+			return fmt.Errorf("host %d has %d ids in progress, %d in its list out and %d released", r.host, n, len(r.inflight), r.released)
+		}
+		delete(inProgress, r.host)
 		for _, id := range r.pending[r.head:] {
 			if queued[id] || uint64(id) >= rt.scan {
 				return fmt.Errorf("id %d queued twice or ahead of the scan (%d)", id, rt.scan)
@@ -120,7 +130,10 @@ func checkInvariants(s *Scheduler) error {
 				return fmt.Errorf("id %d queued at host %d is %v of host %d", id, r.host, st, s.recs[id].host())
 			}
 		}
-		out += len(r.inflight) + len(r.released)
+		out += len(r.inflight) + r.released
+	}
+	for h, n := range inProgress {
+		return fmt.Errorf("host %d has %d ids in progress and no list out", h, n)
 	}
 	for c, n := range used {
 		if n != int(rt.colUsed[c]) || n > s.cfg.Rows {

@@ -259,9 +259,8 @@ func (s *Scheduler) Report(id uint32, o Outcome) error {
 	if at := indexOf(r.inflight, id); at >= 0 && r.state == Fetching {
 		r.inflight[at] = r.inflight[len(r.inflight)-1]
 		r.inflight = r.inflight[:len(r.inflight)-1]
-	} else if at := indexOf(r.released, id); at >= 0 {
-		r.released[at] = r.released[len(r.released)-1]
-		r.released = r.released[:len(r.released)-1]
+	} else if r.released > 0 {
+		r.released-- // in progress, of this host, not in the list out
 		released = true
 	} else {
 		return fmt.Errorf("%w: %d", ErrNotInFlight, id)
@@ -391,7 +390,7 @@ func (s *Scheduler) Release(h uint32) error {
 	if r.state != Fetching {
 		return fmt.Errorf("%w: no list out for host %d", ErrNotInFlight, h)
 	}
-	r.released = append(r.released, r.inflight...)
+	r.released += len(r.inflight)
 	r.inflight = r.inflight[:0]
 	now := s.cfg.Clock.Phase().Now.UnixNano()
 	s.rt.observe(s, now)

@@ -90,7 +90,7 @@ func (rt *windowState) run(s *Scheduler, h uint32) int32 {
 	}
 	r := &rt.runs[idx]
 	gen := r.gen + 1
-	*r = hostRun{host: h, gen: gen, col: int32(maphash.String(rt.colSeed, s.names[h]) % uint64(s.cfg.Columns)), waitNext: -1, pending: r.pending[:0], inflight: r.inflight[:0], released: r.released[:0]}
+	*r = hostRun{host: h, gen: gen, col: int32(maphash.String(rt.colSeed, s.names[h]) % uint64(s.cfg.Columns)), waitNext: -1, pending: r.pending[:0], inflight: r.inflight[:0]}
 	s.runIdx[h] = idx + 1
 	return idx
 }
@@ -98,7 +98,7 @@ func (rt *windowState) run(s *Scheduler, h uint32) int32 {
 // release returns an idle element to the free list.
 func (rt *windowState) maybeFree(s *Scheduler, idx int32) {
 	r := &rt.runs[idx]
-	if r.state != Free || r.slotted || r.waiting || r.queued() > 0 || len(r.inflight) > 0 || len(r.released) > 0 {
+	if r.state != Free || r.slotted || r.waiting || r.queued() > 0 || len(r.inflight) > 0 || r.released > 0 {
 		return
 	}
 	s.runIdx[r.host] = 0
