@@ -22,13 +22,16 @@ type modelURL struct {
 type model struct {
 	urls      map[uint32]*modelURL
 	out       map[string][]uint32 // host → ids of its list out
+	released  map[uint32]bool     // ids of released lists (Release), not reported yet
 	notBefore map[string]time.Time
 	crawl     map[string]time.Duration
 }
 
-// TestModel drives the scheduler with random adds, takes, outcomes, clock
-// moves across slots and guard intervals, and restarts (clean and not),
-// and checks it against the model after every step.
+// TestModel drives the scheduler with random adds, takes, outcomes,
+// releases, clock moves across slots and guard intervals and back, host
+// addresses set with every list as the node does (and changing), and
+// restarts (clean and not), and checks it against the model after every
+// step.
 func TestModel(t *testing.T) {
 	seeds := uint64(6)
 	if n, err := strconv.ParseUint(os.Getenv("KSPIDER_SCHED_SEEDS"), 10, 64); err == nil {
@@ -68,7 +71,7 @@ func runModel(t *testing.T, seed uint64) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, cfg)
 	defer func() { s.Close() }()
-	m := &model{urls: map[uint32]*modelURL{}, out: map[string][]uint32{}, notBefore: map[string]time.Time{}, crawl: map[string]time.Duration{}}
+	m := &model{urls: map[uint32]*modelURL{}, out: map[string][]uint32{}, released: map[uint32]bool{}, notBefore: map[string]time.Time{}, crawl: map[string]time.Duration{}}
 	var nextID uint32
 
 	check := func(step int, what string) {
@@ -130,7 +133,74 @@ func runModel(t *testing.T, seed uint64) {
 				u.st = InProgress
 			}
 			m.out[l.Name] = l.IDs
+			// The node sets the address with every list; now and then
+			// the name resolves to another one.
+			ip, known := ipOf[l.Name]
+			if !known || r.IntN(8) == 0 {
+				ip = netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + r.IntN(3))})
+				ipOf[l.Name] = ip
+			}
+			over, err := s.SetIP(l.Host, ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for o := range m.out {
+				if ipOf[o] == ip {
+					n++
+				}
+			}
+			if want := cfg.MaxHostsPerIP > 0 && n > cfg.MaxHostsPerIP; over != want {
+				t.Fatalf("step %d: SetIP(%s, %v) with its list out: over = %v with %d hosts of it out, want %v", step, l.Name, ip, over, n, want)
+			}
+			if over { // given back untried, as the node does
+				now := clk.Now()
+				for _, id := range l.IDs {
+					m.urls[id].st = InList
+					if err := s.Report(id, Outcome{Kind: NotTried}); err != nil {
+						t.Fatalf("step %d: Report(%d, NotTried): %v", step, id, err)
+					}
+				}
+				delete(m.out, l.Name)
+				m.notBefore[l.Name] = later(m.notBefore[l.Name], now.Add(max(cfg.MinDelay, m.crawl[l.Name])))
+			}
 		}
+	}
+	// outcome reports a random outcome of id, of host name, to the
+	// scheduler and the model; it says whether it was a temporary failure.
+	outcome := func(step int, name string, id uint32, now time.Time) bool {
+		u := m.urls[id]
+		o := Outcome{Kind: Kind(r.IntN(int(numKinds)))}
+		if o.Kind == FailedTemp && r.IntN(2) == 0 {
+			o.Status, o.RetryAfter = 429, time.Duration(1+r.IntN(5))*time.Second
+			m.notBefore[name] = later(m.notBefore[name], now.Add(o.RetryAfter))
+		}
+		errs := false
+		switch o.Kind {
+		case Fetched:
+			u.st = Completed
+		case Redirect:
+			u.st = Redirected
+		case Denied:
+			u.st = RobotsDenied
+		case Dropped:
+			u.st = Filtered
+		case FailedPerm:
+			u.st = Failed
+		case FailedTemp:
+			errs = true
+			if int(u.retries) >= cfg.MaxRetries {
+				u.st = Failed
+			} else {
+				u.st, u.retries = Stalled, u.retries+1
+			}
+		case NotTried:
+			u.st = InList
+		}
+		if err := s.Report(id, o); err != nil {
+			t.Fatalf("step %d: Report(%d, %+v): %v", step, id, o, err)
+		}
+		return errs
 	}
 	report := func(step int, name string, all bool) {
 		ids := m.out[name]
@@ -141,36 +211,7 @@ func runModel(t *testing.T, seed uint64) {
 		now := clk.Now()
 		var errs bool
 		for _, id := range ids[:n] {
-			u := m.urls[id]
-			o := Outcome{Kind: Kind(r.IntN(int(numKinds)))}
-			if o.Kind == FailedTemp && r.IntN(2) == 0 {
-				o.Status, o.RetryAfter = 429, time.Duration(1+r.IntN(5))*time.Second
-				m.notBefore[name] = later(m.notBefore[name], now.Add(o.RetryAfter))
-			}
-			switch o.Kind {
-			case Fetched:
-				u.st = Completed
-			case Redirect:
-				u.st = Redirected
-			case Denied:
-				u.st = RobotsDenied
-			case Dropped:
-				u.st = Filtered
-			case FailedPerm:
-				u.st = Failed
-			case FailedTemp:
-				errs = true
-				if int(u.retries) >= cfg.MaxRetries {
-					u.st = Failed
-				} else {
-					u.st, u.retries = Stalled, u.retries+1
-				}
-			case NotTried:
-				u.st = InList
-			}
-			if err := s.Report(id, o); err != nil {
-				t.Fatalf("step %d: Report(%d, %+v): %v", step, id, o, err)
-			}
+			errs = outcome(step, name, id, now) || errs
 		}
 		m.out[name] = ids[n:]
 		if n == len(ids) {
@@ -208,6 +249,10 @@ func runModel(t *testing.T, seed uint64) {
 			}
 		}
 		clear(m.out)
+		for id := range m.released {
+			m.urls[id].st = InList
+		}
+		clear(m.released)
 	}
 
 	steps := 3000
@@ -244,15 +289,46 @@ func runModel(t *testing.T, seed uint64) {
 			}
 		case op < 50:
 			take(step)
-		case op < 70:
+		case op < 64:
 			for name := range m.out {
 				report(step, name, r.IntN(2) == 0)
 				if r.IntN(2) == 0 {
 					break
 				}
 			}
-		case op < 90:
+		case op < 67:
+			// The node releases a host whose connection is done; the
+			// ids are reported once their pages are durable.
+			for name, ids := range m.out {
+				num, _ := s.Host(name)
+				if err := s.Release(num); err != nil {
+					t.Fatalf("step %d: Release(%s): %v", step, name, err)
+				}
+				for _, id := range ids {
+					m.released[id] = true
+				}
+				delete(m.out, name)
+				m.notBefore[name] = later(m.notBefore[name], clk.Now().Add(max(cfg.MinDelay, m.crawl[name])))
+				break
+			}
+		case op < 70:
+			for id := range m.released {
+				outcome(step, m.urls[id].host, id, clk.Now())
+				delete(m.released, id)
+				if r.IntN(3) == 0 {
+					break
+				}
+			}
+		case op < 88:
 			clk.advance(time.Duration(r.IntN(1500)) * time.Millisecond)
+		case op < 90:
+			// The clock steps back (by hand, an NTP step): a wait still
+			// holds for what was left of it, by the clock now.
+			back := []time.Duration{300 * time.Millisecond, 3 * time.Second, 40 * time.Second}[r.IntN(3)]
+			clk.advance(-back)
+			for h, nb := range m.notBefore {
+				m.notBefore[h] = nb.Add(-back)
+			}
 		case op < 93:
 			// Jump to just before, into or just after a slot boundary.
 			p := clk.Phase()
@@ -297,6 +373,13 @@ func runModel(t *testing.T, seed uint64) {
 	// in-list URL must be handed out within a bounded number of slots.
 	// With Crawl-delays of up to 2 s and one-id lists a host of 40 ids
 	// takes 4 × 80 s; 20,000 s is ample.
+	for id := range m.released {
+		m.urls[id].st = Completed
+		if err := s.Report(id, Outcome{Kind: Fetched}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clear(m.released)
 	for round := 0; round < 20000; round++ {
 		for more := true; more; {
 			take(steps + round)
