@@ -133,15 +133,24 @@ func (s *Scheduler) countStates() {
 	}
 }
 
-// SetMinDelay changes the politeness wait after each list (Config.MinDelay)
-// for the lists that end from now on.
+// SetMinDelay changes the politeness wait after each list (Config.MinDelay).
+// A lower one also cuts the waits running to what the config now imposes
+// on each host (hostWait): applied only to the lists that ended from then
+// on, a delay lowered from an hour left the hosts that had just fetched
+// waiting out the hour, each holding its row.
 func (s *Scheduler) SetMinDelay(d time.Duration) error {
 	if d < 0 || d > MaxDelay {
 		return fmt.Errorf("scheduler: politeness delay %v outside 0 to %v", d, MaxDelay)
 	}
+	now := s.cfg.Clock.Phase().Now.UnixNano()
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	lower := d < s.cfg.MinDelay
 	s.cfg.MinDelay = d
-	s.mu.Unlock()
+	if lower && s.usable() == nil {
+		s.rt.cutWaits(s, now)
+		s.wake()
+	}
 	return nil
 }
 

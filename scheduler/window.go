@@ -275,6 +275,23 @@ func (rt *windowState) clockBack(s *Scheduler, now int64) {
 	}
 }
 
+// cutWaits cuts every TIMEWAIT to the wait the config imposes on its host
+// from now (hostWait), the politeness delay having been lowered. The
+// timer set before stays in the heap until its time and is skipped then
+// (its instant is no longer the element's).
+func (rt *windowState) cutWaits(s *Scheduler, now int64) {
+	for i := range rt.runs {
+		r := &rt.runs[i]
+		if s.runIdx[r.host] != int32(i)+1 || r.state != TimeWait {
+			continue // on the free list, or not waiting
+		}
+		if until := s.hostWait(r.host, now); until < r.until {
+			r.until = until
+			rt.events.add(event{at: until, ref: rt.ref(int32(i)), tw: true})
+		}
+	}
+}
+
 // fire runs the timers due at now.
 func (rt *windowState) fire(s *Scheduler, now int64) {
 	for {
