@@ -64,7 +64,8 @@ func TestWaitFromAClockAhead(t *testing.T) {
 // ahead was in TIMEWAIT until then, in memory, where Open's cut of stored
 // waits never looked, and held its row for ten years. Now a clock that
 // steps back cuts the timers in memory as Open cuts stored waits: no
-// longer than the longest wait the config imposes (an hour here).
+// longer than the wait the config imposes on the host (10 s here, its
+// ErrorDelay; an hour suffices for the test).
 func TestClockBackDuringRun(t *testing.T) {
 	const decade = 10 * 365 * 24 * time.Hour
 	clk := newFakeClock(1, time.Hour, 0)
