@@ -18,11 +18,10 @@ import (
 // the buckets. So when the system clock falls behind, the solo clock goes
 // on from where it was at half the monotonic clock's pace until the
 // system clock catches up (after twice the step): waits meanwhile last up
-// to twice as long, and the scheduler, which wakes by the system clock at
-// least every MaxWait (soloMaxWait), may see one end up to that late. A
-// step forward is followed (waits end early, once). Instants stored ahead
-// of the next run's clock are cut at its open to the longest wait the
-// config imposes (the scheduler's hostWait).
+// to twice as long (the scheduler measures them on this clock). A step
+// forward is followed (waits end early, once). Instants stored ahead of
+// the next run's clock are cut at its open to the wait the config imposes
+// on the host (the scheduler's hostWait).
 func SoloClock() scheduler.PhaseSource {
 	start := time.Now()
 	return newSoloClock(func() (time.Time, time.Duration) {
