@@ -25,7 +25,8 @@ type Reader struct {
 	// store is the ID of the store the directories belong to (zero: none
 	// says, a store from before identities): a segment of another is
 	// damage, none of its records read.
-	store storeID
+	store     storeID
+	storeFrom string // the file that names store
 
 	decoders sync.Pool // *decoder, for Get
 	buffers  sync.Pool // *[]byte, for Get's reads
@@ -136,7 +137,7 @@ func OpenReader(dirs []string) (*Reader, error) {
 	r.decoders.New = func() any { return new(decoder) }
 	r.buffers.New = func() any { return new([]byte) }
 	var err error
-	if r.store, _, err = storeIDOf(dirs, r.noteDamage); err != nil {
+	if r.store, r.storeFrom, err = storeIDOf(dirs, r.noteDamage); err != nil {
 		return nil, err
 	}
 	for _, d := range dirs {
@@ -149,6 +150,12 @@ func OpenReader(dirs []string) (*Reader, error) {
 	}
 	return r, nil
 }
+
+// StoreID returns the ID of the store the directories belong to and the
+// file that names it; zero and "" when none does (a store from before
+// identities). A caller holds it to the URL tree whose ids the pages are
+// stored by, as Open does with Config.TreeID: a Reader reads any store.
+func (r *Reader) StoreID() (id [16]byte, from string) { return r.store, r.storeFrom }
 
 func (r *Reader) openDir(dir string) (*dirReader, error) {
 	fi, err := os.Stat(dir)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
 )
 
 // dataDirsFlag is the repeatable --data flag of the offline tools (get,
@@ -115,6 +118,55 @@ func checkOutsideStores(out string, dirs ...[]string) error {
 				return usagef("%s would be written into the data directory %s, over any file of that name there; write it elsewhere", out, d)
 			}
 		}
+	}
+	return nil
+}
+
+// checkStoreTree holds the store r reads to the URL tree of the node data
+// directories among given (DIR/urls), as a node's start holds its store
+// (storage.Config.TreeID): the pages are stored by URL ids, which only
+// that tree maps to URLs, so the store of another data directory read
+// under this one's name printed another URL's page as the one asked for.
+// What could not be compared (bare store directories, no tree, a store or
+// tree from before identities) is said on w.
+func checkStoreTree(w io.Writer, cmd string, given []string, r *storage.Reader) error {
+	var tree urltree.ID
+	var treeDir string
+	var bare []string
+	for _, d := range given {
+		if holdsStore(d) {
+			bare = append(bare, d)
+			continue
+		}
+		dir := filepath.Join(d, "urls")
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			bare = append(bare, d)
+			continue
+		}
+		t, err := urltree.Open(dir, &urltree.Options{ReadOnly: true})
+		if err != nil {
+			return fmt.Errorf("cannot hold the page store to the URL tree in %s, whose ids it is stored by: %w ('kspider check --data %s' says more; --data with the store directories themselves reads the pages without comparing)", dir, err, d)
+		}
+		id := t.ID()
+		t.Close()
+		switch {
+		case id.IsZero():
+			fmt.Fprintf(w, "kspider %s: note: the URL tree in %s has no ID (format version 2): the page store not compared with it\n", cmd, dir)
+		case tree.IsZero():
+			tree, treeDir = id, dir
+		case id != tree:
+			return usagef("%s is URL tree %v, but %s is URL tree %v: data directories of two nodes given together; give one node's", treeDir, tree, dir, id)
+		}
+	}
+	store, from := r.StoreID()
+	switch {
+	case tree.IsZero() && len(bare) > 0:
+		fmt.Fprintf(w, "kspider %s: note: %s: no URL tree there (store directories, or a data directory without urls/): the page store not compared with one, its URL ids taken as the right tree's (give the node's data directory to have them checked)\n", cmd, strings.Join(bare, ", "))
+	case tree.IsZero():
+	case store == [16]byte{}:
+		fmt.Fprintf(w, "kspider %s: note: the page store names no ID (written before store identities): not compared with the URL tree in %s\n", cmd, treeDir)
+	case store != tree:
+		return fmt.Errorf("%s names page store %x, but %s is URL tree %v: %w page store, of another data directory (swapped?), whose URL ids name other URLs; put back this node's own store", from, store, treeDir, tree, storage.ErrForeign)
 	}
 	return nil
 }

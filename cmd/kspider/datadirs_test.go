@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -11,7 +12,9 @@ import (
 	"testing"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/storage"
 	"github.com/kspider/kspider/tools/stats"
+	"github.com/kspider/kspider/urltree"
 )
 
 // TestOfflineToolsTakeNodeDir: get, stats and export accept a node's data
@@ -96,5 +99,69 @@ func TestOfflineToolsTakeNodeStores(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "", "stats", "--data", node, "--json"); code != 1 || !strings.Contains(errOut, stores) {
 		t.Errorf("stats with STORES damaged: exit %d, want 1 naming it\n%s", code, errOut)
+	}
+}
+
+// TestOfflineToolsHoldStoreToTree: get, export and stats read a node's
+// pages/ without looking at its URL tree, so the store of another data
+// directory (another tree's, whose URL id 0 is another URL) was read as
+// this node's: 'get 0' printed that other page, exit 0. Now the store is
+// held to DIR/urls as a node's start holds it: an error naming both IDs;
+// store directories given bare are read with a note saying no tree was
+// compared.
+func TestOfflineToolsHoldStoreToTree(t *testing.T) {
+	node := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tr.AddString("http://mine.example/"); err != nil {
+		t.Fatal(err)
+	}
+	mine := tr.ID()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pages := filepath.Join(node, "pages")
+	put := func(tree urltree.ID, url string) {
+		t.Helper()
+		if err := os.RemoveAll(pages); err != nil {
+			t.Fatal(err)
+		}
+		s, err := storage.Open(storage.Config{Dirs: []string{pages}, TreeID: tree})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(context.Background(), &storage.Page{URLID: 0, URL: url, Status: 200, Body: []byte("page of " + url)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "x.warc.gz")
+	cmds := [][]string{
+		{"get", "--data", node, "0"},
+		{"export", "warc", "--data", node, "--out", out},
+		{"stats", "--data", node},
+	}
+	put(mine, "http://mine.example/")
+	for _, args := range cmds {
+		if code, stdout, errOut := runCmd(t, "", args...); code != 0 || errOut != "" {
+			t.Fatalf("%v on its own store: exit %d, stdout %q, stderr %q", args, code, stdout, errOut)
+		}
+	}
+	other := urltree.ID{1, 2, 3}
+	put(other, "http://other.example/")
+	for _, args := range cmds {
+		code, stdout, errOut := runCmd(t, "", args...)
+		if code != 1 || strings.Contains(stdout, "other.example") ||
+			!strings.Contains(errOut, fmt.Sprintf("%x", mine[:])) || !strings.Contains(errOut, fmt.Sprintf("%x", other[:])) {
+			t.Errorf("%v on another tree's store: exit %d, stdout %q, stderr %q", args, code, stdout, errOut)
+		}
+	}
+	code, stdout, errOut := runCmd(t, "", "get", "--data", pages, "0")
+	if code != 0 || stdout != "page of http://other.example/" || !strings.Contains(errOut, "not compared") {
+		t.Errorf("get on the bare store: exit %d, stdout %q, stderr %q", code, stdout, errOut)
 	}
 }

@@ -91,6 +91,9 @@ The file is written under a temporary name and renamed when complete.`)
 		return err
 	}
 	defer r.Close()
+	if err := checkStoreTree(e.stderr, "export", dirs, r); err != nil {
+		return err
+	}
 	var written, refused int
 	err = func() error {
 		w := warc.NewWriter(f)

@@ -18,7 +18,8 @@ Prints the body of one stored page; with -i, the status line and the
 response headers first, as received. The page is named by its URL id, which
 is one index lookup, or by its URL, which scans the store (the URL tree that
 maps URLs to ids is not consulted yet). Give every data directory of the
-node with --data. When a URL id was stored more than once, the latest fetch
+node with --data; a node's data directory holds its store to its URL tree
+(DIR/urls), whose ids the pages are stored by. When a URL id was stored more than once, the latest fetch
 is printed. A page is printed only if its record passes its checksum; damage
 met elsewhere in the store (a damaged index, which is then rebuilt from the
 segments in memory) is reported on stderr and makes the exit status 1 unless
@@ -46,6 +47,9 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		return err
 	}
 	defer r.Close()
+	if err := checkStoreTree(e.stderr, "get", dirs, r); err != nil {
+		return err
+	}
 	var p *storage.Page
 	if id, perr := strconv.ParseUint(arg, 10, 64); perr == nil {
 		if p, err = r.Get(id); errors.Is(err, storage.ErrNotFound) {

@@ -64,6 +64,9 @@ the report covers the intact pages and the exit status is 1 unless
 		return err
 	}
 	defer r.Close()
+	if err := checkStoreTree(e.stderr, "stats", given, r); err != nil {
+		return err
+	}
 	stored, err := segmentBytes(dirs)
 	if err != nil {
 		return err
