@@ -69,6 +69,11 @@ func readDepthLimit(dir string) (int, error) {
 	return d, nil
 }
 
+// CheckDepthFile reads dir's DEPTH as a node's start does, for kspider
+// check: the limit the directory was crawled to, or the error the start
+// refuses it with (matching fs.ErrNotExist when there is none).
+func CheckDepthFile(dir string) (int, error) { return readDepthLimit(dir) }
+
 // openDepthLimit compares the depth limit the directory was crawled to
 // with this run's: a higher one sets n.raiseFrom, for Run; otherwise the
 // new limit is recorded at once.

@@ -151,6 +151,21 @@ func readScope(dir string) (string, *scopeRecord, error) {
 	return "", nil, damaged
 }
 
+// CheckScopeFile reads dir's SCOPE as a node's start does, for kspider
+// check: what it records, or the error the start refuses it with
+// (matching fs.ErrNotExist when there is none).
+func CheckScopeFile(dir string) (string, error) {
+	digest, r, err := readScope(dir)
+	switch {
+	case err != nil:
+		return "", err
+	case r == nil:
+		return fmt.Sprintf("version 1, sha256 %s (the scope's digest only)", digest), nil
+	}
+	return fmt.Sprintf("sha256 %s: %d includes, %d excludes, %d domains, max_links_per_page %d",
+		digest, len(r.Scope.Include), len(r.Scope.Exclude), len(r.Scope.Domains), r.MaxLinks), nil
+}
+
 // within reports whether a crawl under r keeps no link that one under was
 // refused: r only narrows was (or is was), so a pass over the store
 // under r adds nothing.

@@ -34,6 +34,9 @@ func checkers(tree *treeID) []checker {
 		{"spill", orSubdir("comm", checkSpill)},
 		{"identity", checkIdentity},
 		{"cluster", checkCluster},
+		{"depth", checkDepth},
+		{"scope", checkScope},
+		{"stores", checkStores},
 	}
 }
 

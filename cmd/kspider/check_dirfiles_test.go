@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kspider/kspider/storage"
+)
+
+// TestCheckDirFiles: kspider check reads DIR/DEPTH, DIR/SCOPE and
+// DIR/STORES as a node's start does: ok with what they record; damaged at
+// a random byte, named, exit 1 (the start refuses them, where check said
+// nothing of them and exited 0); and a STORES naming a directory that
+// holds no pages any more is a problem too, as the start refuses it.
+func TestCheckDirFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := storage.Open(storage.Config{Dirs: []string{filepath.Join(dir, "pages")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(context.Background(), &storage.Page{URLID: 1, URL: "http://host.example/", Status: 200, Body: []byte("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	withCRC := func(body string) []byte {
+		return []byte(body + fmt.Sprintf("crc32c %08x\n", crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))))
+	}
+	files := []struct {
+		name, check string
+		good        []byte
+		ok          string
+	}{
+		{"DEPTH", "depth", withCRC("kspider depth limit 1\nmax_depth 3\n"), "ok: crawled to max_depth 3"},
+		{"SCOPE", "scope", withCRC("kspider scope 1\nsha256 " + strings.Repeat("ab", 32) + "\n"), "ok: version 1"},
+		{"STORES", "stores", withCRC("kspider page stores 1\n\"pages\"\n"), "ok: " + filepath.Join(dir, "pages")},
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, f.good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, _ := runCmd(t, "", "check", "--data", dir); code != 0 || !strings.Contains(out, f.check+": "+path+": "+f.ok) {
+			t.Fatalf("check with a good %s: exit %d:\n%s", f.name, code, out)
+		}
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, f.name)
+		for range 10 {
+			b := append([]byte(nil), f.good...)
+			b[rand.IntN(len(b))] ^= byte(1 << rand.IntN(8))
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, _ := runCmd(t, "", "check", "--data", dir)
+			if code != 1 || !strings.Contains(out, f.check+": spider: "+path+" is ") || !strings.Contains(out, "cannot repair") {
+				t.Fatalf("check of %s %q: exit %d:\n%s", f.name, b, code, out)
+			}
+		}
+		if err := os.WriteFile(path, f.good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stores := filepath.Join(dir, "STORES")
+	if err := os.WriteFile(stores, withCRC("kspider page stores 1\n\"pages\"\n\"disk2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCmd(t, "", "check", "--data", dir)
+	if code != 1 || !strings.Contains(out, "stores: "+stores+" names "+filepath.Join(dir, "disk2")+", which held pages of the crawl but holds none now") {
+		t.Fatalf("check with a STORES naming an empty directory: exit %d:\n%s", code, out)
+	}
+}
