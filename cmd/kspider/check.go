@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kspider/kspider/spider"
@@ -29,7 +31,7 @@ type checker struct {
 func checkers(tree *treeID) []checker {
 	return []checker{
 		{"urls", orSubdir("urls", tree.checkTree)},
-		{"pages", orSubdir("pages", tree.checkPages)},
+		{"pages", tree.checkNodePages},
 		{"sched", orSubdir("sched", tree.checkSched)},
 		{"spill", orSubdir("comm", checkSpill)},
 		{"identity", checkIdentity},
@@ -46,6 +48,48 @@ func (tree *treeID) checkPages(dir string, repair bool, w io.Writer) (int, error
 	return storage.CheckFor(dir, repair, w, tree.id, tree.file)
 }
 
+// checkNodePages checks the page store of dir: dir itself when it holds
+// one, else dir/pages and every directory its STORES names (storage.dirs,
+// on other disks too). Only dir/pages was checked, so a node's pages on
+// other disks were never looked at, and a store directory of another node
+// named there was 'ok'. Each is held to the URL tree, and so to each
+// other.
+func (tree *treeID) checkNodePages(dir string, repair bool, w io.Writer) (int, error) {
+	n, err := tree.checkPages(dir, repair, w)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return n, err
+	}
+	none := err
+	dirs := []string{filepath.Join(dir, "pages")}
+	// A damaged STORES is the stores checker's to report.
+	if recorded, err := spider.ReadStoreDirs(dir); err == nil {
+		for _, d := range recorded {
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	total, found := 0, 0
+	for _, d := range dirs {
+		n, err := tree.checkPages(d, repair, w)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		found++
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	switch {
+	case found == 0:
+		return 0, none
+	case found > 1 && tree.id.IsZero():
+		fmt.Fprintf(w, "pages: %s: no URL tree ID to hold its %d store directories to: not compared with each other\n", dir, found)
+	}
+	return total, nil
+}
+
 func runCheck(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "check", "check --data DIR [--data DIR...] [--repair]",
 		`Verifies every file of a node's data directory the way bbolt check does:
@@ -53,7 +97,7 @@ func runCheck(ctx context.Context, e env, args []string) error {
 offset. The exit status is 1 when anything is damaged.
 
 DIR is a node's data directory (the URL tree in DIR/urls, the pages in
-DIR/pages, the scheduler in DIR/sched, the communicator's spill files and
+DIR/pages and the directories DIR/STORES names, the scheduler in DIR/sched, the communicator's spill files and
 receive state in DIR/comm) or the directory of one part.
 
 With --repair, what can be rebuilt is rewritten (the page index from the
