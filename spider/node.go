@@ -173,7 +173,12 @@ type Node struct {
 	// scopeChanged: the directory was crawled under another scope
 	// (node_scopechange.go): Run follows every stored page's links again.
 	scopeChanged bool
-	raiseCut     atomic.Bool // the pass for them was cut short: nothing recorded
+	// pastUnknown names DIR/DEPTH or DIR/SCOPE missing from a directory
+	// that holds a crawl (deleted as a damage message advises, or from
+	// before the files): what it was crawled to is unknown, so Run's pass
+	// follows every stored page's links again.
+	pastUnknown []string
+	raiseCut    atomic.Bool // the pass for them was cut short: nothing recorded
 
 	reader *storage.Reader // the writer's, for storedLinks; opened on first use
 

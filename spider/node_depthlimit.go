@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/kspider/kspider/scheduler"
@@ -23,7 +24,10 @@ import (
 // deeper, read back from the store, and queues again the URLs a run at a
 // lowered limit dropped (presets, node_process.go).
 // The new limit is recorded once the URLs that adds are durable: a crash
-// before follows them again.
+// before follows them again. A directory that holds a crawl but no DEPTH
+// (deleted as a damage message advises, or crawled before the file) was
+// taken as crawled to the run's limit, and a limit raised since skipped
+// the pass: now the pass is made over every stored page, said on stderr.
 //
 // On disk, DIR/DEPTH (version 1) is three lines of text:
 //
@@ -48,7 +52,7 @@ func readDepthLimit(dir string) (int, error) {
 	path := filepath.Join(dir, DepthFile)
 	f, err := openRegular(path)
 	if errors.Is(err, errNotRegular) {
-		return 0, fmt.Errorf("spider: %s is %v: delete it, and the next run takes the directory as crawled to its limit", path, err)
+		return 0, fmt.Errorf("spider: %s is %v: delete it, and the next run follows the stored pages' links again in full", path, err)
 	}
 	if err != nil {
 		return 0, err
@@ -64,7 +68,7 @@ func readDepthLimit(dir string) (int, error) {
 		_, err = fmt.Sscanf(string(lines[1]), "max_depth %d\n", &d)
 	}
 	if len(lines) != 4 || err != nil || d < 0 || !bytes.Equal(encodeDepthLimit(d), b) {
-		return 0, fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run takes the directory as crawled to its limit", path, len(b))
+		return 0, fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run follows the stored pages' links again in full", path, len(b))
 	}
 	return d, nil
 }
@@ -81,10 +85,15 @@ func (n *Node) openDepthLimit() error {
 	n.raiseFrom = -1
 	prev, err := readDepthLimit(n.cfg.Dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// A new directory, or one from before the file: taken as
-		// crawled to this limit.
+	case errors.Is(err, fs.ErrNotExist) && n.freshDir:
 		return writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth))
+	case errors.Is(err, fs.ErrNotExist):
+		// Taken as crawled to this limit, a limit raised since skipped
+		// the pass and the deeper pages silently: a full pass instead,
+		// recorded once made.
+		n.pastUnknown = append(n.pastUnknown, DepthFile)
+		n.raiseFrom = 0
+		return nil
 	case err != nil:
 		return err
 	case prev == n.cfg.MaxDepth:
@@ -113,7 +122,7 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 	pages, again, unread := 0, 0, 0
 	var firstErr error
 	from, dropped := n.raiseFrom, n.raiseFrom+1 // the depths of the pages, and of the URLs dropped
-	if n.scopeChanged {
+	if n.scopeChanged || len(n.pastUnknown) > 0 {
 		from, dropped = 0, 0
 	}
 	end := n.sched.Len() // (the loop adds URLs)
@@ -122,6 +131,9 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 	why := fmt.Sprintf("limits.max_depth raised from %d to %d", n.raiseFrom, n.cfg.MaxDepth)
 	if n.scopeChanged {
 		why = "the scope changed"
+	}
+	if len(n.pastUnknown) > 0 {
+		why = fmt.Sprintf("%s missing in %s, which holds a crawl (deleted, or from before the file): the depth limit or scope it was crawled to unknown", strings.Join(n.pastUnknown, " and "), n.cfg.Dir)
 	}
 	n.cfg.Logf("spider: %s: following the links of the stored pages again, a pass over %d URLs before anything is fetched", why, end)
 	next := time.Now().Add(passProgressEvery)
@@ -164,9 +176,12 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 	if unread > 0 {
 		n.cfg.Logf("spider: %d stored pages could not be read back, their links not followed again (first: %v); 'kspider check' reports the store's damage", unread, firstErr)
 	}
-	if n.scopeChanged {
+	switch {
+	case len(n.pastUnknown) > 0:
+		n.cfg.Logf("spider: %s: the links of %d pages followed again, %d URLs dropped unfetched queued again", why, pages, again)
+	case n.scopeChanged:
 		n.cfg.Logf("spider: the scope changed since the directory was last crawled: the links of %d pages followed again, %d URLs dropped unfetched queued again", pages, again)
-	} else {
+	default:
 		n.cfg.Logf("spider: limits.max_depth raised from %d to %d: the links of %d pages fetched at depth %d or deeper followed again, %d URLs dropped at the old limit queued again",
 			n.raiseFrom, n.cfg.MaxDepth, pages, n.raiseFrom, again)
 	}

@@ -46,9 +46,10 @@ import (
 // 1, written before, has no third line: read, it tells a changed scope
 // only, and any change makes the pass. A scope whose encoding is over
 // maxScopeSize is written as version 1. The file is written to a
-// temporary name, fsynced and renamed (writeDirFile). A directory without
-// the file (new, or crawled before it) is taken as crawled under the
-// run's scope.
+// temporary name, fsynced and renamed (writeDirFile). A new directory
+// records the run's scope; one that holds a crawl but not the file
+// (deleted, or crawled before it) makes the full pass, as DEPTH missing
+// does (node_depthlimit.go), and records the scope after.
 
 // ScopeFile is the name of the scope digest's file in a data directory.
 const ScopeFile = "SCOPE"
@@ -114,7 +115,7 @@ func readScope(dir string) (string, *scopeRecord, error) {
 	path := filepath.Join(dir, ScopeFile)
 	f, err := openRegular(path)
 	if errors.Is(err, errNotRegular) {
-		return "", nil, fmt.Errorf("spider: %s is %v: delete it, and the next run takes the directory as crawled under its scope", path, err)
+		return "", nil, fmt.Errorf("spider: %s is %v: delete it, and the next run follows the stored pages' links again in full", path, err)
 	}
 	if err != nil {
 		return "", nil, err
@@ -124,7 +125,7 @@ func readScope(dir string) (string, *scopeRecord, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("spider: %w", err)
 	}
-	damaged := fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run takes the directory as crawled under its scope", path, len(b))
+	damaged := fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run follows the stored pages' links again in full", path, len(b))
 	var digest string
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	switch {
@@ -146,7 +147,7 @@ func readScope(dir string) (string, *scopeRecord, error) {
 		return fmt.Sprintf("%x", sha256.Sum256(j)), &r, nil
 	}
 	if len(lines) > 0 && bytes.HasPrefix(lines[0], []byte("kspider scope ")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 1\n")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 2\n")) {
-		return "", nil, fmt.Errorf("spider: %s is of version %q; this kspider reads versions 1 and 2: run the kspider that wrote it, or delete the file, and the next run takes the directory as crawled under its scope", path, bytes.TrimSpace(bytes.TrimPrefix(lines[0], []byte("kspider scope "))))
+		return "", nil, fmt.Errorf("spider: %s is of version %q; this kspider reads versions 1 and 2: run the kspider that wrote it, or delete the file, and the next run follows the stored pages' links again in full", path, bytes.TrimSpace(bytes.TrimPrefix(lines[0], []byte("kspider scope "))))
 	}
 	return "", nil, damaged
 }
@@ -220,8 +221,14 @@ func (n *Node) openScope() error {
 	now := scopeOf(*n.cfg.Scope, n.cfg.MaxLinks)
 	digest, was, err := readScope(n.cfg.Dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) && n.freshDir:
 		return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
+	case errors.Is(err, fs.ErrNotExist):
+		// Taken as crawled under this scope, a scope widened since
+		// skipped the pass silently: a full pass instead.
+		n.pastUnknown = append(n.pastUnknown, ScopeFile)
+		n.scopeChanged = true
+		return nil
 	case err != nil:
 		return err
 	case digest == n.scopeDigest():
