@@ -59,8 +59,8 @@ func ParseURL(raw string) (*url.URL, error) {
 		keepTarget(u, raw)
 		return u, nil
 	}
-	fixed, changed := escapeStrayPercent(raw)
-	if !changed {
+	fixed, changed := EscapeStrayPercent(raw)
+	if !changed || !strings.Contains(raw, "://") { // a list's URLs are absolute
 		return nil, err
 	}
 	v, err2 := url.Parse(fixed)
@@ -74,36 +74,37 @@ func ParseURL(raw string) (*url.URL, error) {
 	return v, nil
 }
 
-// escapeStrayPercent writes each '%' of raw's path and fragment that is not
-// followed by two hex digits as "%25". The authority is left alone (a '%'
-// there is an error either way) and so is the query, which url.Parse takes
-// as written.
-func escapeStrayPercent(raw string) (string, bool) {
-	i := strings.Index(raw, "://")
-	if i < 0 {
-		return raw, false
-	}
-	start := i + 3
-	if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
-		start += j
-	} else {
-		return raw, false
+// EscapeStrayPercent writes each '%' of reference loc's path and fragment
+// that starts no escape ("/home%", "/50%-off") as "%25", for url.Parse,
+// which refuses them; the authority is left alone (a '%' there is an
+// error either way) and so is the query, which url.Parse takes as written.
+// ParseURL applies it to a list's URLs; robots.txt redirects apply it
+// to their Location, which may be relative.
+func EscapeStrayPercent(loc string) (string, bool) {
+	start := 0
+	if i := strings.Index(loc, "//"); i == 0 || i > 0 && loc[i-1] == ':' && !strings.ContainsAny(loc[:i-1], "/?#:") {
+		// "scheme://authority..." or "//authority...": the path starts
+		// after the authority.
+		j := strings.IndexAny(loc[i+2:], "/?#")
+		if j < 0 {
+			return loc, false
+		}
+		start = i + 2 + j
 	}
 	var b strings.Builder
-	changed := false
-	inQuery, inFragment := false, false
-	for k := 0; k < len(raw); k++ {
-		c := raw[k]
+	changed, inQuery, inFragment := false, false, false
+	for k := 0; k < len(loc); k++ {
+		c := loc[k]
 		if k >= start {
 			switch {
-			case c == '?' && !inFragment:
+			case c == '?' && !inQuery && !inFragment:
 				inQuery = true
 			case c == '#' && !inFragment:
 				inQuery, inFragment = false, true
-			case c == '%' && !inQuery && !(k+2 < len(raw) && ishex(raw[k+1]) && ishex(raw[k+2])):
+			case c == '%' && !inQuery && !(k+2 < len(loc) && ishex(loc[k+1]) && ishex(loc[k+2])):
 				if !changed {
-					b.Grow(len(raw) + 8)
-					b.WriteString(raw[:k])
+					b.Grow(len(loc) + 8)
+					b.WriteString(loc[:k])
 					changed = true
 				}
 				b.WriteString("%25")
@@ -115,7 +116,7 @@ func escapeStrayPercent(raw string) (string, bool) {
 		}
 	}
 	if !changed {
-		return raw, false
+		return loc, false
 	}
 	return b.String(), true
 }

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/kspider/kspider/collector"
 )
 
 // Doer sends one HTTP request; *http.Client is one. It must not follow
@@ -112,7 +114,7 @@ func (f *Fetcher) Fetch(ctx context.Context, origin string) Result {
 			drain(resp.Body)
 			loc := resp.Header.Get("Location")
 			next, err := u.Parse(loc)
-			if fixed, stray := escapeStrayPercent(loc); err != nil && stray {
+			if fixed, stray := collector.EscapeStrayPercent(loc); err != nil && stray {
 				// "/home%": browsers follow it as written, and so do we
 				// (keepLocationPath); taken for a bad Location, it meant
 				// "no robots.txt", everything allowed, a site's own
@@ -229,7 +231,7 @@ func keepLocationPath(next, base *url.URL, loc string) {
 			return
 		}
 	}
-	escaped, _ := escapeStrayPercent(path)
+	escaped, _ := collector.EscapeStrayPercent(path)
 	p, err := url.PathUnescape(escaped)
 	if err != nil || p != next.Path && !dots {
 		return // not the path net/url resolved, and not for dot segments
@@ -280,56 +282,6 @@ func removeDotSegments(path string) string {
 		}
 	}
 	return "/" + strings.Join(out, "/")
-}
-
-// escapeStrayPercent writes each '%' of reference loc's path and fragment
-// that starts no escape ("/home%", "/50%-off") as "%25", for url.Parse,
-// which refuses them; the authority is left alone (a '%' there is an
-// error either way) and so is the query, which url.Parse takes as written.
-// It is collector.ParseURL's rule, for a reference that may be relative.
-func escapeStrayPercent(loc string) (string, bool) {
-	start := 0
-	if i := strings.Index(loc, "//"); i == 0 || i > 0 && loc[i-1] == ':' && !strings.ContainsAny(loc[:i-1], "/?#:") {
-		// "scheme://authority..." or "//authority...": the path starts
-		// after the authority.
-		j := strings.IndexAny(loc[i+2:], "/?#")
-		if j < 0 {
-			return loc, false
-		}
-		start = i + 2 + j
-	}
-	var b strings.Builder
-	changed, inQuery, inFragment := false, false, false
-	for k := 0; k < len(loc); k++ {
-		c := loc[k]
-		if k >= start {
-			switch {
-			case c == '?' && !inQuery && !inFragment:
-				inQuery = true
-			case c == '#' && !inFragment:
-				inQuery, inFragment = false, true
-			case c == '%' && !inQuery && !(k+2 < len(loc) && ishex(loc[k+1]) && ishex(loc[k+2])):
-				if !changed {
-					b.Grow(len(loc) + 8)
-					b.WriteString(loc[:k])
-					changed = true
-				}
-				b.WriteString("%25")
-				continue
-			}
-		}
-		if changed {
-			b.WriteByte(c)
-		}
-	}
-	if !changed {
-		return loc, false
-	}
-	return b.String(), true
-}
-
-func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 func (f *Fetcher) maxBody() int {
