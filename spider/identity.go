@@ -77,7 +77,7 @@ func (id DirIdentity) sameShare(was DirIdentity) bool {
 
 func (id DirIdentity) encode() []byte {
 	body := fmt.Appendf(nil, "%s1\nnode %d of %d, partition %s\n", identityHeader, id.Node, id.Nodes, id.Partition)
-	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	return append(body, dirFileSum(body)...)
 }
 
 // parseIdentity reads an IDENTITY file's bytes.
@@ -95,7 +95,7 @@ func parseIdentity(b []byte) (DirIdentity, error) {
 		return id, fmt.Errorf("version %q; this kspider reads version 1", version)
 	}
 	body := b[:len(lines[0])+len(lines[1])]
-	if want := fmt.Sprintf("crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))); string(lines[2]) != want {
+	if want := dirFileSum(body); string(lines[2]) != want {
 		return id, fmt.Errorf("third line %q, but the lines before it sum to %q", lines[2], want)
 	}
 	if _, err := fmt.Sscanf(string(lines[1]), "node %d of %d, partition %s\n", &id.Node, &id.Nodes, &id.Partition); err != nil ||
@@ -228,6 +228,13 @@ func foreignURL(dir string, id DirIdentity) (string, int) {
 
 func writeIdentity(dir string, id DirIdentity) error {
 	return writeDirFile(dir, IdentityFile, id.encode())
+}
+
+// dirFileSum is the last line of every small file the node keeps in its
+// data directory (IDENTITY, DEPTH, SCOPE, STORES, CLUSTER): the CRC-32C
+// of the lines before it.
+func dirFileSum(body []byte) string {
+	return fmt.Sprintf("crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 // writeDirFile writes a small file of a data directory whole: to a

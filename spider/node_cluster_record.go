@@ -29,7 +29,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"maps"
@@ -70,7 +69,7 @@ func (r clusterRecord) encode() []byte {
 	for _, id := range slices.Sorted(maps.Keys(r.taken)) {
 		b = fmt.Appendf(b, "lost_urls %d %d\n", id, r.taken[id])
 	}
-	return fmt.Appendf(b, "crc32c %08x\n", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	return append(b, dirFileSum(b)...)
 }
 
 // decodeClusterRecord parses b; it is the record only if encoding the

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -43,7 +42,7 @@ const DepthFile = "DEPTH"
 
 func encodeDepthLimit(d int) []byte {
 	body := fmt.Appendf(nil, "kspider depth limit 1\nmax_depth %d\n", d)
-	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	return append(body, dirFileSum(body)...)
 }
 
 // readDepthLimit reads dir's DEPTH; the error matches fs.ErrNotExist

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -99,13 +98,13 @@ func encodeScope(r scopeRecord) []byte {
 	if len(body)+20 > maxScopeSize {
 		return encodeScopeDigest(digest)
 	}
-	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	return append(body, dirFileSum(body)...)
 }
 
 // encodeScopeDigest is DIR/SCOPE of version 1.
 func encodeScopeDigest(digest string) []byte {
 	body := fmt.Appendf(nil, "kspider scope 1\nsha256 %s\n", digest)
-	return fmt.Appendf(body, "crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	return append(body, dirFileSum(body)...)
 }
 
 // readScope reads dir's SCOPE: the digest, and the scope when the file

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -58,7 +57,7 @@ func encodeStores(dirs []string) []byte {
 	for _, d := range dirs {
 		b = append(strconv.AppendQuote(b, d), '\n')
 	}
-	return fmt.Appendf(b, "crc32c %08x\n", crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	return append(b, dirFileSum(b)...)
 }
 
 // readStores reads dir's STORES; the error matches fs.ErrNotExist when
