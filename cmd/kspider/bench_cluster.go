@@ -109,6 +109,13 @@ cores with another, as on machines of their own.`)
 			return usagef("--partitions %q: %q is not url, host, domain, separate or alone", *partitions, p)
 		}
 	}
+	if *logs != "" {
+		// Made now, not when the first node's output is written at the end
+		// of a crawl of minutes, whose figures a bad path would throw away.
+		if err := os.MkdirAll(*logs, 0o755); err != nil {
+			return fmt.Errorf("--logs %s: %w", *logs, err)
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,21 @@ func TestBenchCluster(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "", "bench", "cluster", "--nodes", "1"); code != 2 {
 		t.Errorf("--nodes 1: exit %d, want 2", code)
+	}
+}
+
+// TestBenchClusterLogsDir: --logs names a directory the bench makes before
+// it crawls; one it cannot make fails at once, naming it, instead of after
+// the crawl, when the first node's output is written.
+func TestBenchClusterLogsDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(file, "logs")
+	code, _, stderr := runCmd(t, "", "bench", "cluster", "--nodes", "2", "--hosts", "2", "--rounds", "1", "--partitions", "url", "--logs", bad)
+	if code != 1 || !strings.Contains(stderr, "--logs "+bad) {
+		t.Fatalf("--logs under a file: exit %d, stderr %q; want 1 naming --logs %s", code, stderr, bad)
 	}
 }
 
