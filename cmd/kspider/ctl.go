@@ -81,7 +81,7 @@ The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := ctlClient().Do(req)
 	if err != nil {
 		return fmt.Errorf("no node answers at %s: %w", *addr, err)
 	}
@@ -101,4 +101,12 @@ The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
 	}
 	fmt.Fprintf(e.stdout, "%s: ok, node %s\n", action, ans.State)
 	return nil
+}
+
+// ctlClient is the client ctl sends the token with. It asks no proxy:
+// http.DefaultClient's takes one from $HTTP_PROXY for any address but
+// loopback, and a machine set up so (as many are) sent the token to its
+// proxy with every ctl of a node on another machine.
+func ctlClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{Proxy: nil}}
 }
