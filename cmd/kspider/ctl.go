@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,7 +27,10 @@ Steers a running 'kspider run' through its status server:
                  exits 0, and running it again continues
   set KEY=VALUE  change a setting at run time: delay (politeness delay after each
                  list, like 250ms) or fetchers (lists at once, up to the configured)
-The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
+The control token is read from DIR/STATUS_TOKEN (the node's data directory)
+and sent to no server of this machine another user than the file's owner
+runs (on Linux, where /proc/net/tcp says who: the node stopped, another
+user's process may hold its port).`)
 	addr := fs.String("status", spider.DefaultStatus, "the node's status server `ADDR`ess (host:port)")
 	dir := fs.String("dir", ".", "the node's data `DIR`ectory, which holds STATUS_TOKEN")
 	// Flags may come after the action: kspider ctl pause --status ADDR.
@@ -81,7 +86,15 @@ The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := ctlClient().Do(req)
+	owner, err := fileOwner(filepath.Join(*dir, status.TokenFile))
+	if err != nil {
+		return fmt.Errorf("control token: %w", err)
+	}
+	resp, err := ctlClient(owner).Do(req)
+	var foreign *foreignServerError
+	if errors.As(err, &foreign) {
+		return foreign
+	}
 	if err != nil {
 		return fmt.Errorf("no node answers at %s: %w", *addr, err)
 	}
@@ -106,7 +119,21 @@ The control token is read from DIR/STATUS_TOKEN (the node's data directory).`)
 // ctlClient is the client ctl sends the token with. It asks no proxy:
 // http.DefaultClient's takes one from $HTTP_PROXY for any address but
 // loopback, and a machine set up so (as many are) sent the token to its
-// proxy with every ctl of a node on another machine.
-func ctlClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{Proxy: nil}}
+// proxy with every ctl of a node on another machine. And it sends nothing
+// to a server of this machine that another user than uid (the token's
+// owner) runs (checkServerOwner).
+func ctlClient(uid uint32) *http.Client {
+	dial := (&net.Dialer{}).DialContext
+	return &http.Client{Transport: &http.Transport{Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkServerOwner(conn, uid); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return conn, nil
+		}}}
 }

@@ -6,8 +6,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,5 +60,95 @@ func TestCtlNoProxy(t *testing.T) {
 	}
 	if err != nil || served.Load() != 1 || !strings.Contains(string(out), "pause: ok, node paused") {
 		t.Errorf("ctl pause: %v, %d requests with the token at the node:\n%s", err, served.Load(), out)
+	}
+}
+
+// TestCtlRefusesAnotherUsersServer: whatever listens on the address ctl
+// is given is sent the token; a process of another user holding the port
+// (the node stopped, or listening elsewhere) must not get it. The server
+// here runs as nobody: its sockets are made and accepted on a thread whose
+// file system uid is 65534 (so the test needs root).
+func TestCtlRefusesAnotherUsersServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a server as another user")
+	}
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp: ctl cannot tell who serves an address here")
+	}
+	dir := t.TempDir()
+	tok, err := status.Token(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Authorization"), tok) {
+			got.Add(1)
+		}
+		w.Write([]byte(`{"ok":true,"state":"paused"}`))
+	})}
+	ready := make(chan error, 1)
+	addr := make(chan string, 1)
+	go func() {
+		// Never unlocked: the thread ends with the goroutine, its uid with it.
+		runtime.LockOSThread()
+		if err := syscall.Setfsuid(65534); err != nil {
+			ready <- err
+			return
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			ready <- err
+			return
+		}
+		addr <- ln.Addr().String()
+		ready <- nil
+		srv.Serve(ln)
+	}()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	a := <-addr
+	code, out, errOut := runCmd(t, "", "ctl", "pause", "--status", a, "--dir", dir)
+	if got.Load() > 0 {
+		t.Errorf("the token reached a server of uid 65534 (%d requests)", got.Load())
+	}
+	if code != 1 || !strings.Contains(errOut, a+" is served by a process of uid 65534, not of uid 0") {
+		t.Errorf("ctl pause at another user's server: exit %d, want 1 naming the uids:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestSocketOwner finds this process's own sockets, both ends, in
+// /proc/net/tcp, over IPv4 and IPv6.
+func TestSocketOwner(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp")
+	}
+	for _, network := range []string{"tcp4", "tcp6"} {
+		ln, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
+		if err != nil {
+			t.Logf("%s: %v", network, err)
+			continue
+		}
+		defer ln.Close()
+		go func() {
+			if c, err := ln.Accept(); err == nil {
+				defer c.Close()
+				c.Read(make([]byte, 1))
+			}
+		}()
+		c, err := net.Dial(network, ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := checkServerOwner(c, uint32(os.Getuid())); err != nil {
+			t.Errorf("%s: own server: %v", network, err)
+		}
+		err = checkServerOwner(c, uint32(os.Getuid())+1)
+		if _, ok := err.(*foreignServerError); !ok {
+			t.Errorf("%s: a server of uid %d taken for one of uid %d: %v", network, os.Getuid(), os.Getuid()+1, err)
+		}
 	}
 }
