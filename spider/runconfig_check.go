@@ -136,6 +136,11 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	}
 	k.intRange("politeness.per_ip", int64(p.PerIP), 1, 10_000)
 	k.duration("politeness.crawl_delay_cap", p.CrawlDelayCap, false)
+	if p.CrawlDelayCap.Duration > scheduler.MaxDelay {
+		// The scheduler refuses it (a wait added to the time of day would
+		// wrap round): the node's start failed, naming no file or key.
+		k.errorf("politeness.crawl_delay_cap", "%v is above %v (the longest wait the scheduler keeps)", p.CrawlDelayCap, Duration{scheduler.MaxDelay})
+	}
 	k.duration("politeness.robots_stale_for", p.RobotsStaleFor, false)
 	l := &c.Limits
 	k.intRange("limits.max_body", l.MaxBody, 1, 1<<30)
