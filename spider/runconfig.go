@@ -204,6 +204,9 @@ func Defaults() RunConfig {
 	}
 }
 
+// utf8BOM is the byte order mark some editors start a text file with.
+const utf8BOM = "\ufeff"
+
 // maxConfigSize bounds a config file: a real one is a few KiB (long seed
 // lists belong in seeds_file).
 const maxConfigSize = 4 << 20
@@ -278,6 +281,10 @@ func LoadRunConfig(ctx context.Context, path string) (*RunConfig, error) {
 // ParseRunConfig reads a config from data; name (the file's name) starts
 // every error message. It returns every error found, joined.
 func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
+	// An editor's byte order mark (Windows Notepad writes one) is no key:
+	// go-toml refused it as "invalid character ... U+00EF", which the
+	// operator cannot see. Lines and keys are where they were.
+	data = bytes.TrimPrefix(data, []byte(utf8BOM))
 	cfg := Defaults()
 	// Array tables ([[cluster.nodes]]) append to a slice: start from none.
 	cfg.Cluster.Nodes = nil
@@ -449,7 +456,11 @@ func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
 		if line%seedsCheckEvery == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("seeds_file: reading %s: stopped at line %d: %w", c.SeedsFile, line, context.Cause(ctx))
 		}
-		s := strings.TrimSpace(sc.Text())
+		text := sc.Text()
+		if line == 1 {
+			text = strings.TrimPrefix(text, utf8BOM)
+		}
+		s := strings.TrimSpace(text)
 		if s == "" || s[0] == '#' {
 			continue
 		}

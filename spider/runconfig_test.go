@@ -307,6 +307,35 @@ func TestLoadRunConfigAndSeeds(t *testing.T) {
 	}
 }
 
+// TestRunConfigBOM: config and seeds files saved by an editor that starts
+// them with a UTF-8 byte order mark (Windows Notepad) are read as without
+// it; the config was refused with "invalid character at start of key:
+// U+00EF 'ï'", a character the operator cannot see, and a seeds file's
+// first line was "not an absolute http(s) URL", a comment too.
+func TestRunConfigBOM(t *testing.T) {
+	const bom = "\ufeff"
+	dir := t.TempDir()
+	seeds := writeFile(t, dir, "seeds.txt", bom+"# seeds\r\nhttps://c.example/\r\n")
+	path := writeFile(t, dir, "crawl.toml", bom+"seeds = [\"https://a.example/\"]\r\nseeds_file = \""+seeds+"\"\r\n[limits]\r\nmax_depth = 300\r\n")
+	if _, err := LoadRunConfig(context.Background(), path); err == nil || err.Error() != path+":4: limits.max_depth: 300 is out of range 0..253" {
+		t.Errorf("config with a BOM and a bad depth: %v", err)
+	}
+	writeFile(t, dir, "crawl.toml", bom+"seeds = [\"https://a.example/\"]\r\nseeds_file = \""+seeds+"\"\r\n")
+	c, err := LoadRunConfig(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.LoadSeeds(context.Background())
+	if want := []string{"https://a.example/", "https://c.example/"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadSeeds = %q, %v; want %q", got, err, want)
+	}
+	writeFile(t, dir, "seeds.txt", bom+"https://b.example/\n")
+	got, err = c.LoadSeeds(context.Background())
+	if want := []string{"https://a.example/", "https://b.example/"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadSeeds = %q, %v; want %q", got, err, want)
+	}
+}
+
 // writeFile writes text to dir/name and returns the path.
 func writeFile(t *testing.T, dir, name, text string) string {
 	t.Helper()
