@@ -101,7 +101,7 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 	dir := fs.String("dir", "", "keep the node's state (URL tree, pages) in DIR and continue a crawl kept there (default: a temporary directory, removed)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("v", false, "log every skipped URL and failed fetch to stderr")
-	statusAddr := fs.String("status", "127.0.0.1:7411", "status page `ADDR`ess (\"off\": none); busy: a warning, the demo goes on")
+	statusAddr := fs.String("status", "127.0.0.1:7411", "status page `ADDR`ess (ip:port; \"off\": none); busy: a warning, the demo goes on")
 	logFile := fs.String("log", "", "also write the test web's request log of this run to FILE (JSON lines; see testweb audit)")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -117,6 +117,13 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 	}
 	if *workers < 1 || *workers > 4096 {
 		return usagef("--workers %d: want 1 to 4096", *workers)
+	}
+	if *statusAddr != "off" && *statusAddr != "" {
+		// As run checks it: at the listen a bad address was only warned
+		// about, and the demo ran on without its page.
+		if err := spider.CheckStatusAddr(*statusAddr); err != nil {
+			return usagef("--status: %v (or \"off\")", err)
+		}
 	}
 	st := demoState{Version: 1, Hosts: *hosts, Seed: *seed, Plain: *plain}
 	stateDir := *dir

@@ -336,6 +336,18 @@ func copyTree(src, dst string) error {
 
 // TestDemoBadDir: a --dir that is a file, or whose demo.json is damaged,
 // or that holds another kind of crawl, is exit 1 naming it.
+// TestDemoBadStatus: a --status that is no address is a usage error, as
+// for run, before anything starts; the demo warned and crawled on without
+// its page, exit 0.
+func TestDemoBadStatus(t *testing.T) {
+	for _, bad := range []string{"bogus", "127.0.0.1:99999", "localhost"} {
+		code, _, errOut := runCmd(t, "", "demo", "--plain", "--hosts", "3", "--status", bad)
+		if code != 2 || !strings.Contains(errOut, fmt.Sprintf("kspider demo: --status: %q", bad)) || strings.Contains(errOut, "generating") {
+			t.Errorf("demo --status %s: exit %d, want 2 naming it before the web starts:\n%s", bad, code, errOut)
+		}
+	}
+}
+
 func TestDemoBadDir(t *testing.T) {
 	tmp := t.TempDir()
 	file := filepath.Join(tmp, "file")
