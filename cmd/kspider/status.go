@@ -13,7 +13,6 @@ import (
 
 	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/spider/status"
-	"golang.org/x/net/netutil"
 )
 
 // statusServer is a node's status page while it runs.
@@ -59,8 +58,8 @@ func (g *handlerGate) close() {
 	g.active.Wait()
 }
 
-// maxStatusConns bounds the status page's open connections: a dashboard,
-// a Prometheus scraper and kspider ctl need a few.
+// maxStatusConns bounds the status page's open connections (connLimit): a
+// dashboard, a Prometheus scraper and kspider ctl need a few.
 const maxStatusConns = 32
 
 // startStatus serves node's status page, JSON, metrics and control on
@@ -81,10 +80,7 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	if err != nil {
 		return nil, fmt.Errorf("status page: %w", err)
 	}
-	// Connections past the limit wait in the kernel's backlog: idle ones
-	// held open (each up to IdleTimeout) cannot take the file descriptors
-	// the fetchers need.
-	ln = netutil.LimitListener(ln, maxStatusConns)
+	limit := newConnLimit(ln, maxStatusConns)
 	if !status.IsLoopback(addr) {
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}
@@ -92,10 +88,11 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	handler := (&status.Server{Node: node, Control: node, Token: tok, Loopback: status.IsLoopback(addr)}).Handler()
 	s.srv = &http.Server{Handler: s.gate.wrap(handler),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
-		IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+		IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnState: limit.connState}
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(limit); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(w, "status page: %v\n", err)
 		}
 	}()
