@@ -120,8 +120,23 @@ func (h *eventHeap) drop() {
 	q := *h
 	n := len(q) - 1
 	q[0] = q[n]
-	q = q[:n]
-	for i := 0; ; {
+	*h = q[:n]
+	h.down(0)
+}
+
+// heapify restores the heap order after events were removed or added
+// out of order.
+func (h *eventHeap) heapify() {
+	for i := len(*h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// down moves the event at i down to its place.
+func (h *eventHeap) down(i int) {
+	q := *h
+	n := len(q)
+	for {
 		l, m := 2*i+1, i
 		if l < n && q[l].at < q[m].at {
 			m = l
@@ -130,10 +145,9 @@ func (h *eventHeap) drop() {
 			m = r
 		}
 		if m == i {
-			break
+			return
 		}
 		q[m], q[i] = q[i], q[m]
 		i = m
 	}
-	*h = q
 }

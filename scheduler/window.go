@@ -277,9 +277,11 @@ func (rt *windowState) clockBack(s *Scheduler, now int64) {
 
 // cutWaits cuts every TIMEWAIT to the wait the config imposes on its host
 // from now (hostWait), the politeness delay having been lowered. The
-// timer set before stays in the heap until its time and is skipped then
-// (its instant is no longer the element's).
+// timers replaced are taken out of the heap at once: left there until
+// their time, up to MaxDelay away, every lowering of the delay added one
+// per host waiting, and a script lowering it step by step piled them up.
 func (rt *windowState) cutWaits(s *Scheduler, now int64) {
+	cut := false
 	for i := range rt.runs {
 		r := &rt.runs[i]
 		if s.runIdx[r.host] != int32(i)+1 || r.state != TimeWait {
@@ -287,9 +289,36 @@ func (rt *windowState) cutWaits(s *Scheduler, now int64) {
 		}
 		if until := s.hostWait(r.host, now); until < r.until {
 			r.until = until
-			rt.events.add(event{at: until, ref: rt.ref(int32(i)), tw: true})
+			rt.events = append(rt.events, event{at: until, ref: rt.ref(int32(i)), tw: true})
+			cut = true
 		}
 	}
+	if !cut {
+		return
+	}
+	live := rt.events[:0]
+	for _, e := range rt.events {
+		if rt.current(e) {
+			live = append(live, e)
+		}
+	}
+	clear(rt.events[len(live):])
+	rt.events = live
+	rt.events.heapify()
+}
+
+// current reports whether e is still the timer of its element: an element
+// reused for another host, a TIMEWAIT cut or over, a list gone out or a
+// QUEUING entered anew leave their timers stale, skipped when they fire.
+func (rt *windowState) current(e event) bool {
+	r := &rt.runs[e.ref.idx]
+	if r.gen != e.ref.gen {
+		return false
+	}
+	if e.tw {
+		return r.state == TimeWait && r.until == e.at
+	}
+	return r.state == Queuing && r.ep == e.ref.ep && !r.ready && !r.blocked
 }
 
 // fire runs the timers due at now.
@@ -300,15 +329,12 @@ func (rt *windowState) fire(s *Scheduler, now int64) {
 			return
 		}
 		rt.events.drop()
-		r := &rt.runs[e.ref.idx]
-		if r.gen != e.ref.gen {
+		if !rt.current(e) {
 			continue
 		}
 		if e.tw {
-			if r.state == TimeWait && r.until == e.at {
-				rt.timewaitOver(s, e.ref.idx, now)
-			}
-		} else if r.state == Queuing && r.ep == e.ref.ep && !r.ready && !r.blocked {
+			rt.timewaitOver(s, e.ref.idx, now)
+		} else {
 			rt.markReady(e.ref.idx)
 		}
 	}
