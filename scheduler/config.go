@@ -75,6 +75,12 @@ type Config struct {
 	// scheduler of another data directory. Zero takes any and records
 	// none (tools, tests).
 	TreeID [16]byte
+	// HostOf, when set, returns the host name the node gives Add for the
+	// tree's URL id (false: the tree has no such id). A scheduler without
+	// an ID says nothing of its tree, so before Open records TreeID in
+	// one it checks a sample of its records against HostOf (adoptCheck):
+	// one of another data directory is refused with ErrForeign.
+	HostOf func(id uint32) (string, bool)
 }
 
 func (c *Config) setDefaults() error {

@@ -107,7 +107,11 @@
 // version 1 or 2, the others at 1, without ID or header checksum), and
 // files created with no TreeID, are read and given the ID by the next Open
 // with one: the array files first, the meta file last, so a crash in
-// between leaves a scheduler it upgrades again.
+// between leaves a scheduler it upgrades again. Such files say nothing of
+// their tree, so that Open first compares up to 4096 of their records,
+// spread over the ids, with the tree's URLs (Config.HostOf): one whose
+// record names another host than the tree's URL of that id is of another
+// data directory, refused with ErrForeign and left without an ID.
 //
 // # The phase clock
 //

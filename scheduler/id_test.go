@@ -239,3 +239,47 @@ func TestRepairMetaTmpSymlink(t *testing.T) {
 		t.Errorf("sched.meta after the repair: %v, %v", fi, err)
 	}
 }
+
+// TestOldForeignScheduler: a scheduler from before format version 3 (no
+// tree ID) copied from another data directory was given this tree's ID
+// and read as its own: its records, by the other tree's ids, sent lists
+// out under one host holding URLs of others. Now Open, given the tree's
+// hosts (Config.HostOf), refuses it with ErrForeign naming a URL whose
+// host differs, leaves it without an ID, and still upgrades a scheduler
+// of this tree.
+func TestOldForeignScheduler(t *testing.T) {
+	x := [16]byte{1, 2, 3}
+	dir := idFixture(t, x) // URL i of host i%3
+	setOldHeaders(t, dir)
+	hosts := []string{"a.example", "b.example", "c.example"}
+	other := idConfig(x)
+	other.HostOf = func(id uint32) (string, bool) { return hosts[id/10], id < 30 } // another tree: URLs by host
+	for range 2 {
+		_, err := Open(dir, other)
+		if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), `URL 1 is of host "b.example"`) || !strings.Contains(err.Error(), `host "a.example"`) {
+			t.Fatalf("a scheduler of another tree from before format 3: Open = %v, want ErrForeign naming URL 1 and both hosts", err)
+		}
+	}
+	short := idConfig(x)
+	short.HostOf = func(id uint32) (string, bool) { return hosts[id%3], id < 20 } // a tree with fewer URLs
+	if _, err := Open(dir, short); !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), "no URL 20") {
+		t.Errorf("a scheduler naming ids the tree lacks: Open = %v, want ErrForeign naming URL 20", err)
+	}
+	own := idConfig(x)
+	own.HostOf = func(id uint32) (string, bool) { return strings.ToUpper(hosts[id%3]), id < 30 }
+	s, err := Open(dir, own)
+	if err != nil {
+		t.Fatalf("a scheduler of this tree from before format 3: %v", err)
+	}
+	if s.Len() != 30 || s.URL(29).State != InList {
+		t.Errorf("after the upgrade: %d URLs, URL 29 %+v", s.Len(), s.URL(29))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(dir, other); err != nil {
+		t.Errorf("upgraded, the hosts are checked no more (the ID is): %v", err)
+	} else {
+		s.Close()
+	}
+}

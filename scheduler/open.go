@@ -155,7 +155,9 @@ func (s *Scheduler) open() error {
 		err = s.load()
 	}
 	if err == nil && s.id == ([16]byte{}) && s.cfg.TreeID != ([16]byte{}) {
-		err = s.setID(s.cfg.TreeID)
+		if err = s.adoptCheck(); err == nil {
+			err = s.setID(s.cfg.TreeID)
+		}
 	}
 	if err != nil {
 		s.closeFiles()

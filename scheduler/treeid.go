@@ -43,3 +43,45 @@ func (s *Scheduler) setID(id [16]byte) error {
 	s.id = id
 	return nil
 }
+
+// adoptSamples bounds the records adoptCheck compares with the tree: a
+// scheduler of another tree differs at nearly every id, and a check of
+// every one would cost a tree lookup per URL at the upgrade.
+const adoptSamples = 4096
+
+// adoptCheck compares records of a scheduler without an ID, spread
+// evenly over its ids, with the URLs the tree has at those ids
+// (Config.HostOf), before setID gives it the tree's ID. Such a scheduler
+// (from before format version 3) copied from another data directory was
+// given this tree's ID and read as its own, its records naming other
+// URLs: lists went out under one host holding URLs of others, and URLs
+// it said were done were never fetched.
+func (s *Scheduler) adoptCheck() error {
+	if s.cfg.HostOf == nil || s.count == 0 {
+		return nil
+	}
+	step := max(1, s.count/adoptSamples)
+	for id := uint64(0); id < s.count; id += step {
+		if err := s.adoptCheckID(uint32(id)); err != nil {
+			return err
+		}
+	}
+	return s.adoptCheckID(uint32(s.count - 1))
+}
+
+func (s *Scheduler) adoptCheckID(id uint32) error {
+	r := s.recs[id]
+	if !r.added() {
+		return nil
+	}
+	have := s.names[r.host()]
+	want, ok := s.cfg.HostOf(id)
+	if ok && asciiLower(want) == have {
+		return nil
+	}
+	what := fmt.Sprintf("the URL tree has no URL %d", id)
+	if ok {
+		what = fmt.Sprintf("the URL tree's URL %d is of host %q", id, want)
+	}
+	return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but %s: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, s.meta.path, id, have, what, s.dir)
+}
