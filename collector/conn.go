@@ -264,8 +264,20 @@ func (f *fetcher) release(c *conn) {
 
 // reuse readies a parked connection for this fetcher's list, as setup
 // readies a dialled one; the per-list counts start again.
+//
+// A firewall or NAT that dropped the connection's state while it was
+// parked drops its packets without a word, which take's peek cannot see:
+// the list's first request went unanswered until the first-byte timeout
+// (30 s) and failed, Timeout, to be fetched again later. A live server's
+// kernel acknowledges a request at once, however slow its answer, so the
+// kernel is asked to end the connection (ETIMEDOUT, taken for a reset:
+// decode.go's kindOf) when the request goes unacknowledged for as long as
+// a dial may wait for the server's SYN-ACK (ConnectTimeout): the request
+// then goes again on a new connection, as on one the server closed
+// (fetchAll's stale). The first response gives the default back.
 func (f *fetcher) reuse(ctx context.Context, c *conn) *conn {
 	canPipe := c.canPipe
 	*c = conn{raw: c.raw, c: c.c, addr: c.addr, canPipe: canPipe, reused: true}
+	setAckTimeout(c.raw, f.col.cfg.ConnectTimeout)
 	return f.setup(ctx, c)
 }

@@ -202,6 +202,11 @@ func (f *fetcher) kindOf(err error) Kind {
 		return Canceled
 	case errors.Is(err, errWireLimit), errors.Is(err, errHeadTooLarge):
 		return TooLarge
+	case errors.Is(err, syscall.ETIMEDOUT):
+		// The kernel gave up on the connection, bytes sent never
+		// acknowledged (reuse's ack timeout): gone, as if reset, not a
+		// slow answer (ETIMEDOUT is a net.Error Timeout too).
+		return Reset
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return Timeout
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),

@@ -320,6 +320,9 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		}
 		out = out[1:]
 		c.answered++
+		if c.reused && c.answered == 1 {
+			setAckTimeout(c.raw, 0) // the connection is alive (reuse)
+		}
 		if r.Kind == Timeout && c.answered == 1 {
 			// A connection whose first response stalled (a slowloris
 			// body) gave nothing usable either: a host stalling every

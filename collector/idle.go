@@ -44,7 +44,10 @@ import (
 // holds bytes nobody asked for. A server that closes it just after the peek
 // leaves the list's first requests unanswered: requests sent on a reused
 // connection that got no response at all are asked again on a new one, the
-// send not counted against MaxAttempts (fetchAll, conn.reused).
+// send not counted against MaxAttempts (fetchAll, conn.reused). A
+// connection a firewall dropped without a word reads as idle too: the
+// kernel ends it when its first request goes unacknowledged (reuse), and
+// its requests are asked again so.
 
 // minKept is the least number of idle connections kept (at most
 // max(Fetchers, minKept)): a crawl of many hosts, each handed out again
