@@ -1,6 +1,9 @@
 package spider
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/tools/testweb"
 )
 
 // TestDataDirSymlinkedFiles: DIR/LOCK, or the temporary file IDENTITY is
@@ -106,5 +110,47 @@ func TestSchedOfAnotherDir(t *testing.T) {
 	}
 	if !errors.Is(err, scheduler.ErrForeign) || !strings.Contains(err.Error(), filepath.Join(b, "sched", "sched.meta")) {
 		t.Fatalf("a node on another directory's sched/: %v, want scheduler.ErrForeign naming its sched.meta", err)
+	}
+}
+
+// TestOldSchedOfAnotherDir: a sched/ from before the tree IDs (scheduler
+// format 3) holds no ID to compare, and one copied from another data
+// directory was given this tree's ID and read as its own. The node now
+// gives the scheduler the tree's hosts (scheduler.Config.HostOf) to check
+// a sample of its records against, and the copy is refused.
+func TestOldSchedOfAnotherDir(t *testing.T) {
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	for i, dir := range []string{a, b} {
+		srv, lookup := startWeb(t, testweb.Config{Hosts: 4, Seed: int64(10 + i), MaxPages: 3, MinPages: 2, Seeds: 4, Plain: true}, &bytes.Buffer{})
+		if _, err := runNode(t, context.Background(), nodeConfig(t, dir, srv, lookup, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As a kspider before format 3 wrote them: the old version, no ID.
+	for name, version := range map[string]uint32{"sched.meta": 1, "sched.states": 2, "sched.hosts": 1, "sched.names": 1} {
+		path := filepath.Join(a, "sched", name)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(raw[8:], version)
+		clear(raw[12:64])
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(b, "sched")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(a, "sched"), filepath.Join(b, "sched")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := OpenNode(NodeConfig{Dir: b, Lookup: noLookup})
+	if err == nil {
+		n.Close()
+	}
+	if !errors.Is(err, scheduler.ErrForeign) || !strings.Contains(err.Error(), "before format version 3") {
+		t.Fatalf("a node on another directory's sched/ from before format 3: %v, want scheduler.ErrForeign", err)
 	}
 }

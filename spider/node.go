@@ -344,6 +344,15 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	// The scheduler's records are by this tree's ids: one of another
 	// tree (a sched/ copied from another data directory) is refused.
 	cfg.Scheduler.TreeID = n.tree.ID()
+	// One from before the tree IDs (format 3) has no ID to compare: the
+	// scheduler compares a sample of its records' hosts with the tree's.
+	cfg.Scheduler.HostOf = func(id uint32) (string, bool) {
+		u, err := n.tree.Get(id, nil)
+		if err != nil {
+			return "", false
+		}
+		return hostKey(string(u)), true
+	}
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
 		lock.Release()
