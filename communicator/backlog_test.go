@@ -3,7 +3,6 @@ package communicator
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,7 +112,7 @@ func TestBacklogUnparsableSpillItem(t *testing.T) {
 	for i := 1; i < len(pl); i++ {
 		pl[i] = 0x80
 	}
-	binary.BigEndian.PutUint32(b[offs[0]+4:], crc32.Checksum(pl, castagnoli))
+	binary.BigEndian.PutUint32(b[offs[0]+4:], recSum(spillVersion, offs[0], pl))
 	os.WriteFile(path, b, 0o644)
 
 	s2 := newSink()

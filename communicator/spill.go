@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -13,13 +12,22 @@ import (
 
 // Spill file (SpillDir/spill-<self>-<peer>), append-only:
 //
-//	header: magic "kspl" | version u16 = 1 | self u16 | peer u16 |
+//	header: magic "kspl" | version u16 = 2 | self u16 | peer u16 |
 //	        reserved u16 | CRC-32C u32 of the 12 bytes before it
-//	record: length u32 | CRC-32C u32 of the payload | payload
+//	record: length u32 | CRC-32C u32 of the record's offset in the
+//	        file (u64) followed by the payload | payload
 //	payload: 1 | uvarint tag | URL bytes        (an item)
 //	         2 | offset u64                     (a consumed mark)
 //
-// all big-endian. Items are appended while the peer's memory queue is full
+// all big-endian. The offset in the checksum binds a record to its place:
+// whole records of one length swapped (a misdirected write, a block
+// moved) fail it and are skipped as damage, where version 1, whose CRC
+// covered the payload alone, read them as intact, and one swapped across
+// the last mark had an acknowledged item delivered again and an
+// unacknowledged one lost, unseen. A version 1 file is still read (and
+// appended to) as version 1, as safe as it ever was; it becomes version 2
+// when it is truncated back to its header (all acknowledged) or rewritten
+// (spillcompact.go). A newer version is moved aside as a bad header. Items are appended while the peer's memory queue is full
 // and read back in order when the window has room. A mark says every item
 // before that offset was acknowledged; on open the file is read from the
 // last mark. When everything is consumed the file is truncated back to its
@@ -44,7 +52,7 @@ import (
 // an earlier run or items beyond memCap (spillmem.go).
 const (
 	spillMagic   = "kspl"
-	spillVersion = 1
+	spillVersion = 2
 	spillHeader  = 16
 	recItem      = 1
 	recMark      = 2
@@ -53,16 +61,18 @@ const (
 )
 
 type spill struct {
-	path     string
-	f        *os.File
-	maxURL   int
-	buf      []byte // appended records not yet written
-	end      int64  // logical end, buf included
-	flushed  int64  // bytes written to the file
-	readOff  int64  // next record to read back
-	consumed int64  // last mark written (or found on open)
-	dirty    bool   // written since the last fsync
-	syncErr  error  // the first failed fsync: sticky (sync)
+	path       string
+	self, peer NodeID
+	version    uint16 // the file's format: spillVersion, or 1 (recSum)
+	f          *os.File
+	maxURL     int
+	buf        []byte // appended records not yet written
+	end        int64  // logical end, buf included
+	flushed    int64  // bytes written to the file
+	readOff    int64  // next record to read back
+	consumed   int64  // last mark written (or found on open)
+	dirty      bool   // written since the last fsync
+	syncErr    error  // the first failed fsync: sticky (sync)
 	// unwritten counts the item records appended since buf was last
 	// written out whole: what a failing write may have lost (at most).
 	unwritten int64
@@ -99,16 +109,6 @@ func spillPath(dir string, self, peer NodeID) string {
 	return filepath.Join(dir, fmt.Sprintf("spill-%d-%d", self, peer))
 }
 
-func spillHeaderBytes(self, peer NodeID) []byte {
-	b := make([]byte, 0, spillHeader)
-	b = append(b, spillMagic...)
-	b = binary.BigEndian.AppendUint16(b, spillVersion)
-	b = binary.BigEndian.AppendUint16(b, uint16(self))
-	b = binary.BigEndian.AppendUint16(b, uint16(peer))
-	b = binary.BigEndian.AppendUint16(b, 0)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
-}
-
 // openSpill opens or creates the spill file of peer, finds where reading
 // resumes, and cuts off a damaged tail (reported in errs, not fatal: the
 // readable part is still delivered).
@@ -117,7 +117,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
 	path := spillPath(dir, self, peer)
-	s := &spill{path: path, maxURL: maxURL, compactAt: spillCompactAt, controlTag: controlTag}
+	s := &spill{path: path, self: self, peer: peer, version: spillVersion, maxURL: maxURL, compactAt: spillCompactAt, controlTag: controlTag}
 	s.mem.controlTag = controlTag
 	// A compaction a crash cut short: the file is whole without it.
 	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -203,6 +203,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 		}
 		s.note(msg)
 	}
+	s.version = sc.version
 	s.skippedBytes, s.skippedRegions = sc.skipped()
 	s.end, s.flushed, s.consumed, s.readOff = end, end, sc.consumed, sc.consumed
 	s.unreadItems, s.unreadControl = int64(sc.unread), int64(sc.unreadControl)
@@ -251,24 +252,9 @@ func badName(path string, off int64) string {
 	}
 }
 
-// parseItemRecord reads an item record's payload. An item longer than
-// maxURL (written by a run with a larger Payload) is refused here: sent,
-// the peer would drop its datagram as malformed at every retransmission,
-// and the batch, with the items beside it, would never be acknowledged.
-func parseItemRecord(p []byte, maxURL int) (uint64, []byte, error) {
-	tag, k := binary.Uvarint(p[1:])
-	if k <= 0 || len(p) == 1+k {
-		return 0, nil, errors.New("bad item record")
-	}
-	if n := len(p) - 1 - k; n > maxURL {
-		return 0, nil, fmt.Errorf("item of %d bytes, longer than the longest this endpoint sends (%d)", n, maxURL)
-	}
-	return tag, p[1+k:], nil
-}
-
 func (s *spill) appendRecord(payload []byte) {
 	s.buf = binary.BigEndian.AppendUint32(s.buf, uint32(len(payload)))
-	s.buf = binary.BigEndian.AppendUint32(s.buf, crc32.Checksum(payload, castagnoli))
+	s.buf = binary.BigEndian.AppendUint32(s.buf, recSum(s.version, s.end, payload))
 	s.buf = append(s.buf, payload...)
 	s.end += int64(recHead + len(payload))
 }
@@ -355,7 +341,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	// sector, all the items spilled after it (gigabytes, for a peer down
 	// for long). It reports whether b still holds the next record.
 	skip := func(why string) bool {
-		w := &spillWindow{r: s.f, size: upTo}
+		w := &spillWindow{r: s.f, size: upTo, version: s.version}
 		next, err := w.resync(s.readOff+1, s.maxURL)
 		if err != nil {
 			next = upTo // not even readable: the rest is lost
@@ -402,7 +388,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		switch {
 		case n < 2: // zeroed bytes have a matching checksum, and no type
 			why = fmt.Sprintf("bad record length %d", n)
-		case crc32.Checksum(pl, castagnoli) != binary.BigEndian.Uint32(b[4:]):
+		case recSum(s.version, s.readOff, pl) != binary.BigEndian.Uint32(b[4:]):
 			why = "checksum mismatch"
 		}
 		if why != "" {
@@ -496,6 +482,11 @@ func (s *spill) mark(off int64, idle bool) error {
 		}
 		if err := s.f.Truncate(spillHeader); err != nil {
 			return fmt.Errorf("spill file %s: %w", s.path, err)
+		}
+		if s.version != spillVersion {
+			if err := s.upgrade(); err != nil {
+				return err
+			}
 		}
 		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
 		s.bad = nil

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -19,11 +18,13 @@ import (
 // next start. So once the acknowledged part reaches compactAt bytes and
 // what follows it is at most a quarter of that, the file is rewritten
 // without it: the header, then the records from the acknowledged offset
-// on, byte for byte, to <file>.tmp, fsynced and renamed over the file.
-// Every offset after it moves down by the same amount (the peer's too).
-// Marks in the copied part are rewritten to the same place in the new
-// file (those into the dropped part: to nothing acknowledged), so no
-// record changes size. A crash leaves the old file or the new one, each
+// on to <file>.tmp, fsynced and renamed over the file. Every offset after
+// it moves down by the same amount (the peer's too). Each record copied
+// is checked against its checksum at its old place and given the one of
+// its new place (the checksum covers the offset, spill.go), in the
+// current version whatever the old file's; marks in the copied part are
+// rewritten to the same place in the new file (those into the dropped
+// part: to nothing acknowledged), so no record changes size. A crash leaves the old file or the new one, each
 // whole; a <file>.tmp a crash left is removed at the open.
 //
 // The copy (up to spillCompactCopy bytes, and an fsync) is made without
@@ -49,12 +50,15 @@ const (
 
 // spillCompaction is a rewrite of a spill file under way.
 type spillCompaction struct {
-	path   string
-	old    *os.File // the file being rewritten
-	tmp    *os.File // <path>.tmp, the new file
-	off    int64    // the old file's bytes before off are dropped
-	copied int64    // the old file's bytes before copied are in tmp
-	bad    []spillRegion
+	path string
+	old  *os.File // the file being rewritten
+	// version is the old file's format (recSum); the new file has
+	// spillVersion.
+	version uint16
+	tmp     *os.File // <path>.tmp, the new file
+	off     int64    // the old file's bytes before off are dropped
+	copied  int64    // the old file's bytes before copied are in tmp
+	bad     []spillRegion
 	// changed is set when the file changed under the copy: a record that
 	// does not parse where one must begin.
 	changed bool
@@ -84,7 +88,7 @@ func (s *spill) compactBegin(off int64) (*spillCompaction, error) {
 		}
 		return nil, err
 	}
-	c := &spillCompaction{path: s.path, old: s.f, tmp: f, off: off, copied: off, hook: s.compactHook}
+	c := &spillCompaction{path: s.path, old: s.f, version: s.version, tmp: f, off: off, copied: off, hook: s.compactHook}
 	for _, r := range s.bad {
 		if r.end > off { // those before were skipped already
 			c.bad = append(c.bad, r)
@@ -94,12 +98,10 @@ func (s *spill) compactBegin(off int64) (*spillCompaction, error) {
 	return c, nil
 }
 
-// compactCreate makes <path>.tmp anew, holding the file's header.
+// compactCreate makes <path>.tmp anew, holding a header of the current
+// version.
 func (s *spill) compactCreate() (*os.File, error) {
-	hdr := make([]byte, spillHeader)
-	if _, err := s.f.ReadAt(hdr, 0); err != nil {
-		return nil, fmt.Errorf("spill file %s: reading the header: %w", s.path, err)
-	}
+	hdr := spillHeaderBytes(s.self, s.peer)
 	tmp := s.path + ".tmp"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("spill file %s: %w", s.path, err)
@@ -142,10 +144,11 @@ func (c *spillCompaction) copyTo(to int64) {
 	c.copied = to
 }
 
-// moveMarks rewrites every mark record in b, the old file's bytes from
-// off on, to name the same place in the new file (nothing acknowledged,
-// if it names the dropped part), stepping over the damaged stretches
-// c.bad names.
+// moveMarks rewrites every record in b, the old file's bytes from off
+// on, for its place in the new file: its checksum, and a mark's offset
+// (nothing acknowledged, if it names the dropped part); it steps over the
+// damaged stretches c.bad names, copied as they are. A record failing its
+// checksum is not given a new one: that would make damage pass for intact.
 func (c *spillCompaction) moveMarks(b []byte, off int64) error {
 	bad := c.bad
 	gone := c.off - spillHeader
@@ -165,11 +168,14 @@ func (c *spillCompaction) moveMarks(b []byte, off int64) error {
 			return fmt.Errorf("spill file %s: no whole record at offset %d", c.path, off+pos)
 		}
 		p := b[pos+recHead : pos+recHead+n]
+		if recSum(c.version, off+pos, p) != binary.BigEndian.Uint32(b[pos+4:]) {
+			return fmt.Errorf("spill file %s: checksum mismatch in record at offset %d", c.path, off+pos)
+		}
 		if p[0] == recMark && n == 9 {
 			at := int64(binary.BigEndian.Uint64(p[1:]))
 			binary.BigEndian.PutUint64(p[1:], uint64(max(at-gone, spillHeader)))
-			binary.BigEndian.PutUint32(b[pos+4:], crc32.Checksum(p, castagnoli))
 		}
+		binary.BigEndian.PutUint32(b[pos+4:], recSum(spillVersion, off+pos-gone, p))
 		pos += recHead + n
 	}
 	return nil
@@ -215,6 +221,7 @@ func (s *spill) compactFinish(c *spillCompaction) (int64, error) {
 	// The rename is done: from here the file is the new one.
 	s.f.Close()
 	s.f = c.tmp
+	s.version = spillVersion
 	s.end -= gone
 	s.flushed -= gone
 	s.readOff -= gone

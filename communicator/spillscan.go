@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -34,7 +33,8 @@ type spillRegion struct {
 
 // spillScan is what a pass over a spill file found.
 type spillScan struct {
-	good int64 // end of the intact part: where a damaged tail starts, else the file size (0: bad header)
+	version uint16 // the header's format version
+	good    int64  // end of the intact part: where a damaged tail starts, else the file size (0: bad header)
 	// zerosFrom is where the zeros that end a damaged tail begin (at or
 	// after good; the file size if it does not end in zeros).
 	zerosFrom int64
@@ -60,6 +60,7 @@ func (sc *spillScan) skipped() (bytes int64, regions int) {
 type spillWindow struct {
 	r         io.ReaderAt
 	size      int64
+	version   uint16 // the file's format (recSum)
 	buf       []byte
 	off       int64 // file offset of buf[0]
 	zerosFrom int64 // see resync
@@ -153,7 +154,7 @@ func (w *spillWindow) record(off int64, maxURL int) ([]byte, recProblem, error) 
 	if err != nil {
 		return nil, recProblem{}, err
 	}
-	if crc32.Checksum(p, castagnoli) != sum {
+	if recSum(w.version, off, p) != sum {
 		return nil, recProblem{kind: probChecksum, off: off}, nil
 	}
 	switch p[0] {
@@ -323,18 +324,20 @@ var errSpillUnwritten = errors.New("no header, and nothing else: a file created 
 // header that is not this file's (or a file shorter than one), else a
 // read that failed. controlTag is Config.ControlTag, for unreadControl.
 func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, controlTag uint64) (sc spillScan, err error) {
-	want := spillHeaderBytes(self, peer)
 	hdr := make([]byte, min(size, spillHeader))
 	if n, err := r.ReadAt(hdr, 0); n < len(hdr) {
 		return sc, fmt.Errorf("header at offset 0: %v", err)
 	}
-	if size < spillHeader && bytes.Equal(hdr, want[:size]) || size <= spillHeader && nonZero(hdr) < 0 {
+	partOf := func(version uint16) bool { return bytes.Equal(hdr, spillHeaderOf(version, self, peer)[:len(hdr)]) }
+	if size < spillHeader && (partOf(spillVersion) || partOf(1)) || size <= spillHeader && nonZero(hdr) < 0 {
 		return sc, errSpillUnwritten
 	}
 	if size < spillHeader {
 		return sc, fmt.Errorf("%w: the file has %d bytes", errSpillHeader, size)
 	}
-	if !bytes.Equal(hdr, want) {
+	// Version 1's records are read as they were written (recSum).
+	sc.version = binary.BigEndian.Uint16(hdr[4:])
+	if sc.version < 1 || sc.version > spillVersion || !partOf(sc.version) {
 		return sc, errSpillHeader
 	}
 	sc.consumed = spillHeader
@@ -342,7 +345,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 	// a node's hellos and rounds).
 	var itemOffs, controlOffs []int64
 	starts := []int64{spillHeader} // record boundaries, for checking marks
-	w := &spillWindow{r: r, size: size, zerosFrom: size}
+	w := &spillWindow{r: r, size: size, version: sc.version, zerosFrom: size}
 	off := int64(spillHeader)
 	for off < size {
 		p, prob, err := w.record(off, maxURL)

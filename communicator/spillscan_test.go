@@ -65,7 +65,7 @@ func TestScanMemoryAfterMarks(t *testing.T) {
 // (about a minute here, many hours for a gigabyte): a start that hung.
 // Now the lookup is a search, and the scan finds the same.
 func TestScanMarksAmongDamage(t *testing.T) {
-	var s spill
+	s := spill{version: spillVersion, end: spillHeader} // records as they lie after the header
 	var damaged []int
 	var last int64
 	const n = 200000

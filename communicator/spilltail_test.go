@@ -212,7 +212,11 @@ func TestSpillZerosNotKept(t *testing.T) {
 			if c.after > 0 {
 				// A record written after the zeros (the file reopened
 				// by an endpoint of a build that did not cut them).
-				var w spill
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := spill{version: spillVersion, end: fi.Size()} // each record's checksum names its offset
 				w.appendRecord(append([]byte{recItem, 0}, "http://after.example/"...))
 				for range c.after - 1 {
 					w.appendRecord(append([]byte{recItem, 0}, "http://after.example/"...))
