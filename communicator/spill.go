@@ -77,6 +77,10 @@ type spill struct {
 	// written out whole: what a failing write may have lost (at most).
 	unwritten int64
 	items     bool // items appended since the last fsync (syncItems)
+	// newEntry is set while the file's directory entry, made by this
+	// open, is not yet fsynced: the file's own fsync does not make its
+	// name durable, so a power cut after a Sync could leave no file.
+	newEntry bool
 
 	unreadItems int64 // items at or after readOff
 	// unreadControl is how many of them are control items (a tag at or
@@ -136,6 +140,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 			return nil, fmt.Errorf("communicator: %s: %w", path, err)
 		}
 		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
+		s.newEntry = true // fsynced with the first records made durable
 		s.mem.start(s.end)
 		return s, nil
 	}
@@ -515,15 +520,23 @@ func (s *spill) sync() error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	if !s.dirty {
-		return nil
+	if s.dirty {
+		if err := s.f.Sync(); err != nil {
+			s.syncErr = fmt.Errorf("spill file %s: fsync failed, so records written before may be lost: %w", s.path, err)
+			s.dirty = false // nothing to retry: the timer need not tick for it
+			return s.syncErr
+		}
+		s.dirty = false
 	}
-	if err := s.f.Sync(); err != nil {
-		s.syncErr = fmt.Errorf("spill file %s: fsync failed, so records written before may be lost: %w", s.path, err)
-		s.dirty = false // nothing to retry: the timer need not tick for it
-		return s.syncErr
+	if s.newEntry && s.items {
+		// Once, when something in the file is first to be durable. A
+		// failure leaves items set: the caller's next Sync tries again.
+		if err := syncDir(filepath.Dir(s.path)); err != nil {
+			return fmt.Errorf("spill file %s: fsync of its directory failed, so the new file, with the records written to it, may be lost: %w", s.path, err)
+		}
+		s.newEntry = false
 	}
-	s.dirty, s.items = false, false
+	s.items = false
 	return nil
 }
 
