@@ -55,13 +55,11 @@ type spillCompaction struct {
 	// version is the old file's format (recSum); the new file has
 	// spillVersion.
 	version uint16
+	maxURL  int
 	tmp     *os.File // <path>.tmp, the new file
 	off     int64    // the old file's bytes before off are dropped
 	copied  int64    // the old file's bytes before copied are in tmp
 	bad     []spillRegion
-	// changed is set when the file changed under the copy: a record that
-	// does not parse where one must begin.
-	changed bool
 	err     error
 	hook    func() // tests: called before each copy without the lock
 }
@@ -88,7 +86,7 @@ func (s *spill) compactBegin(off int64) (*spillCompaction, error) {
 		}
 		return nil, err
 	}
-	c := &spillCompaction{path: s.path, old: s.f, version: s.version, tmp: f, off: off, copied: off, hook: s.compactHook}
+	c := &spillCompaction{path: s.path, old: s.f, version: s.version, maxURL: s.maxURL, tmp: f, off: off, copied: off, hook: s.compactHook}
 	for _, r := range s.bad {
 		if r.end > off { // those before were skipped already
 			c.bad = append(c.bad, r)
@@ -134,7 +132,7 @@ func (c *spillCompaction) copyTo(to int64) {
 		return
 	}
 	if err := c.moveMarks(b, c.copied); err != nil {
-		c.err, c.changed = err, true
+		c.err = err
 		return
 	}
 	if _, err := c.tmp.Write(b); err != nil {
@@ -146,12 +144,18 @@ func (c *spillCompaction) copyTo(to int64) {
 
 // moveMarks rewrites every record in b, the old file's bytes from off
 // on, for its place in the new file: its checksum, and a mark's offset
-// (nothing acknowledged, if it names the dropped part); it steps over the
-// damaged stretches c.bad names, copied as they are. A record failing its
-// checksum is not given a new one: that would make damage pass for intact.
+// (nothing acknowledged, if it names the dropped part). Damage is copied
+// as it is, to be skipped by the reader or the next open as it would have
+// been in the old file: the damaged stretches c.bad names, and a record
+// that fails (damage since the open), after which the walk goes on at the
+// next record that verifies, as the open's scan does. Giving up there
+// stopped rewrites for the rest of the run, for one bad sector. A record
+// failing is not given a new checksum: that would make damage pass for
+// intact.
 func (c *spillCompaction) moveMarks(b []byte, off int64) error {
 	bad := c.bad
 	gone := c.off - spillHeader
+	w := &spillWindow{r: bytesAt{b, off}, size: off + int64(len(b)), version: c.version}
 	for pos := int64(0); pos < int64(len(b)); {
 		for len(bad) > 0 && bad[0].end <= off+pos {
 			bad = bad[1:]
@@ -160,18 +164,19 @@ func (c *spillCompaction) moveMarks(b []byte, off int64) error {
 			pos = bad[0].end - off
 			continue
 		}
-		if int64(len(b))-pos < recHead {
-			return fmt.Errorf("spill file %s: no whole record at offset %d", c.path, off+pos)
+		p, prob, err := w.record(off+pos, c.maxURL)
+		if err == nil && prob.kind != probNone {
+			var next int64
+			next, err = w.resync(off+pos+1, c.maxURL)
+			pos = next - off
+			continue
 		}
-		n := int64(binary.BigEndian.Uint32(b[pos:]))
-		if n < 1 || pos+recHead+n > int64(len(b)) {
-			return fmt.Errorf("spill file %s: no whole record at offset %d", c.path, off+pos)
+		if err != nil {
+			return fmt.Errorf("spill file %s: %w", c.path, err)
 		}
-		p := b[pos+recHead : pos+recHead+n]
-		if recSum(c.version, off+pos, p) != binary.BigEndian.Uint32(b[pos+4:]) {
-			return fmt.Errorf("spill file %s: checksum mismatch in record at offset %d", c.path, off+pos)
-		}
-		if p[0] == recMark && n == 9 {
+		n := int64(len(p))
+		p = b[pos+recHead : pos+recHead+n] // the window's is a copy
+		if p[0] == recMark {
 			at := int64(binary.BigEndian.Uint64(p[1:]))
 			binary.BigEndian.PutUint64(p[1:], uint64(max(at-gone, spillHeader)))
 		}
@@ -179,6 +184,23 @@ func (c *spillCompaction) moveMarks(b []byte, off int64) error {
 		pos += recHead + n
 	}
 	return nil
+}
+
+// bytesAt reads b as the bytes of a file from offset base on.
+type bytesAt struct {
+	b    []byte
+	base int64
+}
+
+func (r bytesAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < r.base || off-r.base >= int64(len(r.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[off-r.base:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // compactFinish copies what was appended since c.copyTo last copied,
@@ -207,10 +229,7 @@ func (s *spill) compactFinish(c *spillCompaction) (int64, error) {
 	if err != nil {
 		c.tmp.Close()
 		os.Remove(c.path + ".tmp")
-		switch {
-		case c.changed:
-			s.compactAt = math.MaxInt64 // the file changed under us: not again
-		case s.compactAt < math.MaxInt64/2:
+		if s.compactAt < math.MaxInt64/2 {
 			s.compactAt *= 2 // a full disk, say: try again when there is more to gain
 		}
 		if errors.Is(err, s.syncErr) {

@@ -305,3 +305,81 @@ func TestSpillCompactOverDamage(t *testing.T) {
 	}
 	check("the next run", got, 50)
 }
+
+// TestSpillCompactDamageSinceOpen: a record damaged after the open (a bad
+// sector under the running node), in the part a rewrite copies, made the
+// rewrite fail and no rewrite was tried again for the rest of the run, the
+// file growing with every item sent; now the rewrite copies the damage as
+// it is and goes on at the next intact record: the reader skips and
+// reports the damaged record, delivers the rest, and the next rewrite
+// comes as usual.
+func TestSpillCompactDamageSinceOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.close() }()
+	s.compactAt = 1
+	var offs []int64
+	for k := range 60 {
+		offs = append(offs, s.end)
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.compactAt = 1
+	f, err := os.OpenFile(spillPath(dir, 1, 2), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0xff}, offs[55]+recHead+4) // item 55 damaged under the running endpoint
+	f.Close()
+	var got []uint64
+	read := func(limit int) error {
+		var q queue
+		err := s.readChunk(&q, limit)
+		for _, it := range q.items[q.head:] {
+			got = append(got, it.tag)
+		}
+		return err
+	}
+	for len(got) < 52 { // the rest, 55 among it, is copied
+		read(1)
+	}
+	at := s.readOff
+	if gone, err := s.compact(at); err != nil || gone != at-spillHeader {
+		t.Fatalf("compact at %d: moved %d, %v", at, gone, err)
+	}
+	var readErr error
+	for s.unread() {
+		if err := read(4096); err != nil {
+			readErr = err
+		}
+	}
+	var want []uint64
+	for k := range uint64(60) {
+		if k != 55 {
+			want = append(want, k)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || readErr == nil || !strings.Contains(readErr.Error(), "checksum mismatch") {
+		t.Fatalf("read %v, error %v; want every item but 55, and the damage reported", got, readErr)
+	}
+	// More items, all acknowledged but the last: rewritten again.
+	var last int64
+	for k := 60; k < 70; k++ {
+		last = s.end
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	for s.unread() {
+		read(4096)
+	}
+	if gone, err := s.compact(last); err != nil || gone == 0 {
+		t.Fatalf("the next rewrite: moved %d, %v", gone, err)
+	}
+}
