@@ -252,6 +252,11 @@ func (s *spill) compactFinish(c *spillCompaction) (int64, error) {
 		}
 	}
 	s.bad = kept
+	if s.unlistedTo > c.off {
+		s.unlistedFrom, s.unlistedTo = max(s.unlistedFrom, c.off)-gone, s.unlistedTo-gone
+	} else {
+		s.unlistedFrom, s.unlistedTo = 0, 0
+	}
 	s.mem.shift(gone)
 	s.dirty, s.items = false, false
 	if err := syncDir(filepath.Dir(s.path)); err != nil {
