@@ -39,6 +39,10 @@ type peer struct {
 	exhausted bool      // every sequence number of this start given out (maxSeq)
 	retrans   uint64
 	ackAt     time.Time // the last acknowledgement on its own the timer sent
+	// answerDue is set when a datagram wants an answer (answer): a
+	// duplicate, data for our previous epoch, which anyone can replay
+	// at will; rx.ackDirty is set when there is news to tell.
+	answerDue bool
 	// acksMerged counts the datagrams wanting an answer that found one
 	// due already (see answer).
 	acksMerged uint64
@@ -305,7 +309,7 @@ func (p *peer) transmit(b *batch, now time.Time, retry bool) {
 	}
 	out = p.mac.seal(out)
 	p.out = out[:0]
-	p.rx.ackDirty, p.rx.fresh = false, 0
+	p.rx.ackDirty, p.rx.fresh, p.answerDue = false, 0, false
 	if b != nil {
 		if p.firstSent.IsZero() {
 			p.firstSent = now
@@ -483,12 +487,14 @@ func (p *peer) tick(now time.Time) {
 		b.due = now.Add(jitter(b.rto))
 		b.retried = true
 	}
-	// One acknowledgement on its own per tick at most: a datagram that
-	// wants one answered (a duplicate, data for our previous epoch) wakes
-	// a parked timer loop at once, and replayed by a forger as fast as
-	// it can, each would have had its own. The answer waits for the
-	// next tick instead (timed: ackDirty holds).
-	if p.rx.ackDirty && now.Sub(p.ackAt) >= p.e.tickEvery() {
+	// An answer to datagrams that want one (a duplicate, data for our
+	// previous epoch) leaves one tick after the last acknowledgement on
+	// its own at the soonest: such a datagram wakes a parked timer loop
+	// at once, and replayed by a forger as fast as it can, each would
+	// have had its own (timed: answerDue holds). News (batches made
+	// durable, our epoch to tell) is not held back by them: it waited
+	// for the next tick too, up to FlushInterval/5 after each ack.
+	if p.rx.ackDirty || p.answerDue && now.Sub(p.ackAt) >= p.e.tickEvery() {
 		p.ackAt = now
 		p.transmit(nil, now, false)
 	}
@@ -504,16 +510,16 @@ func (p *peer) tick(now time.Time) {
 // flood of replays, each of which once had an acknowledgement of its own,
 // shows there.
 func (p *peer) answer() {
-	if p.rx.ackDirty {
+	if p.rx.ackDirty || p.answerDue {
 		p.acksMerged++
 	}
-	p.rx.ackDirty = true
+	p.answerDue = true
 }
 
 // timed reports whether the peer has work for the timer loop (p.mu held).
 func (p *peer) timed() bool {
 	lazy := p.e.cfg.Lazy // unsynced records and unsaved positions wait for other work
-	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || (p.rx.unsaved && !lazy) {
+	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || p.answerDue || (p.rx.unsaved && !lazy) {
 		return true
 	}
 	s := p.spill

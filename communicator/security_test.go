@@ -376,3 +376,35 @@ func TestSentCache(t *testing.T) {
 		t.Fatalf("%d delivered, %d cache hits; want 101 and 200 (give or take a collision)", c, h)
 	}
 }
+
+// TestAckNewsNotHeldByAnswerLimit: the limit on answers to replays (one
+// acknowledgement on its own per tick) held back every acknowledgement
+// the timer sends on its own, so one telling the sender of batches made
+// durable waited a tick after the last, here the handshake's answer (on
+// a clock that does not move: for ever); now only answers wait, news
+// leaves at the next tick.
+func TestAckNewsNotHeldByAnswerLimit(t *testing.T) {
+	clock := NewManualClock(time.Unix(1700000000, 0))
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		if i == 1 {
+			c.Clock, c.AckOnReturn = clock, false
+		}
+	})
+	a, b := cl.eps[0], cl.eps[1]
+	lastN := func() uint64 {
+		cl.sinks[1].mu.Lock()
+		defer cl.sinks[1].mu.Unlock()
+		return cl.sinks[1].lastN
+	}
+	// Ticks at the clock's one instant: Durable wakes the timer loop,
+	// which waits for a clock that does not move once it has work.
+	tick := func() { b.Durable(lastN()) }
+	for k := range 2 {
+		if err := a.Send(2, 0, []byte(testURL(1, 2, k))); err != nil {
+			t.Fatal(err)
+		}
+		a.Flush()
+		waitUntil(t, 10*time.Second, "delivery", func() bool { tick(); return cl.sinks[1].count() == k+1 })
+		waitUntil(t, 10*time.Second, fmt.Sprintf("the acknowledgement of batch %d", k+1), func() bool { tick(); return a.Backlog(2) == 0 })
+	}
+}
