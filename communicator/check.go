@@ -65,6 +65,9 @@ type SpillReport struct {
 	StateNode      NodeID
 	StateNodeKnown bool
 	Findings       []SpillFinding
+	// stateFrom is the nodes the state file holds receive positions for
+	// (batches from them).
+	stateFrom map[NodeID]bool
 }
 
 // Damaged reports whether any finding is damage.
@@ -152,6 +155,15 @@ func CheckSpill(dir string) (*SpillReport, error) {
 					What: fmt.Sprintf("a spill file of node %d beside the state file of node %d: the directory holds two nodes' files; node %d refuses this state file, node %d never sends this file's items", f.Self, rep.StateNode, f.Self, rep.StateNode)})
 			}
 		}
+	} else if rep.State {
+		for _, f := range rep.Files {
+			if rep.stateFrom[f.Self] {
+				// An older state file names no node; a node never
+				// receives from itself (openState).
+				rep.Findings = append(rep.Findings, SpillFinding{File: f.Path, Damage: true,
+					What: fmt.Sprintf("a spill file of node %d beside a state file holding a receive position for batches from node %d: another node wrote the state file (its format names no node); node %d refuses it", f.Self, f.Self, f.Self)})
+			}
+		}
 	}
 	return rep, nil
 }
@@ -221,6 +233,10 @@ func checkStateFile(path string, rep *SpillReport) error {
 		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: w.off, Damage: true, What: w.what})
 	}
 	rep.StateNode, rep.StateNodeKnown = s.owner, s.ownerKnown
+	rep.stateFrom = make(map[NodeID]bool)
+	for id := range s.entries {
+		rep.stateFrom[id] = true
+	}
 	return nil
 }
 

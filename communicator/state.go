@@ -50,9 +50,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // an older version, or the entries outgrow the slots.
 //
 // Version 2 is version 3 without the node id (offsets 32-35 absent, the
-// entries at 36). Versions 1 and 2 are still read, with no node to check,
-// then rewritten as version 3 by the next save (the endpoint saves at
-// once when it starts). Version 1:
+// entries at 36). Versions 1 and 2 are still read, then rewritten as
+// version 3 by the next save (the endpoint saves at once when it starts).
+// They name no node, but a node never receives from itself: one holding
+// an entry for the opening node's id was written by another, and is
+// refused as a version 3 file of another node is (one written by a node
+// that never heard from the opening node cannot be told). Version 1:
 //
 //	magic "kspstate" | version u32 = 1 | epoch u64 | count u32 |
 //	count × (node id u16 | sender epoch u64 | cum u32) | CRC-32C u32
@@ -123,6 +126,11 @@ func openState(dir string, self NodeID) (*stateFile, error) {
 	}
 	if s.ownerKnown && s.owner != self {
 		return nil, fmt.Errorf("communicator: state file %s was written by node %d, and this is node %d: its receive positions are node %d's, and taken here they would drop batches peers send node %d as already delivered; run node %d on this directory, or give node %d a directory of its own", s.path, s.owner, self, s.owner, self, s.owner, self)
+	}
+	if _, own := s.entries[self]; own && !s.ownerKnown {
+		// The one sign an older file gives of another writer; and the
+		// save at the start would rewrite it naming this node.
+		return nil, fmt.Errorf("communicator: state file %s (format version %d, which names no node) holds a receive position for batches from node %d, and this is node %d, which never receives from itself: another node wrote it, and its positions taken here would drop batches peers send node %d as already delivered; run the node that wrote it on this directory, or give node %d a directory of its own", s.path, s.version, self, self, self, self)
 	}
 	if s.slot > 0 && s.version == stateVersion {
 		if s.f, err = openNoLink(s.path, os.O_RDWR); err != nil {

@@ -126,3 +126,39 @@ func TestCheckSpillStateOwner(t *testing.T) {
 		t.Fatalf("node 2's spill file beside node 1's state: %v %+v", err, rep)
 	}
 }
+
+// TestStateFileV2OtherNode: a version 2 state file names no node, so one
+// node 2 wrote (batches from nodes 1 and 3 acknowledged) was taken by
+// node 1 started on that directory, which would have dropped node 3's
+// batches to it up to node 2's positions as already delivered, and then
+// rewritten it as version 3 naming node 1; kspider check said ok. Now
+// the entry for node 1, which never receives from itself, gives the other
+// writer away: node 1 refuses the file, and check reports it.
+func TestStateFileV2OtherNode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	old := stateV2(1<<60, []stateEntry{{1, 77, 1234}, {3, 78, 5}})
+	os.WriteFile(path, old, 0o644)
+	s, err := openSpill(dir, 1, 3, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.append(0, []byte("http://a.example/"))
+	s.close()
+	rep, err := CheckSpill(dir)
+	if err != nil || !rep.Damaged() {
+		t.Errorf("check of node 1's spill file beside node 2's version 2 state: %v %+v", err, rep)
+	}
+	_, err = openState(dir, 1)
+	if err == nil || !strings.Contains(err.Error(), "this is node 1") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("node 1 on a version 2 state file holding its own position: %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(old) {
+		t.Error("the refused open changed the state file")
+	}
+	st, err := openState(dir, 2) // the node that wrote it
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.close()
+}
