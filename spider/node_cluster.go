@@ -91,6 +91,7 @@ type ClusterStats struct {
 	Misrouted         uint64 // URLs received that this node does not own (configs differ)
 	BadControl        uint64 // control messages that did not decode
 	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
+	StaleBye          uint64 // node 0: a bye answering a "finished" of its run before, ignored
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
 	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
@@ -151,6 +152,7 @@ type nodeCluster struct {
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
 	staleFin    atomic.Uint64
+	staleBye    atomic.Uint64
 
 	recMu sync.Mutex
 	rec   clusterRecord // what DIR/CLUSTER holds (node_cluster_record.go)
@@ -505,17 +507,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 	case cluster.TagFinished:
 		c.finishedBy(from, it) // node_cluster_end.go
 	case cluster.TagBye:
-		r, err := cluster.DecodeRound(it.URL)
-		if err != nil || c.det == nil {
-			c.badControl.Add(1)
-			return
-		}
-		c.detMu.Lock()
-		if r == c.finished {
-			c.byes[from] = true
-		}
-		c.detMu.Unlock()
-		c.checkByes()
+		c.byeFrom(from, it) // node_cluster_end.go
 	default:
 		c.badControl.Add(1)
 	}
@@ -548,7 +540,7 @@ func (n *Node) ClusterStats() ClusterStats {
 		return ClusterStats{Nodes: 1}
 	}
 	s := ClusterStats{Self: c.self, Nodes: c.cfg.Config.N(), SentURLs: c.sent.Load(), ReceivedURLs: c.recv.Load(),
-		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.staleFin.Load(), Refusing: c.refuse.Load(),
+		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.staleFin.Load(), StaleBye: c.staleBye.Load(), Refusing: c.refuse.Load(),
 		Over: c.over.Load(), Comm: c.ep.Stats()}
 	if p := c.clockUnsafe.Load(); p != nil {
 		s.ClockUnsafe, s.Refusing = *p, true

@@ -195,8 +195,34 @@ func (c *nodeCluster) finishedBy(from int, it communicator.Item) {
 		return
 	}
 	c.updateRecord(func(r *clusterRecord) { r.over = true }) // node_cluster_late.go
-	c.sendControl(from, cluster.TagBye, cluster.EncodeRound(r))
+	c.sendControl(from, cluster.TagBye, cluster.EncodeBye(r, epoch))
 	c.finish()
+}
+
+// byeFrom takes a peer's bye (node 0, writer only). One answering a
+// "finished" of node 0's run before (of a crawl resumed since: the peer
+// stopped before node 0 acknowledged it) comes again from the peer's
+// spill file, and once this run's rounds reached the same number it was
+// taken for the peer's answer to this run's "finished": node 0 ended
+// without it, and would not name the peer had it missed the end. It is
+// ignored, counted and said.
+func (c *nodeCluster) byeFrom(from int, it communicator.Item) {
+	r, epoch, err := cluster.DecodeBye(it.URL)
+	if err != nil || c.det == nil {
+		c.badControl.Add(1)
+		return
+	}
+	if epoch != c.ep.Epoch() {
+		c.staleBye.Add(1)
+		c.n.cfg.Logf("cluster: node %d's bye (round %d) to a \"finished\" of this node's run before ignored: it answers no end of this run", from, r)
+		return
+	}
+	c.detMu.Lock()
+	if r == c.finished {
+		c.byes[from] = true
+	}
+	c.detMu.Unlock()
+	c.checkByes()
 }
 
 // kickRound has the coordinator start a round now if it can.

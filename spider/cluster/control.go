@@ -46,7 +46,14 @@ import (
 //	          work their run had). Protocol 2's carried the round alone:
 //	          DecodeFinished reads it with epoch 0, of no run of this
 //	          build (protocol 3), ignored too
-//	bye       uvarint(round): a peer got "finished" and stops
+//	bye       uvarint(round) uvarint(epoch): a peer got "finished" of
+//	          that round and coordinator epoch, and stops; the echoed
+//	          epoch keeps a bye of an earlier run (the peer's answer to a
+//	          "finished" of a crawl resumed since, sent again from its
+//	          spill file) from counting for this run's "finished" of the
+//	          same round. Protocol 3's carried the round alone: DecodeBye
+//	          reads it with epoch 0, answering no "finished" of this build
+//	          (protocol 4), ignored too
 //
 // Anything else with a tag above MaxURLTag is counted and dropped.
 const (
@@ -62,8 +69,8 @@ const helloMagic = "kspider-hello 1 "
 
 // Protocol is the meaning of the items' tags, carried in the hello's
 // block as "protocol" (protocol 1 did not say; 2 sent "finished" without
-// the coordinator's epoch).
-const Protocol = "3"
+// the coordinator's epoch, 3 "bye" without it).
+const Protocol = "4"
 
 // URLTag is the tag of a URL at link depth depth (0..255) reached by hops
 // redirects in a row.
@@ -214,7 +221,7 @@ type State struct {
 	Gen  uint64 // grows with every batch of URLs it received and every list it fetched
 }
 
-// EncodeRound encodes a probe, finished or bye message.
+// EncodeRound encodes a probe (and protocol 2's "finished", 3's "bye").
 func EncodeRound(round uint64) []byte { return binary.AppendUvarint(nil, round) }
 
 // DecodeRound decodes what EncodeRound wrote.
@@ -228,23 +235,38 @@ func DecodeRound(b []byte) (uint64, error) {
 
 // EncodeFinished encodes "finished" of round, sent by a coordinator of
 // communicator epoch epoch.
-func EncodeFinished(round, epoch uint64) []byte {
-	return binary.AppendUvarint(binary.AppendUvarint(nil, round), epoch)
-}
+func EncodeFinished(round, epoch uint64) []byte { return encodeRoundEpoch(round, epoch) }
 
 // DecodeFinished decodes what EncodeFinished wrote, or protocol 2's round
 // alone (epoch 0).
 func DecodeFinished(b []byte) (round, epoch uint64, err error) {
+	return decodeRoundEpoch(b, "finished")
+}
+
+// EncodeBye encodes a peer's bye to the "finished" of round and epoch.
+func EncodeBye(round, epoch uint64) []byte { return encodeRoundEpoch(round, epoch) }
+
+// DecodeBye decodes what EncodeBye wrote, or protocol 3's round alone
+// (epoch 0).
+func DecodeBye(b []byte) (round, epoch uint64, err error) { return decodeRoundEpoch(b, "bye") }
+
+func encodeRoundEpoch(round, epoch uint64) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(nil, round), epoch)
+}
+
+// decodeRoundEpoch decodes a round and a coordinator's epoch, or a round
+// alone (epoch 0), as an earlier protocol sent; what names the message.
+func decodeRoundEpoch(b []byte, what string) (round, epoch uint64, err error) {
 	round, n := binary.Uvarint(b)
 	if n <= 0 {
-		return 0, 0, errors.New("cluster: malformed finished")
+		return 0, 0, fmt.Errorf("cluster: malformed %s", what)
 	}
 	if n == len(b) {
 		return round, 0, nil
 	}
 	epoch, m := binary.Uvarint(b[n:])
 	if m <= 0 || n+m != len(b) || epoch == 0 {
-		return 0, 0, errors.New("cluster: malformed finished")
+		return 0, 0, fmt.Errorf("cluster: malformed %s", what)
 	}
 	return round, epoch, nil
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,6 +83,17 @@ func TestControlCodec(t *testing.T) {
 		if _, _, err := DecodeFinished(bad); err == nil {
 			t.Errorf("DecodeFinished(%x): no error", bad)
 		}
+		if _, _, err := DecodeBye(bad); err == nil || !strings.Contains(err.Error(), "bye") {
+			t.Errorf("DecodeBye(%x): %v", bad, err)
+		}
+	}
+	// "bye" echoes the epoch of the "finished" it answers; protocol 3's,
+	// the round alone, reads as of epoch 0.
+	if r, ep, err := DecodeBye(EncodeBye(9, 1<<40)); err != nil || r != 9 || ep != 1<<40 {
+		t.Errorf("bye: %d %d %v", r, ep, err)
+	}
+	if r, ep, err := DecodeBye(EncodeRound(9)); err != nil || r != 9 || ep != 0 {
+		t.Errorf("protocol 3's bye: %d %d %v", r, ep, err)
 	}
 }
 

@@ -111,18 +111,20 @@ func TestProtocolDiffers(t *testing.T) {
 	a := testConfig()
 	old := slices.DeleteFunc(a.Canonical(), func(f Field) bool { return f.Key == "protocol" })
 	d := Diff(a.Canonical(), old)
-	if len(d) != 1 || d[0] != `cluster.protocol: ours "3", theirs has none` {
-		t.Errorf("protocol 1 against 3: %v", d)
+	if len(d) != 1 || d[0] != `cluster.protocol: ours "4", theirs has none` {
+		t.Errorf("protocol 1 against 4: %v", d)
 	}
-	// Protocol 2 sent "finished" without the coordinator's epoch.
-	two := slices.Clone(a.Canonical())
-	for i := range two {
-		if two[i].Key == "protocol" {
-			two[i].Value = "2"
+	// Protocol 2 sent "finished" without the coordinator's epoch, 3 "bye".
+	for _, v := range []string{"2", "3"} {
+		other := slices.Clone(a.Canonical())
+		for i := range other {
+			if other[i].Key == "protocol" {
+				other[i].Value = v
+			}
 		}
-	}
-	if d := Diff(a.Canonical(), two); len(d) != 1 || d[0] != `cluster.protocol: ours "3", theirs "2"` {
-		t.Errorf("protocol 2 against 3: %v", d)
+		if d := Diff(a.Canonical(), other); len(d) != 1 || d[0] != `cluster.protocol: ours "4", theirs "`+v+`"` {
+			t.Errorf("protocol %s against 4: %v", v, d)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ func FuzzControl(f *testing.F) {
 	f.Add(EncodeState(3, State{true, 9}))
 	f.Add(EncodeRound(300))
 	f.Add(EncodeFinished(300, 1<<40))
+	f.Add(EncodeBye(300, 1<<40))
 	f.Add([]byte("kspider-hello 1 0000000000000000 0\nphases=4\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := DecodeHello(b); err == nil {
@@ -40,6 +41,15 @@ func FuzzControl(f *testing.F) {
 			}
 			if r2, ep2, err := DecodeFinished(again); err != nil || r2 != r || ep2 != ep {
 				t.Fatalf("finished %x: round trip %d %d %v", b, r2, ep2, err)
+			}
+		}
+		if r, ep, err := DecodeBye(b); err == nil {
+			again := EncodeBye(r, ep)
+			if ep == 0 {
+				again = EncodeRound(r) // protocol 3's
+			}
+			if r2, ep2, err := DecodeBye(again); err != nil || r2 != r || ep2 != ep {
+				t.Fatalf("bye %x: round trip %d %d %v", b, r2, ep2, err)
 			}
 		}
 		if fs, err := DecodeFields(b); err == nil {
