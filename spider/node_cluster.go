@@ -130,9 +130,9 @@ type nodeCluster struct {
 	// (node_cluster_hello.go, peerHold).
 	holds map[int]*peerHold
 	// Writer only: per peer, its communicator epoch as of its last hello
-	// (from the state file at start: 0 if never heard). A hello saying its
-	// directory is fresh under a later epoch is a node that lost its
-	// directory since (lostDir).
+	// (from DIR/CLUSTER at start, else the communicator's state file: 0 if
+	// never heard). A hello saying its directory is fresh under another
+	// epoch is a node that lost its directory since (lostDir).
 	heard map[int]uint64
 	// Writer only: per peer whose phase clock was seen ahead of ours
 	// beyond the guard, when (node_cluster_hello.go, clockCheck).
@@ -249,6 +249,12 @@ func (n *Node) openCluster() error {
 	}
 	for _, p := range c.ep.Stats().Peers {
 		c.heard[int(p.ID)] = p.Epoch
+	}
+	// The record's epochs, where it has them, over the communicator's: it
+	// may have saved a peer's new epoch before this node took the hello
+	// that said its directory was new (node_cluster_record.go).
+	for id, e := range c.rec.heard {
+		c.heard[id] = e
 	}
 	for id := range nc.Config.Members {
 		if id != c.self {

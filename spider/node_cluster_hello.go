@@ -238,17 +238,30 @@ func (c *nodeCluster) clockNow() time.Time {
 // held: those its peers sent it and it acknowledged, and what its pages
 // would have led to. Nothing sends them again; they are crawled only if
 // found again.
+//
+// The epoch goes to DIR/CLUSTER with the loss, in one write, before the
+// loss is shown: a stop between the two steps must not leave the epoch
+// known and the loss not (node_cluster_record.go).
 func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 	was := c.heard[from]
+	if now == 0 || now == was {
+		return
+	}
 	c.heard[from] = now
-	if !fresh || was == 0 || now == was {
+	lost := fresh && was != 0
+	c.updateRecord(func(r *clusterRecord) { // node_cluster_record.go
+		r.heard[from] = now
+		if lost {
+			r.lostDirs[from] = true
+		}
+	})
+	if !lost {
 		return
 	}
 	msg := lostDirMsg(from)
 	c.mismatchMu.Lock()
 	c.lost[from] = msg
 	c.mismatchMu.Unlock()
-	c.updateRecord(func(r *clusterRecord) { r.lostDirs[from] = true }) // node_cluster_record.go
 	c.n.cfg.Logf("cluster: %s", msg)
 }
 

@@ -10,16 +10,27 @@ package spider
 // its run ended 0 as if the crawl were complete. So they are kept in
 // DIR/CLUSTER, written when one is seen, read at every start.
 //
-// On disk, DIR/CLUSTER (version 1) is lines of text:
+// A peer is seen back with a new directory by its hello under a new
+// communicator epoch. The epochs hellos were taken under are kept here
+// too, and written with the loss in one write: the communicator saves a
+// peer's epoch on its own (each second, at close) as soon as a datagram
+// shows it, and a node stopped (kill -9 or not) before its writer took
+// the peer's hello compared the hello, after its restart, with that
+// epoch and forgot the loss.
 //
-//	kspider cluster 1
+// On disk, DIR/CLUSTER (version 2) is lines of text:
+//
+//	kspider cluster 2
 //	over                   (the crawl was over, and nothing came since)
 //	lost_dir 2             (one line per peer back with a new directory)
 //	lost_urls 1 512        (per peer: the URLs taken unheard, in all)
+//	heard 1 123456789      (per peer: the communicator epoch of its last hello taken)
 //	crc32c 1a2b3c4d
 //
-// Peers in increasing order, each kind's lines together, over first, then
-// lost_dir.
+// Peers in increasing order, each kind's lines together, in that order.
+// Version 1 had no heard lines and is still read: a peer's epoch then
+// comes from the communicator's state until its next hello is taken, and
+// the file is written as version 2 from then on.
 // The CRC-32C (Castagnoli) covers the lines before it. It is written to a
 // temporary name, fsynced and renamed (writeDirFile). A directory without
 // the file has seen no loss. A damaged one is refused: read as empty it
@@ -51,15 +62,27 @@ type clusterRecord struct {
 	over     bool
 	lostDirs map[int]bool   // peers back with a new data directory
 	taken    map[int]uint64 // per peer: URLs taken before its hello, its block giving other owners
+	heard    map[int]uint64 // per peer: the communicator epoch of its last hello taken
 }
 
-const clusterRecordMagic = "kspider cluster 1\n"
+// clusterRecordMagic is the first line of DIR/CLUSTER of version v.
+func clusterRecordMagic(v int) string { return fmt.Sprintf("kspider cluster %d\n", v) }
+
+// clusterRecordVersion is the version written.
+const clusterRecordVersion = 2
+
+func emptyClusterRecord() clusterRecord {
+	return clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}, heard: map[int]uint64{}}
+}
 
 // clusterRecordMax bounds the file read: a line per peer and kind.
 const clusterRecordMax = 1 << 20
 
-func (r clusterRecord) encode() []byte {
-	b := []byte(clusterRecordMagic)
+func (r clusterRecord) encode() []byte { return r.encodeVersion(clusterRecordVersion) }
+
+// encodeVersion encodes r as version v (1: without its heard lines).
+func (r clusterRecord) encodeVersion(v int) []byte {
+	b := []byte(clusterRecordMagic(v))
 	if r.over {
 		b = append(b, "over\n"...)
 	}
@@ -69,15 +92,27 @@ func (r clusterRecord) encode() []byte {
 	for _, id := range slices.Sorted(maps.Keys(r.taken)) {
 		b = fmt.Appendf(b, "lost_urls %d %d\n", id, r.taken[id])
 	}
+	if v >= 2 {
+		for _, id := range slices.Sorted(maps.Keys(r.heard)) {
+			b = fmt.Appendf(b, "heard %d %d\n", id, r.heard[id])
+		}
+	}
 	return append(b, dirFileSum(b)...)
 }
 
-// decodeClusterRecord parses b; it is the record only if encoding the
-// result gives b again (order, CRC and all).
+// decodeClusterRecord parses b, of version 1 or 2; it is the record only
+// if encoding the result in its version gives b again (order, CRC and
+// all).
 func decodeClusterRecord(b []byte) (clusterRecord, bool) {
-	r := clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}}
-	body, ok := bytes.CutPrefix(b, []byte(clusterRecordMagic))
-	if !ok {
+	r := emptyClusterRecord()
+	v := 0
+	var body []byte
+	for _, try := range []int{1, 2} {
+		if rest, ok := bytes.CutPrefix(b, []byte(clusterRecordMagic(try))); ok {
+			v, body = try, rest
+		}
+	}
+	if v == 0 {
 		return r, false
 	}
 	lines := strings.SplitAfter(string(body), "\n")
@@ -107,18 +142,24 @@ func decodeClusterRecord(b []byte) (clusterRecord, bool) {
 				return r, false
 			}
 			r.taken[id] = k
+		case f[0] == "heard" && len(f) == 3 && v >= 2:
+			e, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil || e == 0 {
+				return r, false
+			}
+			r.heard[id] = e
 		default:
 			return r, false
 		}
 	}
-	return r, bytes.Equal(r.encode(), b)
+	return r, bytes.Equal(r.encodeVersion(v), b)
 }
 
 // readClusterRecord reads dir's CLUSTER (empty when there is none) and
 // names the file when it is damaged.
 func readClusterRecord(dir string) (clusterRecord, error) {
 	path := filepath.Join(dir, ClusterFile)
-	empty := clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}}
+	empty := emptyClusterRecord()
 	const hint = "it records the peers' shares this node saw lost, which make its run exit 3 once the crawl is over; deleting it forgets them"
 	f, err := openRegular(path)
 	switch {

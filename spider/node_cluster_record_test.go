@@ -36,11 +36,25 @@ func reopenNode(t *testing.T, cfgs []NodeConfig, i int, n *Node) *Node {
 // a random byte, is refused by name at the next start: read as empty it
 // would have the run end 0 with the losses forgotten.
 func TestClusterRecordDamaged(t *testing.T) {
-	r := clusterRecord{lostDirs: map[int]bool{2: true, 0: true}, taken: map[int]uint64{1: 512, 3: 7}}
+	r := clusterRecord{lostDirs: map[int]bool{2: true, 0: true}, taken: map[int]uint64{1: 512, 3: 7}, heard: map[int]uint64{1: 1 << 50, 2: 9}}
 	b := r.encode()
 	got, ok := decodeClusterRecord(b)
-	if !ok || !got.lostDirs[0] || !got.lostDirs[2] || len(got.lostDirs) != 2 || got.taken[1] != 512 || got.taken[3] != 7 || len(got.taken) != 2 {
+	if !ok || !got.lostDirs[0] || !got.lostDirs[2] || len(got.lostDirs) != 2 || got.taken[1] != 512 || got.taken[3] != 7 || len(got.taken) != 2 ||
+		got.heard[1] != 1<<50 || got.heard[2] != 9 || len(got.heard) != 2 {
 		t.Fatalf("decoding %q: %+v, %v", b, got, ok)
+	}
+	// Version 1, without the peers' epochs, is still read.
+	v1 := []byte("kspider cluster 1\nover\nlost_dir 2\nlost_urls 1 512\n")
+	v1 = append(v1, dirFileSum(v1)...)
+	if got, ok := decodeClusterRecord(v1); !ok || !got.over || !got.lostDirs[2] || got.taken[1] != 512 || len(got.heard) != 0 {
+		t.Errorf("decoding version 1's %q: %+v, %v", v1, got, ok)
+	}
+	if _, ok := decodeClusterRecord(r.encodeVersion(1)[:0]); ok {
+		t.Error("an empty file decoded")
+	}
+	v1heard := []byte("kspider cluster 1\nheard 1 9\n")
+	if _, ok := decodeClusterRecord(append(v1heard, dirFileSum(v1heard)...)); ok {
+		t.Error("version 1 with a heard line decoded")
 	}
 	dir := t.TempDir()
 	if r, err := readClusterRecord(dir); err != nil || len(r.lostDirs)+len(r.taken) != 0 {
