@@ -171,7 +171,7 @@ type nodeCluster struct {
 	roundEnd  time.Time     // node 0: when the last round that found a node busy ended
 
 	kick      chan struct{} // node 0: start a round now
-	owed      atomic.Bool   // others: answered the last probe busy, to tell node 0 once idle
+	owed      atomic.Bool   // others: answered the last probe busy, to tell node 0 once idle; node 0: found itself busy, to kick once done
 	lastProbe atomic.Uint64 // others: the round of the last probe received
 	draining  atomic.Bool   // a goroutine waits for the peers to acknowledge everything
 	acked     atomic.Bool   // it saw them do so: look at the state again

@@ -169,8 +169,18 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 				// it kicks once they came.
 				c.awaitAcks(ctx.Done())
 			} else {
-				c.backOff() // busy itself: it kicks when it turns done (idleNow)
+				c.backOff()
 				wait = c.roundWait
+				if !c.refuse.Load() {
+					// Busy itself: it kicks when it turns done (idleNow).
+					// Owed, and the watcher poked after: it looks only
+					// when poked, and one that saw the node done before
+					// and after a busy moment would never kick. (A node
+					// refusing waits for the hello that ends it, or the
+					// timer: kicked at once, it would spin.)
+					c.owed.Store(true)
+					c.n.poke()
+				}
 			}
 		}
 		c.detMu.Unlock()
@@ -281,9 +291,13 @@ func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State) error {
 }
 
 // lookAgain reports whether idleNow should run: when the node turned done
-// (turned), or after the acknowledgements it waited for came.
+// (turned), after the acknowledgements it waited for came, or while it
+// owes node 0 (or itself, on node 0) word that it is idle. The watcher
+// sees the node done or not only when poked, so a busy moment between
+// two looks (a batch of known URLs) goes unseen, and turned alone left
+// such a debt unpaid until the coordinator's fallback timer.
 func (c *nodeCluster) lookAgain(turned bool) bool {
-	return c.acked.Swap(false) || turned
+	return c.acked.Swap(false) || turned || c.owed.Load()
 }
 
 // idleNow is called when the node has just turned done (nothing left to
@@ -302,6 +316,7 @@ func (c *nodeCluster) idleNow(ctx context.Context) {
 		return
 	}
 	if c.det != nil {
+		c.owed.Store(false)
 		c.kickRound()
 		return
 	}

@@ -120,3 +120,83 @@ func TestClusterPeerMissesTheEnd(t *testing.T) {
 		t.Errorf("node 0 said %q %d times, want once:\n%s", want, strings.Count(l, want), l)
 	}
 }
+
+// TestClusterCoordinatorBusyUnseen: node 0 kicked for a round (a peer's
+// news that it turned idle) while it was itself busy for a moment (a
+// batch of known URLs taken in the same pass) backs off and waits to
+// turn done; the goroutine watching for that looks only when poked, and
+// one that ran only after the moment saw it done before and after, so
+// no round came until the fallback timer (an hour here: the crawl did
+// not end on events under load). Node 1 is a bare endpoint answering the
+// first probe busy, the others idle.
+func TestClusterCoordinatorBusyUnseen(t *testing.T) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	cfgs[0].Cluster.RoundEvery = time.Hour
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := make(chan uint64, 64)
+	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
+		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+			for _, it := range items {
+				if it.Tag == cluster.TagProbe {
+					if r, err := cluster.DecodeRound(it.URL); err == nil {
+						probes <- r
+					}
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case r := <-probes:
+				ep.Send(0, cluster.TagState, cluster.EncodeState(r, cluster.State{Idle: r > 1}))
+				ep.FlushTo(0)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		n0.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-ran
+	}()
+	c := n0.cl
+	backedOff := func(w time.Duration) func() bool {
+		return func() bool {
+			c.detMu.Lock()
+			defer c.detMu.Unlock()
+			return !c.det.Open() && c.det.Round() == 1 && c.roundWait == w
+		}
+	}
+	waitFor(t, "round 1 found node 1 busy", 30*time.Second, backedOff(2*time.Hour))
+	// Busy for a moment, unseen by the watcher (no poke): kicked then.
+	n0.pending.Add(1)
+	c.kickRound()
+	waitFor(t, "node 0 backed off, busy itself", 30*time.Second, backedOff(4*time.Hour))
+	n0.pending.Add(-1)
+	n0.poke()
+	waitFor(t, "a round once node 0 turned done again", 10*time.Second, func() bool { return n0.ClusterStats().TerminationRounds >= 2 })
+}
