@@ -467,6 +467,7 @@ func (n *Node) syncCluster() error {
 	if err := c.ep.Sync(); err != nil {
 		return fmt.Errorf("spider: syncing the communicator's spill files: %w", err)
 	}
+	c.recordUnheard() // node_cluster_record.go
 	c.acknowledge()
 	c.unsynced = false
 	return nil

@@ -57,7 +57,9 @@ func (c *nodeCluster) hello(from int, it communicator.Item) {
 	}
 	refuse := len(c.mismatch) > 0
 	c.mismatchMu.Unlock()
-	if taken := c.hold(from).hello(cluster.OwnersDiffer(c.fields, h.Fields)); taken > 0 {
+	ph := c.hold(from)
+	recorded := ph.recorded
+	if taken := ph.hello(cluster.OwnersDiffer(c.fields, h.Fields)); taken > 0 || recorded > 0 {
 		c.takenUnheard(from, taken)
 	}
 	// Hellos come again every HelloEvery: what they say is logged when it
@@ -163,6 +165,7 @@ type peerHold struct {
 	// gives other owners, they are the loss the hold is there to prevent.
 	early    uint64
 	released bool
+	recorded uint64 // early as DIR/CLUSTER holds it (recordUnheard)
 }
 
 func (c *nodeCluster) hold(peer int) *peerHold {
@@ -201,7 +204,7 @@ func (h *peerHold) hello(differs bool) (taken uint64) {
 	if !h.heard && differs && h.released {
 		taken = h.early
 	}
-	h.heard, h.differs = true, differs
+	h.heard, h.differs, h.recorded = true, differs, 0
 	if !differs {
 		h.first = 0
 	}
@@ -270,10 +273,20 @@ func (c *nodeCluster) lostDir(from int, fresh bool, now uint64) {
 // it), and its hello says its block gives URLs other owners (writer
 // only): those not ours by our block were dropped, the others admitted
 // into a directory that is replaced if ours is the block changed. They
-// are not sent again.
+// are not sent again. With k 0 (its block gives them the same owners) it
+// only clears the record's count of URLs taken before its hello.
 func (c *nodeCluster) takenUnheard(from int, k uint64) {
 	// In all: it may do so again in a later run.
-	r := c.updateRecord(func(r *clusterRecord) { r.taken[from] += k })
+	r := c.updateRecord(func(r *clusterRecord) {
+		delete(r.unheard, from)
+		r.taken[from] += k
+		if r.taken[from] == 0 {
+			delete(r.taken, from)
+		}
+	})
+	if k == 0 {
+		return
+	}
 	msg := takenMsg(from, r.taken[from])
 	c.mismatchMu.Lock()
 	c.taken[from] = msg

@@ -18,19 +18,27 @@ package spider
 // the peer's hello compared the hello, after its restart, with that
 // epoch and forgot the loss.
 //
-// On disk, DIR/CLUSTER (version 2) is lines of text:
+// URLs of a peer taken before its hello (more than unheardHoldMax
+// batches of them) are acknowledged, and its hello may come only to the
+// node's next run: their count is kept here too, written before they are
+// acknowledged, until a hello says whether they are lost (lost_urls) or
+// not. Kept in memory only, it was forgotten by a node stopped between.
 //
-//	kspider cluster 2
+// On disk, DIR/CLUSTER (version 3) is lines of text:
+//
+//	kspider cluster 3
 //	over                   (the crawl was over, and nothing came since)
 //	lost_dir 2             (one line per peer back with a new directory)
 //	lost_urls 1 512        (per peer: the URLs taken unheard, in all)
 //	heard 1 123456789      (per peer: the communicator epoch of its last hello taken)
+//	unheard 1 70           (per peer: URLs taken before a hello not yet come)
 //	crc32c 1a2b3c4d
 //
 // Peers in increasing order, each kind's lines together, in that order.
-// Version 1 had no heard lines and is still read: a peer's epoch then
-// comes from the communicator's state until its next hello is taken, and
-// the file is written as version 2 from then on.
+// Earlier versions are still read, and the file is written as version 3
+// from then on: version 2 had no unheard lines, version 1 no heard lines
+// either (a peer's epoch then comes from the communicator's state until
+// its next hello is taken).
 // The CRC-32C (Castagnoli) covers the lines before it. It is written to a
 // temporary name, fsynced and renamed (writeDirFile). A directory without
 // the file has seen no loss. A damaged one is refused: read as empty it
@@ -63,16 +71,17 @@ type clusterRecord struct {
 	lostDirs map[int]bool   // peers back with a new data directory
 	taken    map[int]uint64 // per peer: URLs taken before its hello, its block giving other owners
 	heard    map[int]uint64 // per peer: the communicator epoch of its last hello taken
+	unheard  map[int]uint64 // per peer: URLs taken (acknowledged) before its hello, not yet come
 }
 
 // clusterRecordMagic is the first line of DIR/CLUSTER of version v.
 func clusterRecordMagic(v int) string { return fmt.Sprintf("kspider cluster %d\n", v) }
 
 // clusterRecordVersion is the version written.
-const clusterRecordVersion = 2
+const clusterRecordVersion = 3
 
 func emptyClusterRecord() clusterRecord {
-	return clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}, heard: map[int]uint64{}}
+	return clusterRecord{lostDirs: map[int]bool{}, taken: map[int]uint64{}, heard: map[int]uint64{}, unheard: map[int]uint64{}}
 }
 
 // clusterRecordMax bounds the file read: a line per peer and kind.
@@ -80,7 +89,8 @@ const clusterRecordMax = 1 << 20
 
 func (r clusterRecord) encode() []byte { return r.encodeVersion(clusterRecordVersion) }
 
-// encodeVersion encodes r as version v (1: without its heard lines).
+// encodeVersion encodes r as version v (2: without its unheard lines,
+// 1: without its heard lines either).
 func (r clusterRecord) encodeVersion(v int) []byte {
 	b := []byte(clusterRecordMagic(v))
 	if r.over {
@@ -97,17 +107,22 @@ func (r clusterRecord) encodeVersion(v int) []byte {
 			b = fmt.Appendf(b, "heard %d %d\n", id, r.heard[id])
 		}
 	}
+	if v >= 3 {
+		for _, id := range slices.Sorted(maps.Keys(r.unheard)) {
+			b = fmt.Appendf(b, "unheard %d %d\n", id, r.unheard[id])
+		}
+	}
 	return append(b, dirFileSum(b)...)
 }
 
-// decodeClusterRecord parses b, of version 1 or 2; it is the record only
+// decodeClusterRecord parses b, of version 1, 2 or 3; it is the record only
 // if encoding the result in its version gives b again (order, CRC and
 // all).
 func decodeClusterRecord(b []byte) (clusterRecord, bool) {
 	r := emptyClusterRecord()
 	v := 0
 	var body []byte
-	for _, try := range []int{1, 2} {
+	for try := 1; try <= clusterRecordVersion; try++ {
 		if rest, ok := bytes.CutPrefix(b, []byte(clusterRecordMagic(try))); ok {
 			v, body = try, rest
 		}
@@ -148,6 +163,12 @@ func decodeClusterRecord(b []byte) (clusterRecord, bool) {
 				return r, false
 			}
 			r.heard[id] = e
+		case f[0] == "unheard" && len(f) == 3 && v >= 3:
+			k, err := strconv.ParseUint(f[2], 10, 64)
+			if err != nil || k == 0 {
+				return r, false
+			}
+			r.unheard[id] = k
 		default:
 			return r, false
 		}
@@ -195,7 +216,33 @@ func (c *nodeCluster) openRecord() error {
 	for id, k := range r.taken {
 		c.taken[id] = takenMsg(id, k)
 	}
+	for id, k := range r.unheard {
+		// Taken in an earlier run, its hello not yet come: as if taken
+		// in this one.
+		h := c.hold(id)
+		h.early, h.recorded, h.released = k, k, true
+	}
 	return nil
+}
+
+// recordUnheard records the URLs taken from peers not yet heard from
+// (past unheardHoldMax batches), before they are acknowledged (writer
+// only, syncCluster): once they are, nothing sends them again, and the
+// peer's hello may come only to the next run.
+func (c *nodeCluster) recordUnheard() {
+	due := map[int]uint64{}
+	for id, h := range c.holds {
+		if h.released && !h.heard && h.early != h.recorded {
+			due[id] = h.early
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	c.updateRecord(func(r *clusterRecord) { maps.Copy(r.unheard, due) })
+	for id, k := range due {
+		c.holds[id].recorded = k
+	}
 }
 
 // updateRecord applies f to the record and writes it; a failure stops
@@ -241,6 +288,9 @@ func CheckClusterFile(dir string) (string, error) {
 	}
 	for _, id := range slices.Sorted(maps.Keys(r.taken)) {
 		says = append(says, fmt.Sprintf("%d URLs of node %d taken before its hello under a block giving other owners", r.taken[id], id))
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.unheard)) {
+		says = append(says, fmt.Sprintf("%d URLs of node %d taken before its hello, which has not come yet", r.unheard[id], id))
 	}
 	if len(says) == 0 {
 		return "nothing recorded", nil

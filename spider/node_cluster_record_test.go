@@ -36,12 +36,22 @@ func reopenNode(t *testing.T, cfgs []NodeConfig, i int, n *Node) *Node {
 // a random byte, is refused by name at the next start: read as empty it
 // would have the run end 0 with the losses forgotten.
 func TestClusterRecordDamaged(t *testing.T) {
-	r := clusterRecord{lostDirs: map[int]bool{2: true, 0: true}, taken: map[int]uint64{1: 512, 3: 7}, heard: map[int]uint64{1: 1 << 50, 2: 9}}
+	r := clusterRecord{lostDirs: map[int]bool{2: true, 0: true}, taken: map[int]uint64{1: 512, 3: 7}, heard: map[int]uint64{1: 1 << 50, 2: 9}, unheard: map[int]uint64{2: 70}}
 	b := r.encode()
 	got, ok := decodeClusterRecord(b)
 	if !ok || !got.lostDirs[0] || !got.lostDirs[2] || len(got.lostDirs) != 2 || got.taken[1] != 512 || got.taken[3] != 7 || len(got.taken) != 2 ||
-		got.heard[1] != 1<<50 || got.heard[2] != 9 || len(got.heard) != 2 {
+		got.heard[1] != 1<<50 || got.heard[2] != 9 || len(got.heard) != 2 || got.unheard[2] != 70 || len(got.unheard) != 1 {
 		t.Fatalf("decoding %q: %+v, %v", b, got, ok)
+	}
+	// Version 2, without the URLs taken before a hello not yet come, is
+	// still read; with such a line it is not version 2.
+	v2 := r.encodeVersion(2)
+	if got, ok := decodeClusterRecord(v2); !ok || got.heard[1] != 1<<50 || len(got.unheard) != 0 {
+		t.Errorf("decoding version 2's %q: %+v, %v", v2, got, ok)
+	}
+	v2unheard := []byte("kspider cluster 2\nunheard 1 9\n")
+	if _, ok := decodeClusterRecord(append(v2unheard, dirFileSum(v2unheard)...)); ok {
+		t.Error("version 2 with an unheard line decoded")
 	}
 	// Version 1, without the peers' epochs, is still read.
 	v1 := []byte("kspider cluster 1\nover\nlost_dir 2\nlost_urls 1 512\n")
