@@ -165,7 +165,8 @@
 //     check (a page that is a segment of a kspider store), so the search
 //     starts behind a record whose checksum alone failed, and before the
 //     index checkpoint takes only a record the index points at (a writer's
-//     recovery, reading after the checkpoint, has no such check);
+//     recovery, reading after the checkpoint, too: every record reported
+//     durable is indexed, and one never synced may be passed over);
 //   - bytes that cannot be read (EIO: a bad sector): a damaged region like
 //     any other, found block by block (4 KiB) and marked Unreadable; a
 //     writer's recovery fails on them instead, so that an unreadable tail

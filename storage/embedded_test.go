@@ -2,7 +2,10 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -167,4 +170,138 @@ func TestDamagedHeaderOfAPageHoldingASegment(t *testing.T) {
 		t.Fatalf("check --repair: %v\n%s", err, out.String())
 	}
 	check("repaired")
+}
+
+// embeddedTail writes n pages into a store with a checkpoint, then a page
+// holding a segment of another crawl (pages 0 to 3n of it: ids this store
+// holds and ids it does not), id n+1, and page n, and puts the index header
+// back to that checkpoint, as a crash before the next one leaves it. The
+// holder's record header is zeroed (a power cut that kept the blocks of its
+// body, not its first one). neverSynced takes the last two pages out of
+// the index too: records never reported durable.
+func embeddedTail(t *testing.T, n uint64, neverSynced bool) (dir string, holder location) {
+	t.Helper()
+	inner, err := os.ReadFile(segmentPath(otherStore(t, 3*n), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	// One compressor: the pages are written in the order put.
+	cfg := Config{Dirs: []string{dir}, Codec: "none", Compressors: 1, Logf: func(string, ...any) {}}
+	writeStore(t, cfg, 0, n)
+	ixPath := filepath.Join(dir, indexName)
+	ix, err := os.ReadFile(ixPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := ix[:indexHeaderSize]
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := testPage(n + 1)
+	h.Body = inner
+	for _, p := range []*Page{h, testPage(n)} {
+		if err := s.Put(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, ok, _ := r.dirs[0].locate(n + 1)
+	r.Close()
+	if !ok {
+		t.Fatal("the holder page is not indexed")
+	}
+	f, err := os.OpenFile(ixPath, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(header, 0); err != nil {
+		t.Fatal(err)
+	}
+	if neverSynced {
+		if _, err := f.WriteAt(make([]byte, 2*indexEntrySize), entryOffset(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := os.OpenFile(segmentPath(dir, holder.seg), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if _, err := g.WriteAt(make([]byte, recordHeaderSize), holder.off); err != nil {
+		t.Fatal(err)
+	}
+	return dir, holder
+}
+
+// readEmbeddedTail checks what a Reader of embeddedTail's store returns:
+// this store's pages only, the holder (id n+1) damaged or, never synced,
+// absent, and no page of the crawl in its body under any id.
+func readEmbeddedTail(t *testing.T, when, dir string, n uint64, neverSynced bool) {
+	t.Helper()
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var foreign []string
+	if err := r.Scan(context.Background(), func(p *Page) error {
+		if p.URL != testPage(p.URLID).URL {
+			foreign = append(foreign, p.URL)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for id := range 3 * n {
+		p, err := r.Get(id)
+		switch {
+		case err == nil && p.URL != testPage(id).URL:
+			foreign = append(foreign, p.URL)
+		case id < n && err != nil:
+			t.Errorf("%s: Get(%d): %v", when, id, err)
+		case id == n+1 && !neverSynced && !errors.Is(err, ErrCorrupt):
+			t.Errorf("%s: Get(%d) of the damaged holder: %v, want damage", when, id, err)
+		case id == n && !neverSynced && err != nil:
+			t.Errorf("%s: Get(%d) of the page behind the holder: %v", when, id, err)
+		case (id > n+1 || id >= n && neverSynced) && !errors.Is(err, ErrNotFound):
+			t.Errorf("%s: Get(%d): %v, want ErrNotFound", when, id, err)
+		}
+	}
+	if len(foreign) > 0 {
+		t.Errorf("%s: pages out of the holder's body returned as this store's: %q", when, foreign)
+	}
+}
+
+// A crash before the next index checkpoint leaves the records behind it to
+// the writer's recovery, which read them with no index to ask: with the
+// header of a page holding a segment torn, the search for the next record
+// found the records in its body and indexed them as this store's, so Get
+// returned another crawl's pages under this store's URL ids (its own
+// pages' entries overwritten). Now a record the search finds is indexed
+// only if the index points at it: one reported durable is there.
+func TestWriterRecoveryOfATornPageHoldingASegment(t *testing.T) {
+	const n = 10
+	for _, neverSynced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("neverSynced=%v", neverSynced), func(t *testing.T) {
+			dir, holder := embeddedTail(t, n, neverSynced)
+			reopenLogged(t, dir)
+			readEmbeddedTail(t, "after the writer's recovery", dir, n, neverSynced)
+			fi, err := os.Stat(segmentPath(dir, holder.seg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if neverSynced && fi.Size() != holder.off {
+				t.Errorf("segment of %d bytes after the recovery, want the torn tail from %d cut", fi.Size(), holder.off)
+			}
+		})
+	}
 }

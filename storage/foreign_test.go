@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,7 +61,19 @@ func TestRecordWithAHugeURLIDIsDamage(t *testing.T) {
 	writeStore(t, Config{Dirs: []string{dir}}, 0, 10)
 	path := segmentPath(dir, 1)
 	at := appendTo(t, path, encodeRecord(t, testPage(3), 1<<41))
-	appendTo(t, path, encodeRecord(t, testPage(4), 4))
+	at4 := appendTo(t, path, encodeRecord(t, testPage(4), 4))
+	// Page 4 stored again behind it, synced and indexed (its entry set
+	// after the checkpoint): a record the recovery must keep.
+	ix, err := openIndex(filepath.Join(dir, indexName), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.set(4, 1, at4); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.close(); err != nil {
+		t.Fatal(err)
+	}
 
 	logged := strings.Join(reopenLogged(t, dir), "\n")
 	if want := fmt.Sprintf("%s at offset %d: corrupt record: URL id %d", path, at, uint64(1<<41)); !strings.Contains(logged, want) {

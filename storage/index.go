@@ -287,9 +287,16 @@ func indexVouch(ix *index, ck location, seg uint32, distrust *atomic.Bool) func(
 		if !l.before(ck) || distrust != nil && distrust.Load() {
 			return true
 		}
-		s, o, st := ix.lookup(id)
-		return st == entryBad || st == entrySet && (location{s, o}) == l
+		return ix.vouches(id, l)
 	}
+}
+
+// vouches reports whether ix answers for a record of URL id id at l that
+// the search after damage found: its entry points there, or fails its
+// checks and cannot tell.
+func (ix *index) vouches(id uint64, l location) bool {
+	s, o, st := ix.lookup(id)
+	return st == entryBad || st == entrySet && (location{s, o}) == l
 }
 
 // entryOffset is where id's entry is in the file, for error messages.
