@@ -185,8 +185,7 @@ func repairStore(dir string, damaged bool, w io.Writer) error {
 	vouch := func(uint32) func(uint64, int64) bool { return nil }
 	if ix, err := openIndex(filepath.Join(dir, indexName), false); err == nil {
 		defer ix.close()
-		seg, off := ix.checkpoint()
-		vouch = func(n uint32) func(uint64, int64) bool { return indexVouch(ix, location{seg, off}, n, nil) }
+		vouch = func(n uint32) func(uint64, int64) bool { return indexVouch(ix, n, nil) }
 	}
 	for i, n := range nums {
 		from := uint32(1)

@@ -163,10 +163,11 @@
 //     record and reports the region skipped; Get returns an error naming
 //     the file and offset. A page's body may hold records that pass every
 //     check (a page that is a segment of a kspider store), so the search
-//     starts behind a record whose checksum alone failed, and before the
-//     index checkpoint takes only a record the index points at (a writer's
-//     recovery, reading after the checkpoint, too: every record reported
-//     durable is indexed, and one never synced may be passed over);
+//     starts behind a record whose checksum alone failed, and takes only
+//     a record the index points at, after the checkpoint too (every
+//     record reported durable is indexed; one never synced, behind
+//     damage, is counted in the damaged region, and a writer's recovery
+//     cuts it with a torn tail);
 //   - bytes that cannot be read (EIO: a bad sector): a damaged region like
 //     any other, found block by block (4 KiB) and marked Unreadable; a
 //     writer's recovery fails on them instead, so that an unreadable tail

@@ -305,3 +305,17 @@ func TestWriterRecoveryOfATornPageHoldingASegment(t *testing.T) {
 		})
 	}
 }
+
+// The same crash tail read before any writer opened the store (kspider
+// get, export, stats after a crash): the Reader's search after damage took
+// any record after the checkpoint, so it returned the pages in the torn
+// holder's body as this store's. It now asks the index there too.
+func TestReaderOfATornPageHoldingASegmentInACrashTail(t *testing.T) {
+	const n = 10
+	for _, neverSynced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("neverSynced=%v", neverSynced), func(t *testing.T) {
+			dir, _ := embeddedTail(t, n, neverSynced)
+			readEmbeddedTail(t, "before any writer", dir, n, neverSynced)
+		})
+	}
+}

@@ -272,22 +272,22 @@ func decodeEntry(id uint64, e []byte) (seg uint32, off int64, st entryState) {
 	return seg, off, entrySet
 }
 
-// indexVouch returns a segmentReader's vouch for segment seg, from ix,
-// whose checkpoint is ck: a record found by the search after damage,
-// before the checkpoint, is taken only if the index points at it. Else it
-// may be a record inside a page's body, followed by more (a page that is a
-// segment of a kspider store), and the search goes on; a record of this
-// store superseded by a later one of its URL id, which Scan would pass
-// over anyway, is then counted in the damaged region. An entry failing
-// its checks, or an index distrusted (set: found damaged), cannot tell,
-// and the record is taken.
-func indexVouch(ix *index, ck location, seg uint32, distrust *atomic.Bool) func(id uint64, off int64) bool {
+// indexVouch returns a segmentReader's vouch for segment seg, from ix: a
+// record found by the search after damage is taken only if the index
+// points at it. Else it may be a record inside a page's body, followed by
+// more (a page that is a segment of a kspider store), and the search goes
+// on. After the checkpoint too: every record reported durable was indexed
+// as it was synced, and one that was not (synced as the writer died) is
+// then counted in the damaged region, as is a record of this store
+// superseded by a later one of its URL id, which Scan would pass over
+// anyway. An entry failing its checks, or an index distrusted (set: found
+// damaged), cannot tell, and the record is taken.
+func indexVouch(ix *index, seg uint32, distrust *atomic.Bool) func(id uint64, off int64) bool {
 	return func(id uint64, off int64) bool {
-		l := location{seg, off}
-		if !l.before(ck) || distrust != nil && distrust.Load() {
+		if distrust != nil && distrust.Load() {
 			return true
 		}
-		return ix.vouches(id, l)
+		return ix.vouches(id, location{seg, off})
 	}
 }
 

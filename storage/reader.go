@@ -285,7 +285,7 @@ func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 		}
 		sf := &segmentFile{f: f, ra: f, path: path, num: n}
 		if dr.ix != nil {
-			sf.vouch = indexVouch(dr.ix, dr.ck, n, &dr.distrust)
+			sf.vouch = indexVouch(dr.ix, n, &dr.distrust)
 		}
 		dr.segs[n] = sf
 		dr.order = append(dr.order, sf)

@@ -212,13 +212,9 @@ func (sv *saver) reindexSegment(n uint32, start int64, last bool) (end int64, ok
 	r.off = max(start, r.first)
 	if ckSeg, _ := sv.ix.checkpoint(); ckSeg != 0 {
 		// Every record reported durable is in the index, after the
-		// checkpoint too: its entry is set as it is synced. A record the
-		// search after damage finds that the index does not point at
-		// may be one in a page's body (a page that is a segment of a
-		// kspider store, its own header torn), of another crawl's URL
-		// ids; it is passed over like a record never synced. An index
-		// made anew (no checkpoint) answers for nothing.
-		r.vouch = func(id uint64, off int64) bool { return sv.ix.vouches(id, location{n, off}) }
+		// checkpoint too; an index made anew (no checkpoint) answers
+		// for nothing.
+		r.vouch = indexVouch(sv.ix, n, nil)
 	}
 	for {
 		off, h, _, err := r.next()

@@ -55,7 +55,7 @@ type segmentReader struct {
 	first int64 // where the records begin: the header's size
 	// vouch, if set, tells whether a record found by the search after
 	// damage, of URL id id at off, may be one of this store's: the index
-	// answers for records before its checkpoint (indexVouch).
+	// answers (indexVouch).
 	vouch func(id uint64, off int64) bool
 	// skipUnreadable makes a read error (EIO: a bad sector) a damaged
 	// region like any other, skipped and reported, instead of an error
