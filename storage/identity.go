@@ -153,6 +153,16 @@ func storeIDOf(dirs []string, damaged func(error)) (id storeID, from string, err
 	return id, from, nil
 }
 
+// StoreIDOf returns the one store the data directories dirs belong to,
+// as Open and OpenReader find it (zero when none says), and the file
+// saying so. Directories of two stores are an error wrapping ErrForeign
+// naming both files. A damaged STORE file is passed over: the segments
+// say.
+func StoreIDOf(dirs []string) (id [16]byte, from string, err error) {
+	sid, from, err := storeIDOf(dirs, func(error) {})
+	return sid, from, err
+}
+
 func newStoreID() storeID {
 	var id storeID
 	rand.Read(id[:]) // never fails (crypto/rand panics rather)

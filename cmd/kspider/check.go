@@ -53,7 +53,7 @@ func (tree *treeID) checkPages(dir string, repair bool, w io.Writer) (int, error
 // on other disks too). Only dir/pages was checked, so a node's pages on
 // other disks were never looked at, and a store directory of another node
 // named there was 'ok'. Each is held to the URL tree, and so to each
-// other.
+// other; with no tree ID, to each other directly.
 func (tree *treeID) checkNodePages(dir string, repair bool, w io.Writer) (int, error) {
 	n, err := tree.checkPages(dir, repair, w)
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -69,23 +69,34 @@ func (tree *treeID) checkNodePages(dir string, repair bool, w io.Writer) (int, e
 			}
 		}
 	}
-	total, found := 0, 0
+	total := 0
+	var found []string
 	for _, d := range dirs {
 		n, err := tree.checkPages(d, repair, w)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		found++
+		found = append(found, d)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("%s: %w", d, err)
 		}
 	}
-	switch {
-	case found == 0:
+	if len(found) == 0 {
 		return 0, none
-	case found > 1 && tree.id.IsZero():
-		fmt.Fprintf(w, "pages: %s: no URL tree ID to hold its %d store directories to: not compared with each other\n", dir, found)
+	}
+	if len(found) > 1 && tree.id.IsZero() {
+		// No tree to hold them to: held to each other, as the node's
+		// start holds them (storage.Open).
+		switch id, _, err := storage.StoreIDOf(found); {
+		case errors.Is(err, storage.ErrForeign):
+			fmt.Fprintf(w, "pages: damage: %v\n", err)
+			total++
+		case err != nil:
+			return total, err
+		case id == [16]byte{}:
+			fmt.Fprintf(w, "pages: %s: neither a URL tree ID nor a store ID to hold its %d store directories to: not compared with each other\n", dir, len(found))
+		}
 	}
 	return total, nil
 }
