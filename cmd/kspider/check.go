@@ -44,8 +44,46 @@ func checkers(tree *treeID) []checker {
 
 // checkPages is the page store's checker: storage.CheckFor, held to the
 // URL tree's ID as Open holds the node's store to it.
+// A store checked before in this run (named in a node's STORES and given
+// with --data too) is not checked again.
 func (tree *treeID) checkPages(dir string, repair bool, w io.Writer) (int, error) {
-	return storage.CheckFor(dir, repair, w, tree.id, tree.file)
+	if was, ok := tree.checked.before(dir); ok {
+		fmt.Fprintf(w, "pages: %s: checked above, as %s\n", dir, was)
+		return 0, nil
+	}
+	n, err := storage.CheckFor(dir, repair, w, tree.id, tree.file)
+	if !errors.Is(err, fs.ErrNotExist) {
+		tree.checked.add(dir)
+	}
+	return n, err
+}
+
+// checkedDirs are the directories a check has looked at, so that one
+// given twice (a store named in a node's STORES and given with --data, a
+// directory under two names) is checked, and its problems counted, once.
+type checkedDirs struct {
+	infos []os.FileInfo
+	names []string
+}
+
+// before returns the name under which dir was checked, if it was.
+func (c *checkedDirs) before(dir string) (string, bool) {
+	fi, err := os.Stat(dir)
+	if c == nil || err != nil {
+		return "", false
+	}
+	for i, s := range c.infos {
+		if os.SameFile(s, fi) {
+			return c.names[i], true
+		}
+	}
+	return "", false
+}
+
+func (c *checkedDirs) add(dir string) {
+	if fi, err := os.Stat(dir); c != nil && err == nil {
+		c.infos, c.names = append(c.infos, fi), append(c.names, dir)
+	}
 }
 
 // checkNodePages checks the page store of dir: dir itself when it holds
@@ -129,11 +167,17 @@ No crawl may be running on the directory (its lock is taken).`)
 		return err
 	}
 	total := 0
+	given, stores := &checkedDirs{}, &checkedDirs{}
 	for _, dir := range dirs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n, err := checkDir(dir, *repair, e.stdout)
+		if was, ok := given.before(dir); ok {
+			fmt.Fprintf(e.stdout, "%s: checked above, as %s\n", dir, was)
+			continue
+		}
+		given.add(dir)
+		n, err := checkDir(dir, *repair, e.stdout, stores)
 		total += n
 		if err != nil {
 			return err
@@ -150,10 +194,10 @@ No crawl may be running on the directory (its lock is taken).`)
 }
 
 // checkDir runs every checker on dir and returns how many problems they
-// found. A repair holds the node's lock, as a crawl does: the URL tree has
+// found. stores are the store directories the run has checked so far. A repair holds the node's lock, as a crawl does: the URL tree has
 // no lock of its own, so a repair beside a running node would rebuild the
 // tree under it.
-func checkDir(dir string, repair bool, w io.Writer) (total int, err error) {
+func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total int, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return 0, err
@@ -169,7 +213,7 @@ func checkDir(dir string, repair bool, w io.Writer) (total int, err error) {
 		defer lock.Release()
 	}
 	found := 0
-	for _, c := range checkers(&treeID{}) {
+	for _, c := range checkers(&treeID{checked: stores}) {
 		n, err := c.check(dir, repair, w)
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(w, "%s: %s: none here\n", c.name, dir)

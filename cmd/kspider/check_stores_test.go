@@ -63,3 +63,24 @@ func TestCheckNodeStoresWithoutTree(t *testing.T) {
 		t.Fatalf("two stores: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestCheckStoreGivenTwice: a store directory named in a node's STORES
+// and given with --data too was checked twice, its problems counted
+// twice (and with --repair repaired twice). Now once.
+func TestCheckStoreGivenTwice(t *testing.T) {
+	mine := [16]byte{7, 7, 7}
+	node, disk2 := nodeWithStores(t, mine, mine)
+	if err := os.Remove(filepath.Join(disk2, "url.idx")); err != nil { // one problem: the index is missing
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--data", node, "--data", disk2},
+		{"--data", disk2, "--data", node},
+		{"--data", node, "--data", node + "/."},
+	} {
+		code, out, errOut := runCmd(t, "", append([]string{"check"}, args...)...)
+		if code != 1 || strings.Count(out, disk2+": 1 problems") != 1 || !strings.Contains(errOut, "1 problems found") {
+			t.Fatalf("check %q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}

@@ -12,11 +12,13 @@ import (
 
 // treeID is the URL tree's ID that checkTree found in a data directory,
 // and the file it read it from, for checkSched to hold the scheduler to;
-// found says checkTree found a tree at all.
+// found says checkTree found a tree at all. checked is the run's
+// (checkPages).
 type treeID struct {
-	id    urltree.ID
-	file  string
-	found bool
+	id      urltree.ID
+	file    string
+	found   bool
+	checked *checkedDirs
 }
 
 // checkTree is the URL tree's checker for kspider check: urltree.Check,
