@@ -310,7 +310,14 @@ func (ix *index) set(id uint64, seg uint32, off int64) (err error) {
 	onFault := debug.SetPanicOnFault(true)
 	defer func() { err = ix.fault(recover(), onFault) }()
 	for j := ix.dense; j < id; j++ {
-		ix.put(j, 0, -1) // "none" (offset noneOffset): below dense no entry is zero
+		// "none" (offset noneOffset): below dense no entry is zero. An
+		// entry set above the dense mark is one set after the
+		// checkpoint, before a crash put the mark back: the record it
+		// names was durable, and is re-indexed, or, damaged, must be
+		// found damaged, not taken for none.
+		if _, _, st := decodeEntry(j, ix.data[indexHeaderSize+j*indexEntrySize:]); st != entrySet {
+			ix.put(j, 0, -1)
+		}
 	}
 	ix.put(id, seg, off)
 	ix.dense = max(ix.dense, id+1)
