@@ -143,12 +143,13 @@ func checkStoreTree(w io.Writer, cmd string, given []string, r *storage.Reader) 
 			bare = append(bare, d)
 			continue
 		}
-		t, err := urltree.Open(dir, &urltree.Options{ReadOnly: true})
+		// The ID alone, from the tree's header: opening the tree
+		// verifies it whole and, unless it was closed cleanly, rebuilds
+		// it in memory, to no use here (check verifies it).
+		id, err := urltree.ReadID(dir)
 		if err != nil {
 			return fmt.Errorf("cannot hold the page store to the URL tree in %s, whose ids it is stored by: %w ('kspider check --data %s' says more; --data with the store directories themselves reads the pages without comparing)", dir, err, d)
 		}
-		id := t.ID()
-		t.Close()
 		switch {
 		case id.IsZero():
 			fmt.Fprintf(w, "kspider %s: note: the URL tree in %s has no ID (format version 2): the page store not compared with it\n", cmd, dir)

@@ -165,3 +165,73 @@ func TestOfflineToolsHoldStoreToTree(t *testing.T) {
 		t.Errorf("get on the bare store: exit %d, stdout %q, stderr %q", code, stdout, errOut)
 	}
 }
+
+// TestOfflineToolsReadTheTreeIDAlone: get, export and stats opened the
+// node's URL tree to learn its ID, which verifies every entry and, for a
+// tree not closed cleanly (a node running, or crashed), rebuilds its node
+// array in memory: minutes and gigabytes for a large tree, and a tree
+// damaged anywhere refused the reading of an intact store. Now they read
+// the ID from the tree's header alone (urltree.ReadID), still holding the
+// store to it.
+func TestOfflineToolsReadTheTreeIDAlone(t *testing.T) {
+	node := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if _, _, err := tr.AddString(fmt.Sprintf("http://mine.example/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := tr.ID()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := storage.Open(storage.Config{Dirs: []string{filepath.Join(node, "pages")}, TreeID: mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(context.Background(), &storage.Page{URLID: 0, URL: "http://mine.example/0", Status: 200, Body: []byte("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// An entry of the tree damaged: Open refuses the tree, whose header
+	// still names it.
+	arena := filepath.Join(node, "urls", "urltree.arena")
+	b, err := os.ReadFile(arena)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[64+3] ^= 0x40
+	if err := os.WriteFile(arena, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := urltree.Open(filepath.Join(node, "urls"), &urltree.Options{ReadOnly: true}); err == nil {
+		t.Fatal("the damaged tree opens")
+	}
+	out := filepath.Join(t.TempDir(), "x.warc.gz")
+	for _, args := range [][]string{
+		{"get", "--data", node, "0"},
+		{"export", "warc", "--data", node, "--out", out},
+		{"stats", "--data", node},
+	} {
+		if code, stdout, errOut := runCmd(t, "", args...); code != 0 || errOut != "" {
+			t.Errorf("%v with the tree damaged past its header: exit %d, stdout %q, stderr %q", args, code, stdout, errOut)
+		}
+	}
+	meta := filepath.Join(node, "urls", "urltree.meta")
+	b, err = os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[14] ^= 1 // in the ID
+	if err := os.WriteFile(meta, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "", "get", "--data", node, "0"); code != 1 || !strings.Contains(errOut, meta) {
+		t.Errorf("get with the tree's header damaged: exit %d, stderr %q; want 1 naming %s", code, errOut, meta)
+	}
+}
