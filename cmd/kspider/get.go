@@ -5,19 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
 )
 
 func runGet(ctx context.Context, e env, args []string) error {
 	fs := newFlags(e, "get", "get --data DIR [--data DIR ...] [-i] URL|ID", `
 Prints the body of one stored page; with -i, the status line and the
 response headers first, as received. The page is named by its URL id, which
-is one index lookup, or by its URL, which scans the store (the URL tree that
-maps URLs to ids is not consulted yet). Give every data directory of the
+is one index lookup, or by its URL: given a node's data directory, the URL
+tree there (DIR/urls) gives its id, and then one lookup; given store
+directories alone, the store is scanned for it. Give every data directory of the
 node with --data; a node's data directory holds its store to its URL tree
 (DIR/urls), whose ids the pages are stored by. When a URL id was stored more than once, the latest fetch
 is printed. A page is printed only if its record passes its checksum; damage
@@ -55,6 +59,8 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		if p, err = r.Get(id); errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("no stored page with URL id %d in %s", id, dirs.String())
 		}
+	} else if tree := nodeTree(dirs); tree != "" {
+		p, err = findInTree(r, tree, arg)
 	} else {
 		p, err = findByURL(ctx, r, arg)
 	}
@@ -74,6 +80,45 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		return err
 	}
 	return reportDamage(e.stderr, "get", r.Stats(), *allowDamage)
+}
+
+// nodeTree returns the URL tree of the first node data directory among
+// given (DIR/urls), "" when none has one.
+func nodeTree(given []string) string {
+	for _, d := range given {
+		if holdsStore(d) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(d, "urls")); err == nil && fi.IsDir() {
+			return filepath.Join(d, "urls")
+		}
+	}
+	return ""
+}
+
+// findInTree reads the page stored under rawURL by its id in the URL tree
+// in dir, which checkStoreTree has held the store to: one lookup, where
+// findByURL reads the whole store.
+func findInTree(r *storage.Reader, dir, rawURL string) (*storage.Page, error) {
+	t, err := urltree.Open(dir, &urltree.Options{ReadOnly: true, MaxURLLen: urltree.MaxURLLenLimit})
+	if err != nil {
+		return nil, fmt.Errorf("cannot look %q up in the URL tree in %s: %w ('kspider check' says more; --data with the store directories themselves scans them for it)", rawURL, dir, err)
+	}
+	id, ok := t.FindString(rawURL)
+	t.Close()
+	if !ok {
+		return nil, fmt.Errorf("no stored page for URL %q: it is not in the URL tree in %s", rawURL, dir)
+	}
+	p, err := r.Get(uint64(id))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, fmt.Errorf("no stored page for URL %q (URL id %d in the URL tree in %s)", rawURL, id, dir)
+	case err != nil:
+		return nil, err
+	case p.URL != rawURL:
+		return nil, fmt.Errorf("the URL tree in %s gives %q URL id %d, but the page stored under that id is of %q: a store of another crawl ('kspider check' says more)", dir, rawURL, id, p.URL)
+	}
+	return p, nil
 }
 
 // findByURL scans the store for the page stored under rawURL.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
 )
 
 // getTestStore stores pages 1..n over two directories.
@@ -121,5 +122,89 @@ func TestGetOfALostPageDoesNotSayAllowed(t *testing.T) {
 	code, out, errOut := runCmd(t, "", "get", "--data", dirs[0], "--data", dirs[1], "3")
 	if code != 1 || out != "" || !strings.Contains(errOut, "store damaged") || strings.Contains(errOut, "allowed") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// getNode makes a node data directory holding pages 1..n in its pages/,
+// their URLs in its URL tree (ids as stored), and returns it.
+func getNode(t *testing.T, n int) string {
+	t.Helper()
+	node := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tr.AddString("http://example.test/"); err != nil { // id 0, never stored
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if id, _, err := tr.AddString(fmt.Sprintf("http://example.test/%d.html", i)); err != nil || id != uint32(i) {
+			t.Fatalf("URL %d: id %d, %v", i, id, err)
+		}
+	}
+	s, err := storage.Open(storage.Config{Dirs: []string{filepath.Join(node, "pages")}, TreeID: tr.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if err := s.Put(context.Background(), &storage.Page{URLID: uint64(i), URL: fmt.Sprintf("http://example.test/%d.html", i),
+			Status: 200, Body: []byte(fmt.Sprintf("page %d\n", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return node
+}
+
+// TestGetURLThroughTheTree: 'get URL' scanned the whole store for it (a
+// node's store of millions of pages read through for one), and so met,
+// and failed on, damage anywhere in it, where 'get ID' of the same page
+// is one lookup. Given a node's data directory it now asks the URL tree
+// for the URL's id and reads that page alone; store directories given
+// bare are still scanned.
+func TestGetURLThroughTheTree(t *testing.T) {
+	const n = 20
+	node := getNode(t, n)
+	// Another page's record damaged: a scan meets it, a lookup does not.
+	pages := filepath.Join(node, "pages")
+	r, err := storage.OpenReader([]string{pages})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	seg := filepath.Join(pages, "00000001.seg")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(string(b), "page 15\n")
+	if at < 0 {
+		t.Fatal("page 15's body is not in the segment")
+	}
+	b[at] ^= 1
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"7", "http://example.test/7.html"} {
+		if code, out, errOut := runCmd(t, "", "get", "--data", node, arg); code != 0 || out != "page 7\n" || errOut != "" {
+			t.Errorf("get %s: exit %d, stdout %q, stderr %q", arg, code, out, errOut)
+		}
+	}
+	for _, c := range []struct{ url, want string }{
+		{"http://example.test/", "no stored page for URL"},     // in the tree, not stored
+		{"http://example.test/99.html", "not in the URL tree"}, // not in the tree
+		{"http://example.test/15.html", "at offset"},           // its record damaged
+	} {
+		if code, out, errOut := runCmd(t, "", "get", "--data", node, c.url); code != 1 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("get %s: exit %d, stdout %q, stderr %q; want 1 and %q", c.url, code, out, errOut, c.want)
+		}
+	}
+	if code, out, errOut := runCmd(t, "", "get", "--data", pages, "http://example.test/99.html"); code != 1 || out != "" || !strings.Contains(errOut, "store damaged") {
+		t.Errorf("get URL of a bare store: exit %d, stdout %q, stderr %q; want the scan's damage report", code, out, errOut)
 	}
 }
