@@ -34,7 +34,7 @@ trouble only with --verbose.
 The status page (--status; a cluster node's status in its cluster.nodes
 entry; else the config key status, default 127.0.0.1:7411) serves
 a dashboard at /, JSON at /status, Prometheus metrics at /metrics and control
-('kspider ctl'; the token is in DATA_DIR/STATUS_TOKEN and printed at start).
+('kspider ctl'; the token is in DATA_DIR/STATUS_TOKEN, readable by its owner only).
 After 'kspider ctl drain' the lists out finish and the run exits 0; running
 the same command again continues.
 limits.max_pages counts the pages of every run on the data directory (a

@@ -64,8 +64,8 @@ const maxStatusConns = 32
 
 // startStatus serves node's status page, JSON, metrics and control on
 // addr ("" or "off": none) for `kspider run` and `kspider demo`. The
-// control token is read from (or made in) dir, the data directory, and
-// printed on w with the address; an address other than loopback is warned
+// control token is read from (or made in) dir, the data directory, whose
+// file is named on w with the address; an address other than loopback is warned
 // about. A failure to listen is returned: the caller decides whether to
 // crawl without the page (run warns and goes on).
 func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir string) (*statusServer, error) {
@@ -96,8 +96,11 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 			fmt.Fprintf(w, "status page: %v\n", err)
 		}
 	}()
-	fmt.Fprintf(w, "status page: http://%s/ (JSON /status, metrics /metrics); control token %s (in %s)\n",
-		s.Addr, tok, filepath.Join(dir, status.TokenFile))
+	// The token itself is not printed: stderr goes to logs (the journal of
+	// deploy/kspider.service) that users who may not read the token file
+	// can read, and whoever holds it drives the node.
+	fmt.Fprintf(w, "status page: http://%s/ (JSON /status, metrics /metrics); control token in %s\n",
+		s.Addr, filepath.Join(dir, status.TokenFile))
 	return s, nil
 }
 

@@ -136,9 +136,12 @@ func TestStatusAndCtl(t *testing.T) {
 	defer cancel()
 	args := []string{"--config", conf, "--ca", ca, "--quiet"}
 	addr, stderr, exit := startRun(t, ctx, args...)
+	// The file is named, the token not printed: stderr goes to logs (the
+	// journal of deploy/kspider.service) that others may read.
 	tok, err := os.ReadFile(filepath.Join(dir, "STATUS_TOKEN"))
-	if err != nil || !strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) {
-		t.Fatalf("token file %q (%v) not printed:\n%s", tok, err, stderr)
+	if err != nil || strings.Contains(stderr.String(), strings.TrimSpace(string(tok))) ||
+		!strings.Contains(stderr.String(), "control token in "+filepath.Join(dir, "STATUS_TOKEN")) {
+		t.Fatalf("token file %q (%v) printed, or not named:\n%s", tok, err, stderr)
 	}
 	waitStatus(t, addr, "some pages", func(st *spider.Status) bool { return st.Totals.Pages >= 5 })
 	// The metrics of a real crawl pass promtool too.
