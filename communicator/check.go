@@ -192,6 +192,11 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 	if errors.Is(scanErr, errSpillUnwritten) {
 		return nil // nothing in it, nothing lost: the endpoint writes its header, as its open says nothing
 	}
+	if errors.Is(scanErr, errSpillNewer) {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: 4, Damage: true,
+			What: fmt.Sprintf("%v; the endpoint refuses to start on it", scanErr)})
+		return nil
+	}
 	if scanErr != nil && !errors.Is(scanErr, errSpillHeader) {
 		return fmt.Errorf("communicator: spill file %s: %w", path, scanErr)
 	}

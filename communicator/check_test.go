@@ -104,6 +104,9 @@ func FuzzCheckSpill(f *testing.F) {
 			t.Fatal("CheckSpill changed the file")
 		}
 		s, err := openSpill(dir, 1, 2, maxURL, 0)
+		if errors.Is(err, errSpillNewer) && rep.Damaged() {
+			return // a later build's file, whole: refused by both
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

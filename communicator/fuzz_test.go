@@ -94,6 +94,9 @@ func FuzzSpillReader(f *testing.F) {
 		}
 		sc, scanErr := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000, 8)
 		s, err := openSpill(dir, 1, 2, 1000, 8)
+		if errors.Is(err, errSpillNewer) && errors.Is(scanErr, errSpillNewer) {
+			return // a later build's file, whole: refused
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,10 @@ import (
 // unacknowledged one lost, unseen. A version 1 file is still read (and
 // appended to) as version 1, as safe as it ever was; it becomes version 2
 // when it is truncated back to its header (all acknowledged) or rewritten
-// (spillcompact.go). A newer version is moved aside as a bad header. Items are appended while the peer's memory queue is full
+// (spillcompact.go). A file of a later version (its header whole) is
+// refused, naming the versions: the endpoint does not start. (A build
+// before version 2 moves a version 2 file aside as a bad header, to
+// <file>.bad-0, its items not delivered: going back to one loses them.) Items are appended while the peer's memory queue is full
 // and read back in order when the window has room. A mark says every item
 // before that offset was acknowledged; on open the file is read from the
 // last mark. When everything is consumed the file is truncated back to its
@@ -165,6 +168,10 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
 		return openSpill(dir, self, peer, maxURL, controlTag)
+	}
+	if errors.Is(scanErr, errSpillNewer) {
+		f.Close()
+		return nil, fmt.Errorf("communicator: spill file %s: %w; run a build that reads it (or move it away: its items are then not delivered)", path, scanErr)
 	}
 	if scanErr != nil && !errors.Is(scanErr, errSpillHeader) {
 		f.Close()

@@ -312,6 +312,11 @@ func seekData(r io.ReaderAt, off int64) (int64, error) {
 // endpoint moves the whole file aside.
 var errSpillHeader = errors.New("bad header at offset 0 (magic, version, node ids or checksum)")
 
+// errSpillNewer marks a spill file of a later format version than this
+// build reads: refused, not moved aside as damage, so that the build that
+// wrote it still delivers its items.
+var errSpillNewer = errors.New("a spill file of a later build")
+
 // errSpillUnwritten marks a spill file that holds nothing, not even its
 // whole header: empty, a part of its header, or zeros. A start creates
 // the file and writes its header without an fsync (it holds nothing yet),
@@ -337,6 +342,10 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 	}
 	// Version 1's records are read as they were written (recSum).
 	sc.version = binary.BigEndian.Uint16(hdr[4:])
+	if sc.version > spillVersion && partOf(sc.version) {
+		// Whole, checksum and all: a later build's, not damage.
+		return sc, fmt.Errorf("%w: format version %d at offset 4; this build reads versions 1 to %d", errSpillNewer, sc.version, spillVersion)
+	}
 	if sc.version < 1 || sc.version > spillVersion || !partOf(sc.version) {
 		return sc, errSpillHeader
 	}

@@ -3,9 +3,11 @@ package communicator
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -139,5 +141,31 @@ func TestSpillVersion1(t *testing.T) {
 	}
 	if rep, err := CheckSpill(dir); err != nil || len(rep.Findings) > 0 || rep.Deliverable() != 1 {
 		t.Fatalf("check: %v, %v", err, rep.Findings)
+	}
+}
+
+// TestSpillNewerVersionRefused: a spill file of a later format version,
+// its header whole (a build rolled back), was taken for damage: moved
+// aside to .bad-0 and its items never delivered, the start going on; now
+// the start is refused, naming the file and the versions, the file left
+// for the build that reads it, and check says so.
+func TestSpillNewerVersionRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := spillPath(dir, 1, 2)
+	b := append(spillHeaderOf(spillVersion+1, 1, 2), v1Record(append([]byte{recItem, 0}, "http://a.example/"...))...)
+	os.WriteFile(path, b, 0o644)
+	rep, err := CheckSpill(dir)
+	if err != nil || !rep.Damaged() || !strings.Contains(fmt.Sprint(rep.Findings), fmt.Sprintf("format version %d", spillVersion+1)) {
+		t.Errorf("check: %v, %v", err, rep.Findings)
+	}
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err == nil {
+		s.close()
+	}
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprintf("format version %d", spillVersion+1)) {
+		t.Fatalf("open of a version %d file: %v", spillVersion+1, err)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, b) {
+		t.Fatalf("the refused file was changed or moved: %v", err)
 	}
 }
