@@ -51,8 +51,13 @@ type Config struct {
 	AckOnReturn bool
 	// ControlTag, if not 0, marks items with a tag at or above it as the
 	// application's control messages: PeerStats.ControlItems counts them
-	// apart, so that a status can say how many of the rest (URLs) wait.
-	// The endpoint treats them as any item.
+	// apart, so that a status can say how many of the rest (URLs) wait,
+	// and they are sent ahead of the items queued and spilled before
+	// them (in batches of their own), so that a hello announcing a run
+	// arrives before the URLs of a long spill file. They wait in memory
+	// (up to 64 KiB a peer, then queued as any item): a crash of the
+	// sender loses those not yet acknowledged, Sync or not; Close saves
+	// them in the spill file.
 	ControlTag uint64
 
 	// Payload is the UDP payload size of a datagram (default 1232, at

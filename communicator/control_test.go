@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -122,5 +123,105 @@ func TestControlItemsCounted(t *testing.T) {
 				t.Errorf("node 2 got %d items, %d of them control; the restart counted %d, %d (damage at offset %d)", s.total, gotControl, items, control, off)
 			}
 		})
+	}
+}
+
+// TestControlItemsJumpTheQueue: a control item (a node's hello) sent
+// behind a spill file of URLs reached the peer after all of them, and a
+// cluster node holds a peer's URLs until it hears its hello (at most 64
+// batches, then takes them unchecked); now control items leave ahead of
+// what was queued and spilled before them, in batches of their own, and
+// everything still arrives, the spill file emptied. One that cannot leave
+// before Close (the window full) is saved in the spill file.
+func TestControlItemsJumpTheQueue(t *testing.T) {
+	const controlTag = 1 << 20
+	conns, addrs := loopbackConns(t, 2)
+	dir := t.TempDir()
+	a, err := New(Config{Self: 1, Peers: addrs, Conn: conns[0], Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir, QueueBytes: 1, ControlTag: controlTag,
+		FlushInterval: 5 * time.Millisecond, RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// Node 2's socket is bound but nobody reads it yet.
+	const urls = 3000
+	for i := range urls {
+		if err := a.Send(2, 0, []byte(testURL(1, 2, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Send(2, controlTag, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	calls, helloAt, got := 0, 0, 0
+	b, err := New(Config{Self: 2, Peers: addrs, Conn: conns[1], Keys: []Key{testKey}, SendKey: testKey.ID, AckOnReturn: true,
+		Handler: func(_ NodeID, _ uint64, items []Item) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			for _, it := range items {
+				if it.Tag == controlTag {
+					helloAt = calls
+				} else {
+					got++
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	waitUntil(t, 30*time.Second, "every item delivered and acknowledged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return helloAt > 0 && got >= urls && a.Backlog(2) == 0
+	})
+	mu.Lock()
+	if helloAt > 3 {
+		t.Errorf("the control item came with delivery %d of %d, behind the URLs spilled before it", helloAt, calls)
+	}
+	mu.Unlock()
+	waitUntil(t, 10*time.Second, "the spill file emptied", func() bool { return a.Stats().Peers[0].SpillBytes == spillHeader })
+	b.Close()
+
+	// Node 2 gone: what was sent waits unacknowledged, and Close keeps
+	// it for the next start.
+	for i := range 3 {
+		a.Send(2, 0, []byte(testURL(1, 2, urls+i))) // not sent before: the sent-URL cache would drop it
+	}
+	a.Send(2, controlTag, []byte("hello again"))
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The next start, with a window of one batch: the file's items in
+	// flight, a control item sent meanwhile waits for room; Close keeps
+	// it too.
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addrs[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err = New(Config{Self: 1, Peers: addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID,
+		Handler: func(NodeID, uint64, []Item) {}, AckOnReturn: true, SpillDir: dir, QueueBytes: 1, ControlTag: controlTag, Window: 1,
+		FlushInterval: 5 * time.Millisecond, RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the file's items in flight", func() bool { return a.Stats().Peers[0].UnackedItems == 4 })
+	a.Send(2, controlTag, []byte("hello once more"))
+	if p := a.Stats().Peers[0]; p.Queued != 1 || p.ControlItems != 2 {
+		t.Fatalf("the control item sent while the window is full: %d queued, %d control items wait; want 1, 2", p.Queued, p.ControlItems)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openSpill(dir, 1, 2, 1000, controlTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if s.unreadControl != 2 || s.unreadItems != 5 {
+		t.Fatalf("after Close the spill file holds %d items, %d of them control; want 5, 2", s.unreadItems, s.unreadControl)
 	}
 }

@@ -86,12 +86,13 @@
 //     default; with Lazy, at most every SpillUpkeepEvery) make that window
 //     small, not empty: the handler must be idempotent, as the node's is
 //     (the URL tree adds a URL once; a repeat is not admitted as new).
-//   - kill -9 of the sender: items in its memory queue and in flight are
-//     lost; spilled items survive once written (Sync, or the next tick),
+//   - kill -9 of the sender: items in its memory queue (control items
+//     too: they wait in memory) and in flight are lost; spilled items survive once written (Sync, or the next tick),
 //     and items of spill-file batches in flight may be delivered again. An
 //     item counts as handed over only once acknowledged (Backlog); how a
 //     node recovers the rest after a crash is the cluster's choice.
-//   - Order: per peer, items leave in the order of Send, in windows of
+//   - Order: per peer, control items (Config.ControlTag) leave first;
+//     the other items leave in the order of Send, in windows of
 //     SortWindow bytes (sorted within a window), spilled items after the
 //     memory queue that was there first; a lost batch arrives after later
 //     ones. Handlers must not rely on order.

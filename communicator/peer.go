@@ -21,13 +21,19 @@ type peer struct {
 	changed chan struct{} // closed and replaced whenever the backlog shrinks
 
 	// Send side.
-	seq       uint32    // last sequence number given out
-	base      uint32    // lowest unacknowledged sequence number
-	win       []batch   // ring of in-flight batches, indexed seq % len(win)
-	inflight  int       // batches in flight
-	inItems   int       // items in flight
-	inControl int       // of them, control items (Config.ControlTag)
-	q         queue     // memory queue, older than anything spilled
+	seq       uint32  // last sequence number given out
+	base      uint32  // lowest unacknowledged sequence number
+	win       []batch // ring of in-flight batches, indexed seq % len(win)
+	inflight  int     // batches in flight
+	inItems   int     // items in flight
+	inControl int     // of them, control items (Config.ControlTag)
+	q         queue   // memory queue, older than anything spilled
+	// cq holds control items (Config.ControlTag), sent ahead of q, sq
+	// and the spill file (up to controlQueueMax bytes): a node's hello
+	// behind a spill file of URLs reached the peer after them, which
+	// held them unacknowledged until it heard one, and past its hold
+	// took them unchecked.
+	cq        queue
 	sq        queue     // items read from the spill file, not yet in flight
 	sqOff     int64     // spill offset of the chunk sq came from
 	qSince    time.Time // when the oldest queued item arrived
@@ -103,7 +109,7 @@ func newPeer(e *Endpoint, id NodeID, a netip.Addr, port uint16) (*peer, error) {
 		out:     make([]byte, 0, MaxPayload),
 		rx:      newRx(e.cfg.Window),
 	}
-	p.q.controlTag, p.sq.controlTag = e.cfg.ControlTag, e.cfg.ControlTag
+	p.q.controlTag, p.sq.controlTag, p.cq.controlTag = e.cfg.ControlTag, e.cfg.ControlTag, e.cfg.ControlTag
 	if ent, ok := e.state.entry(id); ok {
 		p.rx.reset(ent.epoch, ent.cum)
 		p.rx.unsaved = false
@@ -119,13 +125,24 @@ func newPeer(e *Endpoint, id NodeID, a netip.Addr, port uint16) (*peer, error) {
 	return p, nil
 }
 
-// enqueue adds one item to the memory queue or, once that is full or the
-// spill file already holds older items, to the spill file.
+// controlQueueMax bounds the control items a peer holds apart (cq): past
+// it (a peer unreachable for long, sent hellos all the while) they queue
+// as any item.
+const controlQueueMax = 64 << 10
+
+// enqueue adds one item to the control queue, the memory queue or, once
+// that is full or the spill file already holds older items, to the spill
+// file.
 func (p *peer) enqueue(tag uint64, url []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
+	}
+	if isControl(p.cq.controlTag, tag) && p.cq.bytes+len(url) <= controlQueueMax {
+		p.cq.push(tag, url)
+		p.pack(false)
+		return nil
 	}
 	// Once items are spilled, newer ones follow them into the file until
 	// it has been read to its end, so the peer receives them in order.
@@ -170,12 +187,15 @@ func (p *peer) bodyRoom() int {
 }
 
 // pack turns queued items into batches and sends them while the window
-// has room: the memory queue first, then items read from the spill file.
-// Without flush a trailing partial datagram of the memory queue stays
-// queued. Spilled items are always packed whole, as they are late already.
+// has room: control items first, then the memory queue, then items read
+// from the spill file. Without flush a trailing partial datagram of the
+// memory queue stays queued. Control items and spilled items are always
+// packed whole, as they are urgent or late already.
 func (p *peer) pack(flush bool) {
 	for p.room() {
 		switch {
+		case p.cq.len() > 0:
+			p.packFrom(&p.cq, true, false, 0)
 		case p.q.len() > 0:
 			if !flush && p.q.bytes < p.e.cfg.SortWindow {
 				return
@@ -465,6 +485,8 @@ func (p *peer) tick(now time.Time) {
 		p.pack(true)
 	} else if p.q.len() == 0 {
 		p.pack(true) // spilled items
+	} else if p.cq.len() > 0 {
+		p.pack(false)
 	}
 	// Timed retransmission. A due batch that a later-sent batch has
 	// overtaken (acknowledged) is taken for lost and sent again. If none
@@ -519,7 +541,7 @@ func (p *peer) answer() {
 // timed reports whether the peer has work for the timer loop (p.mu held).
 func (p *peer) timed() bool {
 	lazy := p.e.cfg.Lazy // unsynced records and unsaved positions wait for other work
-	if p.q.len() > 0 || p.sq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || p.answerDue || (p.rx.unsaved && !lazy) {
+	if p.q.len() > 0 || p.sq.len() > 0 || p.cq.len() > 0 || p.inflight > 0 || p.rx.ackDirty || p.answerDue || (p.rx.unsaved && !lazy) {
 		return true
 	}
 	s := p.spill
@@ -541,7 +563,7 @@ func (p *peer) down(now time.Time) bool {
 
 // backlog is the number of items queued or in flight.
 func (p *peer) backlog() int {
-	n := p.q.len() + p.sq.len() + p.inItems
+	n := p.q.len() + p.sq.len() + p.cq.len() + p.inItems
 	if p.spill != nil {
 		n += int(p.spill.unreadItems)
 	}
@@ -551,7 +573,7 @@ func (p *peer) backlog() int {
 // backlogControl is how many of backlog's items are control items
 // (Config.ControlTag).
 func (p *peer) backlogControl() int {
-	n := p.q.control + p.sq.control + p.inControl
+	n := p.q.control + p.sq.control + p.cq.control + p.inControl
 	if p.spill != nil {
 		n += int(p.spill.unreadControl)
 	}

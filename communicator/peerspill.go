@@ -98,7 +98,7 @@ func (p *peer) closeSpill() {
 }
 
 // shutdown saves what is still owed to the peer: in-flight batches from
-// memory and the memory queue go to the spill file (spilled items are
+// memory, the control queue and the memory queue go to the spill file (spilled items are
 // there already) and leave the counts of the window and the queue. Without a spill file it returns how many items are lost.
 // A spill write that fails (a full disk) does not stop it: every item is
 // still given to the file's buffer and the file closed, and the error says
@@ -142,10 +142,12 @@ func (p *peer) shutdown() (lost int, err error) {
 			save(it.Tag, it.URL)
 		}
 	}
-	for _, it := range p.q.items[p.q.head:] {
-		save(it.tag, p.q.bytesOf(it))
+	for _, q := range []*queue{&p.cq, &p.q} {
+		for _, it := range q.items[q.head:] {
+			save(it.tag, q.bytesOf(it))
+		}
+		q.reset()
 	}
-	p.q.reset()
 	if p.spill != nil {
 		p.spillUpkeep()
 		if cerr := p.spill.close(); cerr != nil {

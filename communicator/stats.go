@@ -100,7 +100,7 @@ func (e *Endpoint) Stats() Stats {
 		p.mu.Lock()
 		ps := PeerStats{
 			ID: p.id, Addr: p.addr, Down: p.down(now), LastAck: p.lastAck, Epoch: p.theirs,
-			Queued: p.q.len() + p.sq.len(), QueuedBytes: p.q.bytes + p.sq.bytes,
+			Queued: p.q.len() + p.sq.len() + p.cq.len(), QueuedBytes: p.q.bytes + p.sq.bytes + p.cq.bytes,
 			Unacked: p.inflight, UnackedItems: p.inItems, Retransmits: p.retrans, AcksMerged: p.acksMerged, Exhausted: p.exhausted,
 			RecvAcked: p.rx.cum, RecvPending: len(p.rx.pending), ControlItems: p.backlogControl(),
 		}
