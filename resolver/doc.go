@@ -4,7 +4,9 @@
 // is truncated, to the servers of its configuration or, by default, those of
 // /etc/resolv.conf.
 //
-// Many queries are in flight at once over a small pool of UDP sockets; each
+// Many queries are in flight at once over a small pool of UDP sockets (at
+// most 32,768 on each: past that a query fails at once, a failure cached
+// as a server's for ServFailTTL, no server marked down); each
 // reply is matched to its query by id, question and the server's address and
 // port, so a reply that does not fit a query we sent (wrong id, wrong source,
 // wrong question, malformed, not a response) is dropped and counted, and the

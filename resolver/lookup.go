@@ -242,6 +242,9 @@ func (r *Resolver) exchangeAny(ctx context.Context, qname string, qtype uint16) 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if errors.Is(err, errBusy) {
+				return nil, err // the sockets are every server's
+			}
 			// A reply to another query since this one was sent means the
 			// server is alive and only this datagram was lost.
 			if errors.Is(err, errTimeout) && s.lastAnswer.Load() < sent {

@@ -191,15 +191,11 @@ func (t *transport) exchange(ctx context.Context, server netip.AddrPort, qname s
 	q.RecursionDesired = true
 	q.SetEdns0(ednsSize, false)
 
-	s := t.socks[int(t.next.Add(1))%len(t.socks)]
 	p := &pendingQuery{server: server, qname: qname, qtype: qtype, reply: make(chan *dns.Msg, 1)}
-	s.mu.Lock()
-	id := uint16(s.ids.Uint32())
-	for s.pending[id] != nil {
-		id = uint16(s.ids.Uint32())
+	s, id, ok := t.register(p)
+	if !ok {
+		return nil, fmt.Errorf("%w: %d on each of %d sockets", errBusy, maxPending, len(t.socks))
 	}
-	s.pending[id] = p
-	s.mu.Unlock()
 	forget := func() {
 		s.mu.Lock()
 		if s.pending[id] == p {
@@ -236,6 +232,38 @@ func (t *transport) exchange(ctx context.Context, server netip.AddrPort, qname s
 	}
 	t.stats.TCPFallbacks.Add(1)
 	return t.exchangeTCP(ctx, server, q)
+}
+
+// maxPending bounds the queries one socket has in flight. A query's id is
+// drawn at random until a free one comes up, under the socket's lock:
+// with all 65,536 taken (a flood of lookups against a silent server) the
+// draw never ended, and every lookup through the socket hung behind it.
+// Half the id space keeps a draw to two tries on average.
+const maxPending = 1 << 15
+
+// errBusy is returned when every socket has maxPending queries in flight.
+var errBusy = errors.New("too many queries in flight")
+
+// register gives p a free id on a socket with room, trying each socket
+// once from the next in turn; ok is false when none has room.
+func (t *transport) register(p *pendingQuery) (s *udpSocket, id uint16, ok bool) {
+	first := int(t.next.Add(1))
+	for i := range t.socks {
+		s = t.socks[(first+i)%len(t.socks)]
+		s.mu.Lock()
+		if len(s.pending) >= maxPending {
+			s.mu.Unlock()
+			continue
+		}
+		id = uint16(s.ids.Uint32())
+		for s.pending[id] != nil {
+			id = uint16(s.ids.Uint32())
+		}
+		s.pending[id] = p
+		s.mu.Unlock()
+		return s, id, true
+	}
+	return nil, 0, false
 }
 
 // exchangeTCP repeats q over TCP, for answers too large for UDP.
