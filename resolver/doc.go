@@ -23,7 +23,8 @@
 // The cache is the thesis's hash table of buckets × slots with FIFO
 // replacement inside a bucket (2048 × 8 by default, at most: it starts at
 // 16 × 8 and grows fourfold as names come, cache_grow.go). Entries honour the
-// records' TTLs clamped to [MinTTL, MaxTTL]; NXDOMAIN and "no address"
+// records' TTLs (one with the high bit set read as 0, RFC 2181 §8) clamped
+// to [MinTTL, MaxTTL]; NXDOMAIN and "no address"
 // answers are cached for NegativeTTL, SERVFAIL and timeouts for ServFailTTL.
 // CNAME chains are followed up to MaxCNAME links, and loops are detected.
 // A cache hit takes no lock (entries are read under a per-entry sequence

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -189,7 +190,7 @@ func (c *chain) walk(rrs []dns.RR, target string) (_ answer, next string, done b
 				continue
 			}
 			addrs = append(addrs, a)
-			d := time.Duration(h.Ttl) * time.Second
+			d := ttlOf(h)
 			if curTTL < 0 || d < curTTL {
 				curTTL = d
 			}
@@ -211,13 +212,23 @@ func (c *chain) walk(rrs []dns.RR, target string) (_ answer, next string, done b
 			return answer{st: statusCNAMETooLong}, "", true
 		}
 		c.seen[nxt] = true
-		c.lower(time.Duration(cn.Hdr.Ttl) * time.Second)
+		c.lower(ttlOf(&cn.Hdr))
 		cur = nxt
 	}
 	if cur == target {
 		return answer{st: statusNoData}, "", true
 	}
 	return answer{}, cur, false
+}
+
+// ttlOf is h's TTL. One with the high bit set is zero (RFC 2181 section
+// 8): taken as it stood, a server's 0xffffffff, meant as "do not cache" or
+// damaged, kept its answer for MaxTTL.
+func ttlOf(h *dns.RR_Header) time.Duration {
+	if h.Ttl > math.MaxInt32 {
+		return 0
+	}
+	return time.Duration(h.Ttl) * time.Second
 }
 
 func canonicalFqdn(s string) string { return dns.CanonicalName(s) }
