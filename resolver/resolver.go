@@ -262,14 +262,18 @@ func (e *LookupError) Error() string {
 func (e *LookupError) Unwrap() error { return e.Err }
 
 // CanonicalHost returns host as the resolver looks it up: lower case,
-// without a trailing dot. It fails (ErrBadName) unless host is a host name:
-// labels of 1 to 63 letters, digits, '-' or '_', 253 bytes at most.
+// without a trailing dot. It fails (ErrBadName, saying what is wrong and
+// where) unless host is a host name: labels of 1 to 63 letters, digits,
+// '-' or '_', 253 bytes at most.
 func CanonicalHost(host string) (string, error) {
 	if n := len(host); n > 0 && host[n-1] == '.' {
 		host = host[:n-1]
 	}
-	if len(host) == 0 || len(host) > 253 {
-		return "", ErrBadName
+	if len(host) == 0 {
+		return "", fmt.Errorf("%w: empty", ErrBadName)
+	}
+	if len(host) > 253 {
+		return "", fmt.Errorf("%w: %d bytes, more than 253", ErrBadName, len(host))
 	}
 	lower := true
 	label := 0
@@ -278,23 +282,25 @@ func CanonicalHost(host string) (string, error) {
 		switch {
 		case c == '.':
 			if label == 0 {
-				return "", ErrBadName
+				return "", fmt.Errorf("%w: empty label at byte %d", ErrBadName, i)
 			}
 			label = 0
 			continue
 		case 'A' <= c && c <= 'Z':
 			lower = false
 		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		case c >= 0x80: // a UTF-8 name not in its A-label (xn--) form
+			return "", fmt.Errorf("%w: non-ASCII byte %#x at %d", ErrBadName, c, i)
 		default:
-			return "", ErrBadName
+			return "", fmt.Errorf("%w: byte %q at %d", ErrBadName, c, i)
 		}
 		label++
 		if label > 63 {
-			return "", ErrBadName
+			return "", fmt.Errorf("%w: label of more than 63 bytes at byte %d", ErrBadName, i-63)
 		}
 	}
 	if label == 0 {
-		return "", ErrBadName
+		return "", fmt.Errorf("%w: empty label at byte %d", ErrBadName, len(host))
 	}
 	if !lower {
 		b := []byte(host)
