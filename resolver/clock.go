@@ -30,11 +30,17 @@ const (
 	coarseParked = 2
 )
 
-// coarseClock is the wall clock in Unix nanoseconds, refreshed every
-// coarseTick by a goroutine while it is read often, read with two atomic
-// loads. Parked, a read takes the system clock and counts itself in the
-// current tick-long window (window, reads); a burst restarts the ticker.
+// coarseClock is the time in Unix nanoseconds, refreshed every coarseTick
+// by a goroutine while it is read often, read with two atomic loads.
+// Parked, a read takes the system clock and counts itself in the current
+// tick-long window (window, reads); a burst restarts the ticker.
+//
+// It is the wall clock at its start plus the monotonic time since: read
+// from the wall clock, a step of the system clock back (NTP setting right
+// a clock that was hours ahead) kept every cache entry, failures too, and
+// every server marked down, for as much longer; one forward expired them.
 type coarseClock struct {
+	start  time.Time // with its monotonic reading
 	now    atomic.Int64
 	state  atomic.Uint32 // coarseRead, coarseParked or 0
 	window atomic.Int64  // parked: start of the window counted in reads (Unix ns)
@@ -45,8 +51,8 @@ type coarseClock struct {
 }
 
 func newCoarseClock() *coarseClock {
-	c := &coarseClock{stop: make(chan struct{}), wake: make(chan struct{}, 1)}
-	c.now.Store(time.Now().UnixNano())
+	c := &coarseClock{start: time.Now(), stop: make(chan struct{}), wake: make(chan struct{}, 1)}
+	c.now.Store(c.start.UnixNano())
 	c.state.Store(coarseRead)
 	c.wg.Add(1)
 	go c.run()
@@ -60,8 +66,8 @@ func (c *coarseClock) run() {
 	idle := 0
 	for {
 		select {
-		case now := <-t.C:
-			c.now.Store(now.UnixNano())
+		case <-t.C:
+			c.now.Store(c.system())
 			if c.state.CompareAndSwap(coarseRead, 0) {
 				idle = 0
 				continue
@@ -103,7 +109,7 @@ func (c *coarseClock) touch() int64 {
 				return c.now.Load()
 			}
 		case coarseParked:
-			now := time.Now().UnixNano()
+			now := c.system()
 			if !c.burst(now) {
 				return now
 			}
@@ -115,6 +121,10 @@ func (c *coarseClock) touch() int64 {
 		}
 	}
 }
+
+// system reads the system clock: the wall clock at the start plus the
+// monotonic time since, in Unix nanoseconds.
+func (c *coarseClock) system() int64 { return c.start.UnixNano() + int64(time.Since(c.start)) }
 
 // burst counts a read of the parked clock at now and reports whether
 // more than coarseBurst fell within one tick. Racing readers may lose a

@@ -78,3 +78,24 @@ func TestCoarseClockConcurrentWake(t *testing.T) {
 		}
 	}
 }
+
+// TestCoarseClockMonotonic: the clock the cache and the servers' down
+// times run on was the wall clock, so a step of the system clock back
+// (NTP setting right a clock hours ahead) kept every cached answer and
+// failure, and every server marked down, for as much longer. Now it is the
+// wall clock at its start plus the monotonic time since. The system clock
+// cannot be stepped on a shared machine, so this checks that reads follow
+// the monotonic clock from a start that has a monotonic reading.
+func TestCoarseClockMonotonic(t *testing.T) {
+	c := newCoarseClock()
+	defer c.close()
+	if c.start == c.start.Round(0) {
+		t.Fatal("the clock's start has no monotonic reading: reads would follow the wall clock")
+	}
+	before := int64(time.Since(c.start))
+	got := c.read() - c.start.UnixNano()
+	after := int64(time.Since(c.start))
+	if got < before-int64(coarseTick) || got > after {
+		t.Errorf("read %d ns after the start, want between %d and %d (the monotonic time since, one tick stale at most)", got, before-int64(coarseTick), after)
+	}
+}
