@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,10 +37,16 @@ func TestKeptConnectionSilentlyDropped(t *testing.T) {
 		cmd := exec.CommandContext(ctx, unshare, "-n", os.Args[0], "-test.run=^TestKeptConnectionSilentlyDropped$", "-test.count=1", "-test.v", "-test.timeout=90s")
 		cmd.Env = append(os.Environ(), "KSPIDER_TEST_NETNS=1")
 		out, err := cmd.CombinedOutput()
+		if err != nil && strings.Contains(string(out), "unshare failed") {
+			t.Skipf("no network namespace here: %s", out)
+		}
 		if err != nil {
 			t.Fatalf("in a network namespace: %v\n%s", err, out)
 		}
 		return
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip command (iproute2)")
 	}
 	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
 		t.Fatalf("ip link set lo up: %v: %s", err, out)

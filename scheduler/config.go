@@ -76,10 +76,12 @@ type Config struct {
 	// none (tools, tests).
 	TreeID [16]byte
 	// HostOf, when set, returns the host name the node gives Add for the
-	// tree's URL id (false: the tree has no such id). A scheduler without
-	// an ID says nothing of its tree, so before Open records TreeID in
-	// one it checks a sample of its records against HostOf (adoptCheck):
-	// one of another data directory is refused with ErrForeign.
+	// tree's URL id (false: the tree cannot tell, as of an id it lacks or
+	// an entry a repair lost; the record is not compared). A scheduler
+	// without an ID says nothing of its tree, so before Open records
+	// TreeID in one it checks a sample of its records against HostOf
+	// (adoptCheck): one of another data directory is refused with
+	// ErrForeign.
 	HostOf func(id uint32) (string, bool)
 }
 

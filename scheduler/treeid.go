@@ -76,12 +76,8 @@ func (s *Scheduler) adoptCheckID(id uint32) error {
 	}
 	have := s.names[r.host()]
 	want, ok := s.cfg.HostOf(id)
-	if ok && asciiLower(want) == have {
-		return nil
+	if !ok || asciiLower(want) == have {
+		return nil // the tree cannot tell (an entry a repair lost), or agrees
 	}
-	what := fmt.Sprintf("the URL tree has no URL %d", id)
-	if ok {
-		what = fmt.Sprintf("the URL tree's URL %d is of host %q", id, want)
-	}
-	return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but %s: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, s.meta.path, id, have, what, s.dir)
+	return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but the URL tree's URL %d is of host %q: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, s.meta.path, id, have, id, want, s.dir)
 }
