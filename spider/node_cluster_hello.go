@@ -121,6 +121,13 @@ type clockSeen struct {
 // machine resumed) would otherwise be seen only at a restart, the nodes
 // fetching from one host at once meanwhile. A peer that is down gets
 // none: they would only pile up in its spill file.
+//
+// A peer not yet heard from in this run is asked for its hello (Want):
+// its hello may have been lost behind URLs this node holds until it
+// comes (peerHold), and then nothing sent it again: the peer's
+// communicator sends again only its oldest batch while none is
+// acknowledged, a held one, and the peer sees this node down, so its
+// own helloLoop skips it. The crawl could never end.
 func (c *nodeCluster) helloLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.HelloEvery)
 	defer t.Stop()
@@ -135,10 +142,18 @@ func (c *nodeCluster) helloLoop(ctx context.Context) {
 		}
 		for _, p := range c.ep.Stats().Peers {
 			if !p.Down && int(p.ID) != c.self {
-				c.sendControl(int(p.ID), cluster.TagHello, c.helloMsg(false))
+				c.sendControl(int(p.ID), cluster.TagHello, c.helloMsg(!c.heardThisRun(int(p.ID))))
 			}
 		}
 	}
+}
+
+// heardThisRun reports whether a hello of peer id was taken in this run.
+func (c *nodeCluster) heardThisRun(id int) bool {
+	c.late.mu.Lock()
+	defer c.late.mu.Unlock()
+	_, heard := c.late.heardAt[id]
+	return heard
 }
 
 // unheardHoldMax bounds the batches of URLs held from a peer not yet

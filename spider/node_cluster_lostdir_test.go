@@ -3,6 +3,7 @@ package spider
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -34,6 +35,9 @@ func TestClusterLostDirAcrossStops(t *testing.T) {
 	block := cfgs[1].Cluster.Config.Canonical()
 	conn := cfgs[1].Cluster.Comm.Conn
 	var ep *communicator.Endpoint
+	// Node 0's hellos asking for node 1's: a real node answers them (its
+	// own hello may be lost at node 0's restart).
+	asked := make(chan struct{}, 1)
 	// start1 starts node 1 again: a new endpoint, a new epoch.
 	start1 := func() {
 		t.Helper()
@@ -49,7 +53,16 @@ func TestClusterLostDirAcrossStops(t *testing.T) {
 		ep, err = communicator.New(communicator.Config{Self: 1, Conn: conn,
 			Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
 			Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1,
-			Handler: func(communicator.NodeID, uint64, []communicator.Item) {}, AckOnReturn: true})
+			Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+				for _, it := range items {
+					if h, err := cluster.DecodeHello(it.URL); it.Tag == cluster.TagHello && err == nil && h.Want {
+						select {
+						case asked <- struct{}{}:
+						default:
+						}
+					}
+				}
+			}, AckOnReturn: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,9 +78,22 @@ func TestClusterLostDirAcrossStops(t *testing.T) {
 		}
 		ep.Flush()
 	}
-	hello := func(fresh bool) {
+	// hello sends node 1's hello, and again whenever node 0 asks, until
+	// taken says it was.
+	hello := func(fresh bool, taken func() bool) {
 		t.Helper()
 		send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: block, Epoch: ep.Epoch(), Fresh: fresh}, nonce()))
+		deadline := time.Now().Add(time.Minute)
+		for !taken() {
+			if time.Now().After(deadline) {
+				t.Fatal("node 1's hello not taken")
+			}
+			select {
+			case <-asked:
+				send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: block, Epoch: ep.Epoch(), Fresh: fresh}, nonce()))
+			case <-time.After(time.Millisecond):
+			}
+		}
 	}
 	// run0 runs node 0 (opened again after its first run) until stop
 	// returns.
@@ -85,7 +111,9 @@ func TestClusterLostDirAcrossStops(t *testing.T) {
 		ran := make(chan struct{})
 		go func() {
 			defer close(ran)
-			n0.Run(ctx)
+			if _, err := n0.Run(ctx); err != nil && !errors.Is(err, ErrInterrupted) {
+				t.Errorf("node 0: %v", err)
+			}
 		}()
 		stop()
 		cancel()
@@ -103,10 +131,7 @@ func TestClusterLostDirAcrossStops(t *testing.T) {
 
 	// Node 1's first run: node 0 takes its hello.
 	start1()
-	run0(func() {
-		hello(false)
-		waitFor(t, "node 1's hello taken", time.Minute, func() bool { return ep.Backlog(0) == 0 })
-	})
+	run0(func() { hello(false, func() bool { return ep.Backlog(0) == 0 }) })
 	// Node 1 back on a new directory: node 0's communicator hears it,
 	// its hello not yet come, and node 0 stops.
 	start1()
@@ -122,10 +147,7 @@ func TestClusterLostDirAcrossStops(t *testing.T) {
 		waitFor(t, "node 1's new epoch heard", time.Minute, func() bool { return peerEpoch() == ep.Epoch() })
 	})
 	// Node 0's next run takes the hello.
-	run0(func() {
-		hello(true)
-		waitFor(t, "node 1's hello taken", time.Minute, func() bool { return len(n0.ClusterStats().LostDirs) > 0 || ep.Backlog(0) == 0 })
-	})
+	run0(func() { hello(true, func() bool { return len(n0.ClusterStats().LostDirs) > 0 || ep.Backlog(0) == 0 }) })
 	if l := n0.ClusterStats().LostDirs; len(l) != 1 || !strings.Contains(l[0], "node 1 came back with a new data directory") {
 		t.Errorf("node 1 back on a new directory, its hello taken by node 0's next run: lost %q; want node 1 named", l)
 	}
