@@ -87,3 +87,18 @@ func TestClusterRecordDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckClusterFileUnheard: kspider check says what DIR/CLUSTER
+// records of URLs taken before a peer's hello that has not come yet.
+func TestCheckClusterFileUnheard(t *testing.T) {
+	dir := t.TempDir()
+	r := emptyClusterRecord()
+	r.unheard[1], r.heard[1] = 70, 9
+	if err := writeDirFile(dir, ClusterFile, r.encode()); err != nil {
+		t.Fatal(err)
+	}
+	says, err := CheckClusterFile(dir)
+	if want := "70 URLs of node 1 taken before its hello, which has not come yet"; err != nil || says != want {
+		t.Errorf("CheckClusterFile: %q, %v; want %q", says, err, want)
+	}
+}
