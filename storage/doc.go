@@ -185,8 +185,9 @@
 //     from the segments (and the damage reported), so no page is dropped
 //     as "superseded" by a damaged entry;
 //   - segments shorter than the index checkpoint, missing from the
-//     numbering, or ending before records the index knows: reported, with
-//     the pages lost.
+//     numbering, or ending before records the index knows (after the
+//     checkpoint too, unless a writer is at work: an entry is set only
+//     once its record is synced): reported, with the pages lost.
 //
 // After a full Scan, the index is checked entry by entry (verifyIndex), so
 // damage in entries of pages whose records are gone is reported too, and

@@ -262,9 +262,15 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		torn       = &TornEntries{Index: v.ix.path}
 	)
 	// Entries at or after the end of the last segment as OpenReader saw it
-	// may be a live writer's or a crash's torn tail's: not judged here.
-	// Those before the checkpoint were durable, so the end of a segment
-	// truncated before it does not excuse them: they are lost.
+	// may be a live writer's: not judged here. Those before the
+	// checkpoint were durable, so the end of a segment truncated before
+	// it does not excuse them: they are lost. Nor does it excuse any when
+	// no writer was at work at OpenReader and none has opened since (each
+	// writes a checkpoint as it opens): an entry is set only after its
+	// record is synced, so a crash's torn tail has none, and one beyond
+	// the end names a durable page lost (the segment cut, or a damaged
+	// record a writer's recovery took for a torn one and cut away).
+	tailExcused := dr.live || v.ix.checkpointedSince()
 	var end location
 	segs := map[uint32]*segmentFile{}
 	for _, sf := range dr.order {
@@ -307,8 +313,8 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 			if _, ok := v.extra[id]; ok {
 				continue // a later record, after the checkpoint
 			}
-			if !(location{seg, off}).before(end) {
-				continue // written after OpenReader (a live writer), or in a torn tail
+			if tailExcused && !(location{seg, off}).before(end) {
+				continue // written after OpenReader, by a live writer
 			}
 			sf := segs[seg]
 			switch {
@@ -359,4 +365,16 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		sf := segs[seg]
 		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them beyond the end of the file (%d bytes); truncated?", sf.path, ErrCorrupt, k, sf.size))
 	}
+}
+
+// checkpointedSince reports whether a writer has written a checkpoint
+// into ix since it was opened (its header's number moved on), or the
+// header cannot tell.
+func (ix *index) checkpointedSince() bool {
+	var hdr []byte
+	if err := ix.touch(func() { hdr = append(hdr, ix.data[:indexHeaderSize]...) }); err != nil {
+		return true
+	}
+	h, _, err := readIndexHeader(ix.path, hdr)
+	return err != nil || h.seq != ix.seq
 }
