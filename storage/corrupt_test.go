@@ -336,3 +336,58 @@ func TestDamagedDurableTailIsKept(t *testing.T) {
 		t.Errorf("the damaged segment was not kept in %s: %v", DamagedDir, err)
 	}
 }
+
+// The same durable last record with its header damaged (its magic) or the
+// segment cut inside it: the writer looked for an intact record header in
+// the region to ask the index about, found none, took the region for a
+// write cut short and cut it away, so the damaged page's bytes were gone
+// and its entry pointed at the next page written there. The record's URL
+// id field is now asked about as well: the index has the record there.
+func TestDamagedDurableTailHeaderIsKept(t *testing.T) {
+	const n = 30
+	for _, c := range []string{"magic", "cut"} {
+		t.Run(c, func(t *testing.T) {
+			dir, spans := layoutStore(t, Config{}, n)
+			var last recordSpan
+			for _, sp := range spans {
+				if sp.off > last.off {
+					last = sp
+				}
+			}
+			ix, err := openIndex(filepath.Join(dir, indexName), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ix.setCheckpoint(1, segmentHeaderSize); err != nil {
+				t.Fatal(err)
+			}
+			ix.close()
+			seg := segmentPath(dir, 1)
+			size := last.end
+			if c == "magic" {
+				flipByte(t, seg, last.off+1)
+			} else {
+				size = last.off + 30
+				if err := os.Truncate(seg, size); err != nil {
+					t.Fatal(err)
+				}
+			}
+			logged := reopenLogged(t, dir)
+			if !strings.Contains(strings.Join(logged, "\n"), "not a write cut short") {
+				t.Errorf("the writer's open did not say the tail is damage: %q", logged)
+			}
+			if fi, err := os.Stat(seg); err != nil || fi.Size() != size {
+				t.Fatalf("segment after the writer's open: %v, %v; want its %d bytes kept", fi.Size(), err, size)
+			}
+			writeStore(t, Config{Dirs: []string{dir}}, n, n+5)
+			r, err := OpenReader([]string{dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if seen := scanAll(t, r); len(seen) != n+4 || r.Stats().Lost != 1 {
+				t.Errorf("scan: %d pages, %d lost; want %d, 1: %v", len(seen), r.Stats().Lost, n+4, r.Stats().Errors)
+			}
+		})
+	}
+}

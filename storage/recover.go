@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -277,6 +278,19 @@ func intactV2Header(f *os.File, n uint32, size int64) bool {
 // the index points at: a record reported durable. It returns its URL id
 // and offset if there is one.
 func (sv *saver) indexedRecordIn(r *segmentReader, from int64) (id uint64, at int64, found bool, err error) {
+	// The region's first record may be a durable one whose header is
+	// damaged or cut short, which the search below passes over: its URL
+	// id field, where it would be, is asked about too.
+	if r.size-from >= 24 {
+		b, err := r.window(from+16, 8)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		id := binary.LittleEndian.Uint64(b)
+		if seg, off, st := sv.ix.lookup(id); st == entrySet && seg == r.num && off == from {
+			return id, from, true, nil
+		}
+	}
 	magic := []byte(recordMagic)
 	for pos := from; r.size-pos >= recordHeaderSize; {
 		n := int(min(int64(readWindow), r.size-pos))
