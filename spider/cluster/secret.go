@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // MinSecret is the shortest cluster secret accepted (the communicator's
@@ -20,7 +21,10 @@ const maxSecret = 4096
 // the machine can read lets them inject URLs into the crawl. Leading and
 // trailing white space (a final newline) is not part of the secret.
 func ReadSecret(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// Non-blocking: a named pipe's open waits for a writer, and the run
+	// hung there past Ctrl-C and SIGTERM; opened so, it is refused below
+	// as not a regular file. A regular file's reads ignore the flag.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cluster.secret_file: %w", err)
 	}

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestReadSecret(t *testing.T) {
@@ -47,5 +49,32 @@ func TestReadSecret(t *testing.T) {
 	}
 	if _, err := ReadSecret(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("directory: %v", err)
+	}
+}
+
+// TestReadSecretFIFO: a named pipe given as the secret file is refused at
+// once; its open(2) waited for a writer, and kspider run hung there past
+// Ctrl-C and SIGTERM.
+func TestReadSecretFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadSecret(p)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), p+" is not a regular file") {
+			t.Errorf("named pipe: %v, want an error naming it", err)
+		}
+	case <-time.After(10 * time.Second):
+		// Give the open its writer, so that the goroutine ends.
+		if f, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("ReadSecret of a named pipe no one writes to did not return in 10 s")
 	}
 }
