@@ -19,11 +19,18 @@ func (c *RunConfig) ClusterConfig(self int) (cluster.Config, error) {
 	return cc, cc.Check()
 }
 
+// IsCluster reports whether `kspider run` sets the node up as one of a
+// cluster (more than one node or phase: a communicator, the secret file,
+// a phase clock); else it is a node alone.
+func (c *RunConfig) IsCluster() bool {
+	return len(c.Cluster.Nodes) > 1 || c.Cluster.Phases > 1
+}
+
 // clusterTurns reports whether the config makes a node take turns on hosts
-// phase by phase: a cluster, as `kspider run` sets one up (more than one
-// node or phase), whose partition takes turns (cluster.Config.Turns).
+// phase by phase: a cluster (IsCluster) whose partition takes turns
+// (cluster.Config.Turns).
 func (c *RunConfig) clusterTurns() bool {
 	p, err := cluster.ParsePartition(c.Cluster.Partition)
 	cc := cluster.Config{Partition: p}
-	return err == nil && cc.Turns() && (len(c.Cluster.Nodes) > 1 || c.Cluster.Phases > 1)
+	return err == nil && cc.Turns() && c.IsCluster()
 }

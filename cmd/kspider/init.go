@@ -13,6 +13,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/spider/cluster"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -26,11 +27,11 @@ contact URL in, and check it:
   kspider init > crawl.toml
   kspider init --check crawl.toml
 
---check reads FILE (and its seeds_file), prints every error naming the line
-and key and exits 1, or prints "ok", the warnings (on stderr; these include
-this machine's open-files hard limit and local port range when they are too
-small for the fetchers) and the effective values (defaults filled in) and
-exits 0.`)
+--check reads FILE (and its seeds_file, and a cluster's secret_file as the
+run does), prints every error naming the line and key and exits 1, or
+prints "ok", the warnings (on stderr; these include this machine's
+open-files hard limit and local port range when they are too small for the
+fetchers) and the effective values (defaults filled in) and exits 0.`)
 	check := fs.String("check", "", "check config `FILE` instead of printing the sample")
 	if err := parseFlags(e, fs, args); err != nil {
 		return err
@@ -56,6 +57,11 @@ func checkConfig(ctx context.Context, e env, path string) error {
 	var seeds []string
 	if err == nil {
 		seeds, err = cfg.LoadSeeds(ctx)
+	}
+	if err == nil && cfg.IsCluster() && cfg.Cluster.SecretFile != "" {
+		// As the run reads it: else "ok" of a secret the run refuses
+		// (others may read it, too short, missing).
+		_, err = cluster.ReadSecret(cfg.Cluster.SecretFile)
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
 		return err // interrupted: not an error of the config

@@ -130,6 +130,40 @@ func TestInitCheck(t *testing.T) {
 	}
 }
 
+// TestInitCheckSecretFile: init --check reads cluster.secret_file as the
+// run does, and fails as the run would; it said ok of a secret others may
+// read, too short, or missing, which the run then refused.
+func TestInitCheckSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	conf := filepath.Join(dir, "cluster.toml")
+	os.WriteFile(conf, []byte("contact = \"mailto:me@example.org\"\n[cluster]\nphases = 2\nsecret_file = \""+secret+
+		"\"\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:7410\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:7420\"\n"), 0o644)
+	for _, c := range []struct {
+		body string
+		mode os.FileMode
+		want string
+	}{
+		{"0123456789abcdef0123\n", 0o644, "mode 0644"},
+		{"short\n", 0o600, "holds 5 bytes of secret"},
+		{"", 0, "no such file"},
+	} {
+		os.Remove(secret)
+		if c.mode != 0 {
+			os.WriteFile(secret, []byte(c.body), c.mode)
+			os.Chmod(secret, c.mode)
+		}
+		code, out, errOut := runCmd(t, "", "init", "--check", conf)
+		if code != 1 || strings.Contains(out, "ok") || !strings.Contains(errOut, "cluster.secret_file: ") || !strings.Contains(errOut, c.want) {
+			t.Errorf("secret %q mode %v: exit %d, want 1 with %q:\n%s%s", c.body, c.mode, code, c.want, out, errOut)
+		}
+	}
+	os.WriteFile(secret, []byte("0123456789abcdef0123\n"), 0o600)
+	if code, out, errOut := runCmd(t, "", "init", "--check", conf); code != 0 || !strings.Contains(out, "ok: "+conf) {
+		t.Errorf("good secret: exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
 // TestInitCheckInterrupted: `init --check` on a config whose seeds_file
 // never ends (here a pipe fed until the test ends; /dev/urandom did it)
 // stops when its context ends, as on Ctrl-C, and does not call the config

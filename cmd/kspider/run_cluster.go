@@ -41,7 +41,7 @@ type runCluster struct {
 
 func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag int) (*runCluster, error) {
 	cl := cfg.Cluster
-	if len(cl.Nodes) <= 1 && cl.Phases <= 1 {
+	if !cfg.IsCluster() {
 		// Else a --node meant for a cluster's config would crawl here as
 		// the one node, taking no part in the cluster it was meant for.
 		if nodeFlag != -1 && (len(cl.Nodes) == 0 || nodeFlag != cl.Nodes[0].ID) {
