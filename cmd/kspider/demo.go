@@ -125,6 +125,17 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 			return usagef("--status: %v (or \"off\")", err)
 		}
 	}
+	var logOut *os.File
+	if *logFile != "" {
+		// Made now: a path that cannot be written was found out after the
+		// whole crawl, whose summary was then lost.
+		f, err := os.Create(*logFile)
+		if err != nil {
+			return fmt.Errorf("--log: %w", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
 	st := demoState{Version: 1, Hosts: *hosts, Seed: *seed, Plain: *plain}
 	stateDir := *dir
 	if stateDir == "" {
@@ -264,7 +275,7 @@ ends the crawl as Ctrl-C does, but with exit 0.`)
 			logf("stored but not in the truth: %s", u)
 		}
 	}
-	if err := demoAudit(&rep, srv, &log, *logFile, logf); err != nil {
+	if err := demoAudit(&rep, srv, &log, logOut, logf); err != nil {
 		return err
 	}
 	if *asJSON {
@@ -373,14 +384,16 @@ func demoStore(rep *demoReport, pages string, sum *spider.NodeSummary) (map[stri
 }
 
 // demoAudit reads the web's request log of this run.
-func demoAudit(rep *demoReport, srv *testweb.Server, log *bytes.Buffer, logFile string, logf func(string, ...any)) error {
+// A copy goes to logOut (--log) when it is not nil.
+func demoAudit(rep *demoReport, srv *testweb.Server, log *bytes.Buffer, logOut *os.File, logf func(string, ...any)) error {
 	// Closing the web flushes its log and stops its writer.
 	if err := srv.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
 	}
-	if logFile != "" {
-		if err := os.WriteFile(logFile, log.Bytes(), 0o644); err != nil {
-			return err
+	if logOut != nil {
+		_, err := logOut.Write(log.Bytes())
+		if err = errors.Join(err, logOut.Close()); err != nil {
+			return fmt.Errorf("--log: %w", err)
 		}
 	}
 	entries, err := testweb.ReadLog(bytes.NewReader(log.Bytes()))

@@ -348,6 +348,19 @@ func TestDemoBadStatus(t *testing.T) {
 	}
 }
 
+// TestDemoBadLog: a --log file that cannot be written fails the demo
+// before it starts, naming the flag; it was found out after the whole
+// crawl, whose summary was then not printed.
+func TestDemoBadLog(t *testing.T) {
+	tmp := t.TempDir()
+	for _, bad := range []string{tmp, filepath.Join(tmp, "none", "x.log")} {
+		code, out, errOut := runCmd(t, "", "demo", "--plain", "--hosts", "3", "--status", "off", "--log", bad)
+		if code != 1 || !strings.Contains(errOut, "kspider demo: --log: ") || !strings.Contains(errOut, bad) || strings.Contains(errOut, "generating") {
+			t.Errorf("demo --log %s: exit %d, want 1 naming it before the web starts:\n%s%s", bad, code, out, errOut)
+		}
+	}
+}
+
 func TestDemoBadDir(t *testing.T) {
 	tmp := t.TempDir()
 	file := filepath.Join(tmp, "file")
