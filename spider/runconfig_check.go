@@ -205,6 +205,11 @@ func (c *RunConfig) validateScope(k *checker) {
 	k.intRange("scope.max_url_length", int64(s.MaxURLLength), 0, 1<<20)
 	k.intRange("scope.max_path_depth", int64(s.MaxPathDepth), 0, 1<<16)
 	k.intRange("scope.max_segment_repeat", int64(s.MaxSegmentRepeat), 0, 1<<16)
+	if s.MaxSegmentRepeat == 1 {
+		// The filter takes it for no limit: the strictest setting asked
+		// for would have been none at all, silently.
+		k.errorf("scope.max_segment_repeat", "1 would refuse every path (a segment's first occurrence would be its repeat); 2 refuses a segment seen twice, 0 is no limit")
+	}
 	k.intRange("scope.max_subdomains", int64(s.MaxSubdomains), 0, 1<<40)
 }
 

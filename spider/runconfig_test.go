@@ -198,6 +198,9 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[storage]\ndirs = [\"/a\", \"/b\", \"/a/\"]\n", `x.toml:2: storage.dirs[2]: "/a/" is storage.dirs[0] again`},
 		{"data_dir = \"/d\"\n[storage]\ndirs = [\"/e\", \"/d/\"]\n", `x.toml:3: storage.dirs[1]: "/d/" is data_dir; use a directory of its own such as "/d/pages"`},
 		{"[storage]\ncodec = \"gzip\"\n", `x.toml:2: storage.codec: "gzip" is not one of none, lzo, s2, zstd`},
+		// The filter takes it for no limit at all (its first occurrence
+		// would be a repeat): the operator asked for the strictest.
+		{"[scope]\nmax_segment_repeat = 1\n", "x.toml:2: scope.max_segment_repeat: 1 would refuse every path"},
 		{"[scope]\ninclude = [\"(\"]\n", "x.toml:2: scope.include[0]: error parsing regexp"},
 		{"[scope]\ndomains = [\"a..b\"]\n", "x.toml:2: scope.domains[0]:"},
 		{"[cluster]\nnode = 1\n", "x.toml:2: cluster.node: node 1 is not in cluster.nodes"},

@@ -202,7 +202,8 @@ include = {{list .Scope.Include}}
 exclude = {{list .Scope.Exclude}}
 domains = {{list .Scope.Domains}}
 # Trap limits (0: no limit): URL length in bytes, path segments, repeats of
-# one segment in a path (a loop), hosts per registrable domain.
+# one segment in a path (a loop: a path with one segment this many times is
+# refused, so at least 2), hosts per registrable domain.
 max_url_length = {{.Scope.MaxURLLength}}
 max_path_depth = {{.Scope.MaxPathDepth}}
 max_segment_repeat = {{.Scope.MaxSegmentRepeat}}
