@@ -136,6 +136,11 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	}
 	k.intRange("politeness.per_ip", int64(p.PerIP), 1, 10_000)
 	k.duration("politeness.crawl_delay_cap", p.CrawlDelayCap, false)
+	if p.CrawlDelayCap.Duration == 0 {
+		// The scheduler takes 0 for its default, a minute: Crawl-delay
+		// was obeyed up to that where the operator asked it never to matter.
+		k.errorf("politeness.crawl_delay_cap", "must be longer than 0; for Crawl-delay never to matter, set it at or below politeness.delay (%v)", p.Delay)
+	}
 	if p.CrawlDelayCap.Duration > scheduler.MaxDelay {
 		// The scheduler refuses it (a wait added to the time of day would
 		// wrap round): the node's start failed, naming no file or key.

@@ -174,6 +174,9 @@ func TestRunConfigErrors(t *testing.T) {
 		// Added to the time of day, it wrapped round: no delay at all.
 		{"[politeness]\ndelay = \"2562047h\"\n", "x.toml:2: politeness.delay: 2562047h is above 1h"},
 		{"[politeness]\ndelay = \"1h0m1s\"\n", "x.toml:2: politeness.delay: 1h0m1s is above 1h"},
+		// The scheduler took 0 for its default, a minute: Crawl-delay obeyed
+		// up to 60 s where the operator had asked for it never to matter.
+		{"[politeness]\ncrawl_delay_cap = \"0s\"\n", "x.toml:2: politeness.crawl_delay_cap: must be longer than 0"},
 		// The scheduler refused it at the node's start, naming no file or key.
 		{"[politeness]\ncrawl_delay_cap = \"2562047h\"\n", "x.toml:2: politeness.crawl_delay_cap: 2562047h is above 876000h"},
 		{"[limits]\nconnect_timeout = \"0s\"\n", "x.toml:2: limits.connect_timeout: must be longer than 0"},

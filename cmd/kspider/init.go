@@ -220,7 +220,8 @@ delay = {{q .Politeness.Delay.String}}
 # Connections this node has open at once to one IP address (hosts
 # sharing a server); kept connections count. Per node in a cluster.
 per_ip = {{.Politeness.PerIP}}
-# A robots.txt Crawl-delay longer than the delay is obeyed up to this.
+# A robots.txt Crawl-delay longer than the delay is obeyed up to this
+# (more than 0; at or below the delay, Crawl-delay never matters).
 crawl_delay_cap = {{q .Politeness.CrawlDelayCap.String}}
 # When a site's robots.txt becomes unreachable, its last fetched copy is
 # still used for this long after it went stale (RFC 9309 section 2.4);
