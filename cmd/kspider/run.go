@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -64,6 +65,17 @@ a peer were lost): the summary names what.`)
 	defer stopProfile()
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	var badNode error
+	fs.Visit(func(f *flag.Flag) {
+		// The default, -1, is "not given"; a negative one given was taken
+		// for none, and the process ran as the config's cluster.node.
+		if f.Name == "node" && *nodeFlag < 0 {
+			badNode = usagef("--node %d: node ids are 0 or more", *nodeFlag)
+		}
+	})
+	if badNode != nil {
+		return badNode
 	}
 	if *config == "" {
 		return usagef("--config FILE is required (write one with 'kspider init > crawl.toml')")

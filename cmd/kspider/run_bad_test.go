@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kspider/kspider/tools/testweb"
 )
@@ -178,6 +181,41 @@ func TestRunNodeFlagOneNode(t *testing.T) {
 	code, _, errOut = runCmd(t, "", "run", "--config", conf, "--ca", filepath.Join(tmp, "none.pem"), "--quiet")
 	if code != 1 || !strings.Contains(errOut, "--ca: open ") {
 		t.Errorf("--ca of no file: exit %d, want 1 naming the flag:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+}
+
+// TestRunNodeFlagCluster: --node naming no node of a cluster's config is
+// a usage error (it was exit 1), and a negative one too: it was taken for
+// no --node, and the process crawled as the config's cluster.node.
+func TestRunNodeFlagCluster(t *testing.T) {
+	tmp := t.TempDir()
+	secret := filepath.Join(tmp, "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "data")
+	conf := filepath.Join(tmp, "cluster.toml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("data_dir = %q\nstatus = \"\"\ncontact = \"mailto:me@example.org\"\n"+
+		"[cluster]\nphases = 2\nsecret_file = %q\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:1\"\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:2\"\n",
+		dir, secret)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ node, want string }{
+		{"2", "--node 2 is not in cluster.nodes (ids 0 to 1)"},
+		{"-2", "--node -2: node ids are 0 or more"},
+		{"-1", "--node -1: node ids are 0 or more"},
+	} {
+		// Bounded: a run that starts anyway ends here.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var out, errb bytes.Buffer
+		code := run(ctx, env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, []string{"run", "--config", conf, "--node", c.node, "--quiet"})
+		cancel()
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--node %s: exit %d, want 2 with %q:\n%s", c.node, code, c.want, &errb)
+		}
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Error("the data directory was created for a run that never started")

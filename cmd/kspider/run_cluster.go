@@ -49,6 +49,10 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 		}
 		return nil, nil
 	}
+	if nodeFlag != -1 && !slices.ContainsFunc(cl.Nodes, func(n spider.RunNode) bool { return n.ID == nodeFlag }) {
+		// How the command was called: exit 2, as for a node alone.
+		return nil, usagef("--node %d is not in cluster.nodes (ids 0 to %d)", nodeFlag, len(cl.Nodes)-1)
+	}
 	local, err := cluster.LocalAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("listing this machine's addresses: %w", err)
