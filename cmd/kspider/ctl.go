@@ -110,6 +110,13 @@ user's process may hold its port).`)
 		if msg == "" {
 			msg = strings.TrimSpace(string(body))
 		}
+		if resp.StatusCode == http.StatusForbidden {
+			// ctl sends no Origin or Sec-Fetch-Site: the token is what
+			// was refused, and the file is likely right but another
+			// node's (two on one machine, the other's --status or --dir).
+			return fmt.Errorf("the node at %s refused the token of %s (%s): it is another data directory's node; give the address of that directory's with --status, or this one's directory with --dir",
+				*addr, filepath.Join(*dir, status.TokenFile), msg)
+		}
 		return fmt.Errorf("%s: %s: %s", *addr, resp.Status, msg)
 	}
 	fmt.Fprintf(e.stdout, "%s: ok, node %s\n", action, ans.State)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -150,5 +151,28 @@ func TestSocketOwner(t *testing.T) {
 		if _, ok := err.(*foreignServerError); !ok {
 			t.Errorf("%s: a server of uid %d taken for one of uid %d: %v", network, os.Getuid(), os.Getuid()+1, err)
 		}
+	}
+}
+
+// TestCtlWrongNode: a node that refuses the token is another data
+// directory's (two nodes on one machine, ctl given the other's --status or
+// --dir); ctl says so, naming the token file and the address, where the
+// node's "missing or wrong token" alone had the operator suspect the file.
+func TestCtlWrongNode(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := status.Token(dir); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		w.Write([]byte(`{"error":"missing or wrong token (Authorization: Bearer <token from the data directory>)"}`))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	code, _, errOut := runCmd(t, "", "ctl", "drain", "--status", addr, "--dir", dir)
+	want := "the node at " + addr + " refused the token of " + filepath.Join(dir, status.TokenFile)
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("ctl at another node: exit %d, want 1 with %q:\n%s", code, want, errOut)
 	}
 }
