@@ -98,8 +98,7 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	if !isToken(c.UserAgent) {
 		k.errorf("user_agent", "%q is not a product token like \"MyCrawler/1.0\"", c.UserAgent)
 	}
-	if u, err := url.Parse(c.Contact); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") ||
-		(u.Scheme != "mailto" && u.Host == "") || strings.ContainsAny(c.Contact, " ()\r\n") {
+	if !isContactURL(c.Contact) {
 		k.errorf("contact", "%q is not an http(s) or mailto URL", c.Contact)
 	}
 	if c.From != "" {
@@ -312,6 +311,28 @@ func (c *RunConfig) Warnings() []string {
 		w = append(w, fmt.Sprintf("politeness.crawl_delay_cap: %v is below politeness.delay %v, so Crawl-delay never matters", cap, c.Politeness.Delay))
 	}
 	return w
+}
+
+// isContactURL reports whether s is an http(s) URL with a host, or a
+// mailto URL with an e-mail address: "mailto:" alone, sent as "(+mailto:)",
+// gave site owners no way to reach the operator.
+func isContactURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || strings.ContainsAny(s, " ()\r\n") {
+		return false
+	}
+	switch u.Scheme {
+	case "http", "https":
+		return u.Host != ""
+	case "mailto":
+		to, err := url.PathUnescape(u.Opaque)
+		if err != nil {
+			return false
+		}
+		_, err = mail.ParseAddressList(to)
+		return err == nil
+	}
+	return false
 }
 
 // checkSeed reports why s cannot be a seed.

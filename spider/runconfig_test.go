@@ -194,6 +194,10 @@ func TestRunConfigErrors(t *testing.T) {
 		{"status = \"127.0.0.1:99999\"\n", `status: "127.0.0.1:99999": port "99999" is not 0..65535`},
 		{"user_agent = \"My Bot\"\n", `user_agent: "My Bot" is not a product token`},
 		{"contact = \"call me\"\n", `contact: "call me" is not an http(s) or mailto URL`},
+		// Sent as "(+mailto:)": no way to reach the operator.
+		{"contact = \"mailto:\"\n", `x.toml:1: contact: "mailto:" is not an http(s) or mailto URL`},
+		{"contact = \"mailto:nobody\"\n", `x.toml:1: contact: "mailto:nobody" is not an http(s) or mailto URL`},
+		{"contact = \"mailto:?subject=crawler\"\n", `contact: "mailto:?subject=crawler" is not`},
 		{"from = \"not an address\"\n", `from: "not an address" is not an e-mail address`},
 		{"dns_servers = [\"8.8.8.8\", \"dns.example\"]\n", `x.toml:1: dns_servers[1]: "dns.example" is not an IP address`},
 		{"ntp_servers = [\"bad host!\"]\n", `ntp_servers[0]: "bad host!": "bad host!" is neither`},
