@@ -7,8 +7,9 @@
 // # URL states
 //
 // Every URL id (the URL tree's dense ids) has an 8-byte record in
-// sched.states (state.go): its State, link depth, retry count and host
-// number, with a 16-bit check. The states:
+// sched.states (state.go): its State, link depth, retry count, host
+// number and the redirects in a row that led to it (AddRedirect, since
+// format version 4), with a 16-bit check. The states:
 //
 //	absent        never added (a gap record below the highest id, zero above it)
 //	in-list       waiting to be handed out
@@ -74,7 +75,7 @@
 // # Files and durability
 //
 // A scheduler is a directory of four files, each starting with a 64-byte
-// header (magic, format version 3, the URL tree's ID, header checksum;
+// header (magic, format version 4, the URL tree's ID, header checksum;
 // file.go):
 //
 //	sched.meta    the commit record: two checksummed slots (file.go)
@@ -103,7 +104,11 @@
 // directory, or its tree replaced) and a file whose ID is not the meta
 // file's (one copied or swapped in), naming it, and Check reports such a
 // file and will not repair (CheckFor, given the tree's ID, also a
-// scheduler of another tree). Files from before format version 3 (states at
+// scheduler of another tree). A states file of format version 3 is read as
+// it is (its records are version 4's with no redirects counted) and given
+// the version 4 header at Open, so a build of before refuses it as newer
+// instead of reading the counts as host bits; the other files stay at
+// version 3, their format unchanged. Files from before format version 3 (states at
 // version 1 or 2, the others at 1, without ID or header checksum), and
 // files created with no TreeID, are read and given the ID by the next Open
 // with one: the array files first, the meta file last, so a crash in

@@ -35,12 +35,17 @@ const (
 const headerSize = 64
 
 // FormatVersion is the on-disk format this package writes, for all four
-// files: version 3 added the URL tree's ID and the header checksum.
-// Before it, sched.states was at version 2 (no all-zero record below the
-// highest id; state.go) and the other files at version 1; Open reads
-// those, converts a version 1 states file to version 2 and then gives the
+// files: version 4 took bits 44..47 of a URL's state record from the host
+// number for the redirects in a row that led to the URL (state.go; the
+// other files are as in version 3, host numbers now below 2^28), version 3
+// added the URL tree's ID and the header checksum. Before it, sched.states
+// was at version 2 (no all-zero record below the highest id; state.go) and
+// the other files at version 1. Open reads all those, converts a version 1
+// states file to version 2, gives a states file of before version 4 the
+// version 4 header (so a build of before refuses it as newer rather than
+// read hops as host bits; the other files keep theirs) and then gives the
 // files the ID (headers of the array files first, the meta file's last).
-const FormatVersion = 3
+const FormatVersion = 4
 
 // oldVersion is the newest format version without the ID of the file of
 // the given magic.

@@ -45,7 +45,7 @@ func (s *Scheduler) host(name string) (uint32, error) {
 		return 0, err
 	}
 	num := len(s.hosts)
-	if uint64(num) >= 1<<32-1 {
+	if uint64(num) >= gapHost {
 		return 0, fmt.Errorf("%w: the host table is full", ErrBadHost)
 	}
 	if err := s.namesF.ensure(headerSize + int64(s.namesLen) + int64(len(name))); err != nil {

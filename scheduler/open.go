@@ -200,6 +200,9 @@ func (s *Scheduler) load() error {
 			return err
 		}
 	}
+	if err := s.upgradeStates(); err != nil {
+		return err
+	}
 	s.countStates()
 	s.opened.Clean = c.flags&flagClean != 0
 	if !s.opened.Clean {

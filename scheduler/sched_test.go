@@ -31,7 +31,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		retries uint8
 		depth   uint8
 		host    uint32
-	}{{0, InList, 0, 0, 0}, {7, Stalled, 15, 255, 1<<32 - 1}, {1<<32 - 2, Redirected, 3, 9, 12345}} {
+	}{{0, InList, 0, 0, 0}, {7, Stalled, 15, 255, gapHost}, {1<<32 - 2, Redirected, 3, 9, 12345}} {
 		r := makeRecord(tc.id, tc.st, tc.retries, tc.depth, tc.host)
 		if err := checkRecord(tc.id, r); err != nil {
 			t.Fatal(err)

@@ -44,9 +44,20 @@ func (s State) Unfinished() bool { return s == InList || s == InProgress || s ==
 //	bits  0..3   state
 //	bits  4..7   retries: temporary failures so far
 //	bits  8..15  depth: link depth (255 = unknown)
-//	bits 16..47  host number (index into sched.hosts)
+//	bits 16..43  host number (index into sched.hosts)
+//	bits 44..47  hops: the redirects in a row that led to the URL (since
+//	             format version 4; 0 for a URL found by a link or a seed)
 //	bits 48..63  check: the low 16 bits of CRC-32C over the id (4 bytes,
 //	             little endian) followed by bits 0..47 (6 bytes)
+//
+// Before format version 4 bits 16..47 were all the host number. The hops
+// are stored because a redirect's target keeps its page's depth: counted
+// in memory, a chain being followed when the node stopped started its
+// count again at the next run, and a node killed in a loop followed a
+// hostile chain without end. A version 3 record is a version 4 record with
+// no hops unless its host number is 2^28 or more, which no table of this
+// build holds: decodeStates refuses such a record as damage rather than
+// read its high host bits as hops.
 //
 // Any record must carry a known state and a matching check; the id in the
 // check catches a record written to the wrong place. Eight-byte aligned
@@ -67,6 +78,9 @@ const (
 	payloadMask  = 1<<payloadBits - 1
 	maxRetries   = 15
 	unknownDepth = 255
+	hostBits     = 28
+	// MaxHops is the most redirects in a row a record holds (4 bits).
+	MaxHops = 15
 )
 
 func recordCheck(id uint32, payload uint64) uint64 {
@@ -78,29 +92,45 @@ func recordCheck(id uint32, payload uint64) uint64 {
 }
 
 // gapHost is the host number of a gap record; never a real host (Host
-// numbers stay below 2^32-1).
-const gapHost = ^uint32(0)
+// numbers stay below 2^28-1). A gap record's hops are MaxHops: its bits
+// 16..47 are all ones, as in every format version.
+const gapHost = 1<<hostBits - 1
 
 // gapRecord is the record of id when a later id was added first.
-func gapRecord(id uint32) record { return makeRecord(id, Absent, 0, unknownDepth, gapHost) }
+func gapRecord(id uint32) record {
+	return makeRecord(id, Absent, 0, unknownDepth, gapHost).withHops(id, MaxHops)
+}
 
 // added reports whether r is the record of an added URL (not zero, not a gap).
 func (r record) added() bool { return r.state() != Absent }
 
+// makeRecord makes a record with no hops (see withHops).
 func makeRecord(id uint32, st State, retries, depth uint8, host uint32) record {
-	p := uint64(st)&15 | uint64(retries&15)<<4 | uint64(depth)<<8 | uint64(host)<<16
+	p := uint64(st)&15 | uint64(retries&15)<<4 | uint64(depth)<<8 | uint64(host&gapHost)<<16
 	return record(p | recordCheck(id, p)<<payloadBits)
 }
 
 func (r record) state() State    { return State(r & 15) }
 func (r record) retries() uint8  { return uint8(r>>4) & 15 }
 func (r record) depth() uint8    { return uint8(r >> 8) }
-func (r record) host() uint32    { return uint32(r >> 16) }
+func (r record) host() uint32    { return uint32(r>>16) & gapHost }
+func (r record) hops() uint8     { return uint8(r>>(16+hostBits)) & MaxHops }
 func (r record) payload() uint64 { return uint64(r) & payloadMask }
 
 // with returns r for id with state and retries replaced.
 func (r record) with(id uint32, st State, retries uint8) record {
-	return makeRecord(id, st, retries, r.depth(), r.host())
+	return makeRecord(id, st, retries, r.depth(), r.host()).withHops(id, r.hops())
+}
+
+// withDepth returns r for id with depth d.
+func (r record) withDepth(id uint32, d uint8) record {
+	return makeRecord(id, r.state(), r.retries(), d, r.host()).withHops(id, r.hops())
+}
+
+// withHops returns r for id with hops h (at most MaxHops).
+func (r record) withHops(id uint32, h uint8) record {
+	p := r.payload()&^(MaxHops<<(16+hostBits)) | uint64(min(h, MaxHops))<<(16+hostBits)
+	return record(p | recordCheck(id, p)<<payloadBits)
 }
 
 // checkRecord reports what is wrong with the record of id, if anything.
@@ -180,6 +210,13 @@ func decodeStates(path string, version uint32, recs []record, durable uint64, nH
 		}
 		if !r.added() {
 			continue // a gap record
+		}
+		if version < 4 && r.hops() != 0 {
+			// Bits 16..47 were the host number: 2^28 or more.
+			if err := sink.damage(path, off, "id %d names host %d (format version %d); this build's host numbers stay below 2^%d", id, uint32(r>>16), version, hostBits); err != nil {
+				return s, err
+			}
+			continue
 		}
 		if r.host() >= nHosts {
 			if uint64(i) < durable {

@@ -40,7 +40,7 @@ func (s *Scheduler) Mark(id uint32, host string, depth uint8, st State) (bool, e
 	if err != nil {
 		return false, err
 	}
-	return s.add(id, h, depth, st)
+	return s.add(id, h, depth, 0, st)
 }
 
 // AddHost is Add for a host number from Host, sparing the name lookup.
@@ -50,10 +50,10 @@ func (s *Scheduler) AddHost(id, host uint32, depth uint8) (bool, error) {
 	if err := s.usableHost(host); err != nil {
 		return false, err
 	}
-	return s.add(id, host, depth, InList)
+	return s.add(id, host, depth, 0, InList)
 }
 
-func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
+func (s *Scheduler) add(id, h uint32, depth, hops uint8, st State) (bool, error) {
 	if st == Absent || st == InProgress || st >= numStates {
 		return false, fmt.Errorf("scheduler: cannot add URL %d as %v", id, st)
 	}
@@ -63,7 +63,7 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 	if uint64(id) < s.count {
 		if r := s.recs[id]; r.added() {
 			if depth < r.depth() {
-				s.recs[id] = makeRecord(id, r.state(), r.retries(), depth, r.host())
+				s.recs[id] = r.withDepth(id, depth)
 			}
 			return false, nil
 		}
@@ -74,7 +74,7 @@ func (s *Scheduler) add(id, h uint32, depth uint8, st State) (bool, error) {
 	for gap := s.count; gap < uint64(id); gap++ {
 		s.recs[gap] = gapRecord(uint32(gap)) // never a zero record below the highest id
 	}
-	s.recs[id] = makeRecord(id, st, 0, depth, h)
+	s.recs[id] = makeRecord(id, st, 0, depth, h).withHops(id, hops)
 	s.states[st]++
 	s.count = max(s.count, uint64(id)+1)
 	if st == InList {
@@ -111,7 +111,7 @@ func (s *Scheduler) Lower(id uint32, d uint8) (uint8, bool, error) {
 	if d >= r.depth() {
 		return r.depth(), false, nil
 	}
-	s.recs[id] = makeRecord(id, r.state(), r.retries(), d, r.host())
+	s.recs[id] = r.withDepth(id, d)
 	return r.depth(), true, nil
 }
 

@@ -179,19 +179,24 @@ func hostName(key string) string {
 // /r/N+1 was crawled without end at any max_depth.
 const maxRedirectHops = 10
 
-// redirectHops remembers, for the targets of the redirects fetched, how
-// many redirects led to them, until they are fetched in turn. It is in
-// memory: a chain being followed when the node stops starts its count
-// again at the next run. Targets never fetched (known already, filtered)
-// would stay: the counts live in two generations of redirectGen entries
-// each, the older dropped when the newer is full.
+// redirectHops carries the count of redirects in a row that led to a
+// redirect's targets from followRedirect (or a peer's item) to the writer,
+// which stores it with each new target's scheduler record
+// (Scheduler.AddRedirect), or to route, which sends it with a target
+// another node owns. The count is read back from the scheduler when the
+// target is fetched: kept here until then, it was lost with a restart, and
+// a chain being followed went 10 hops further per run (a node killed in a
+// loop followed a hostile chain without end). Targets the writer never
+// sees (the crawl stopped first) would stay: the counts live in two
+// generations of redirectGen entries each, the older dropped when the
+// newer is full.
 type redirectHops struct {
 	mu       sync.Mutex
 	cur, old map[string]uint8
 }
 
-// redirectGen is the size of one generation: a chain's next hop is
-// fetched long before as many other redirects are.
+// redirectGen is the size of one generation: the writer sees a target
+// long before as many other redirects are fetched.
 const redirectGen = 1 << 15
 
 // take returns, and forgets, the redirects that led to URL u.
@@ -220,14 +225,15 @@ func (r *redirectHops) put(u string, hops uint8) {
 	r.cur[u] = hops
 }
 
-// followRedirect applies maxRedirectHops to the page u just fetched, with
-// its links p: the targets of a redirect are remembered one hop further,
-// or dropped (counted rejected) when that is past the limit.
-func (n *Node) followRedirect(u string, redirect bool, p *pageLinks) {
-	hops := n.budget.hops.take(u)
+// followRedirect applies maxRedirectHops to page id (URL u) just fetched,
+// or read back from the store, with its links p: the targets of a redirect
+// are counted one hop further than the page (its scheduler record's
+// count), or dropped (counted rejected) when that is past the limit.
+func (n *Node) followRedirect(id uint32, u string, redirect bool, p *pageLinks) {
 	if !redirect || p == nil || len(p.same) == 0 {
 		return
 	}
+	hops := n.sched.Hops(id)
 	if hops >= maxRedirectHops {
 		n.cfg.URLLogf("%s: redirect not followed: %d redirects in a row", u, hops+1)
 		n.st.rejected.Add(uint64(len(p.same)))

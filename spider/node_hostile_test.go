@@ -2,6 +2,7 @@ package spider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -279,5 +280,66 @@ func TestNodeLongHostName(t *testing.T) {
 	}
 	if err := CheckSeeds([]string{web.url(long, "/"), fmt.Sprintf("https://%s:65000/", long)}); err != nil {
 		t.Errorf("CheckSeeds of seeds with a 253-character host and a port: %v", err)
+	}
+}
+
+// TestNodeRedirectChainRestart: a redirect chain crawled across restarts
+// is bounded as one crawled in one run. The count lived in memory: each
+// run started it again at 0, so a chain cut by a stop went maxRedirectHops
+// further per run (here /r/18 reached over three runs; with kill -9 in a
+// loop, without end); now it is the target's scheduler record's, which
+// the pass over the store a raised limits.max_depth makes reads too.
+func TestNodeRedirectChainRestart(t *testing.T) {
+	var mu sync.Mutex
+	var stop context.CancelFunc
+	stopAt := -1
+	web := startHostile(t, func(w http.ResponseWriter, r *http.Request, web *hostileWeb) {
+		var k int
+		fmt.Sscanf(r.URL.Path[min(3, len(r.URL.Path)):], "%d", &k)
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+		case r.URL.Path == "/":
+			htmlLinks(w, "/r/0")
+		default:
+			mu.Lock()
+			if k == stopAt {
+				stop() // this run ends here, mid-chain
+			}
+			mu.Unlock()
+			http.Redirect(w, r, fmt.Sprintf("/r/%d", k+1), http.StatusFound)
+		}
+	})
+	dir := t.TempDir()
+	cfg := hostileConfig(t, dir, []string{web.url("main.test", "/")}, 1)
+	for run, at := range []int{4, 8, -1} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		mu.Lock()
+		stop, stopAt = cancel, at
+		mu.Unlock()
+		sum, err := runNode(t, ctx, cfg)
+		cancel()
+		if at < 0 && (err != nil || !sum.Finished) {
+			t.Fatalf("last run did not finish: %+v, %v", sum, err)
+		}
+		if at >= 0 && !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("run %d: %v, want interrupted at /r/%d", run, err, at)
+		}
+	}
+	// limits.max_depth raised: the pass over the store reads /r/10 back,
+	// and its target is one hop too many still.
+	cfg.MaxDepth = 2
+	if sum, err := runNode(t, context.Background(), cfg); err != nil || !sum.Finished {
+		t.Fatalf("run with the depth raised: %+v, %v", sum, err)
+	}
+	got := storedURLs(t, dir)
+	for k := 0; k <= maxRedirectHops+8; k++ {
+		u := web.url("main.test", fmt.Sprintf("/r/%d", k))
+		if k > maxRedirectHops && got[u] {
+			t.Errorf("%s stored: %d redirects in a row followed over the runs", u, k)
+		}
+		if k <= maxRedirectHops && !got[u] {
+			t.Errorf("%s not stored", u)
+		}
 	}
 }

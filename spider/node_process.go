@@ -159,7 +159,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		lr.each(r) // one Each never saw (Fetch ended before a fetcher was free)
 		n.cutShort(id, r, p)
 		if p.o.Kind != scheduler.FailedTemp && p.o.Kind != scheduler.NotTried { // (fetched again: keeps its count)
-			n.followRedirect(urls[i], p.o.Kind == scheduler.Redirect, p.links)
+			n.followRedirect(id, urls[i], p.o.Kind == scheduler.Redirect, p.links)
 		}
 		n.count(r, p)
 		if p.links != nil {

@@ -44,5 +44,10 @@ func (n *Node) storedLinks(id uint32) (pageLinks, error) {
 			return pl, fmt.Errorf("page %d (%s): %w", id, p.URL, err)
 		}
 	}
-	return n.extractLinks(id, 0, p.URL, body, h, redirect), nil
+	pl = n.extractLinks(id, 0, p.URL, body, h, redirect)
+	// A redirect's target read back counts its hops as when it was
+	// fetched: counted from 0, a chain cut at the limit went 10 hops
+	// further with every pass over the store.
+	n.followRedirect(id, p.URL, redirect, &pl)
+	return pl, nil
 }

@@ -240,6 +240,8 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	if n.route(u, d) { // owned by another node of the cluster
 		return
 	}
+	// A redirect's target: the redirects in a row that led to it.
+	hops := n.budget.hops.take(u)
 	n.dstore.outlinks = outlinks // for treeDepth.Lower (node_lower.go)
 	dec := n.depth.Seen(u, d)
 	if dec.Reason == scope.TooDeep {
@@ -293,7 +295,7 @@ func (n *Node) seeOne(u string, d int, outlinks map[uint32]pageLinks) {
 	ds.remember(u, id)
 	// New, or in the tree but lost by the scheduler in a crash (see
 	// recover): the scheduler learns it now.
-	isNew, err := n.sched.Add(id, hostKey(u), dec.Depth)
+	isNew, err := n.sched.AddRedirect(id, hostKey(u), dec.Depth, hops)
 	if err != nil {
 		n.writeFailed(fmt.Errorf("spider: scheduler add %d (%s): %w", id, u, err))
 		return
