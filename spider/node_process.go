@@ -63,7 +63,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 	// robots.txt on the list's connection when the node has no rules for
 	// the host (node_robots_list.go): rl.batch is then the list fetched.
 	rl := n.robotsFirst(ctx, l, urls, pre, lr)
-	rules, fetched, ok := rl.rules, rl.fetched, rl.ok
+	fetched, ok := rl.fetched, rl.ok
 	if rl.batch == nil {
 		// Anything the robots.txt list's Each saw was dropped with it (its
 		// URLs skipped while robots.txt redirected): the list is fetched
@@ -93,7 +93,7 @@ func (n *Node) processList(ctx context.Context, l scheduler.List, msgs chan<- fo
 		if pre.has(i) {
 			continue
 		}
-		if allowed, over := rules.CheckURL(u); !allowed {
+		if allowed, over := rl.check(i, u); !allowed {
 			denied[i] = over
 			continue
 		}

@@ -54,6 +54,29 @@ type robotsList struct {
 	later    bool // report the list NotTried: it goes out after TIMEWAIT
 	batch    *collector.Batch
 	reserved int // max_pages reserved for batch's fetches (its results)
+	// checked holds, by URL index, the hook's check of the URLs it saw
+	// against rules (nil: none): a hostile robots.txt's check costs up to
+	// its budget, which a second check of the same URL paid again.
+	checked []robotsCheck
+}
+
+// robotsCheck is one URL's check against a list's rules.
+type robotsCheck uint8
+
+const (
+	notChecked robotsCheck = iota
+	checkAllowed
+	checkDenied
+	checkOverBudget // denied: the check ran out of its budget
+)
+
+// check returns what the rules say of URL i (u) of the list: the hook's
+// answer when it checked u, or the rules' now.
+func (rl *robotsList) check(i int, u string) (allowed, overBudget bool) {
+	if i < len(rl.checked) && rl.checked[i] != notChecked {
+		return rl.checked[i] == checkAllowed, rl.checked[i] == checkOverBudget
+	}
+	return rl.rules.CheckURL(u)
 }
 
 // robotsFirst returns the rules for list l (urls, its URLs) and, when the
@@ -82,7 +105,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string,
 	// once Fetch is back, the connection closed: a slow hook would keep it
 	// open, past a cluster slot's end.
 	crawlCap := cmp.Or(n.cfg.Scheduler.MaxCrawlDelay, 60*time.Second) // the scheduler's default cap
-	h := &robotsHook{n: n, ctx: ctx, url: urls[0], reqs: reqs, minDelay: n.sched.MinDelay(), crawlCap: crawlCap}
+	h := &robotsHook{n: n, ctx: ctx, url: urls[0], reqs: reqs, nURLs: len(urls), minDelay: n.sched.MinDelay(), crawlCap: crawlCap}
 	b := n.coll.Fetch(ctx, &collector.List{Requests: reqs, Robots: true, AfterRobots: h.after,
 		RobotsMaxBody: robots.DefaultMaxSize + 1, Linger: true, Stop: n.ctl.stopping, Each: lr.each})
 	drop := func() { // what lr made of the results is dropped with them
@@ -124,7 +147,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string,
 	clear(b.Results[m:])
 	b.Results = b.Results[:m]
 	n.unreserve(k - m)
-	return robotsList{rules: h.verdict.rules, ok: true, batch: b, reserved: m}
+	return robotsList{rules: h.verdict.rules, ok: true, batch: b, reserved: m, checked: h.checked}
 }
 
 // robotsSeparate is the path for a host whose rules the node holds (or
@@ -141,12 +164,14 @@ type robotsHook struct {
 	ctx                context.Context
 	url                string // the list's first URL
 	reqs               []collector.Request
+	nURLs              int           // the list's URLs
 	minDelay, crawlCap time.Duration // the politeness delay, the Crawl-delay cap
 
 	called   bool
 	verdict  robotsVerdict // for recordRobots once the connection is closed
 	later    bool
 	redirect *primedRobots // robots.txt redirects: followed after the list
+	checked  []robotsCheck // by URL index: reqs checked against verdict.rules
 }
 
 // after is List.AfterRobots: it runs on the collector's fetcher goroutine
@@ -180,8 +205,17 @@ func (h *robotsHook) after(r *collector.Result) []bool {
 		return all()
 	}
 	skip := make([]bool, len(h.reqs))
+	h.checked = make([]robotsCheck, h.nURLs)
 	for i, rq := range h.reqs {
-		skip[i] = !rules.AllowedURL(rq.URL)
+		allowed, over := rules.CheckURL(rq.URL)
+		skip[i] = !allowed
+		c := checkAllowed
+		if over {
+			c = checkOverBudget
+		} else if !allowed {
+			c = checkDenied
+		}
+		h.checked[rq.ID-1] = c // (reqID)
 	}
 	return skip
 }

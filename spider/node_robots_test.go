@@ -154,23 +154,30 @@ func TestNodeRobotsUnreachableEvicted(t *testing.T) {
 	}
 }
 
-// TestNodeRobotsOverBudget: a URL a hostile robots.txt's wildcard patterns
-// made too costly to check is denied, by no rule; it showed only among the
-// denied, so an operator could not tell "robots.txt said no" from
-// "robots.txt too costly to check". The summary and the status now count
-// it apart.
-func TestNodeRobotsOverBudget(t *testing.T) {
+// overBudgetRobots is a robots.txt whose wildcard patterns make checking
+// the path long cost more than a check's budget (/no disallowed, /ok
+// allowed).
+func overBudgetRobots() (body, long string) {
 	var hostile strings.Builder
 	hostile.WriteString("User-agent: *\nAllow: /ok\nDisallow: /no\n")
 	for i := 0; hostile.Len() < robots.DefaultMaxSize-64; i++ {
 		x := strings.NewReplacer("0", "a", "1", "b").Replace(fmt.Sprintf("%020b", i))
 		fmt.Fprintf(&hostile, "Disallow: /*%s*%s\n", x, x)
 	}
-	long := "/" + strings.Repeat("ab", 4000) + "0123456789"
+	return hostile.String(), "/" + strings.Repeat("ab", 4000) + "0123456789"
+}
+
+// TestNodeRobotsOverBudget: a URL a hostile robots.txt's wildcard patterns
+// made too costly to check is denied, by no rule; it showed only among the
+// denied, so an operator could not tell "robots.txt said no" from
+// "robots.txt too costly to check". The summary and the status now count
+// it apart.
+func TestNodeRobotsOverBudget(t *testing.T) {
+	hostile, long := overBudgetRobots()
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
-			fmt.Fprint(w, hostile.String())
+			fmt.Fprint(w, hostile)
 		case "/":
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprintf(w, `<a href="/ok">ok</a> <a href="/no">no</a> <a href="%s">long</a>`, long)
@@ -207,5 +214,52 @@ func TestNodeRobotsOverBudget(t *testing.T) {
 	st := n.status(true)
 	if st.Totals.RobotsOverBudget != 1 || st.Totals.RobotsCacheBytes == 0 {
 		t.Errorf("status: robots_over_budget %d, robots_cache_bytes %d; want 1, > 0", st.Totals.RobotsOverBudget, st.Totals.RobotsCacheBytes)
+	}
+}
+
+// TestNodeRobotsCheckedOnce: the URLs of a list whose robots.txt came on
+// its own connection are checked against the rules once. The hook that
+// skips the disallowed ones checked them, and the list's processing again,
+// so a hostile robots.txt's budget was spent twice on each.
+func TestNodeRobotsCheckedOnce(t *testing.T) {
+	hostile, long := overBudgetRobots()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, hostile)
+			return
+		}
+		fmt.Fprint(w, "leaf")
+	})}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	origin := fmt.Sprintf("http://site.test:%d", ln.Addr().(*net.TCPAddr).Port)
+	// The host is new, so robots.txt comes on its first list's connection,
+	// which holds the long path, seen first (the others may come later).
+	cfg := nodeConfigFor(t, t.TempDir(), []string{origin + long, origin + "/ok", origin + "/no"}, func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}, nil, 0)
+	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond}
+	cfg.Scheduler = scheduler.Config{PartialWait: 50 * time.Millisecond, MinDelay: 10 * time.Millisecond}
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sum, err := n.Run(ctx)
+	if err != nil || !sum.Finished {
+		t.Fatalf("crawl: %+v, %v", sum, err)
+	}
+	if sum.Stored != 1 || sum.Denied != 2 || sum.DeniedOverBudget != 1 {
+		t.Errorf("stored %d, denied %d, of them over budget %d; want 1, 2, 1", sum.Stored, sum.Denied, sum.DeniedOverBudget)
+	}
+	rules, _ := n.robots.src.Cache.Get(origin, time.Now())
+	if rules == nil || rules.OverBudget() != 1 {
+		t.Fatalf("the long path's checks that ran out of budget: %d, want 1 (rules %v)", rules.OverBudget(), rules != nil)
 	}
 }
