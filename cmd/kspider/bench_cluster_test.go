@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/tools/testweb"
 )
 
@@ -89,5 +90,22 @@ func TestLogCounterSources(t *testing.T) {
 	}
 	if got := l.last(); got != 1795000000000000002 {
 		t.Errorf("last end %d; want 1795000000000000002", got)
+	}
+}
+
+// TestURLsOfRun: the bench reads the URLs off a run's counts line, of this
+// build (with the robots denied too costly to check) and of one before.
+func TestURLsOfRun(t *testing.T) {
+	sum := &spider.NodeSummary{Fetched: 9, Stored: 8, Denied: 3, DeniedOverBudget: 2, URLs: 41}
+	for _, out := range []string{
+		"progress\n" + countsLine(sum) + "\ncluster: node 0 of 1\n",
+		"fetched 9, stored 8, errors 0, robots denied 3, too deep 0, rejected 0, URLs 41\n",
+	} {
+		if got := urlsOfRun(out); got != 41 {
+			t.Errorf("urlsOfRun(%q) = %d, want 41", out, got)
+		}
+	}
+	if !strings.Contains(countsLine(sum), "robots denied 3 (2 too costly to check)") {
+		t.Errorf("counts line %q", countsLine(sum))
 	}
 }

@@ -237,8 +237,7 @@ a peer were lost): the summary names what.`)
 	}
 	fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), how))
 	if sum != nil {
-		fmt.Fprintf(e.stderr, "fetched %d, stored %d, errors %d, robots denied %d, too deep %d, rejected %d, URLs %d\n",
-			sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.TooDeep, sum.Rejected, sum.URLs)
+		fmt.Fprintln(e.stderr, countsLine(sum))
 		if sum.Unreadable > 0 {
 			fmt.Fprintf(e.stderr, "%d stored pages could not be read back to follow their links again (damaged records): run 'kspider check' on the data directory\n", sum.Unreadable)
 		}
@@ -288,4 +287,13 @@ func unseen(seen, closeErr error) error {
 		}
 	}
 	return errors.Join(out...)
+}
+
+// countsLine is the run's counts as its summary prints them. The URLs
+// robots.txt was too costly to check are among the denied, said apart:
+// left out, an operator could not tell them from those robots.txt
+// forbids. The crawl bench reads the line (urlsOfRun).
+func countsLine(sum *spider.NodeSummary) string {
+	return fmt.Sprintf("fetched %d, stored %d, errors %d, robots denied %d (%d too costly to check), too deep %d, rejected %d, URLs %d",
+		sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.DeniedOverBudget, sum.TooDeep, sum.Rejected, sum.URLs)
 }

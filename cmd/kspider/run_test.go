@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,6 +61,11 @@ func TestRunCommand(t *testing.T) {
 		t.Fatalf("resumed run: exit %d:\n%s", code, errOut)
 	}
 	t.Log(errOut)
+	// The counts line says the robots denied too costly to check apart,
+	// and the crawl bench still reads the URLs off it.
+	if !regexp.MustCompile(`robots denied \d+ \(\d+ too costly to check\), too deep`).MatchString(errOut) || urlsOfRun(errOut) == 0 {
+		t.Errorf("counts line without the robots too costly to check, or its URLs unread (%d):\n%s", urlsOfRun(errOut), errOut)
+	}
 	r, err := storage.OpenReader([]string{filepath.Join(dir, "pages")})
 	if err != nil {
 		t.Fatal(err)
