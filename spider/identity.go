@@ -87,16 +87,18 @@ func parseIdentity(b []byte) (DirIdentity, error) {
 	if len(lines) != 4 || len(lines[3]) != 0 {
 		return id, fmt.Errorf("%d bytes that are not three lines", len(b))
 	}
+	// The checksum first: a damaged version digit is damage, not a
+	// version this build does not know.
+	body := b[:len(lines[0])+len(lines[1])]
+	if want := dirFileSum(body); string(lines[2]) != want {
+		return id, fmt.Errorf("third line %q, but the lines before it sum to %q", lines[2], want)
+	}
 	version, ok := bytes.CutPrefix(bytes.TrimSuffix(lines[0], []byte("\n")), []byte(identityHeader))
 	if !ok {
 		return id, fmt.Errorf("first line %q is not %q and a version", lines[0], identityHeader)
 	}
 	if v, err := strconv.Atoi(string(version)); err != nil || v != 1 {
 		return id, fmt.Errorf("version %q; this kspider reads version 1", version)
-	}
-	body := b[:len(lines[0])+len(lines[1])]
-	if want := dirFileSum(body); string(lines[2]) != want {
-		return id, fmt.Errorf("third line %q, but the lines before it sum to %q", lines[2], want)
 	}
 	if _, err := fmt.Sscanf(string(lines[1]), "node %d of %d, partition %s\n", &id.Node, &id.Nodes, &id.Partition); err != nil ||
 		id.Nodes < 1 || id.Node < 0 || id.Node >= id.Nodes {
@@ -235,6 +237,18 @@ func writeIdentity(dir string, id DirIdentity) error {
 // of the lines before it.
 func dirFileSum(body []byte) string {
 	return fmt.Sprintf("crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// dirFileIntact reports whether b, a small file of a data directory, ends
+// with the checksum line of the lines before it: only then may a reader
+// take a first line it does not know for a newer version, not damage.
+func dirFileIntact(b []byte) bool {
+	body, ok := bytes.CutSuffix(b, []byte("\n"))
+	if !ok {
+		return false
+	}
+	i := bytes.LastIndexByte(body, '\n') + 1
+	return string(b[i:]) == dirFileSum(b[:i])
 }
 
 // writeDirFile writes a small file of a data directory whole: to a

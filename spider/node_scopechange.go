@@ -44,7 +44,9 @@ import (
 // pass more). The CRC-32C (Castagnoli) covers the lines before it. Version
 // 1, written before, has no third line: read, it tells a changed scope
 // only, and any change makes the pass. A scope whose encoding is over
-// maxScopeSize is written as version 1. The file is written to a
+// maxScopeSize is written as version 1. A first line of another version
+// is taken for one (refused, naming it) only when the CRC holds; without,
+// it is damage (a flipped version digit). The file is written to a
 // temporary name, fsynced and renamed (writeDirFile). A new directory
 // records the run's scope; one that holds a crawl but not the file
 // (deleted, or crawled before it) makes the full pass, as DEPTH missing
@@ -145,7 +147,9 @@ func readScope(dir string) (string, *scopeRecord, error) {
 		}
 		return fmt.Sprintf("%x", sha256.Sum256(j)), &r, nil
 	}
-	if len(lines) > 0 && bytes.HasPrefix(lines[0], []byte("kspider scope ")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 1\n")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 2\n")) {
+	// Another version only if the checksum holds: trusted before it, a
+	// damaged version digit read as a newer format.
+	if dirFileIntact(b) && bytes.HasPrefix(lines[0], []byte("kspider scope ")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 1\n")) && !bytes.HasPrefix(lines[0], []byte("kspider scope 2\n")) {
 		return "", nil, fmt.Errorf("spider: %s is of version %q; this kspider reads versions 1 and 2: run the kspider that wrote it, or delete the file, and the next run follows the stored pages' links again in full", path, bytes.TrimSpace(bytes.TrimPrefix(lines[0], []byte("kspider scope "))))
 	}
 	return "", nil, damaged
