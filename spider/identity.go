@@ -119,16 +119,11 @@ var ErrIdentityDamaged = errors.New("damaged")
 // damaged.
 func ReadDirIdentity(dir string) (DirIdentity, error) {
 	path := filepath.Join(dir, IdentityFile)
-	f, err := openRegular(path)
+	// The file is a few dozen bytes: a larger one is damage, not read whole.
+	b, err := readDirFile(dir, IdentityFile, maxIdentitySize)
 	if errors.Is(err, errNotRegular) {
 		return DirIdentity{}, fmt.Errorf("%s is %w: %v", path, ErrIdentityDamaged, err)
 	}
-	if err != nil {
-		return DirIdentity{}, err
-	}
-	defer f.Close()
-	// The file is a few dozen bytes: a larger one is damage, not read whole.
-	b, err := io.ReadAll(io.LimitReader(f, maxIdentitySize+1))
 	if err != nil {
 		return DirIdentity{}, err
 	}
@@ -137,27 +132,6 @@ func ReadDirIdentity(dir string) (DirIdentity, error) {
 		return id, fmt.Errorf("%s is %w: %v", path, ErrIdentityDamaged, err)
 	}
 	return id, nil
-}
-
-var errNotRegular = errors.New("not a regular file")
-
-// openRegular opens a small file of a data directory for reading, or says
-// it is not a regular file: a FIFO put there would block the open, and
-// the run, for good (a device would be read as the file).
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%w (a %v)", errNotRegular, fi.Mode().Type())
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // checkIdentity compares dir's IDENTITY with want and records want when
@@ -237,6 +211,35 @@ func writeIdentity(dir string, id DirIdentity) error {
 // of the lines before it.
 func dirFileSum(body []byte) string {
 	return fmt.Sprintf("crc32c %08x\n", crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// readDirFile reads the small file name of dir (IDENTITY, DEPTH, SCOPE,
+// STORES, CLUSTER), at most maxSize+1 bytes: more than maxSize is damage,
+// which its caller names, and is not read whole. The error matches
+// fs.ErrNotExist when there is none, and errNotRegular when it is not a
+// regular file: a FIFO put there would block the open, and the run, for
+// good (a device would be read as the file).
+func readDirFile(dir, name string, maxSize int64) ([]byte, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (a %v)", errNotRegular, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, nil
 }
 
 // dirFileIntact reports whether b, a small file of a data directory, ends

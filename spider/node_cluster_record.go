@@ -48,7 +48,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -182,7 +181,7 @@ func readClusterRecord(dir string) (clusterRecord, error) {
 	path := filepath.Join(dir, ClusterFile)
 	empty := emptyClusterRecord()
 	const hint = "it records the peers' shares this node saw lost, which make its run exit 3 once the crawl is over; deleting it forgets them"
-	f, err := openRegular(path)
+	b, err := readDirFile(dir, ClusterFile, clusterRecordMax)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return empty, nil
@@ -190,11 +189,6 @@ func readClusterRecord(dir string) (clusterRecord, error) {
 		return empty, fmt.Errorf("spider: %s is %v: %s", path, err, hint)
 	case err != nil:
 		return empty, fmt.Errorf("spider: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, clusterRecordMax+1))
-	if err != nil {
-		return empty, fmt.Errorf("spider: reading %s: %w", path, err)
 	}
 	r, ok := decodeClusterRecord(b)
 	if !ok || len(b) > clusterRecordMax {

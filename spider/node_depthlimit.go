@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -49,17 +48,12 @@ func encodeDepthLimit(d int) []byte {
 // when there is none, and names the file when it is damaged.
 func readDepthLimit(dir string) (int, error) {
 	path := filepath.Join(dir, DepthFile)
-	f, err := openRegular(path)
+	b, err := readDirFile(dir, DepthFile, 255)
 	if errors.Is(err, errNotRegular) {
 		return 0, fmt.Errorf("spider: %s is %v: delete it, and the next run follows the stored pages' links again in full", path, err)
 	}
 	if err != nil {
 		return 0, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 256))
-	if err != nil {
-		return 0, fmt.Errorf("spider: %w", err)
 	}
 	var d int
 	lines := bytes.SplitAfter(b, []byte("\n"))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -114,17 +113,12 @@ func encodeScopeDigest(digest string) []byte {
 // is none, and names the file when it is damaged.
 func readScope(dir string) (string, *scopeRecord, error) {
 	path := filepath.Join(dir, ScopeFile)
-	f, err := openRegular(path)
+	b, err := readDirFile(dir, ScopeFile, maxScopeSize)
 	if errors.Is(err, errNotRegular) {
 		return "", nil, fmt.Errorf("spider: %s is %v: delete it, and the next run follows the stored pages' links again in full", path, err)
 	}
 	if err != nil {
 		return "", nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxScopeSize+1))
-	if err != nil {
-		return "", nil, fmt.Errorf("spider: %w", err)
 	}
 	damaged := fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): delete it, and the next run follows the stored pages' links again in full", path, len(b))
 	var digest string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -67,17 +66,12 @@ func readStores(dir string) ([]string, error) {
 	damaged := func(what string) error {
 		return fmt.Errorf("spider: %s is damaged (%s): check that every directory of the crawl's page store is in storage.dirs and holds its pages, then delete the file: the next run records the directories that hold pages then", path, what)
 	}
-	f, err := openRegular(path)
+	b, err := readDirFile(dir, StoresFile, maxStoresSize)
 	if errors.Is(err, errNotRegular) {
 		return nil, damaged(err.Error())
 	}
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStoresSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("spider: %w", err)
 	}
 	if len(b) > maxStoresSize {
 		return nil, damaged(fmt.Sprintf("over %d bytes", maxStoresSize))
