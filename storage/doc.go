@@ -167,7 +167,9 @@
 //     a record the index points at, after the checkpoint too (every
 //     record reported durable is indexed; one never synced, behind
 //     damage, is counted in the damaged region, and a writer's recovery
-//     cuts it with a torn tail);
+//     cuts it with a torn tail). The bytes the search checksums for
+//     candidates it rejects are bounded (searchBytesPerByte): a region of
+//     candidates claiming large records is passed over in linear time;
 //   - bytes that cannot be read (EIO: a bad sector): a damaged region like
 //     any other, found block by block (4 KiB) and marked Unreadable; a
 //     writer's recovery fails on them instead, so that an unreadable tail

@@ -252,6 +252,7 @@ func (r *segmentReader) behind(off int64, rec []byte) (end int64, ok bool) {
 func (r *segmentReader) resync(from int64) (resume int64, sawUnreadable bool, err error) {
 	magic := []byte(recordMagic)
 	var re *readError
+	var spent int64 // bytes of candidates read and checksummed, then rejected
 	for pos := from; r.size-pos >= recordHeaderSize; {
 		n := int(min(int64(readWindow), r.size-pos))
 		b, err := r.window(pos, n)
@@ -275,9 +276,17 @@ func (r *segmentReader) resync(from int64) (resume int64, sawUnreadable bool, er
 			continue
 		}
 		cand := pos + int64(i)
+		claim, claimed := r.claimedLength(cand)
+		if claimed && claim > maxRecordSize+searchBytesPerByte*(cand-from)-spent {
+			pos = cand + 1 // beyond the allowance: part of the damaged region
+			continue
+		}
 		h, _, err := r.recordAt(cand)
 		if err == nil && (r.vouch == nil || r.vouch(h.urlID, cand)) {
 			return cand, sawUnreadable, nil
+		}
+		if claimed {
+			spent += claim
 		}
 		if err == nil {
 			pos = cand + 1 // a record in a page's body, not one of this store's
@@ -291,6 +300,36 @@ func (r *segmentReader) resync(from int64) (resume int64, sawUnreadable bool, er
 		pos = cand + 1
 	}
 	return r.size, sawUnreadable, nil
+}
+
+// searchBytesPerByte bounds the work of the search for the next record
+// after damage (resync): the bytes of candidates it reads and checksums,
+// then rejects (a checksum failing, a record in a page's body), may not
+// pass one record's largest size and this many for each byte searched.
+// Else a region of candidates each claiming a large record (a hostile
+// page stored uncompressed, its header damaged or torn) makes it
+// quadratic: hundreds of GB checksummed for a 10 MB page. A candidate
+// beyond the allowance is passed over like a rejected one, its bytes part
+// of the damaged region reported; at most the first record behind such a
+// region is, and the allowance has grown back by its end.
+const searchBytesPerByte = 16
+
+// claimedLength returns the length the record header at off claims, if
+// one that parses is there and the file holds that many bytes: what
+// recordAt reads and checksums.
+func (r *segmentReader) claimedLength(off int64) (int64, bool) {
+	if r.size-off < recordHeaderSize {
+		return 0, false
+	}
+	b, err := r.window(off, recordHeaderSize)
+	if err != nil {
+		return 0, false
+	}
+	h, err := parseRecordHeader(b)
+	if err != nil || int64(h.length) > r.size-off {
+		return 0, false
+	}
+	return int64(h.length), true
 }
 
 // ioBlock is the unit in which unreadable bytes are looked for: a page of
