@@ -37,8 +37,10 @@
 // in) is damage over its whole length: none of its records is read or
 // indexed, the pages the index had there are lost, kspider check --repair
 // moves it into damaged/. A damaged STORE file is damage a Reader reads
-// past (the segments name the store) and a writer refuses; check --repair
-// sets it aside and writes it anew from the segments. Stores from before
+// past (the segments name the store; segments naming two stores are then
+// an error naming both, not the newest's store taken) and a writer
+// refuses; check --repair sets it aside and writes it anew from the
+// segments. Stores from before
 // identities (segments of version 1 and 2, no STORE file) are read as
 // they are and given an ID by the next Store; their old segments name no
 // store and are not checked.

@@ -336,3 +336,54 @@ func TestStoreOfAnotherTreeIsRefused(t *testing.T) {
 	writeStore(t, Config{Dirs: []string{dir}, TreeID: mine}, 20, 30)
 	checkStore(t, []string{dir}, 0, 30)
 }
+
+// A directory without its STORE file (lost, or set aside as damaged) took
+// its ID from the newest segment naming one, so another store's segment
+// copied in under the next number made the whole directory that store's:
+// a Reader read that segment's pages as this store's and reported every
+// segment of its own foreign, and kspider check --repair wrote STORE anew
+// naming the other store and moved every own segment into damaged/. Now
+// segments naming two stores, with no STORE to say which is the
+// directory's, are an error naming both.
+func TestSegmentsOfTwoStoresWithoutSTORE(t *testing.T) {
+	const n = 60
+	dir, _ := layoutStore(t, smallSegments(), n)
+	segs, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := segs[len(segs)-1] + 1
+	other := otherStore(t, 3*n)
+	b, err := os.ReadFile(segmentPath(other, next))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segmentPath(dir, next), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, storeFileName)); err != nil {
+		t.Fatal(err)
+	}
+	named := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrForeign) || !strings.Contains(fmt.Sprint(err), segmentPath(dir, next)) || !strings.Contains(fmt.Sprint(err), segmentPath(dir, segs[len(segs)-1])) {
+			t.Errorf("%s: %v, want ErrForeign naming %s and %s", what, err, segmentPath(dir, next), segmentPath(dir, segs[len(segs)-1]))
+		}
+	}
+	r, err := OpenReader([]string{dir})
+	if err == nil {
+		r.Close()
+	}
+	named("OpenReader", err)
+	s, err := Open(Config{Dirs: []string{dir}, Logf: func(string, ...any) {}})
+	if err == nil {
+		s.Close()
+	}
+	named("Open", err)
+	var out strings.Builder
+	_, err = Check(dir, true, &out)
+	named("check --repair", err)
+	if _, err := os.Stat(filepath.Join(dir, DamagedDir)); err == nil {
+		t.Errorf("check --repair moved files into %s:\n%s", DamagedDir, out.String())
+	}
+}

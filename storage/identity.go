@@ -108,7 +108,8 @@ func writeStoreFile(dir string, id storeID) error {
 
 // dirStoreID returns the ID of the store dir belongs to and what says so:
 // its STORE file, or, with none there (a store from before identities, or
-// the file lost), the newest segment naming one. Zero: none known. A
+// the file lost), the segments naming one (segments naming two stores are
+// an error wrapping ErrForeign naming both). Zero: none known. A
 // damaged STORE file is an error, unless damaged is not nil: it is told
 // of it, and the segments say instead.
 func dirStoreID(dir string, damaged func(error)) (id storeID, from string, err error) {
@@ -123,14 +124,20 @@ func dirStoreID(dir string, damaged func(error)) (id storeID, from string, err e
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return id, "", err
 	}
+	// Every segment is asked: one of another store copied in must not
+	// make the directory that store's, its own segments foreign.
 	for i := len(nums) - 1; i >= 0; i-- {
 		path := segmentPath(dir, nums[i])
 		h, err := readSegmentHeader(path, nums[i])
-		if err == nil && h.store != (storeID{}) {
-			return h.store, path, nil
+		switch {
+		case err != nil || h.store == (storeID{}):
+		case id == (storeID{}):
+			id, from = h.store, path
+		case h.store != id:
+			return storeID{}, "", fmt.Errorf("storage: %s: %w segment: %s names store %v, but %s store %v, and no STORE file says which is this directory's; move the other store's segment out", dir, ErrForeign, path, h.store, from, id)
 		}
 	}
-	return id, "", nil
+	return id, from, nil
 }
 
 // storeIDOf returns the one store the data directories dirs belong to
