@@ -239,6 +239,7 @@ func runModel(t *testing.T, seed uint64) {
 			s.mu.Unlock()
 		}
 		s = mustOpen(t, dir, cfg)
+		m.boundWaits(clk.Now(), cfg) // stored waits are cut so at Open (hostWait)
 		for h, ip := range ipOf {
 			num, _ := s.Host(h)
 			s.SetIP(num, ip)
@@ -323,12 +324,14 @@ func runModel(t *testing.T, seed uint64) {
 			clk.advance(time.Duration(r.IntN(1500)) * time.Millisecond)
 		case op < 90:
 			// The clock steps back (by hand, an NTP step): a wait still
-			// holds for what was left of it, by the clock now.
+			// holds for what was left of it, by the clock now, but never
+			// longer than the wait the config imposes from now (clockBack).
 			back := []time.Duration{300 * time.Millisecond, 3 * time.Second, 40 * time.Second}[r.IntN(3)]
 			clk.advance(-back)
 			for h, nb := range m.notBefore {
 				m.notBefore[h] = nb.Add(-back)
 			}
+			m.boundWaits(clk.Now(), cfg)
 		case op < 93:
 			// Jump to just before, into or just after a slot boundary.
 			p := clk.Phase()
@@ -339,6 +342,7 @@ func runModel(t *testing.T, seed uint64) {
 				cd := time.Duration(r.IntN(3)) * time.Second
 				s.SetRobots(num, RobotsOK, cd)
 				m.crawl[h] = cd
+				m.boundWait(h, clk.Now(), cfg)
 				if _, ok := ipOf[h]; !ok {
 					ip := netip.AddrFrom4([4]byte{127, 0, 0, byte(1 + r.IntN(3))})
 					ipOf[h] = ip
@@ -423,6 +427,22 @@ func runModel(t *testing.T, seed uint64) {
 		if u.st.Unfinished() {
 			t.Errorf("URL %d of %s (phase %d) still %v", id, u.host, HostPhase(u.host, phases), u.st)
 		}
+	}
+}
+
+// boundWaits cuts each host's wait to the longest the config imposes on it
+// from now: the scheduler cuts a wait so (hostWait) whenever it looks at it
+// anew, after a restart, a step of the clock back, or a Crawl-delay lowered
+// since the list ended. The error back-off can only make its wait longer.
+func (m *model) boundWaits(now time.Time, cfg Config) {
+	for h := range m.notBefore {
+		m.boundWait(h, now, cfg)
+	}
+}
+
+func (m *model) boundWait(h string, now time.Time, cfg Config) {
+	if cut := now.Add(max(cfg.MinDelay, m.crawl[h], cfg.ErrorDelay)); cut.Before(m.notBefore[h]) {
+		m.notBefore[h] = cut
 	}
 }
 
