@@ -259,6 +259,11 @@ func TestOldForeignScheduler(t *testing.T) {
 		if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), `URL 1 is of host "b.example"`) || !strings.Contains(err.Error(), `host "a.example"`) {
 			t.Fatalf("a scheduler of another tree from before format 3: Open = %v, want ErrForeign naming URL 1 and both hosts", err)
 		}
+		// Refused, its files are as they were: the header of format 4
+		// (hops) would make the build that wrote them refuse them.
+		if b, err := os.ReadFile(filepath.Join(dir, statesName)); err != nil || headerVersion(b) != oldVersion(magicStates) {
+			t.Fatalf("sched.states after the refusal: version %d, %v; want %d", headerVersion(b), err, oldVersion(magicStates))
+		}
 	}
 	own := idConfig(x)
 	own.HostOf = func(id uint32) (string, bool) { // this tree, entry 7 lost to a repair

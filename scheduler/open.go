@@ -159,6 +159,11 @@ func (s *Scheduler) open() error {
 			err = s.setID(s.cfg.TreeID)
 		}
 	}
+	if err == nil {
+		// Only once the files are known to be this tree's: a scheduler of
+		// another data directory, refused, is left as it was.
+		err = s.upgradeStates()
+	}
 	if err != nil {
 		s.closeFiles()
 		return err
@@ -199,9 +204,6 @@ func (s *Scheduler) load() error {
 		if err := s.convertStates(); err != nil {
 			return err
 		}
-	}
-	if err := s.upgradeStates(); err != nil {
-		return err
 	}
 	s.countStates()
 	s.opened.Clean = c.flags&flagClean != 0
