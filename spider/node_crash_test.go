@@ -40,15 +40,17 @@ func TestNodeCrashChild(t *testing.T) {
 	}
 	cfg := nodeConfigFor(t, dir, seeds, func(ctx context.Context, host string) ([]netip.Addr, error) { return res.Lookup(ctx, host) }, childCAPool(caFile), 3)
 	cfg.Logf = nil
-	crawlAsChild(cfg, false)
+	crawlAsChild(cfg, false, nil)
 }
 
 // crawlAsChild crawls cfg to the end as a crash test's child process,
 // printing "pages N" whenever the pages handed to the store grow and, with
 // durable, "durable N" whenever the pages made durable do (the parent
 // kills it on those lines); it exits 0 at the end, 3 on an error (on
-// stderr).
-func crawlAsChild(cfg NodeConfig, durable bool) {
+// stderr). steer, when not nil, runs beside the crawl until it ends (its
+// context's end), steering it as kspider ctl would; a Drain it asks for
+// ends the run with exit 0 too.
+func crawlAsChild(cfg NodeConfig, durable bool, steer func(context.Context, *Node)) {
 	n, err := OpenNode(cfg)
 	if err != nil {
 		childFail(err)
@@ -79,7 +81,20 @@ func crawlAsChild(cfg NodeConfig, durable bool) {
 			}
 		}
 	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	steered := make(chan struct{})
+	go func() {
+		defer close(steered)
+		if steer != nil {
+			steer(ctx, n)
+		}
+	}()
 	_, err = n.Run(context.Background())
+	cancel()
+	<-steered
+	if errors.Is(err, ErrDrained) {
+		err = nil
+	}
 	close(stop)
 	if err := errors.Join(err, n.Close()); err != nil {
 		childFail(err)

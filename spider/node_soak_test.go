@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -43,7 +44,7 @@ import (
 // under one id, which a Scan hides as superseded), each page under its
 // URL's id.
 //
-// TestNodeCrashDeep is one short round in make test; -node.soak=DURATION
+// TestNodeCrashDeep is short rounds in make test; -node.soak=DURATION
 // runs TestNodeSoak, rounds of random webs and kill schedules for that long
 // (make soak).
 
@@ -57,7 +58,9 @@ type soakSpec struct {
 	Log          string // the node's log lines, every run's, appended
 	Seeds        []string
 	Depth        int
-	Hostile      bool // the default trap filters, with a budget per host
+	Hostile      bool     // the default trap filters, with a budget per host
+	Exclude      []string // scope.exclude (Vary: this run's only)
+	Steer        uint64   // not 0: the seed of this run's pauses, resumes, settings and drain
 }
 
 // soakShape is one soak round's web and kill schedule.
@@ -66,6 +69,15 @@ type soakShape struct {
 	Depth   int
 	Kills   int
 	Hostile bool
+	// Vary: each run killed has its own limits.max_depth, from 1 to Depth,
+	// and in one of two a scope excluding a host of the web; the run to the
+	// end has Depth and no exclude. So kills land in the passes a raised
+	// limit and a widened scope make, and in lists dropping URLs queued
+	// under the old ones.
+	Vary bool
+	// Steer: each run killed is also paused, resumed, given other
+	// settings and maybe drained at random moments, as kspider ctl does.
+	Steer bool
 }
 
 // soakBudget is the pages per host of a hostile round: above any regular
@@ -106,13 +118,56 @@ func TestNodeSoakChild(t *testing.T) {
 		cfg.Collector.FirstByte, cfg.Collector.ResponseTimeout = 2*time.Second, 4*time.Second
 		cfg.Scheduler.MaxRetryAfter, cfg.Scheduler.MaxBackoff = time.Second, 2*time.Second
 	}
-	crawlAsChild(cfg, true)
+	if len(spec.Exclude) > 0 {
+		sc := *cfg.Scope
+		sc.Exclude = spec.Exclude
+		cfg.Scope = &sc
+	}
+	var steer func(context.Context, *Node)
+	if spec.Steer != 0 {
+		steer = func(ctx context.Context, n *Node) { steerSoak(ctx, n, spec.Steer) }
+	}
+	crawlAsChild(cfg, true, steer)
 }
 
-// TestNodeCrashDeep is two short soak rounds in make test: a deep plain
-// web on which URLs are lowered across the kills, and a hostile one (the
+// steerSoak pauses, resumes, sets the delay and the fetchers of n and,
+// once in a while, drains it, at random moments drawn from seed, until ctx
+// ends (the run's end).
+func steerSoak(ctx context.Context, n *Node, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	for {
+		t := time.NewTimer(time.Duration(rng.IntN(300)) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		switch rng.IntN(10) {
+		case 0, 1, 2:
+			n.Pause()
+		case 3, 4, 5:
+			n.Resume()
+		case 6:
+			n.Set(Setting{"fetchers", fmt.Sprint(1 + rng.IntN(n.maxFetchers()))})
+		case 7:
+			n.Set(Setting{"delay", fmt.Sprintf("%dms", rng.IntN(300))})
+		case 8:
+			n.Resume()
+			n.Set(Setting{"fetchers", fmt.Sprint(n.maxFetchers())}, Setting{"delay", "100ms"})
+		case 9:
+			if rng.IntN(4) == 0 {
+				n.Drain()
+			}
+		}
+	}
+}
+
+// TestNodeCrashDeep is three short soak rounds in make test: a deep plain
+// web on which URLs are lowered across the kills, a hostile one (the
 // web on which a crash lost a page's re-expansion in 1 run of 3: see
-// node_lower.go).
+// node_lower.go), and a hostile one whose runs killed have their own
+// limits and scope and are steered (Vary, Steer).
 func TestNodeCrashDeep(t *testing.T) {
 	if os.Getenv(nodeSoakChildEnv) != "" {
 		t.Skip("child")
@@ -125,6 +180,10 @@ func TestNodeCrashDeep(t *testing.T) {
 	t.Run("hostile", func(t *testing.T) {
 		soakRound(t, soakShape{Web: testweb.Config{Hosts: 39, Seed: 335432850, MaxPages: 45, MeanPageSize: 2000, Seeds: 2},
 			Depth: 5, Kills: 5, Hostile: true}, seed+1, 5*time.Minute)
+	})
+	t.Run("varied", func(t *testing.T) {
+		soakRound(t, soakShape{Web: testweb.Config{Hosts: 30, Seed: 77, MaxPages: 30, MeanPageSize: 2000, Seeds: 2},
+			Depth: 4, Kills: 6, Hostile: true, Vary: true, Steer: true}, seed+2, 5*time.Minute)
 	})
 }
 
@@ -148,7 +207,7 @@ func TestNodeSoak(t *testing.T) {
 	// may find more than one bug.
 	for round := 0; time.Now().Before(end); round++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
-		sh := soakShape{Kills: 3 + rng.IntN(8), Hostile: rng.IntN(3) == 0}
+		sh := soakShape{Kills: 3 + rng.IntN(8), Hostile: rng.IntN(3) == 0, Vary: rng.IntN(3) == 0, Steer: rng.IntN(3) == 0}
 		sh.Web = testweb.Config{Hosts: 5 + rng.IntN(40), Seed: rng.Int64N(1 << 30), MaxPages: 20 + rng.IntN(100),
 			MeanPageSize: 2000, Seeds: 1 + rng.IntN(3), Plain: !sh.Hostile}
 		sh.Depth = 4 + rng.IntN(5)
@@ -178,16 +237,27 @@ func soakRound(t *testing.T, sh soakShape, seed uint64, limit time.Duration) {
 	if err := os.WriteFile(spec.CA, srv.CACertPEM(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	rng := rand.New(rand.NewPCG(seed, 11))
+	hosts := srv.Web().Hosts()
 	kills := 0
 	for run := 0; ; run++ {
 		last := kills >= sh.Kills
+		spec.Depth, spec.Exclude, spec.Steer = sh.Depth, nil, 0
+		if sh.Steer && !last {
+			spec.Steer = rng.Uint64() | 1
+		}
+		if sh.Vary && !last {
+			spec.Depth = 1 + rng.IntN(sh.Depth)
+			if rng.IntN(2) == 0 {
+				spec.Exclude = []string{`^https?://` + regexp.QuoteMeta(hosts[rng.IntN(len(hosts))].Name) + `[:/]`}
+			}
+		}
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var k soakKill
 		if !last {
 			k = soakKill{mode: rng.IntN(3)}
@@ -202,6 +272,9 @@ func soakRound(t *testing.T, sh soakShape, seed uint64, limit time.Duration) {
 			}
 		}
 		killed, what, stderr, err := soakRun(ctx, raw, k, last)
+		if sh.Vary || sh.Steer {
+			what += fmt.Sprintf(", max_depth %d, exclude %q, steer %d", spec.Depth, spec.Exclude, spec.Steer)
+		}
 		switch {
 		case err != nil:
 			t.Fatalf("run %d (%s): %v\n%s", run, what, err, tail(stderr, 4000))
@@ -213,8 +286,11 @@ func soakRound(t *testing.T, sh soakShape, seed uint64, limit time.Duration) {
 		default:
 			t.Logf("run %d: finished before its kill (%s)", run, what)
 		}
-		if !killed {
+		if !killed && (last || !sh.Vary && !sh.Steer) {
 			break
+		}
+		if !killed {
+			kills++ // a run of Vary's own limits finished, or Steer drained it: the last one is still to come
 		}
 	}
 	soakCheck(t, srv, spec, sh)
