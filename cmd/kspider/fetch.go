@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/netip"
 	"os"
@@ -270,11 +271,25 @@ func fetchTarget(raw string) (target, origin string, err error) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// readCAFile reads the PEM certificates of path (--ca).
+// maxCAFile bounds what --ca reads: a system's whole CA bundle is a few
+// hundred KiB.
+const maxCAFile = 16 << 20
+
+// readCAFile reads the PEM certificates of path (--ca), at most maxCAFile
+// bytes: a device that never ends (/dev/zero) was read into memory until
+// the OOM killer ended the process.
 func readCAFile(path string) ([]*x509.Certificate, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCAFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(data) > maxCAFile {
+		return nil, fmt.Errorf("%s is over %d MiB: not a file of CA certificates", path, maxCAFile>>20)
 	}
 	var certs []*x509.Certificate
 	for len(data) > 0 {

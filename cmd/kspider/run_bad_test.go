@@ -222,6 +222,27 @@ func TestRunNodeFlagCluster(t *testing.T) {
 	}
 }
 
+// TestRunCAFileTooBig: --ca reads at most maxCAFile bytes: a device that
+// never ends (--ca /dev/zero) was read into memory until the kernel's OOM
+// killer ended the process, Ctrl-C and SIGTERM unheard. A regular file one
+// byte over the bound stands for it here.
+func TestRunCAFileTooBig(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	conf := writeRunConfig(t, tmp, dir, "127.0.0.1:53", "http://a.example/")
+	big := filepath.Join(tmp, "big.pem")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), maxCAFile+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", big, "--quiet")
+	if want := "--ca: " + big + " is over 16 MiB"; code != 1 || !strings.Contains(errOut, want) {
+		t.Errorf("--ca of %d bytes: exit %d, want 1 with %q:\n%s", maxCAFile+1, code, want, errOut)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+}
+
 // TestRunLogsNodeLines: a lone node's own lines reach stderr (here the
 // page index found damaged and rebuilt, which a node's operator must
 // see), while each URL's trouble (a redirect chain cut) shows only with
