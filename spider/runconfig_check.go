@@ -301,6 +301,10 @@ func (c *RunConfig) Warnings() []string {
 	if d := c.Cluster.PhaseLength.Duration; c.clusterTurns() && scheduler.StartWindow(d, cluster.Guard) > 0 && d < 10*cluster.Guard {
 		w = append(w, fmt.Sprintf("cluster.phase_length: %v: no fetch starts within %v of either end of a slot, %d%% of it", d, cluster.Guard, int(200*cluster.Guard/d)))
 	}
+	if !c.IsCluster() && len(c.NTPServers) > 0 {
+		// kspider run asks them only for a cluster's phase clock.
+		w = append(w, fmt.Sprintf("ntp_servers: unused: a node alone (one node, one phase) keeps no phase clock; %s not asked", strings.Join(c.NTPServers, ", ")))
+	}
 	if len(c.Cluster.Nodes) > 1 && len(c.NTPServers) == 0 {
 		w = append(w, fmt.Sprintf("ntp_servers: none with %d nodes: phase boundaries rely on the system clocks agreeing", len(c.Cluster.Nodes)))
 	}

@@ -389,6 +389,15 @@ func TestRunConfigWarnings(t *testing.T) {
 	if w := strings.Join(d.Warnings(), "\n"); strings.Contains(w, "phase_length") {
 		t.Errorf("warning for a 1s slot without turns:\n%s", w)
 	}
+	// NTP servers a node alone never asks: said, not ignored in silence.
+	d.NTPServers = []string{"ntp.example.org"}
+	if w := strings.Join(d.Warnings(), "\n"); strings.Contains(w, "ntp_servers:") {
+		t.Errorf("warning for the NTP servers of a cluster:\n%s", w)
+	}
+	d.Cluster.Phases = 1
+	if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(w, "ntp_servers: unused: a node alone (one node, one phase) keeps no phase clock") {
+		t.Errorf("no warning for the NTP servers of a node alone:\n%s", w)
+	}
 }
 
 func TestDurationString(t *testing.T) {
