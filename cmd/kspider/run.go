@@ -214,13 +214,14 @@ a peer were lost): the summary names what.`)
 	// Close's sync makes the last pages durable: the counts are final now.
 	counters.Pages, counters.Bytes = node.Durable(), node.DurableBytes()
 	interrupted := errors.Is(runErr, spider.ErrInterrupted)
-	if errors.Is(runErr, spider.ErrDrained) && closeErr == nil { // drained on request: exit 0
-		fmt.Fprintln(e.stderr, spider.SummaryLine(counters, time.Since(start), spider.RunDrained))
-		fmt.Fprintln(e.stderr, "drained: every list out finished, every page fetched is stored and synced; run the same command again to continue")
-		return nil
-	}
+	// Drained on request: exit 0, after the whole summary (it ended at the
+	// first line, leaving out the counts, the damaged records found and
+	// the cluster's lines, such as the URLs waiting for a peer down).
+	drained := errors.Is(runErr, spider.ErrDrained) && closeErr == nil
 	how := spider.RunFinished
 	switch {
+	case drained:
+		how = spider.RunDrained
 	case runErr != nil && !interrupted || closeErr != nil:
 		// A fatal error: "interrupted (run again …)" told the operator
 		// all was well and the same command would go on.
@@ -253,6 +254,10 @@ a peer were lost): the summary names what.`)
 	}
 	if rc != nil {
 		fmt.Fprintln(e.stderr, rc.summary(node))
+	}
+	if drained {
+		fmt.Fprintln(e.stderr, "drained: every list out finished, every page fetched is stored and synced; run the same command again to continue")
+		return nil
 	}
 	if err := errors.Join(runErr, unseen(runErr, closeErr)); err != nil {
 		if interrupted && closeErr == nil {

@@ -198,6 +198,11 @@ func TestStatusAndCtl(t *testing.T) {
 		if code != 0 || !strings.Contains(stderr.String(), "crawl drained (run again") || strings.Contains(stderr.String(), "interrupted") {
 			t.Fatalf("drained run: exit %d:\n%s", code, stderr)
 		}
+		// The summary of a drained run is whole: its counts, and the
+		// damage and cluster lines it may hold, were left out.
+		if !strings.Contains(stderr.String(), "\nfetched ") {
+			t.Errorf("drained run: no 'fetched ..., stored ...' line:\n%s", stderr)
+		}
 	case <-ctx.Done():
 		t.Fatal("the drained run did not end")
 	}
