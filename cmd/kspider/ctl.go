@@ -105,7 +105,9 @@ user's process may hold its port).`)
 		State string `json:"state"`
 		Error string `json:"error"`
 	}
-	if err := json.Unmarshal(body, &ans); err != nil || resp.StatusCode != http.StatusOK {
+	// A 200 that does not say ok is no node's answer (another server on
+	// the port, a proxy's page): the node is not known to have done it.
+	if err := json.Unmarshal(body, &ans); err != nil || resp.StatusCode != http.StatusOK || !ans.OK {
 		msg := strings.TrimSpace(ans.Error)
 		if msg == "" {
 			msg = strings.TrimSpace(string(body))
@@ -116,6 +118,9 @@ user's process may hold its port).`)
 			// node's (two on one machine, the other's --status or --dir).
 			return fmt.Errorf("the node at %s refused the token of %s (%s): it is another data directory's node; give the address of that directory's with --status, or this one's directory with --dir",
 				*addr, filepath.Join(*dir, status.TokenFile), msg)
+		}
+		if resp.StatusCode == http.StatusOK {
+			return fmt.Errorf("%s answered 200 but not ok: %.200q: not a node's answer; the node is not known to have done it", *addr, msg)
 		}
 		return fmt.Errorf("%s: %s: %s", *addr, resp.Status, msg)
 	}

@@ -176,3 +176,22 @@ func TestCtlWrongNode(t *testing.T) {
 		t.Errorf("ctl at another node: exit %d, want 1 with %q:\n%s", code, want, errOut)
 	}
 }
+
+// TestCtlAnswerNotOK: a 200 whose JSON does not say ok (another server on
+// the port, a proxy's page) is no success: ctl printed "pause: ok, node ",
+// exit 0, and the node ran on unpaused.
+func TestCtlAnswerNotOK(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := status.Token(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{`{}`, `{"ok":false,"state":"running"}`, `[]`} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
+		addr := srv.Listener.Addr().String()
+		code, out, errOut := runCmd(t, "", "ctl", "pause", "--status", addr, "--dir", dir)
+		srv.Close()
+		if code != 1 || strings.Contains(out, "ok") || !strings.Contains(errOut, addr) {
+			t.Errorf("answer %s: exit %d, want 1 naming %s:\n%s%s", body, code, addr, out, errOut)
+		}
+	}
+}
