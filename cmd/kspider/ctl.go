@@ -29,8 +29,8 @@ Steers a running 'kspider run' through its status server:
                  list, like 250ms) or fetchers (lists at once, up to the configured)
 The control token is read from DIR/STATUS_TOKEN (the node's data directory)
 and sent to no server of this machine another user than the file's owner
-runs (on Linux, where /proc/net/tcp says who: the node stopped, another
-user's process may hold its port).`)
+(or root) runs (on Linux, where /proc/net/tcp says who: the node stopped,
+another user's process may hold its port).`)
 	addr := fs.String("status", spider.DefaultStatus, "the node's status server `ADDR`ess (host:port)")
 	dir := fs.String("dir", ".", "the node's data `DIR`ectory, which holds STATUS_TOKEN")
 	// Flags may come after the action: kspider ctl pause --status ADDR.

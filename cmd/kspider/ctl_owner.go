@@ -19,13 +19,15 @@ import (
 var errNoProc = errors.New("no /proc/net/tcp")
 
 // checkServerOwner checks that the far end of conn, when it is a socket
-// of this machine, belongs to uid (the owner of the node's STATUS_TOKEN):
-// whatever listens on the address is sent the token, and with the node
-// stopped, or listening elsewhere than ctl was told, another user's
-// process may hold the port and would read the token, and drive the node
-// with it from then on. A far end not in the tables (another machine, or
-// a socket closed already, which reads nothing more) passes, as does any
-// connection where /proc is missing.
+// of this machine, belongs to uid (the owner of the node's STATUS_TOKEN)
+// or to root, who may read the token file anyway (a port forwarder such
+// as docker-proxy in front of a node in a container): whatever listens on
+// the address is sent the token, and with the node stopped, or listening
+// elsewhere than ctl was told, another user's process may hold the port
+// and would read the token, and drive the node with it from then on. A far
+// end not in the tables (another machine, or a socket closed already,
+// which reads nothing more) passes, as does any connection where /proc is
+// missing.
 func checkServerOwner(conn net.Conn, uid uint32) error {
 	local, lok := conn.LocalAddr().(*net.TCPAddr)
 	remote, rok := conn.RemoteAddr().(*net.TCPAddr)
@@ -39,7 +41,7 @@ func checkServerOwner(conn net.Conn, uid uint32) error {
 	if err != nil {
 		return fmt.Errorf("telling who serves %s: %w", remote, err)
 	}
-	if owner != uid {
+	if owner != uid && owner != 0 {
 		return &foreignServerError{addr: remote.String(), owner: owner, uid: uid}
 	}
 	return nil
@@ -59,10 +61,14 @@ func (e *foreignServerError) Error() string {
 // socketOwner finds the socket whose local address is local and whose
 // peer is peer in /proc/net/tcp{,6} and returns its uid.
 func socketOwner(local, peer netip.AddrPort) (uid uint32, found bool, err error) {
+	// A socket of either family may hold an IPv4 address, in 4 bytes or
+	// mapped into 16: both spellings are looked for.
+	unmap := func(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
+	local, peer = unmap(local), unmap(peer)
 	want := [][2]string{{procAddr(local), procAddr(peer)}}
 	if local.Addr().Is4() && peer.Addr().Is4() {
 		// A socket listening on IPv6 takes IPv4 connections as mapped
-		// addresses and is listed in tcp6.
+		// addresses and is listed in tcp6 (and a client may dial so).
 		m := func(a netip.AddrPort) netip.AddrPort {
 			return netip.AddrPortFrom(netip.AddrFrom16(a.Addr().As16()), a.Port())
 		}

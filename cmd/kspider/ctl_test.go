@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,9 +148,22 @@ func TestSocketOwner(t *testing.T) {
 		if err := checkServerOwner(c, uint32(os.Getuid())); err != nil {
 			t.Errorf("%s: own server: %v", network, err)
 		}
-		err = checkServerOwner(c, uint32(os.Getuid())+1)
-		if _, ok := err.(*foreignServerError); !ok {
-			t.Errorf("%s: a server of uid %d taken for one of uid %d: %v", network, os.Getuid(), os.Getuid()+1, err)
+		// The same ends spelled as IPv4-mapped IPv6 addresses, as a
+		// client dialling [::ffff:127.0.0.1] has them.
+		l, r := c.LocalAddr().(*net.TCPAddr).AddrPort(), c.RemoteAddr().(*net.TCPAddr).AddrPort()
+		mapped := func(a netip.AddrPort) netip.AddrPort {
+			return netip.AddrPortFrom(netip.AddrFrom16(a.Addr().As16()), a.Port())
+		}
+		if uid, found, err := socketOwner(mapped(r), mapped(l)); err != nil || !found || uid != uint32(os.Getuid()) {
+			t.Errorf("%s: the server's end, mapped: uid %d, found %v, %v", network, uid, found, err)
+		}
+		if os.Getuid() == 0 {
+			// Root may read any token file: its servers pass.
+			if err := checkServerOwner(c, 65534); err != nil {
+				t.Errorf("%s: root's server for a token of uid 65534: %v", network, err)
+			}
+		} else if _, ok := checkServerOwner(c, uint32(os.Getuid())+1).(*foreignServerError); !ok {
+			t.Errorf("%s: a server of uid %d taken for one of uid %d", network, os.Getuid(), os.Getuid()+1)
 		}
 	}
 }
