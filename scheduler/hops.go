@@ -5,16 +5,7 @@ package scheduler
 // the URL's record and so survives a restart, however the node stops. A
 // URL already added keeps its count.
 func (s *Scheduler) AddRedirect(id uint32, host string, depth, hops uint8) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
-		return false, err
-	}
-	h, err := s.host(host)
-	if err != nil {
-		return false, err
-	}
-	return s.add(id, h, depth, hops, InList)
+	return s.addNamed(id, host, depth, hops, InList)
 }
 
 // Hops returns the redirects in a row that led to id (0 for a URL found by

@@ -31,6 +31,11 @@ func (s *Scheduler) Add(id uint32, host string, depth uint8) (bool, error) {
 // Mark is Add with another first state: Filtered or RobotsDenied for a URL
 // the node will never fetch, Completed for one it fetched elsewhere.
 func (s *Scheduler) Mark(id uint32, host string, depth uint8, st State) (bool, error) {
+	return s.addNamed(id, host, depth, 0, st)
+}
+
+// addNamed is add for a host by name (Mark, AddRedirect).
+func (s *Scheduler) addNamed(id uint32, host string, depth, hops uint8, st State) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -40,7 +45,7 @@ func (s *Scheduler) Mark(id uint32, host string, depth uint8, st State) (bool, e
 	if err != nil {
 		return false, err
 	}
-	return s.add(id, h, depth, 0, st)
+	return s.add(id, h, depth, hops, st)
 }
 
 // AddHost is Add for a host number from Host, sparing the name lookup.
