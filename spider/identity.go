@@ -127,6 +127,9 @@ func ReadDirIdentity(dir string) (DirIdentity, error) {
 	if err != nil {
 		return DirIdentity{}, err
 	}
+	if err := dirFileNewer(path, b, identityHeader, 1); err != nil {
+		return DirIdentity{}, err
+	}
 	id, err := parseIdentity(b)
 	if err != nil {
 		return id, fmt.Errorf("%s is %w: %v", path, ErrIdentityDamaged, err)
@@ -252,6 +255,25 @@ func dirFileIntact(b []byte) bool {
 	}
 	i := bytes.LastIndexByte(body, '\n') + 1
 	return string(b[i:]) == dirFileSum(b[:i])
+}
+
+// dirFileNewer returns the error refusing b, the small file path of a
+// data directory, when it is intact and its first line is prefix and a
+// version above newest: said damaged, a rollback to an older kspider had
+// the operator delete what the newer one recorded. Otherwise nil.
+func dirFileNewer(path string, b []byte, prefix string, newest int) error {
+	if !dirFileIntact(b) {
+		return nil
+	}
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	version, ok := bytes.CutPrefix(first, []byte(prefix))
+	if !ok {
+		return nil
+	}
+	if v, err := strconv.Atoi(string(version)); err == nil && v > newest {
+		return fmt.Errorf("%s was written by a newer kspider (format version %d; this kspider reads versions ≤ %d): run the kspider that wrote it", path, v, newest)
+	}
+	return nil
 }
 
 // writeDirFile writes a small file of a data directory whole: to a

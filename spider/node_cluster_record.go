@@ -190,6 +190,9 @@ func readClusterRecord(dir string) (clusterRecord, error) {
 	case err != nil:
 		return empty, fmt.Errorf("spider: %w", err)
 	}
+	if err := dirFileNewer(path, b, "kspider cluster ", clusterRecordVersion); err != nil {
+		return empty, fmt.Errorf("spider: %w", err)
+	}
 	r, ok := decodeClusterRecord(b)
 	if !ok || len(b) > clusterRecordMax {
 		return empty, fmt.Errorf("spider: %s is damaged (%d bytes, not as kspider writes it): %s", path, len(b), hint)

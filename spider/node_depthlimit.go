@@ -55,6 +55,9 @@ func readDepthLimit(dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := dirFileNewer(path, b, "kspider depth limit ", 1); err != nil {
+		return 0, fmt.Errorf("spider: %w", err)
+	}
 	var d int
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	if len(lines) == 4 {

@@ -184,7 +184,7 @@ func TestDirFileVersionDamaged(t *testing.T) {
 		newer, bad string
 	}{
 		{IdentityFile, DirIdentity{1, 3, "url"}.encode(), "directory 1", "directory 3",
-			func() error { _, err := ReadDirIdentity(dir); return err }, "reads version 1", "sum to"},
+			func() error { _, err := ReadDirIdentity(dir); return err }, "reads versions ≤ 1", "sum to"},
 		{ScopeFile, encodeScope(r), "scope 2", "scope 3",
 			func() error { _, _, err := readScope(dir); return err }, "reads versions 1 and 2", "is damaged"},
 	} {

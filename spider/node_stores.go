@@ -76,6 +76,9 @@ func readStores(dir string) ([]string, error) {
 	if len(b) > maxStoresSize {
 		return nil, damaged(fmt.Sprintf("over %d bytes", maxStoresSize))
 	}
+	if err := dirFileNewer(path, b, "kspider page stores ", 1); err != nil {
+		return nil, fmt.Errorf("spider: %w", err)
+	}
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	if len(lines) < 3 || len(lines[len(lines)-1]) != 0 || string(lines[0]) != storesHeader {
 		return nil, damaged(fmt.Sprintf("%d bytes, not a header, names and a checksum", len(b)))
