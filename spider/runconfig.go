@@ -434,10 +434,21 @@ const maxSeedLine = 64 << 10
 // the first Ctrl-C a no-op.
 const seedsCheckEvery = 4096
 
+// maxSeedsFile bounds the bytes read from a seeds file: every seed is kept
+// in memory until the scheduler has it, so a file that never ends but yields
+// valid URLs (a pipe fed by a loop, a generator device) grew the process
+// until Ctrl-C or the OOM killer.
+const maxSeedsFile = 1 << 30
+
 // LoadSeeds returns Seeds followed by the URLs of SeedsFile, each checked;
 // errors name the file and line (at most maxConfigErrors of them). It stops
-// with ctx's error, naming the line, when ctx ends first.
+// with ctx's error, naming the line, when ctx ends first, and with an error
+// naming the file and the bound when it holds over maxSeedsFile bytes.
 func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
+	return c.loadSeeds(ctx, maxSeedsFile)
+}
+
+func (c *RunConfig) loadSeeds(ctx context.Context, maxBytes int64) ([]string, error) {
 	seeds := append([]string(nil), c.Seeds...)
 	if c.SeedsFile == "" {
 		return seeds, nil
@@ -448,7 +459,8 @@ func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
 	}
 	defer f.Close()
 	defer stop()
-	sc := bufio.NewScanner(f)
+	limited := &io.LimitedReader{R: f, N: maxBytes + 1}
+	sc := bufio.NewScanner(limited)
 	sc.Buffer(make([]byte, 4096), maxSeedLine)
 	k := &checker{name: c.SeedsFile}
 	line := 1
@@ -474,6 +486,11 @@ func (c *RunConfig) LoadSeeds(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("seeds_file: reading %s: stopped at line %d: %w", c.SeedsFile, line, context.Cause(ctx))
 	} else if err != nil {
 		k.add(fmt.Errorf("seeds_file: reading %s: %w (lines are at most %d bytes)", c.SeedsFile, err, maxSeedLine))
+	}
+	if limited.N == 0 {
+		// Reported alone: the errors of lines before it say nothing of a
+		// file that never ends.
+		return nil, fmt.Errorf("seeds_file: %s is over %d MiB (stopped at line %d): not a seeds file that ends; split the list or crawl it in parts", c.SeedsFile, maxBytes>>20, line)
 	}
 	if err := k.err(); err != nil {
 		return nil, err

@@ -515,3 +515,43 @@ func TestLoadFromPipeInterrupted(t *testing.T) {
 		t.Fatalf("seeds from a pipe written to: %q, %v", got, err)
 	}
 }
+
+// TestLoadSeedsEndless: a seeds file that never ends but yields valid URLs
+// (a pipe fed by a loop) grew the process until Ctrl-C; now reading stops
+// at the bound with an error naming the file and the bound.
+func TestLoadSeedsEndless(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	stopWriter := make(chan struct{})
+	defer close(stopWriter)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stopWriter:
+				return
+			default:
+			}
+			if _, err := fmt.Fprintf(f, "https://h%d.example/\n", i); err != nil {
+				return // the reader gave up
+			}
+		}
+	}()
+	c := Defaults()
+	c.SeedsFile = fifo
+	// A deadline so that a reader without the bound fails the test, not hangs it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const bound = 2 << 20
+	got, err := c.loadSeeds(ctx, bound)
+	if want := fifo + " is over 2 MiB"; err == nil || !strings.Contains(err.Error(), want) || got != nil {
+		t.Fatalf("loadSeeds of an endless pipe = %d seeds, %v; want an error with %q", len(got), err, want)
+	}
+}
