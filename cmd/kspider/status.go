@@ -65,16 +65,21 @@ const maxStatusConns = 32
 // startStatus serves node's status page, JSON, metrics and control on
 // addr ("" or "off": none) for `kspider run` and `kspider demo`. The
 // control token is read from (or made in) dir, the data directory, whose
-// file is named on w with the address; an address other than loopback is warned
-// about. A failure to listen is returned: the caller decides whether to
+// file is named on w with the address; a token refused turns control off
+// and is warned about, as is an address other than loopback. A failure to listen is returned: the caller decides whether to
 // crawl without the page (run warns and goes on).
 func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir string) (*statusServer, error) {
 	if addr == "" || addr == "off" {
 		return nil, nil
 	}
+	// A token refused (a file others can read) costs control only: the
+	// page and /metrics are the operator's monitoring, and a permissions
+	// slip must not blind it.
+	var control status.Controller = node
 	tok, err := status.Token(dir)
 	if err != nil {
-		return nil, fmt.Errorf("status page: control token: %w", err)
+		fmt.Fprintf(w, "warning: status page: control token: %v; control requests are refused (kspider ctl will not work), the page and /metrics are served\n", err)
+		control, tok = nil, ""
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -85,7 +90,7 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}
 	s := &statusServer{Addr: ln.Addr().String(), Token: tok, done: make(chan struct{})}
-	handler := (&status.Server{Node: node, Control: node, Token: tok, Loopback: status.IsLoopback(addr)}).Handler()
+	handler := (&status.Server{Node: node, Control: control, Token: tok, Loopback: status.IsLoopback(addr)}).Handler()
 	s.srv = &http.Server{Handler: s.gate.wrap(handler),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -99,6 +104,10 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	// The token itself is not printed: stderr goes to logs (the journal of
 	// deploy/kspider.service) that users who may not read the token file
 	// can read, and whoever holds it drives the node.
+	if control == nil {
+		fmt.Fprintf(w, "status page: http://%s/ (JSON /status, metrics /metrics); control off\n", s.Addr)
+		return s, nil
+	}
 	fmt.Fprintf(w, "status page: http://%s/ (JSON /status, metrics /metrics); control token in %s\n",
 		s.Addr, filepath.Join(dir, status.TokenFile))
 	return s, nil

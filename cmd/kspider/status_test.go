@@ -316,3 +316,44 @@ func TestStatusCloseWaitsForHandlers(t *testing.T) {
 		t.Errorf("a request after Close: %d, want 503", rec.Code)
 	}
 }
+
+// TestStatusTokenRefused: a STATUS_TOKEN others can read (a permissions
+// slip) turned off the whole status page, /metrics included; now control
+// alone is off, said so, and the page and /metrics are served.
+func TestStatusTokenRefused(t *testing.T) {
+	conf, ca, dir, _ := crawlSetup(t, 3, 3, 1, "1h")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, status.TokenFile), []byte("0123456789abcdef0123456789abcdef\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, stderr, exit := startRun(t, ctx, "--config", conf, "--ca", ca, "--quiet")
+	if out := stderr.String(); !strings.Contains(out, "control requests are refused") || !strings.Contains(out, "control off") {
+		t.Errorf("run with a refused token does not say control is off:\n%s", out)
+	}
+	for _, path := range []string{"/metrics", "/status"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s, want 200", path, resp.Status)
+		}
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/control/pause", nil)
+	req.Header.Set("Authorization", "Bearer 0123456789abcdef0123456789abcdef")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Errorf("control with the refused token's value: %s, want a refusal", resp.Status)
+	}
+	cancel()
+	<-exit
+}
