@@ -289,19 +289,33 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	// Array tables ([[cluster.nodes]]) append to a slice: start from none.
 	cfg.Cluster.Nodes = nil
 	lines := keyLines(data)
+	// Unknown keys and the values checked below are reported together, so
+	// one run of 'init --check' shows every mistake it can: go-toml stops
+	// only at a value it cannot decode (a syntax or type error), and after
+	// that nothing decoded is worth checking.
+	var reported []error
+	var unknownErr, scalarErr error
 	if !lines.failed {
 		known, text := runConfigKeys()
-		if err := lines.unknown(name, known); err != nil {
-			return nil, err
-		}
-		if err := lines.textScalars(name, text); err != nil {
-			return nil, err
-		}
+		unknownErr, scalarErr = lines.unknown(name, known), lines.textScalars(name, text)
+		reported = append(reported, unknownErr, scalarErr)
 	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, decodeError(err, name, lines)
+		var strict *toml.StrictMissingError
+		switch {
+		case errors.As(err, &strict) && unknownErr != nil:
+			// Every key decoded; the unknown ones are reported above.
+		case errors.As(err, &strict):
+			reported = append(reported, decodeError(err, name, lines))
+		case scalarErr != nil:
+			// The decoder's error for such a value names neither line
+			// nor key: it is reported above.
+			return nil, joinFlat(reported...)
+		default:
+			return nil, joinFlat(append(reported, decodeError(err, name, lines))...)
+		}
 	}
 	if len(cfg.Cluster.Nodes) == 0 {
 		cfg.Cluster.Nodes = Defaults().Cluster.Nodes
@@ -314,10 +328,25 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 			*l = nil
 		}
 	}
-	if err := cfg.validate(name, lines); err != nil {
+	if err := joinFlat(append(reported, cfg.validate(name, lines))...); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// joinFlat joins the error lists of several checks into one list, so that
+// its reader (kspider init --check) counts and prints each error, not each
+// check.
+func joinFlat(errs ...error) error {
+	var flat []error
+	for _, err := range errs {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			flat = append(flat, j.Unwrap()...)
+		} else if err != nil {
+			flat = append(flat, err)
+		}
+	}
+	return errors.Join(flat...)
 }
 
 // runConfigKeys is the set of RunConfig's key paths, and those of them

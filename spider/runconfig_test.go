@@ -555,3 +555,32 @@ func TestLoadSeedsEndless(t *testing.T) {
 		t.Fatalf("loadSeeds of an endless pipe = %d seeds, %v; want an error with %q", len(got), err, want)
 	}
 }
+
+// TestRunConfigErrorsAtOnce: README says a config's errors are reported
+// all at once, but parsing stopped at the unknown keys, so an operator
+// fixing them met the range errors only at the next try; now unknown keys
+// and the values' checks come together, and a value go-toml cannot decode
+// is reported with the unknown keys before it.
+func TestRunConfigErrorsAtOnce(t *testing.T) {
+	doc := "fetcherz = 3\n[limits]\nmax_depth = 300\n"
+	_, err := ParseRunConfig([]byte(doc), "x.toml")
+	for _, want := range []string{"x.toml:1: unknown key fetcherz", "x.toml:3: limits.max_depth: 300 is out of range"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRunConfig(%q) = %v; want it to say %q", doc, err, want)
+		}
+	}
+	doc = "fetcherz = 3\n[politeness]\ndelay = 5\n"
+	_, err = ParseRunConfig([]byte(doc), "x.toml")
+	for _, want := range []string{"x.toml:1: unknown key fetcherz", "x.toml:3: politeness.delay: a TOML integer"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRunConfig(%q) = %v; want it to say %q", doc, err, want)
+		}
+	}
+	doc = "fetcherz = 3\nfetchers = \"many\"\n"
+	_, err = ParseRunConfig([]byte(doc), "x.toml")
+	for _, want := range []string{"x.toml:1: unknown key fetcherz", "x.toml:2"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRunConfig(%q) = %v; want it to say %q", doc, err, want)
+		}
+	}
+}
