@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -75,5 +77,118 @@ func TestLiveReaderAndARefetch(t *testing.T) {
 	}
 	if len(seen) != 11 || r.Stats().Damaged() {
 		t.Errorf("Scan visited %d pages, want 11; damage %v", len(seen), r.Stats().Errors)
+	}
+}
+
+// A Reader on a live store that looks an entry up while the writer's put
+// is storing it (segment, offset, then the CRC) reads a mix that fails
+// its CRC. It took that for damage: a rebuild of the directory's view
+// from all its segments, and damage reported (export and stats exit
+// non-zero) of a store that has none. Now it reads such an entry again
+// before it calls it damaged: here the put ends in the first pause.
+func TestLiveReaderEntryMidPut(t *testing.T) {
+	dir := t.TempDir()
+	writeStore(t, Config{Dirs: []string{dir}}, 0, 10)
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const id = 3
+	whole := make([]byte, indexEntrySize)
+	if _, err := f.ReadAt(whole, entryOffset(id)); err != nil {
+		t.Fatal(err)
+	}
+	mid := append([]byte(nil), whole...)
+	mid[4] ^= 0x40 // the offset stored, the CRC not yet
+	if _, err := f.WriteAt(mid, entryOffset(id)); err != nil {
+		t.Fatal(err)
+	}
+	pauses := 0
+	r.rereadWait = func() {
+		if pauses++; pauses == 1 {
+			if _, err := f.WriteAt(whole, entryOffset(id)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	p, err := r.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePage(t, p, testPage(id))
+	if st := r.Stats(); st.Damaged() || pauses != 1 {
+		t.Errorf("damage %v after %d pauses, want none after 1", st.Errors, pauses)
+	}
+
+	// An entry that stays damaged is still damage, after the rereads.
+	if _, err := f.WriteAt(mid, entryOffset(id+1)); err != nil {
+		t.Fatal(err)
+	}
+	pauses = 0
+	r.rereadWait = func() { pauses++ }
+	if _, err := r.Get(id + 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); !st.Damaged() || pauses != entryRereads {
+		t.Errorf("damage %v after %d pauses, want the entry of %d reported after %d", st.Errors, pauses, id+1, entryRereads)
+	}
+}
+
+// The same during a Scan's check of the whole index (verifyIndex) of a
+// store a writer has open.
+func TestLiveScanEntryMidPut(t *testing.T) {
+	dir := t.TempDir()
+	writeStore(t, Config{Dirs: []string{dir}}, 0, 10)
+	s, err := Open(Config{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const id = 3
+	whole := make([]byte, indexEntrySize)
+	if _, err := f.ReadAt(whole, entryOffset(id)); err != nil {
+		t.Fatal(err)
+	}
+	mid := append([]byte(nil), whole...)
+	mid[4] ^= 0x40
+	pauses := 0
+	r.rereadWait = func() {
+		if pauses++; pauses == 1 {
+			if _, err := f.WriteAt(whole, entryOffset(id)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	n := 0
+	err = r.Scan(context.Background(), func(p *Page) error {
+		if p.URLID == 9 { // the last: verifyIndex comes after
+			if _, err := f.WriteAt(mid, entryOffset(id)); err != nil {
+				t.Error(err)
+			}
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Stats(); st.Damaged() || n != 10 || pauses != 1 {
+		t.Errorf("%d pages, damage %v after %d pauses, want 10, none after 1", n, st.Errors, pauses)
 	}
 }

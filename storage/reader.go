@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,11 @@ type Reader struct {
 	errs       []error
 	notes      []string
 	mixed      map[[2]string]*mixedURLs // during a Scan (noteMixed)
+
+	// rereadWait is the pause before an index entry that failed its
+	// check is read again (find): time.Sleep of entryRereadWait; tests
+	// replace it to finish a writer's put in the pause.
+	rereadWait func()
 }
 
 // dirReader is one data directory as the reader sees it.
@@ -133,7 +139,7 @@ func OpenReader(dirs []string) (*Reader, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("storage: no data directory given")
 	}
-	r := &Reader{}
+	r := &Reader{rereadWait: func() { time.Sleep(entryRereadWait) }}
 	r.decoders.New = func() any { return new(decoder) }
 	r.buffers.New = func() any { return new([]byte) }
 	var err error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 )
 
 // This file holds how a Reader checks the index against the segments and
@@ -16,9 +17,27 @@ import (
 // ixPath is the directory's index file, for messages.
 func (dr *dirReader) ixPath() string { return filepath.Join(dr.dir, indexName) }
 
+// A live writer's put stores an entry's fields one at a time, the CRC
+// last, so a Reader on its store can read a mix that fails the CRC: find
+// reads such an entry again, up to entryRereads times entryRereadWait
+// apart, before it takes it for damage (a rebuild of the directory's view
+// from all its segments, and damage reported for a store that has none).
+const (
+	entryRereads    = 5
+	entryRereadWait = time.Millisecond
+	// maxVerifyRereads bounds verifyIndex's rereads of a live store's
+	// index, so that many damaged entries cost it no more than this many
+	// pauses.
+	maxVerifyRereads = 256
+)
+
 // find is locate that rebuilds dr's view when id's index entry is damaged.
 func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 	l, ok, bad := dr.locate(id)
+	for try := 0; bad && try < entryRereads; try++ {
+		r.rereadWait()
+		l, ok, bad = dr.locate(id)
+	}
 	if bad {
 		why := "fails its CRC-32C"
 		if v := dr.view.Load(); v.ix != nil && id < v.ix.entries() {
@@ -258,6 +277,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		beyond     = map[uint32]int64{} // pages past the end of a segment
 		missing    = map[uint32]int64{} // pages in a missing segment
 		lost       int64
+		rereads    int   // entries read again, up to maxVerifyRereads
 		intact     int64 // entries pointing at a record Scan should have met
 		torn       = &TornEntries{Index: v.ix.path}
 	)
@@ -289,6 +309,11 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 				continue // the unwritten tail: skip it fast
 			}
 			seg, off, st := decodeEntry(id, e)
+			for try := 0; dr.live && st == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
+				rereads++ // one a live writer is storing reads whole once it is done (find)
+				r.rereadWait()
+				seg, off, st = decodeEntry(id, e)
+			}
 			if _, later := v.extra[id]; id >= v.ix.dense && (st == entryTorn || st == entryBad && later) {
 				// Written after the checkpoint and torn: fresh (the CRC
 				// field still zero), or over an entry put since (a refetch,
