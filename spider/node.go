@@ -293,6 +293,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]awaited{}, deepDrops: map[uint32]bool{}}
 	n.syncCond = sync.NewCond(&n.syncMu)
+	n.ss.clock = systemClock()
 	nodeRef = n
 	n.dstore.n = n
 	n.robots = newNodeRobots(n)

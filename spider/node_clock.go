@@ -22,22 +22,30 @@ import (
 // forward is followed (waits end early, once). Instants stored ahead of
 // the next run's clock are cut at its open to the wait the config imposes
 // on the host (the scheduler's hostWait).
-func SoloClock() scheduler.PhaseSource {
+func SoloClock() scheduler.PhaseSource { return newSoloClock(systemClock()) }
+
+// wallMono reads the system clock's time, for instants shown or stored,
+// and the time since some start on a clock never stepped, for lengths of
+// time: a clock stepped back (by hand, a VM restored, an NTP daemon's
+// step) must not make them negative. Tests give one that steps.
+type wallMono func() (wall time.Time, mono time.Duration)
+
+// systemClock is wallMono on the system clock and Go's monotonic clock.
+func systemClock() wallMono {
 	start := time.Now()
-	return newSoloClock(func() (time.Time, time.Duration) {
+	return func() (time.Time, time.Duration) {
 		t := time.Now()
 		return t, t.Sub(start) // by the monotonic clock
-	})
+	}
 }
 
-// newSoloClock is SoloClock on now, which gives the system clock's time
-// and the time since some start on a clock never stepped.
-func newSoloClock(now func() (wall time.Time, mono time.Duration)) *soloClock {
+// newSoloClock is SoloClock on now.
+func newSoloClock(now wallMono) *soloClock {
 	return &soloClock{now: now}
 }
 
 type soloClock struct {
-	now func() (wall time.Time, mono time.Duration)
+	now wallMono
 
 	mu     sync.Mutex
 	last   time.Time     // the time last given; zero: none yet

@@ -107,7 +107,7 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	n.errMu.Lock()
 	n.stop = stop
 	n.errMu.Unlock()
-	n.ss.started.Store(start.UnixNano())
+	n.ss.begin()
 	defer n.ss.stopped.Store(true)
 	go n.sampleLoop(runCtx)
 

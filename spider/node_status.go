@@ -16,7 +16,8 @@ package spider
 //
 //	version            1
 //	time, started      RFC 3339 instants: the snapshot, the start of Run
-//	uptime_seconds     since started
+//	uptime_seconds     since started, on the monotonic clock (rates too: a
+//	                   step of the system clock leaves them right)
 //	state              "open" (before Run), "running", "paused", "draining", "stopped"
 //	totals             pages, fetched, bytes, urls_known, queue (unfinished URLs),
 //	                   in_list, in_progress, stalled, completed, redirected,
@@ -86,10 +87,14 @@ import (
 // (Prometheus's default buckets).
 var fetchBuckets = [...]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-// statusState is the node's status bookkeeping; its zero value is ready.
+// statusState is the node's status bookkeeping; its zero value is ready
+// once clock is set. Rates and the uptime are measured on clock's
+// monotonic readings, so a step of the system clock leaves them right.
 type statusState struct {
-	started atomic.Int64 // Run's start, Unix ns; 0 before Run
-	stopped atomic.Bool
+	clock     wallMono
+	started   atomic.Int64 // Run's start, Unix ns; 0 before Run
+	startMono atomic.Int64 // Run's start on clock's monotonic reading, ns
+	stopped   atomic.Bool
 
 	statuses [600]atomic.Uint64 // responses by status code (0..599)
 	kinds    [numCollectKinds]atomic.Uint64
@@ -105,12 +110,12 @@ type statusState struct {
 	hn     int                        // samples in the ring
 	hi     int                        // next write position
 	disk   []uint64                   // store bytes per dir at diskAt
-	diskAt time.Time
-	rate   []float64 // write bytes/s per dir over the last interval
+	diskAt time.Duration              // monotonic
+	rate   []float64                  // write bytes/s per dir over the last interval
 }
 
 type sample struct {
-	t            int64 // Unix seconds
+	mono         time.Duration
 	pages, bytes uint64
 }
 
@@ -190,16 +195,24 @@ func (s *statusState) worse(i, j int, now time.Time) bool {
 	return s.slow[i].ns < s.slow[j].ns
 }
 
-// record adds a history sample; the sampler calls it once a second.
-func (s *statusState) record(now time.Time, pages, bytes uint64, disks []DiskStatus) {
+// begin notes the start of Run.
+func (s *statusState) begin() {
+	wall, mono := s.clock()
+	s.startMono.Store(int64(mono))
+	s.started.Store(wall.UnixNano())
+}
+
+// record adds a history sample taken at mono (clock's monotonic reading);
+// the sampler calls it once a second.
+func (s *statusState) record(mono time.Duration, pages, bytes uint64, disks []DiskStatus) {
 	s.histMu.Lock()
 	defer s.histMu.Unlock()
-	s.hist[s.hi] = sample{t: now.Unix(), pages: pages, bytes: bytes}
+	s.hist[s.hi] = sample{mono: mono, pages: pages, bytes: bytes}
 	s.hi = (s.hi + 1) % len(s.hist)
 	s.hn = min(s.hn+1, len(s.hist))
-	if len(s.disk) != len(disks) || now.Sub(s.diskAt) >= historyStep*time.Second {
+	if len(s.disk) != len(disks) || mono-s.diskAt >= historyStep*time.Second {
 		if len(s.disk) == len(disks) {
-			dt := now.Sub(s.diskAt).Seconds()
+			dt := (mono - s.diskAt).Seconds()
 			for i, d := range disks {
 				s.rate[i] = float64(sub(d.Bytes, s.disk[i])) / dt
 			}
@@ -209,7 +222,7 @@ func (s *statusState) record(now time.Time, pages, bytes uint64, disks []DiskSta
 		for i, d := range disks {
 			s.disk[i] = d.Bytes
 		}
-		s.diskAt = now
+		s.diskAt = mono
 	}
 }
 
@@ -232,7 +245,7 @@ func (s *statusState) history(st *Status) {
 	st.History.PagesPerSecond = []float64{}
 	st.History.MBPerSecond = []float64{}
 	rate := func(a, b sample) (float64, float64) {
-		dt := float64(b.t - a.t)
+		dt := (b.mono - a.mono).Seconds()
 		if dt <= 0 {
 			return 0, 0
 		}
@@ -260,19 +273,20 @@ func (s *statusState) history(st *Status) {
 func (n *Node) sampleLoop(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	n.sample(time.Now())
+	n.sample()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			n.sample(now)
+		case <-t.C:
+			n.sample()
 		}
 	}
 }
 
-func (n *Node) sample(now time.Time) {
-	n.ss.record(now, n.Durable(), n.DurableBytes(), n.disks())
+func (n *Node) sample() {
+	_, mono := n.ss.clock()
+	n.ss.record(mono, n.Durable(), n.DurableBytes(), n.disks())
 }
 
 func (n *Node) disks() []DiskStatus {
@@ -292,11 +306,11 @@ func (n *Node) Status() *Status { return n.status(true) }
 // (URL states, scheduler, hosts, disks, statuses, errors, histogram), which
 // the progress line spares: it reads atomics and takes no scheduler lock.
 func (n *Node) status(full bool) *Status {
-	now := time.Now()
+	now, mono := n.ss.clock()
 	st := &Status{Version: StatusVersion, Time: now.UTC(), State: n.stateName()}
 	if ns := n.ss.started.Load(); ns != 0 {
 		st.Started = time.Unix(0, ns).UTC()
-		st.Uptime = now.Sub(st.Started).Seconds()
+		st.Uptime = (mono - time.Duration(n.ss.startMono.Load())).Seconds()
 	}
 	// The progress line (!full) reads atomics only: no scheduler lock.
 	var ss scheduler.Stats

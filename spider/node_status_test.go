@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -171,11 +172,10 @@ func TestNodeStatusMoves(t *testing.T) {
 // TestStatusHistory feeds the ring samples on a fake clock.
 func TestStatusHistory(t *testing.T) {
 	var s statusState
-	t0 := time.Unix(1_000_000, 0)
 	// 100 pages and 1 MB a second for 25 s, then nothing for 10 s.
 	for i := 0; i <= 35; i++ {
 		k := uint64(min(i, 25))
-		s.record(t0.Add(time.Duration(i)*time.Second), 100*k, 1e6*k, []DiskStatus{{Bytes: 2000 * uint64(i)}})
+		s.record(time.Duration(i)*time.Second, 100*k, 1e6*k, []DiskStatus{{Bytes: 2000 * uint64(i)}})
 	}
 	var st Status
 	st.Storage = []DiskStatus{{}}
@@ -192,7 +192,7 @@ func TestStatusHistory(t *testing.T) {
 	}
 	// Past ten minutes, one point per 10 s: steps end at the newest sample.
 	for i := 36; i <= historyFine+5; i++ {
-		s.record(t0.Add(time.Duration(i)*time.Second), 2500+uint64(i-25)*10, 0, nil)
+		s.record(time.Duration(i)*time.Second, 2500+uint64(i-25)*10, 0, nil)
 	}
 	s.history(&st)
 	if h := st.History; h.StepSeconds != 10 || len(h.PagesPerSecond) != (historyFine+5)/10 || h.PagesPerSecond[len(h.PagesPerSecond)-1] != 10 {
@@ -200,11 +200,51 @@ func TestStatusHistory(t *testing.T) {
 	}
 	// An hour and more: the ring keeps its size.
 	for i := 36; i < 2*historySeconds; i++ {
-		s.record(t0.Add(time.Duration(i)*time.Second), 0, 0, nil)
+		s.record(time.Duration(i)*time.Second, 0, 0, nil)
 	}
 	s.history(&st)
 	if len(st.History.PagesPerSecond) != historySeconds/historyStep {
 		t.Errorf("after two hours: %d history points", len(st.History.PagesPerSecond))
+	}
+}
+
+// TestStatusClockSteppedBack: the system clock is stepped back an hour
+// (by hand, a VM restored, an NTP daemon's step) during a run. Measured on
+// the wall clock, the page's rates were 0 and its uptime negative until
+// the clock caught up; on the monotonic clock they go on.
+func TestStatusClockSteppedBack(t *testing.T) {
+	noLookup := func(context.Context, string) ([]netip.Addr, error) { return nil, nil }
+	n, err := OpenNode(NodeConfig{Dir: t.TempDir(), Collector: collector.Config{Lookup: noLookup}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var mono, back time.Duration
+	n.ss.clock = func() (time.Time, time.Duration) { return base.Add(mono - back), mono }
+	n.ss.begin()
+	for i := 1; i <= 20; i++ {
+		n.st.durable.Add(100)
+		mono += time.Second
+		if i == 10 {
+			back = time.Hour
+		}
+		n.sample()
+	}
+	st := n.Status()
+	if st.Uptime != 20 {
+		t.Errorf("uptime %v s after 20 s with the clock stepped back an hour; want 20", st.Uptime)
+	}
+	if st.Rates.PagesPerSecond != 100 || st.Rates.AvgPagesPerSecond != 100 {
+		t.Errorf("rates %+v at 100 pages a second with the clock stepped back an hour", st.Rates)
+	}
+	for i, p := range st.History.PagesPerSecond {
+		if p != 100 {
+			t.Errorf("history point %d is %v pages a second; want 100", i, p)
+		}
+	}
+	if want := base.Add(mono - back); !st.Time.Equal(want) || !st.Started.Equal(base) {
+		t.Errorf("time %v, started %v: instants are the system clock's (%v, %v)", st.Time, st.Started, want, base)
 	}
 }
 
