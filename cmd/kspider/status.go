@@ -76,10 +76,14 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	// page and /metrics are the operator's monitoring, and a permissions
 	// slip must not blind it.
 	var control status.Controller = node
+	var controlOff string
 	tok, err := status.Token(dir)
 	if err != nil {
 		fmt.Fprintf(w, "warning: status page: control token: %v; control requests are refused (kspider ctl will not work), the page and /metrics are served\n", err)
 		control, tok = nil, ""
+		// Said to ctl too: its operator may have fixed the file since and
+		// see nothing wrong with it; control comes back with a restart only.
+		controlOff = fmt.Sprintf("the token file was refused when the node started (%v); see the node's log. Fix the file, then restart the node", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -90,7 +94,7 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}
 	s := &statusServer{Addr: ln.Addr().String(), Token: tok, done: make(chan struct{})}
-	handler := (&status.Server{Node: node, Control: control, Token: tok, Loopback: status.IsLoopback(addr)}).Handler()
+	handler := (&status.Server{Node: node, Control: control, Token: tok, ControlOff: controlOff, Loopback: status.IsLoopback(addr)}).Handler()
 	s.srv = &http.Server{Handler: s.gate.wrap(handler),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 		IdleTimeout: time.Minute, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },

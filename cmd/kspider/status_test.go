@@ -354,6 +354,17 @@ func TestStatusTokenRefused(t *testing.T) {
 	if resp.StatusCode == http.StatusOK {
 		t.Errorf("control with the refused token's value: %s, want a refusal", resp.Status)
 	}
+	// The operator fixes the file, as the warning says, and tries ctl: the
+	// node's bare 404 did not say that control was off since its start.
+	if err := os.Chmod(filepath.Join(dir, status.TokenFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "", "ctl", "pause", "--status", addr, "--dir", dir)
+	for _, want := range []string{"control off: the token file was refused", "mode -rw-r--r--", "the node's log", "restart the node"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("ctl pause at a node whose token was refused: exit %d, want 1 saying %q:\n%s", code, want, errOut)
+		}
+	}
 	cancel()
 	<-exit
 }

@@ -17,7 +17,9 @@
 // naming another origin than the request's Host, or that a browser marks
 // cross-site (Sec-Fetch-Site), is refused (403): a page of another site
 // open in the operator's browser cannot drive the node. Answers are JSON
-// ({"ok":true,"state":"paused"} or {"error":"..."}).
+// ({"ok":true,"state":"paused"} or {"error":"..."}). With control off
+// (Server.ControlOff: the token file refused) every control request gets
+// 503 and the reason.
 //
 // # DNS rebinding
 //
@@ -60,6 +62,10 @@ type Server struct {
 	Node    Source
 	Control Controller
 	Token   string
+	// ControlOff, with Control nil, is why control is off (the token file
+	// refused): control requests are answered with it (503), so that
+	// kspider ctl says why instead of a bare refusal.
+	ControlOff string
 	// Refresh is the dashboard's self-refresh interval in seconds (5 when 0).
 	Refresh int
 	// Loopback: the server listens on loopback only, so every request
@@ -113,6 +119,10 @@ func (s *Server) json(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	if s.Control == nil {
+		if s.ControlOff != "" {
+			reply(w, http.StatusServiceUnavailable, "control off: "+s.ControlOff)
+			return
+		}
 		reply(w, http.StatusNotFound, "this node takes no control requests")
 		return
 	}
