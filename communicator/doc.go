@@ -57,7 +57,9 @@
 // (RFC 6298, at least RetransmitMin). A batch that later-sent batches have
 // overtaken is sent again at once; when the timer fires and nothing sent
 // after a batch has been acknowledged, the peer is stalled or down, so only
-// the oldest batch goes again, as a probe.
+// the oldest batch goes again, as a probe. A peer heard from with a new
+// epoch (first contact, a restart) is alive but dropped or forgot every
+// batch in flight: they all go again at once, not a probe it might hold.
 //
 // A receiver accepts items only in datagrams that name its current epoch;
 // anything else is dropped and answered with an acknowledgement carrying

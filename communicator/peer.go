@@ -455,28 +455,40 @@ func (p *peer) rto() time.Duration {
 // theirEpoch records the epoch of an authentic datagram from the peer; ok
 // is false for an epoch older than one already seen (a replay), newer is
 // true for one later than seen (first contact, a restart): the caller
-// starts the receive state of that epoch, then packs what waits.
-func (p *peer) theirEpoch(epoch uint64, now time.Time) (ok, newer bool) {
+// starts the receive state of that epoch, then sends again what is in
+// flight (resendAll) and packs what waits.
+func (p *peer) theirEpoch(epoch uint64) (ok, newer bool) {
 	switch {
 	case epoch < p.theirs:
 		return false, false
 	case epoch > p.theirs:
 		p.theirs = epoch
 		p.rx.ackDirty = true // tell it our epoch
-		{
-			// First contact or a restart of the peer: what it has not
-			// acknowledged went to an epoch that dropped it (the
-			// handshake) or forgot it; send it all again now.
-			for i := range p.win {
-				if b := &p.win[i]; b.used {
-					b.rto = p.rto()
-					b.due = now
-				}
-			}
-		}
 		return true, true
 	}
 	return true, false
+}
+
+// resendAll sends again every batch in flight last sent before send
+// number before. At first contact or a restart of the peer, what it has
+// not acknowledged went to an epoch that dropped it (the handshake) or
+// forgot it, and the peer has just been heard: all of it goes at once,
+// not only the oldest batch as to a peer stalled (tick). A receiver may
+// hold the batches of a peer until it has seen enough of them (the node
+// holds an unheard peer's URLs up to unheardHoldMax batches); sent the
+// probe alone, it held it, the rest of the window never came, and the
+// window, full, let nothing else through (not a hello either). At most a
+// window, once per start of the peer: a replay cannot bring an epoch
+// newer than seen.
+func (p *peer) resendAll(now time.Time, before uint64) {
+	for i := uint32(0); p.base+i <= p.seq && i < uint32(len(p.win)); i++ {
+		s := p.base + i
+		b := &p.win[s%uint32(len(p.win))]
+		if b.used && b.seq == s && b.lastSent <= before {
+			b.rto = p.rto()
+			p.transmit(b, now, true)
+		}
+	}
 }
 
 // tick does the peer's timed work: flush, retransmit, acks, spill upkeep.

@@ -162,7 +162,7 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	now := e.cfg.Clock.Now()
 
 	p.mu.Lock()
-	ok, newer := p.theirEpoch(h.epoch, now)
+	ok, newer := p.theirEpoch(h.epoch)
 	if !ok {
 		seen := p.theirs
 		p.mu.Unlock()
@@ -186,6 +186,9 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 		}
 	}
 	p.rx.advanceTo(h.base - 1)
+	// Batches sent from here on name the peer's new epoch: resendAll
+	// leaves them out.
+	sends := p.sends
 	if newer {
 		// Only now that rx is this epoch's: a datagram packed before
 		// would name the new epoch but carry the acknowledgements of
@@ -195,6 +198,10 @@ func (r *receiver) receive(b []byte, src netip.AddrPort) {
 	}
 	if h.peerEpoch == e.epoch {
 		p.onAck(h.ack, r.ranges, now)
+	}
+	if newer {
+		// After the acknowledgement, which may cover some of them.
+		p.resendAll(now, sends)
 	}
 	if h.flags&flagData == 0 {
 		p.mu.Unlock()

@@ -1,6 +1,7 @@
 package communicator
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -83,6 +84,70 @@ func TestNoStaleAckAfterPeerRestart(t *testing.T) {
 		parseHeader(buf[:n], &h)
 		if h.peerEpoch == e2 && (h.ack > 1 || h.nranges > 0) {
 			t.Errorf("node 1 acknowledges batches up to %d (and %d ranges) of node 2's new epoch, which sent only batch 1", h.ack, h.nranges)
+		}
+	}
+}
+
+// TestWindowResentToRestartedPeer: batches in flight when the peer
+// restarts went to an epoch that dropped or forgot them. Node 1 sent only
+// the oldest of them again (the probe of a stalled peer) until it was
+// acknowledged, so a receiver that holds a peer's batches until it has
+// seen enough of them (the node holds an unheard peer's URLs up to
+// unheardHoldMax batches, while its hello waits behind the full window)
+// never got more than the one it held: both waited for good. Node 2 here
+// holds everything until it has a window's worth of deliveries.
+func TestWindowResentToRestartedPeer(t *testing.T) {
+	const window = 8
+	cl := newCluster(t, 2, func(i int, c *Config) {
+		c.Window = window
+		c.QueueBytes = 1 << 20
+	})
+	a := cl.eps[0]
+	a.Send(2, 0, []byte(testURL(1, 2, 0)))
+	a.Flush()
+	waitUntil(t, 5*time.Second, "first item delivered", func() bool { return cl.sinks[1].count() == 1 && a.Backlog(2) == 0 })
+	addr := cl.eps[1].Addr()
+	if err := cl.eps[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for k := 1; k <= n; k++ {
+		if err := a.Send(2, 0, []byte(testURL(1, 2, k))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Flush()
+	waitUntil(t, 5*time.Second, "a full window in flight to the stopped node 2", func() bool { return a.Stats().Peers[0].Unacked == window })
+	if a.Backlog(2) < n/2 {
+		t.Fatalf("backlog %d: too few items wait behind the window for the test", a.Backlog(2))
+	}
+
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	b, err := New(Config{Self: 2, Peers: cl.addrs, Conn: c, Keys: []Key{testKey}, SendKey: testKey.ID, Handler: s.handle,
+		Window: window, FlushInterval: 5 * time.Millisecond, RetransmitMin: 20 * time.Millisecond, RetransmitMax: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	deliveries := func() uint64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.lastN
+	}
+	waitUntil(t, 5*time.Second, "the window's batches delivered to the restarted node 2 while it holds them", func() bool { return deliveries() >= window })
+	waitUntil(t, 20*time.Second, "every item delivered once released", func() bool {
+		b.Durable(deliveries())
+		return s.count() >= n && a.Backlog(2) == 0
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := 1; k <= n; k++ {
+		if got := s.got[fmt.Sprintf("1 0 %s", testURL(1, 2, k))]; got != 1 {
+			t.Fatalf("item %d delivered %d times to the restarted node 2", k, got)
 		}
 	}
 }
