@@ -114,6 +114,9 @@ type spill struct {
 	// compacting is the rewrite under way, if any (spillcompact.go).
 	compacting  *spillCompaction
 	compactHook func() // tests: see spillCompaction.hook
+	// tailDirSync fsyncs the directory in cutTail (nil: syncDir; tests
+	// make it fail, or look at the file when it is called).
+	tailDirSync func(dir string) error
 }
 
 func spillPath(dir string, self, peer NodeID) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // Damage a spill file's open finds: the stretches in the middle the
@@ -31,10 +32,13 @@ func (s *spill) keepBad(r spillRegion) {
 }
 
 // cutTail copies the bytes from off to keep to a new <path>.bad-<off>
-// (its name returned; "": nothing to keep), fsyncs it and truncates the
-// file at off. The copy streams: a damaged tail may be most of a large
-// file. The zeros from keep on are not copied: a file extended with
-// a sparse terabyte of them made a terabyte written.
+// (its name returned; "": nothing to keep), fsyncs it and its directory
+// and truncates the file at off. The copy streams: a damaged tail may be
+// most of a large file. The zeros from keep on are not copied: a file
+// extended with a sparse terabyte of them made a terabyte written. The
+// directory's fsync comes before the cut: the copy's own fsync does not
+// make its name durable, and a power cut could keep the cut and lose the
+// copy.
 func (s *spill) cutTail(off, keep int64) (string, error) {
 	if keep <= off {
 		return "", s.f.Truncate(off)
@@ -54,6 +58,16 @@ func (s *spill) cutTail(off, keep int64) (string, error) {
 	if err != nil {
 		os.Remove(bad) // a part of the tail would pass for all of it
 		return "", fmt.Errorf("copying to %s: %w", bad, err)
+	}
+	dirSync := s.tailDirSync
+	if dirSync == nil {
+		dirSync = syncDir
+	}
+	if err := dirSync(filepath.Dir(s.path)); err != nil {
+		// The tail stays in the file, skipped: the next start keeps it
+		// aside again, under this name if it is free.
+		os.Remove(bad)
+		return "", fmt.Errorf("fsync of the directory of %s: %w", bad, err)
 	}
 	return bad, s.f.Truncate(off)
 }

@@ -368,3 +368,74 @@ func TestSpillDamagedUnderReader(t *testing.T) {
 		t.Errorf("%d damaged stretches counted, %d items still unread; want 2, 0", s.skippedRegions, s.unreadItems)
 	}
 }
+
+// TestSpillTailDirSynced: a damaged tail's copy (<file>.bad-<off>) was
+// fsynced but not its directory before the spill file was cut, so a power
+// cut could keep the cut and lose the copy's name, the tail gone with it.
+// Now the directory is fsynced first, and if that fails the tail stays in
+// the file and the copy is not left behind.
+func TestSpillTailDirSynced(t *testing.T) {
+	dir := t.TempDir()
+	path := spillPath(dir, 1, 2)
+	whole := append(spillHeaderBytes(1, 2), bytes.Repeat([]byte("junk after a crash "), 100)...)
+	size := int64(len(whole))
+	open := func() *spill {
+		t.Helper()
+		if err := os.WriteFile(path, whole, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return &spill{path: path, f: f}
+	}
+	fileSize := func() int64 {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+
+	s := open()
+	synced := false
+	s.tailDirSync = func(d string) error {
+		if d != dir {
+			t.Errorf("fsynced directory %s, want %s", d, dir)
+		}
+		if n := fileSize(); n != size {
+			t.Errorf("the spill file was cut to %d bytes before the directory of its tail's copy was fsynced", n)
+		}
+		synced = true
+		return syncDir(d)
+	}
+	bad, err := s.cutTail(spillHeader, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !synced {
+		t.Error("the tail kept aside and the spill file cut without an fsync of the directory")
+	}
+	if got, err := os.ReadFile(bad); err != nil || !bytes.Equal(got, whole[spillHeader:]) {
+		t.Errorf("%s: %d bytes, %v; want the %d bytes of the tail", bad, len(got), err, size-spillHeader)
+	}
+	if n := fileSize(); n != spillHeader {
+		t.Errorf("spill file of %d bytes after the cut, want %d", n, spillHeader)
+	}
+
+	s = open()
+	s.tailDirSync = func(string) error { return syscall.EIO }
+	bad, err = s.cutTail(spillHeader, size)
+	if err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Fatalf("cutTail with the directory's fsync failing: %q, %v; want an error saying so", bad, err)
+	}
+	if n := fileSize(); n != size {
+		t.Errorf("spill file cut to %d bytes though the directory holding the copy of its tail was not fsynced", n)
+	}
+	if _, err := os.Stat(path + ".bad-16.1"); err == nil {
+		t.Error("the copy whose name may not last was left behind: the next start keeps the tail aside again")
+	}
+}
