@@ -100,7 +100,8 @@ func (r *SpillReport) Skipped() (bytes int64, regions int) {
 // deliverable before, it was never delivered). A spill file has no commit record, so a
 // record cut short at the very end is taken for a write a crash
 // interrupted (a note); any other bad record is damage, one finding per
-// damaged stretch, and the reader skips exactly that stretch: the intact
+// damaged stretch (the first spillDescribed and a damaged tail; one
+// finding sums up the rest), and the reader skips exactly that stretch: the intact
 // records after it are counted as deliverable as the endpoint delivers
 // them. A directory with none of the files is ErrNoSpill.
 func CheckSpill(dir string) (*SpillReport, error) {
@@ -207,6 +208,8 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 	}
 	for _, r := range sc.bad {
 		switch {
+		case r.why == "":
+			// Counted below, with the others not described.
 		case r.torn:
 			rep.note(path, r.start, fmt.Sprintf("%s: a write a crash cut short; %d items before it are delivered", r.why, sc.unread))
 		case r.end == fi.Size():
@@ -216,6 +219,9 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 			rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: r.start, Damage: true,
 				What: fmt.Sprintf("%s; %d bytes skipped to the next intact record at offset %d", r.why, r.end-r.start, r.end)})
 		}
+	}
+	if bytes, n := sc.undescribed(); n > 0 {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Offset: sc.undescribedFrom, Damage: true, What: undescribedText(&sc, n, bytes)})
 	}
 	return nil
 }

@@ -197,10 +197,15 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 		if r.end == fi.Size() && r.start == sc.good {
 			break // the tail, below
 		}
-		s.note(fmt.Sprintf("spill file %s: %s; skipped %d bytes to the next intact record at offset %d", path, r.why, r.end-r.start, r.end))
+		if r.why != "" {
+			s.note(fmt.Sprintf("spill file %s: %s; skipped %d bytes to the next intact record at offset %d", path, r.why, r.end-r.start, r.end))
+		}
 		if r.end > sc.consumed {
 			s.keepBad(r)
 		}
+	}
+	if bytes, n := sc.undescribed(); n > 0 {
+		s.note(fmt.Sprintf("spill file %s: %s", path, undescribedText(&sc, n, bytes)))
 	}
 	end := sc.good
 	if sc.good < fi.Size() {

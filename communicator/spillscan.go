@@ -44,15 +44,80 @@ type spillScan struct {
 	// unreadControl is how many of unread are control items (a tag at
 	// or above the controlTag scanSpill was given; 0: none are).
 	unreadControl int
-	bad           []spillRegion
+	// bad holds damaged stretches in file order: the first
+	// spillDescribed with what is wrong with them, then those after the
+	// last mark (where a later mark may point) without, but for the
+	// latest (a damaged tail is said). All are counted in skippedBytes
+	// and regions.
+	bad          []spillRegion
+	skippedBytes int64
+	regions      int
+	// undescribedFrom is where the first stretch not described starts
+	// (0: all are).
+	undescribedFrom int64
 }
+
+// spillDescribed bounds the damaged stretches a scan keeps described:
+// each held its message for the whole scan, and a file damaged every few
+// records (a hostile one: a stretch per 12 bytes) made gigabytes of them.
+// The rest are counted, and the scan keeps of them only what marks need.
+const spillDescribed = 1024
 
 // skipped returns the bytes and regions the scan skipped.
 func (sc *spillScan) skipped() (bytes int64, regions int) {
+	return sc.skippedBytes, sc.regions
+}
+
+// undescribed returns the bytes and number of the stretches counted but
+// not kept described (why "") in bad: the ones to sum up in one line.
+func (sc *spillScan) undescribed() (bytes int64, regions int) {
+	bytes, regions = sc.skipped()
 	for _, r := range sc.bad {
-		bytes += r.end - r.start
+		if r.why != "" {
+			bytes -= r.end - r.start
+			regions--
+		}
 	}
-	return bytes, len(sc.bad)
+	return bytes, regions
+}
+
+// undescribedText says what the n stretches of bytes bytes the scan sc
+// counted but did not describe are, from where.
+func undescribedText(sc *spillScan, n int, bytes int64) string {
+	return fmt.Sprintf("%d more damaged stretches from offset %d on (%d bytes), each skipped to the next intact record, not described one by one (the first %d are)", n, sc.undescribedFrom, bytes, spillDescribed)
+}
+
+// addBad records the damaged stretch from off to next.
+func (sc *spillScan) addBad(off, next int64, why string, torn bool) {
+	sc.skippedBytes += next - off
+	if n := len(sc.bad); n > 0 && sc.bad[n-1].end == off {
+		// The record the last resync found fails in context (a mark
+		// pointing nowhere): one damaged stretch.
+		sc.bad[n-1].end, sc.bad[n-1].torn = next, torn
+		return
+	}
+	sc.regions++
+	if n := len(sc.bad); n > spillDescribed {
+		sc.bad[n-1].why = "" // described only while the latest
+	} else if n == spillDescribed {
+		sc.undescribedFrom = off
+	}
+	sc.bad = append(sc.bad, spillRegion{start: off, end: next, why: why, torn: torn})
+}
+
+// forgetBelow drops the undescribed stretches that end at or before the
+// mark m: a later mark is at or after it (once they are at least half of
+// those undescribed, as dropBelow).
+func (sc *spillScan) forgetBelow(m int64) {
+	if len(sc.bad) <= spillDescribed {
+		return
+	}
+	rest := sc.bad[spillDescribed:]
+	i, _ := slices.BinarySearchFunc(rest, m, func(r spillRegion, m int64) int { return cmp.Compare(r.end, m+1) })
+	if i == 0 || 2*i < len(rest) {
+		return
+	}
+	sc.bad = sc.bad[:spillDescribed+copy(rest, rest[i:])]
 }
 
 // spillWindow reads a spill file through one buffer, so the scan and its
@@ -385,6 +450,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 				starts = dropBelow(starts, m)
 				itemOffs = dropBelow(itemOffs, m)
 				controlOffs = dropBelow(controlOffs, m)
+				sc.forgetBelow(m)
 			}
 		}
 		if prob.kind != probNone {
@@ -393,13 +459,7 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 			if err != nil {
 				return sc, err
 			}
-			if n := len(sc.bad); n > 0 && sc.bad[n-1].end == off {
-				// The record the last resync found fails in context (a
-				// mark pointing nowhere): one damaged stretch.
-				sc.bad[n-1].end, sc.bad[n-1].torn = next, short && next == size
-			} else {
-				sc.bad = append(sc.bad, spillRegion{start: off, end: next, why: prob.String(), torn: short && next == size})
-			}
+			sc.addBad(off, next, prob.String(), short && next == size)
 			off = next
 			starts = append(starts, off)
 			continue

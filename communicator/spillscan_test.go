@@ -2,8 +2,10 @@ package communicator
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,11 +95,107 @@ func TestScanMarksAmongDamage(t *testing.T) {
 	}()
 	select {
 	case r := <-done:
-		if r.err != nil || len(r.sc.bad) != n || r.sc.items != 2*n || r.sc.unread != 0 || r.sc.consumed != last {
+		if _, regions := r.sc.skipped(); r.err != nil || regions != n || r.sc.items != 2*n || r.sc.unread != 0 || r.sc.consumed != last {
 			t.Errorf("scan: %v, %d damaged stretches, %d items, %d unread, last mark %d; want %d, %d, 0, %d",
-				r.err, len(r.sc.bad), r.sc.items, r.sc.unread, r.sc.consumed, n, 2*n, last)
+				r.err, regions, r.sc.items, r.sc.unread, r.sc.consumed, n, 2*n, last)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the scan of a %d-byte file with %d damaged records and marks still ran after 60 s", len(b), n)
+	}
+}
+
+// TestScanDescriptionsBounded: the open's scan kept every damaged
+// stretch with its message until it ended, about 140 bytes each, so a
+// file damaged every few records (a hostile file can have a stretch every
+// 12 bytes) cost many times its size in memory. Now the first
+// spillDescribed are described, the rest counted and summed up in one
+// line (the latest, a damaged tail, still said), and of them the scan
+// keeps only those after the last mark; the counts and what is
+// delivered are the same, a mark pointing into an undescribed stretch
+// still counts.
+func TestScanDescriptionsBounded(t *testing.T) {
+	const n = 4 * spillDescribed
+	s := spill{version: spillVersion, end: spillHeader} // records as they lie after the header
+	var damaged []int
+	var markTo int64
+	for k := range n {
+		item := append([]byte{recItem, 0}, testURL(1, 2, k)...)
+		if k == 3*n/4 {
+			// Acknowledged up to the middle of the damaged record
+			// before: the mark points into a stretch the scan does
+			// not describe, and counts from its end.
+			markTo = spillHeader + int64(damaged[k-1]) + 4
+			s.mark(markTo, false)
+		}
+		damaged = append(damaged, len(s.buf))
+		s.appendRecord(item)
+		s.appendRecord(item)
+	}
+	b := append(spillHeaderBytes(1, 2), s.buf...)
+	for _, o := range damaged {
+		b[spillHeader+o+recHead+3] ^= 1
+	}
+	b = append(b, "a damaged tail"...)
+	sc, err := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := 0
+	for _, r := range sc.bad {
+		if r.why != "" {
+			described++
+		}
+	}
+	if described > spillDescribed+1 {
+		t.Errorf("%d damaged stretches of %d described at the end of the scan; want at most %d", described, n+1, spillDescribed+1)
+	}
+	if len(sc.bad) > spillDescribed+n/4+1 {
+		t.Errorf("%d damaged stretches kept; want those described and those after the last mark (%d)", len(sc.bad), spillDescribed+n/4+1)
+	}
+	if _, regions := sc.skipped(); regions != n+1 || sc.items != n || sc.unread != n/4+1 || sc.consumed <= markTo {
+		t.Errorf("scan: %d damaged stretches, %d items, %d unread, acknowledged to %d; want %d, %d, %d, past %d",
+			regions, sc.items, sc.unread, sc.consumed, n+1, n, n/4+1, markTo)
+	}
+	if last := sc.bad[len(sc.bad)-1]; last.why == "" || last.end != int64(len(b)) {
+		t.Errorf("the damaged tail is not described: %+v", last)
+	}
+
+	dir := t.TempDir()
+	path := spillPath(dir, 1, 2)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckSpill(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summed := 0
+	for _, f := range rep.Findings {
+		if strings.Contains(f.What, fmt.Sprintf("%d more damaged stretches", n-spillDescribed)) && f.Damage {
+			summed++
+		}
+	}
+	if len(rep.Findings) > spillDescribed+2 || summed != 1 {
+		t.Errorf("kspider check: %d findings, %d summing up the %d stretches not described; want at most %d, one", len(rep.Findings), summed, n-spillDescribed, spillDescribed+2)
+	}
+	if _, regions := rep.Skipped(); regions != n+1 || rep.Deliverable() != n/4+1 {
+		t.Errorf("kspider check: %d damaged stretches, %d deliverable; want %d, %d", regions, rep.Deliverable(), n+1, n/4+1)
+	}
+	sp, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.close()
+	var q queue
+	for i := 0; sp.unread(); i++ {
+		if i > n {
+			t.Fatal("reader does not advance")
+		}
+		if err := sp.readChunk(&q, 1<<16); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q.len() != n/4+1 || sp.skippedRegions != n+1 {
+		t.Errorf("open: %d items read back, %d damaged stretches; want %d, %d", q.len(), sp.skippedRegions, n/4+1, n+1)
 	}
 }
