@@ -45,8 +45,11 @@ func anyDamage(fs []SpillFinding) bool {
 
 // SpillFileReport is what CheckSpill found in one spill file.
 type SpillFileReport struct {
-	Path        string
-	Self, Peer  NodeID
+	Path       string
+	Self, Peer NodeID
+	// Version is the file's format version (spill.go; 0: no header that
+	// says): 1 is read as written, and becomes 2 once emptied or rewritten.
+	Version     uint16
 	Size        int64
 	Good        int64 // end of the last intact record
 	Items       int   // item records before Good
@@ -189,6 +192,9 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(DefaultPayload), 0)
 	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
 	fr.Skipped, fr.Regions = sc.skipped()
+	if scanErr == nil || errors.Is(scanErr, errSpillNewer) {
+		fr.Version = sc.version
+	}
 	rep.Files = append(rep.Files, fr)
 	if errors.Is(scanErr, errSpillUnwritten) {
 		return nil // nothing in it, nothing lost: the endpoint writes its header, as its open says nothing
@@ -205,6 +211,9 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 		rep.Findings = append(rep.Findings, SpillFinding{File: path, Damage: true,
 			What: fmt.Sprintf("%v; the endpoint moves the whole file aside and delivers nothing in it", scanErr)})
 		return nil
+	}
+	if sc.version < spillVersion {
+		rep.note(path, 4, fmt.Sprintf("format version %d (an older build wrote it; its records' checksums do not bind them to their offsets, so whole records swapped read as intact): read and appended to as written; it becomes version %d once all of it is acknowledged or it is rewritten", sc.version, spillVersion))
 	}
 	for _, r := range sc.bad {
 		switch {

@@ -207,3 +207,35 @@ func TestSpillVersion1Compacted(t *testing.T) {
 		t.Fatalf("the rewritten file: read back %v, errors %q, version %d", got, s.errs, s.version)
 	}
 }
+
+// TestCheckSpillSaysVersion1: kspider check read a spill file of format
+// version 1 (a build before version 2 wrote it; its records' checksums do
+// not bind them to their offsets) without a word, so an operator could
+// not tell which files still were; now SpillFileReport.Version says, and a
+// note names each such file.
+func TestCheckSpillSaysVersion1(t *testing.T) {
+	dir := t.TempDir()
+	b := spillHeaderOf(1, 1, 2)
+	b = append(b, v1Record(append([]byte{recItem, 0}, testURL(1, 2, 0)...))...)
+	if err := os.WriteFile(spillPath(dir, 1, 2), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := openSpill(dir, 1, 3, 1000, 0) // a version 2 file beside it
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.append(0, []byte(testURL(1, 3, 0)))
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckSpill(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Files) != 2 || rep.Files[0].Version != 1 || rep.Files[1].Version != spillVersion || rep.Deliverable() != 2 {
+		t.Fatalf("files %+v; want spill-1-2 of version 1 and spill-1-3 of version %d, 2 items deliverable", rep.Files, spillVersion)
+	}
+	if len(rep.Findings) != 1 || rep.Damaged() || rep.Findings[0].File != rep.Files[0].Path || !strings.Contains(rep.Findings[0].What, "format version 1") {
+		t.Fatalf("findings %v; want one note naming spill-1-2's format version 1", rep.Findings)
+	}
+}
