@@ -90,6 +90,10 @@ type CheckReport struct {
 	// Newer: a file is of a newer format version than this build's,
 	// which neither checks nor repairs it.
 	Newer bool
+	// Compared: the files record no tree ID and a sample of their records
+	// was held to CheckFor's hostOf, as Open holds them before it gives
+	// them the tree's ID.
+	Compared bool
 }
 
 // Damaged reports whether any finding is damage.
@@ -148,15 +152,18 @@ func (f *findings) leftover(file string, off int64, format string, args ...any) 
 // scheduler and the node must add its URLs again from the URL tree,
 // losing which were fetched and the hosts' politeness and robots state.
 func Check(dir string, repair bool) (*CheckReport, error) {
-	return CheckFor(dir, repair, [16]byte{}, "")
+	return CheckFor(dir, repair, [16]byte{}, "", nil)
 }
 
 // CheckFor is Check of the scheduler of the URL tree whose ID is tree,
 // read from treeFile (what Config.TreeID is to Open): a scheduler of
 // another tree, which Open refuses with ErrForeign, is damage naming both
-// IDs and files, and is not repaired. A zero tree, or files without an ID
-// (before format version 3, which Open gives the tree's), tell nothing.
-func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckReport, error) {
+// IDs and files, and is not repaired. A zero tree tells nothing. Files
+// without an ID (before format version 3, which Open gives the tree's)
+// are held to the tree's hosts, hostOf (what Config.HostOf is to Open), as
+// Open holds them (sampleHosts): one whose records name other hosts is
+// damage, not repaired; with hostOf nil they are not compared (Compared).
+func CheckFor(dir string, repair bool, tree [16]byte, treeFile string, hostOf func(id uint32) (string, bool)) (*CheckReport, error) {
 	p := func(name string) string { return filepath.Join(dir, name) }
 	names := []string{metaName, statesName, hostsName, namesName}
 	present := 0
@@ -302,14 +309,15 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 			What: fmt.Sprintf("belongs to URL tree %x, but the URL tree %s is %x: a scheduler directory of another data directory, or its URL tree was replaced (Open refuses it); put back the directories that belong together, or move %s away for a new scheduler", id, treeFile, tree, dir)})
 		foreignFiles = append(foreignFiles, idFrom)
 	}
-	rep.Foreign, rep.Newer = foreignFiles, newer
 	rep.Clean = c.flags&flagClean != 0
 	nHosts := ^uint32(0) // host numbers are unchecked without a host table
+	var hostNames []string
 	if maps[1] != nil && maps[2] != nil {
 		hs, err := decodeHosts(p(hostsName), p(namesName), maps[1], maps[2], c.hosts, c.names, c.flags&flagClean != 0, sink)
 		if err == nil {
 			nHosts = uint32(len(hs.recs))
 			rep.Hosts = len(hs.recs)
+			hostNames = hs.names
 		}
 	}
 	if maps[0] != nil {
@@ -322,11 +330,19 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string) (*CheckRe
 		}
 		ss, _ := decodeStates(p(statesName), headerVersion(maps[0]), recs, c.urls, nHosts, sink)
 		rep.URLs, rep.InProgress, rep.Dropped = ss.count, ss.inProgress, ss.dropped
+		if id == ([16]byte{}) && hostOf != nil && hostNames != nil {
+			rep.Compared = true
+			if err := sampleHosts(recs, ss.count, hostNames, hostOf, p(metaName), dir); err != nil {
+				sink.list = append(sink.list, Finding{File: p(metaName), What: err.Error(), Damage: true})
+				foreignFiles = append(foreignFiles, p(metaName))
+			}
+		}
 		if ss.dropped > 0 {
 			sink.leftover(p(statesName), headerSize+int64(c.urls)*recordSize,
 				"%d records past the commit name hosts that did not survive a crash; Open drops them and the node adds those URLs again", ss.dropped)
 		}
 	}
+	rep.Foreign, rep.Newer = foreignFiles, newer
 	if !metaOK {
 		sink.leftover(p(metaName), 0, "without a valid commit only the records' own checks were verified")
 	}

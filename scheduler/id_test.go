@@ -3,6 +3,7 @@ package scheduler
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,5 +284,55 @@ func TestOldForeignScheduler(t *testing.T) {
 		t.Errorf("upgraded, the hosts are checked no more (the ID is): %v", err)
 	} else {
 		s.Close()
+	}
+}
+
+// TestCheckOldForeignScheduler: CheckFor said nothing of a scheduler from
+// before format version 3 of another data directory, which Open, given
+// the tree's hosts, refuses (TestOldForeignScheduler): kspider check said
+// ok of a sched/ the node would not start with. Now CheckFor, given the
+// same hosts, compares the same records: damage naming both hosts, not
+// repaired, files as they were; a scheduler of this tree is ok; and
+// CheckFor and Open agree on every damaged record too.
+func TestCheckOldForeignScheduler(t *testing.T) {
+	x := [16]byte{1, 2, 3}
+	hosts := []string{"a.example", "b.example", "c.example"}
+	other := func(id uint32) (string, bool) { return hosts[id/10], id < 30 }
+	own := func(id uint32) (string, bool) { return strings.ToUpper(hosts[id%3]), id != 7 }
+	dir := idFixture(t, x)
+	setOldHeaders(t, dir)
+	before := map[string][]byte{}
+	for _, n := range []string{metaName, statesName, hostsName, namesName} {
+		before[n], _ = os.ReadFile(filepath.Join(dir, n))
+	}
+	for _, repair := range []bool{false, true} {
+		rep, err := CheckFor(dir, repair, x, "urltree.meta", other)
+		if !rep.Damaged() || !rep.Compared || len(rep.Foreign) != 1 || !strings.Contains(fmt.Sprint(rep.Findings), `URL 1 is of host "b.example"`) {
+			t.Fatalf("another tree's old scheduler, repair %v: %v, %+v; want damage naming URL 1", repair, err, rep)
+		}
+		if repair && !errors.Is(err, ErrForeign) {
+			t.Errorf("repair: %v, want ErrForeign", err)
+		}
+	}
+	for n, b := range before {
+		if now, _ := os.ReadFile(filepath.Join(dir, n)); !bytes.Equal(now, b) {
+			t.Errorf("%s changed by the check", n)
+		}
+	}
+	if rep, err := CheckFor(dir, false, x, "urltree.meta", own); err != nil || rep.Damaged() || !rep.Compared {
+		t.Fatalf("this tree's old scheduler: %v, %+v", err, rep)
+	}
+	if rep, err := CheckFor(dir, false, x, "urltree.meta", nil); err != nil || rep.Damaged() || rep.Compared {
+		t.Fatalf("no hosts to compare with: %v, %+v", err, rep)
+	}
+	// A damaged record is the decoders' to report, never compared (a
+	// host number past the table read out of range).
+	path := filepath.Join(dir, statesName)
+	b, _ := os.ReadFile(path)
+	b[headerSize+8*4+3] ^= 0xff
+	os.WriteFile(path, b, 0o644)
+	rep, err := CheckFor(dir, false, x, "urltree.meta", own)
+	if err != nil || !rep.Damaged() || len(rep.Foreign) != 0 {
+		t.Fatalf("damaged record: %v, %+v", err, rep)
 	}
 }

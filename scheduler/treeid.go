@@ -49,35 +49,50 @@ func (s *Scheduler) setID(id [16]byte) error {
 // every one would cost a tree lookup per URL at the upgrade.
 const adoptSamples = 4096
 
-// adoptCheck compares records of a scheduler without an ID, spread
-// evenly over its ids, with the URLs the tree has at those ids
-// (Config.HostOf), before setID gives it the tree's ID. Such a scheduler
-// (from before format version 3) copied from another data directory was
-// given this tree's ID and read as its own, its records naming other
-// URLs: lists went out under one host holding URLs of others, and URLs
-// it said were done were never fetched.
+// adoptCheck compares records of a scheduler without an ID with the
+// tree's URLs (sampleHosts) before setID gives it the tree's ID. Such a
+// scheduler (from before format version 3) copied from another data
+// directory was given this tree's ID and read as its own, its records
+// naming other URLs: lists went out under one host holding URLs of
+// others, and URLs it said were done were never fetched.
 func (s *Scheduler) adoptCheck() error {
-	if s.cfg.HostOf == nil || s.count == 0 {
+	if s.cfg.HostOf == nil {
 		return nil
 	}
-	step := max(1, s.count/adoptSamples)
-	for id := uint64(0); id < s.count; id += step {
-		if err := s.adoptCheckID(uint32(id)); err != nil {
+	return sampleHosts(s.recs, s.count, s.names, s.cfg.HostOf, s.meta.path, s.dir)
+}
+
+// sampleHosts compares the records of the first count ids of recs, up to
+// adoptSamples of them spread evenly and the last, with the URLs the
+// tree has at those ids (Config.HostOf): a record whose host (by names)
+// is another than the tree's URL's is of another data directory, an
+// ErrForeign error naming meta and dir. Open's adoptCheck and CheckFor
+// both use it, so that check says ok of what Open takes. A record that
+// does not verify, or names no host of names, is not compared: the
+// decoders report it (Check) or refused it first (Open).
+func sampleHosts(recs []record, count uint64, names []string, hostOf func(uint32) (string, bool), meta, dir string) error {
+	count = min(count, uint64(len(recs)))
+	if count == 0 {
+		return nil
+	}
+	step := max(1, count/adoptSamples)
+	for id := uint64(0); id < count; id += step {
+		if err := sampleHost(recs, uint32(id), names, hostOf, meta, dir); err != nil {
 			return err
 		}
 	}
-	return s.adoptCheckID(uint32(s.count - 1))
+	return sampleHost(recs, uint32(count-1), names, hostOf, meta, dir)
 }
 
-func (s *Scheduler) adoptCheckID(id uint32) error {
-	r := s.recs[id]
-	if !r.added() {
+func sampleHost(recs []record, id uint32, names []string, hostOf func(uint32) (string, bool), meta, dir string) error {
+	r := recs[id]
+	if !r.added() || checkRecord(id, r) != nil || r.host() >= uint32(len(names)) {
 		return nil
 	}
-	have := s.names[r.host()]
-	want, ok := s.cfg.HostOf(id)
+	have := names[r.host()]
+	want, ok := hostOf(id)
 	if !ok || asciiLower(want) == have {
 		return nil // the tree cannot tell (an entry a repair lost), or agrees
 	}
-	return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but the URL tree's URL %d is of host %q: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, s.meta.path, id, have, id, want, s.dir)
+	return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but the URL tree's URL %d is of host %q: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, meta, id, have, id, want, dir)
 }

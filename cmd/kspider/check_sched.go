@@ -9,14 +9,23 @@ import (
 	"strings"
 
 	"github.com/kspider/kspider/scheduler"
+	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/urltree"
 )
 
 // checkSched is the scheduler's checker for kspider check:
 // scheduler.CheckFor the URL tree checkTree found (a scheduler of another
-// tree is damage, as Open refuses it), printed one finding per line with
-// its file and offset.
+// tree is damage, as Open refuses it; one from before format version 3,
+// without an ID, is held to the tree's hosts as the node's Open holds it),
+// printed one finding per line with its file and offset.
 func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems int, err error) {
-	rep, err := scheduler.CheckFor(dir, repair, tree.id, tree.file)
+	hosts := &treeHosts{dir: tree.dir}
+	defer hosts.close()
+	var hostOf func(uint32) (string, bool)
+	if tree.found {
+		hostOf = hosts.hostOf
+	}
+	rep, err := scheduler.CheckFor(dir, repair, tree.id, tree.file, hostOf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
@@ -31,7 +40,7 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 	}
 	switch {
 	case problems == 0:
-		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts%s\n", dir, rep.URLs, rep.Hosts, tree.uncompared(dir, rep))
+		fmt.Fprintf(w, "sched: %s: ok: %d URL records, %d hosts%s\n", dir, rep.URLs, rep.Hosts, tree.uncompared(dir, rep, hosts.err))
 	case rep.Newer:
 		// Its repair refuses them: pointing at --repair, as for damage,
 		// sent the operator to a repair that could not run.
@@ -66,14 +75,21 @@ func (tree *treeID) checkSched(dir string, repair bool, w io.Writer) (problems i
 	return problems, err
 }
 
-// uncompared is what the ok line adds when the scheduler, which records
-// its URL tree's ID, was not held to a tree's: --data DIR/sched has no
-// tree beside it to compare with, and a plain "ok" read as if the two
-// belonged together (a sched/ of another data directory, which the node
-// refuses, said ok).
-func (tree *treeID) uncompared(dir string, rep *scheduler.CheckReport) string {
+// uncompared is what the ok line adds when the scheduler was not held to
+// a URL tree: --data DIR/sched has no tree beside it to compare with, and
+// a plain "ok" read as if the two belonged together (a sched/ of another
+// data directory, which the node refuses, said ok). A scheduler that
+// records no ID is held to the tree's hosts instead (hostsErr: the tree
+// could not be opened for them).
+func (tree *treeID) uncompared(dir string, rep *scheduler.CheckReport, hostsErr error) string {
 	if rep.TreeID == ([16]byte{}) {
-		return "" // it records none: the node's Open gives it the tree's
+		switch {
+		case !rep.Compared:
+			return fmt.Sprintf("; records no URL tree, and was not compared with one's URLs (none checked here; kspider check --data %s checks the data directory's two together)", filepath.Dir(dir))
+		case hostsErr != nil:
+			return fmt.Sprintf("; records no URL tree, and was not compared with its URLs: %v", hostsErr)
+		}
+		return ""
 	}
 	switch {
 	case !tree.found:
@@ -82,4 +98,36 @@ func (tree *treeID) uncompared(dir string, rep *scheduler.CheckReport) string {
 		return "; not compared with the URL tree, which records no ID (format version 2, or its headers are damaged)"
 	}
 	return ""
+}
+
+// treeHosts opens the URL tree in dir read-only when the scheduler check
+// first asks for a host (only a scheduler without an ID is held to the
+// tree's hosts), and gives the node's host function over it
+// (spider.SchedHostOf). err is why the tree could not be opened: every
+// host is then unknown.
+type treeHosts struct {
+	dir    string
+	tree   *urltree.Tree
+	hosts  func(uint32) (string, bool)
+	err    error
+	opened bool
+}
+
+func (h *treeHosts) hostOf(id uint32) (string, bool) {
+	if !h.opened {
+		h.opened = true
+		if h.tree, h.err = urltree.Open(h.dir, &urltree.Options{ReadOnly: true}); h.err == nil {
+			h.hosts = spider.SchedHostOf(h.tree)
+		}
+	}
+	if h.hosts == nil {
+		return "", false
+	}
+	return h.hosts(id)
+}
+
+func (h *treeHosts) close() {
+	if h.tree != nil {
+		h.tree.Close()
+	}
 }

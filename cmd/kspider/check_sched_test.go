@@ -154,13 +154,19 @@ func TestCheckForeignSpill(t *testing.T) {
 // and their scheduler, recording the tree's ID, in sched/.
 func buildTreeSched(t *testing.T) (string, urltree.ID) {
 	t.Helper()
+	return buildTreeSchedOf(t, "host")
+}
+
+// buildTreeSchedOf is buildTreeSched with URL i of host <prefix>i.example.
+func buildTreeSchedOf(t *testing.T, prefix string) (string, urltree.ID) {
+	t.Helper()
 	node := t.TempDir()
 	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, _, err := tr.AddString(fmt.Sprintf("http://host%d.example/", i)); err != nil {
+		if _, _, err := tr.AddString(fmt.Sprintf("http://%s%d.example/", prefix, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +179,7 @@ func buildTreeSched(t *testing.T) (string, urltree.ID) {
 		t.Fatal(err)
 	}
 	for id := range uint32(5) {
-		if _, err := s.Add(id, fmt.Sprintf("host%d.example", id), 1); err != nil {
+		if _, err := s.Add(id, fmt.Sprintf("%s%d.example", prefix, id), 1); err != nil {
 			t.Fatal(err)
 		}
 	}

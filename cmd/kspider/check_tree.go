@@ -12,11 +12,12 @@ import (
 
 // treeID is the URL tree's ID that checkTree found in a data directory,
 // and the file it read it from, for checkSched to hold the scheduler to;
-// found says checkTree found a tree at all. checked is the run's
+// found says checkTree found a tree at all, in dir. checked is the run's
 // (checkPages).
 type treeID struct {
 	id      urltree.ID
 	file    string
+	dir     string
 	found   bool
 	checked *checkedDirs
 }
@@ -31,7 +32,7 @@ func (tree *treeID) checkTree(dir string, repair bool, w io.Writer) (problems in
 	if rep == nil {
 		return 0, err
 	}
-	tree.id, tree.file, tree.found = rep.ID, rep.IDFile, true
+	tree.id, tree.file, tree.dir, tree.found = rep.ID, rep.IDFile, dir, true
 	for _, f := range rep.Findings {
 		fmt.Fprintf(w, "urls: %s\n", f)
 		if f.Damage {
