@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,5 +34,30 @@ func TestCheckIdentity(t *testing.T) {
 	}
 	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet"); code != 1 || !strings.Contains(errOut, "is damaged") {
 		t.Errorf("run on a damaged IDENTITY: exit %d:\n%s", code, errOut)
+	}
+}
+
+// TestCheckIdentityNewer: an intact IDENTITY of a newer format version (a
+// directory a newer kspider wrote) ended the check with an error, exit 1,
+// so the directory's other files were never looked at and their damage
+// not reported. Now it is a problem like the others, named as a newer
+// kspider's, and the check goes on to the rest.
+func TestCheckIdentityNewer(t *testing.T) {
+	dir := t.TempDir()
+	withCRC := func(body string) []byte {
+		return []byte(body + fmt.Sprintf("crc32c %08x\n", crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))))
+	}
+	path := filepath.Join(dir, "IDENTITY")
+	if err := os.WriteFile(path, withCRC("kspider data directory 2\nnode 0 of 1, partition none\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	depth := filepath.Join(dir, "DEPTH")
+	if err := os.WriteFile(depth, []byte("kspider depth limit 1\nmax_depth 3\ncrc32c 00000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--data", dir)
+	if code != 1 || !strings.Contains(out, "identity: "+path+" was written by a newer kspider (format version 2") ||
+		!strings.Contains(out, "depth: spider: "+depth+" is ") || !strings.Contains(errOut, "2 problems found") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
