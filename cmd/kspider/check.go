@@ -176,6 +176,10 @@ No crawl may be running on the directory (its lock is taken).`)
 			fmt.Fprintf(e.stdout, "%s: checked above, as %s\n", dir, was)
 			continue
 		}
+		if node, ok := partOf(dir, dirs); ok {
+			fmt.Fprintf(e.stdout, "%s: checked as part of %s, given too\n", dir, node)
+			continue
+		}
 		given.add(dir)
 		n, err := checkDir(dir, *repair, e.stdout, stores)
 		total += n
@@ -231,11 +235,56 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	return total, nil
 }
 
+// nodeParts are the subdirectories of a node's data directory that
+// check looks in for its parts' files.
+func nodeParts() []string { return []string{"urls", "pages", "sched", "comm"} }
+
+// partOf returns the node's data directory among dirs (the --data given)
+// of which dir is a part: one of its nodeParts, or a page store directory
+// its STORES names. Checked with the node's, and again on its own, its
+// problems were counted twice (and repaired twice), and a part checked
+// first, with no URL tree to hold it to, was then skipped as checked.
+// Directories are compared as files, whatever path names them; two that
+// are each other's part (links) are both checked.
+func partOf(dir string, dirs []string) (string, bool) {
+	for _, node := range dirs {
+		if isPartOf(dir, node) && !isPartOf(node, dir) {
+			return node, true
+		}
+	}
+	return "", false
+}
+
+// isPartOf reports whether dir is a part's directory of node, a node's
+// data directory other than dir.
+func isPartOf(dir, node string) bool {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	if ni, err := os.Stat(node); err != nil || os.SameFile(ni, fi) || !isNodeDir(node) {
+		return false
+	}
+	var parts []string
+	for _, sub := range nodeParts() {
+		parts = append(parts, filepath.Join(node, sub))
+	}
+	if stores, err := spider.ReadStoreDirs(node); err == nil {
+		parts = append(parts, stores...)
+	}
+	for _, p := range parts {
+		if pi, err := os.Stat(p); err == nil && os.SameFile(pi, fi) {
+			return true
+		}
+	}
+	return false
+}
+
 // isNodeDir reports whether dir is a node's data directory (what 'kspider
 // run --dir' is given), which holds its parts in subdirectories, rather
 // than the directory of one part.
 func isNodeDir(dir string) bool {
-	for _, sub := range []string{"urls", "pages", "sched", "comm"} {
+	for _, sub := range nodeParts() {
 		if fi, err := os.Stat(filepath.Join(dir, sub)); err == nil && fi.IsDir() {
 			return true
 		}

@@ -149,3 +149,34 @@ func TestCheckRepairRefusesARunningNode(t *testing.T) {
 		t.Fatalf("repair of the stopped node: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// TestCheckPartGivenToo: a node's data directory given with --data and
+// one of its parts given too (its urls/, sched/ or comm/, by any path) had
+// that part checked twice, its problems counted twice; given first, the
+// scheduler was checked with no URL tree to hold it to and then skipped.
+// Now a part of a node given too is checked once, with the node's, in
+// either order.
+func TestCheckPartGivenToo(t *testing.T) {
+	node, _ := buildTreeSched(t)
+	path := filepath.Join(node, "sched", "sched.states")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[64+8*2+1] ^= 0x20 // one damaged record
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sched, urls := filepath.Join(node, "sched"), filepath.Join(node, "urls")
+	for _, args := range [][]string{
+		{"--data", node, "--data", sched, "--data", urls},
+		{"--data", sched + "/.", "--data", urls, "--data", node},
+		{"--data", urls, "--data", node + "/../" + filepath.Base(node) + "/sched", "--data", node},
+	} {
+		code, out, errOut := runCmd(t, "", append([]string{"check"}, args...)...)
+		if code != 1 || !strings.Contains(errOut, "1 problems found") || strings.Count(out, "damage: "+path) != 1 ||
+			strings.Count(out, "urls: "+urls+": ok") != 1 || strings.Contains(out, "not compared") {
+			t.Fatalf("check %q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+}
