@@ -107,3 +107,29 @@ func TestVersion3StatesRead(t *testing.T) {
 		t.Fatalf("version 3 record of host 2^28+: %v", err)
 	}
 }
+
+// TestRepairVersion3Host: kspider check --repair of a version 3 states file
+// whose only damage is a record naming a host of 2^28 or more makes that
+// record a gap; the salvage read the host as 28 bits, as version 4 does, and
+// kept the record, which Open then refused again.
+func TestRepairVersion3Host(t *testing.T) {
+	dir, b := gapFixture(t)
+	path := filepath.Join(dir, statesName)
+	r := record(binary.LittleEndian.Uint64(b[headerSize+8*21:]))
+	p := r.payload() | 1<<44 // host 2^28 + its number, below nHosts as 28 bits
+	binary.LittleEndian.PutUint64(b[headerSize+8*21:], p|recordCheck(21, p)<<payloadBits)
+	binary.LittleEndian.PutUint32(b[8:], 3)
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(dir, true)
+	if err != nil || !rep.Repaired || rep.Salvaged != 1 {
+		t.Fatalf("repair: %v, %+v; want 1 record salvaged", err, rep)
+	}
+	s := mustOpen(t, dir, basicConfig(newFakeClock(1, time.Hour, 0)))
+	defer s.Close()
+	if s.Len() != 30 || s.URL(21) != (URLInfo{}) || s.URL(22).State != InList {
+		t.Errorf("after the repair: %d URLs, URL 21 %+v, URL 22 %+v", s.Len(), s.URL(21), s.URL(22))
+	}
+}

@@ -23,12 +23,13 @@ func onlyIn(fs []Finding, file string) bool {
 // salvageStates repairs a states file whose damage is confined to its
 // committed records: it copies the file to keep (for the operator), then
 // rewrites in place every one of the durable records that is zero (version
-// 2), fails its check or names a host beyond the nHosts that verify, as a
-// gap record — the URL counts as never added, and the node adds it again
-// when it meets it — and extends a file cut short to the durable count the
-// same way. Past the commit a record failing its check becomes zero (an
-// id not written); the rest there is left for Open. It returns how many
-// records it replaced.
+// 2), fails its check or names a host beyond the nHosts that verify (or,
+// before version 4, one of 2^28 or more, which Open refuses), as a gap
+// record — the URL counts as never added, and the node adds it again when
+// it meets it — and extends a file cut short to the durable count the same
+// way. Past the commit a record failing its check or naming such a host
+// becomes zero (an id not written); the rest there is left for Open. It
+// returns how many records it replaced.
 func salvageStates(path, keep string, version uint32, durable uint64, nHosts uint32) (int, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -64,7 +65,8 @@ func salvageStates(path, keep string, version uint32, durable uint64, nHosts uin
 			r := record(binary.LittleEndian.Uint64(e))
 			committed := first+i < durable
 			bad := int(i*recordSize) >= k-k%recordSize // cut off
-			bad = bad || r == 0 && version >= 2 && committed || checkRecord(id, r) != nil || committed && r.added() && r.host() >= nHosts
+			bad = bad || r == 0 && version >= 2 && committed || checkRecord(id, r) != nil ||
+				r.added() && r.hostBeyond(version) || committed && r.added() && r.host() >= nHosts
 			if bad {
 				g := gapRecord(id)
 				if !committed {

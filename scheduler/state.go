@@ -117,6 +117,12 @@ func (r record) host() uint32    { return uint32(r>>16) & gapHost }
 func (r record) hops() uint8     { return uint8(r>>(16+hostBits)) & MaxHops }
 func (r record) payload() uint64 { return uint64(r) & payloadMask }
 
+// hostBeyond reports whether r, an added record of a states file of format
+// version, names a host number this build never gives: before version 4,
+// bits 16..47 were all the host number, and set hop bits are a host of
+// 2^28 or more.
+func (r record) hostBeyond(version uint32) bool { return version < 4 && r.hops() != 0 }
+
 // with returns r for id with state and retries replaced.
 func (r record) with(id uint32, st State, retries uint8) record {
 	return makeRecord(id, st, retries, r.depth(), r.host()).withHops(id, r.hops())
@@ -211,8 +217,7 @@ func decodeStates(path string, version uint32, recs []record, durable uint64, nH
 		if !r.added() {
 			continue // a gap record
 		}
-		if version < 4 && r.hops() != 0 {
-			// Bits 16..47 were the host number: 2^28 or more.
+		if r.hostBeyond(version) {
 			if err := sink.damage(path, off, "id %d names host %d (format version %d); this build's host numbers stay below 2^%d", id, uint32(r>>16), version, hostBits); err != nil {
 				return s, err
 			}
