@@ -20,7 +20,7 @@ type flight struct {
 // do returns the answer of fn for name, running fn once for all callers that
 // arrive while it runs. fn runs in its own goroutine, detached from any one
 // caller, so a caller that gives up (ctx) does not fail the others; fn is
-// bounded by the resolver's timeouts.
+// bounded by the resolver's LookupTimeout.
 func (g *flightGroup) do(ctx context.Context, name string, fn func() answer) (answer, error) {
 	g.mu.Lock()
 	if g.calls == nil {

@@ -47,7 +47,13 @@ func (a answer) error(maxCNAME int) error {
 func (r *Resolver) resolveAndCache(name string) answer {
 	r.stats.Lookups.Add(1)
 	// Detached from the callers' contexts: others may share this flight.
-	ctx := context.Background()
+	// Bounded as a whole: each query's Timeout alone let a server that
+	// answers just in time, link after link of a CNAME chain and server
+	// after server, hold the flight for (MaxCNAME+1) × servers × 2 (UDP,
+	// then TCP) × Timeout, 72 s with two servers, every caller waiting
+	// as long as its context let it and every later one joining.
+	ctx, cancel := context.WithTimeoutCause(context.Background(), r.cfg.LookupTimeout, r.overdue)
+	defer cancel()
 	var a answer
 	switch r.cfg.Network {
 	case "ip4":
@@ -243,6 +249,9 @@ func (r *Resolver) exchangeAny(ctx context.Context, qname string, qtype uint16) 
 	tried := 0
 	for i := range r.servers {
 		s := &r.servers[i]
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 		if !s.usable(r.now(), downFor) {
 			continue
 		}
@@ -251,7 +260,7 @@ func (r *Resolver) exchangeAny(ctx context.Context, qname string, qtype uint16) 
 		m, err := r.tr.exchange(ctx, s.addr, qname, qtype)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, context.Cause(ctx)
 			}
 			if errors.Is(err, errBusy) {
 				return nil, err // the sockets are every server's

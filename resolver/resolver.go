@@ -16,7 +16,11 @@ type Config struct {
 	ResolvConf string   // default /etc/resolv.conf
 
 	Timeout time.Duration // per query and server; default 2 s
-	DownFor time.Duration // how long a server that timed out is skipped; default 10 s
+	// LookupTimeout bounds one name's whole resolution: every query, to
+	// every server, over UDP and TCP, along the CNAME chain; default
+	// 4 × Timeout.
+	LookupTimeout time.Duration
+	DownFor       time.Duration // how long a server that timed out is skipped; default 10 s
 
 	Buckets int // cache buckets at most (rounded up to a power of two; the cache starts with 16 and grows); default 2048
 	Slots   int // cache slots per bucket, at most MaxSlots; default 8
@@ -55,6 +59,7 @@ func (c *Config) setDefaults() {
 		c.ResolvConf = "/etc/resolv.conf"
 	}
 	def(&c.Timeout, 2*time.Second)
+	def(&c.LookupTimeout, 4*c.Timeout)
 	def(&c.DownFor, 10*time.Second)
 	defInt(&c.Buckets, 2048)
 	defInt(&c.Slots, 8)
@@ -80,6 +85,7 @@ type Resolver struct {
 	stats   counters
 	closed  atomic.Bool
 	coarse  *coarseClock // nil when Config.Now is set
+	overdue error        // a lookup's error past LookupTimeout
 }
 
 // New returns a resolver for cfg. Close releases its sockets.
@@ -103,7 +109,8 @@ func New(cfg Config) (*Resolver, error) {
 			return nil, err
 		}
 	}
-	r := &Resolver{cfg: cfg, servers: make([]server, len(names)), cache: newCache(cfg.Buckets, cfg.Slots)}
+	r := &Resolver{cfg: cfg, servers: make([]server, len(names)), cache: newCache(cfg.Buckets, cfg.Slots),
+		overdue: fmt.Errorf("%w: no answer within %v (the whole lookup's bound)", ErrLookupTimeout, cfg.LookupTimeout)}
 	addrs := make([]netip.AddrPort, len(names))
 	for i, s := range names {
 		ap, err := parseServer(s)
@@ -238,6 +245,7 @@ var (
 	ErrNoAddress     = errors.New("host has no address of the asked family")
 	ErrServerFailure = errors.New("server failure")
 	ErrAllDown       = errors.New("every name server is marked down")
+	ErrLookupTimeout = errors.New("lookup timed out")
 	ErrCNAMELoop     = errors.New("CNAME chain loops")
 	ErrCNAMETooLong  = errors.New("CNAME chain too long")
 	ErrBadName       = errors.New("not a valid host name")
