@@ -157,10 +157,13 @@ func (c *nodeCluster) heardThisRun(id int) bool {
 }
 
 // unheardHoldMax bounds the batches of URLs held from a peer not yet
-// heard from in this run. Its hello may come after them: within the first
-// sorted window of its queue (16 datagrams, spilled items of an earlier
-// run aside), but a peer with more than its window of batches queued
-// could never send it while they wait. The senders' window is 512.
+// heard from in this run. Its hello leaves ahead of the URLs it has queued
+// or spilled for this node (control items go first), but not ahead of
+// the batches in flight when it is queued: up to the sender's window
+// (512), sent to this node's previous run and sent again all at once when
+// the peer hears of the restart. While they fill the window the hello
+// cannot leave at all, so the hold must end before a window's worth, or
+// neither side moves; a hello lost is asked for again (helloLoop).
 const unheardHoldMax = 64
 
 // peerHold is whether URLs from a peer are acknowledged. They are not
