@@ -235,13 +235,13 @@ func (c *labCluster) check(t *testing.T) {
 			if checked == 0 && rep.Requests > 0 {
 				t.Errorf("the slot audit found no request from a node's address (%v) among %d", clients, rep.Requests)
 			}
-			t.Logf("slot audit: %d requests checked, %d wrong, %d read late", checked, len(wrong), len(late))
+			t.Logf("slot audit: %d requests checked, %d wrong, %d arrived late", checked, len(wrong), len(late))
 			bad += len(wrong)
 			for _, l := range wrong[:min(3, len(wrong))] {
 				t.Errorf("%s", l)
 			}
 			if len(late) > 0 {
-				t.Logf("%d requests read late by the test web, within %v of the next slot's start and before its node's: %q", len(late), slotLate, late[:min(3, len(late))])
+				t.Logf("%d requests of the slot before arrived within %v of the next slot's start (its opening guard), before its node's: %q", len(late), slotLate, late[:min(3, len(late))])
 			}
 		}
 		if part != cluster.ByURL {

@@ -147,13 +147,16 @@ func hostOnly(h string) string {
 	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
-// countingWriter counts the bytes written to a connection.
+// countingWriter counts the bytes written to a connection and keeps when
+// the last write began.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w     io.Writer
+	n     int64
+	began int64 // Unix nanoseconds
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	c.began = nanos(time.Now())
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
@@ -186,6 +189,7 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 		x.local = ap.Addr().Unmap()
 	}
 	server, client := c.LocalAddr().String(), c.RemoteAddr().String()
+	arrived := arrivalOf(c)
 	for {
 		c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		err := readRequest(x.br, &x.req)
@@ -198,9 +202,11 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 		x.nreq++
 		// A client that stops reading must not hold the goroutine forever.
 		c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		prevEnd := x.entry.End // of the request before on this connection
 		x.entry = Entry{Kind: "req", Conn: id, Scheme: scheme, Server: server, Client: client,
-			Start: nanos(time.Now()), Method: x.req.method, Target: x.req.target, UA: x.req.ua,
+			Start: requestStart(arrived, prevEnd), Method: x.req.method, Target: x.req.target, UA: x.req.ua,
 			Host: hostOnly(x.req.host)}
+		x.cw.began = 0
 		keep := x.respond()
 		if keep && x.req.close {
 			keep = false
@@ -208,7 +214,7 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 		if !keep || x.br.Buffered() == 0 {
 			x.bw.Flush()
 		}
-		x.entry.End = nanos(time.Now())
+		x.entry.End = responseEnd(x.cw.began)
 		s.log.write(&x.entry)
 		if !keep {
 			break

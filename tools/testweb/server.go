@@ -140,12 +140,12 @@ func Start(ctx context.Context, web *Web, cfg ServeConfig) (*Server, error) {
 	for _, ln := range plain {
 		s.listeners = append(s.listeners, ln)
 		s.wg.Add(1)
-		go s.accept(ln, "http")
+		go s.accept(stampArrivals(ln), "http")
 	}
 	for _, ln := range secure {
 		s.listeners = append(s.listeners, ln)
 		s.wg.Add(1)
-		go s.accept(tls.NewListener(ln, s.tls), "https")
+		go s.accept(tls.NewListener(stampArrivals(ln), s.tls), "https")
 	}
 	s.wg.Add(1)
 	go func() {

@@ -1,0 +1,109 @@
+package testweb
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// arrivalListener hands out connections whose reads keep the kernel's
+// receive stamp (SO_TIMESTAMPNS).
+type arrivalListener struct {
+	*net.TCPListener
+}
+
+// stampArrivals asks the kernel to stamp what ln's connections receive.
+// The listener asks too, from the start: the kernel turns stamping on a
+// moment after a first socket asks (deferred work), and until then stamps
+// a read with the time it is read, so connections asking one by one as
+// they came got the read's time for their first bytes.
+func stampArrivals(ln net.Listener) net.Listener {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return ln
+	}
+	if rc, err := tl.SyscallConn(); err == nil {
+		stampReceived(rc)
+	}
+	return arrivalListener{tl}
+}
+
+// stampReceived sets SO_TIMESTAMPNS on the socket of rc.
+func stampReceived(rc syscall.RawConn) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+func (l arrivalListener) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.SyscallConn()
+	if err != nil || stampReceived(rc) != nil {
+		return c, nil // no stamps: the log keeps the read's time
+	}
+	return &arrivalConn{TCPConn: c, rc: rc}, nil
+}
+
+// arrivalConn is a TCP connection read with recvmsg, keeping the stamp of
+// the newest bytes read.
+type arrivalConn struct {
+	*net.TCPConn
+	rc   syscall.RawConn
+	oob  [64]byte
+	last atomic.Int64
+}
+
+func (c *arrivalConn) arrived() int64 { return c.last.Load() }
+
+func (c *arrivalConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n, oobn int
+	var err error
+	rerr := c.rc.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, _, _, err = syscall.Recvmsg(int(fd), p, c.oob[:], 0)
+			if err != syscall.EINTR {
+				return err != syscall.EAGAIN
+			}
+		}
+	})
+	if rerr == nil && err != nil {
+		rerr = os.NewSyscallError("recvmsg", err)
+	}
+	if rerr != nil {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: rerr}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	if ts, ok := rxStamp(c.oob[:oobn]); ok {
+		c.last.Store(ts)
+	}
+	return n, nil
+}
+
+// rxStamp finds the SO_TIMESTAMPNS stamp among control messages.
+func rxStamp(oob []byte) (int64, bool) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, false
+	}
+	for _, m := range msgs {
+		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SO_TIMESTAMPNS && len(m.Data) >= int(unsafe.Sizeof(syscall.Timespec{})) {
+			return (*syscall.Timespec)(unsafe.Pointer(&m.Data[0])).Nano(), true
+		}
+	}
+	return 0, false
+}

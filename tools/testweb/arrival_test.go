@@ -1,0 +1,119 @@
+package testweb
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestArrivalStamp: a request's start is when its head reached the
+// server's socket, not when the server got to read it: read 300 ms after
+// the client sent (a loaded web's goroutine running late), the start was
+// stamped then, and the audits took the request for one sent 300 ms later.
+func TestArrivalStamp(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel's receive stamps are read on Linux only")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := stampArrivals(ln)
+	defer sl.Close()
+	// The kernel turns stamping on a moment after the listener asks (as
+	// Start does long before a client comes).
+	time.Sleep(100 * time.Millisecond)
+	client, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := sl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sent := nanos(time.Now())
+	if _, err := client.Write([]byte("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	written := nanos(time.Now())
+	time.Sleep(300 * time.Millisecond)
+	readAt := nanos(time.Now())
+	var req request
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if err := readRequest(bufio.NewReader(c), &req); err != nil {
+		t.Fatal(err)
+	}
+	start := requestStart(arrivalOf(c), 0)
+	if start < sent || start >= readAt {
+		t.Errorf("request sent at +0 (written by +%v), read at +%v, stamped at +%v: want its arrival, before the read",
+			time.Duration(written-sent), time.Duration(readAt-sent), time.Duration(start-sent))
+	}
+	client.Close()
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("a read after the client closed: %d bytes, %v; want io.EOF", n, err)
+	}
+}
+
+// TestPipelinedNotInFlightTogether: requests pipelined in one write
+// arrive together, but the server answers them one at a time, and the log
+// says so: each starts where the one before it ended, and the audit sees
+// one request in flight at a time.
+func TestPipelinedNotInFlightTogether(t *testing.T) {
+	srv, logBuf := startTest(t, Config{Hosts: 30, Seed: 4, MaxPages: 50}, ServeConfig{})
+	h := srv.Web().SeedHosts()[0]
+	c, err := net.Dial("tcp4", netip.AddrPortFrom(h.Addr, uint16(srv.Ports().HTTP)).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var req bytes.Buffer
+	paths := []string{"/", pagePath(h, 1), "/robots.txt"}
+	for _, p := range paths {
+		fmt.Fprintf(&req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: pipeliner\r\n\r\n", escapeTarget(p), h.Name, srv.Ports().HTTP)
+	}
+	if _, err := c.Write(req.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	for i := range paths {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i+1, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	c.Close()
+	srv.Close()
+	entries, err := ReadLog(bytes.NewReader(logBuf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []Entry
+	for _, e := range entries {
+		if e.Kind == "req" {
+			reqs = append(reqs, e)
+		}
+	}
+	if len(reqs) != len(paths) {
+		t.Fatalf("%d requests logged, want %d", len(reqs), len(paths))
+	}
+	for i := 1; i < len(reqs); i++ {
+		if reqs[i].Start < reqs[i-1].End {
+			t.Errorf("request %d starts %v before request %d ends", i+1, time.Duration(reqs[i-1].End-reqs[i].Start), i)
+		}
+	}
+	if rep := AuditEntries(entries, AuditOptions{}); rep.MaxInFlightPerHost != 1 {
+		t.Errorf("audit: %d requests in flight at once on one connection answered in turn", rep.MaxInFlightPerHost)
+	}
+}
