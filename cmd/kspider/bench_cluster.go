@@ -59,8 +59,12 @@ type clusterBenchRun struct {
 	ReqsPerPage  float64   `json:"requests_per_page"`    // requests the web served (robots.txt, fetches cut at a slot's end)
 	PagesPerNode []int     `json:"pages_per_node"`
 	URLsPerNode  []int     `json:"urls_per_node"`
-	BytesPerNode []int64   `json:"bytes_per_node"` // page bytes stored
-	Balance      float64   `json:"balance"`        // most pages on one node / mean
+	// ErrorsPerNode is each node's errors (failed fetches, robots.txt
+	// unreachable) from its counts line: pages a loaded machine cost a
+	// crawl, which then stores fewer than the same web crawled alone.
+	ErrorsPerNode []int   `json:"errors_per_node"`
+	BytesPerNode  []int64 `json:"bytes_per_node"` // page bytes stored
+	Balance       float64 `json:"balance"`        // most pages on one node / mean
 }
 
 func benchCluster(ctx context.Context, e env, args []string) error {
@@ -462,7 +466,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	urls := map[string]bool{}
 	var sent, dgrams, bytesOut int
 	for i := range n {
-		known := urlsOfRun(outs[i].String())
+		known, errs := countsOfRun(outs[i].String())
 		var s, rc, d, by, re, dr, self, of int
 		for _, line := range strings.Split(outs[i].String(), "\n") {
 			fmt.Sscanf(line, "cluster: node %d of %d: sent %d URLs to peers, received %d; %d datagrams (%d bytes) out, %d retransmitted, %d dropped",
@@ -483,6 +487,7 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 		}
 		r.PagesPerNode = append(r.PagesPerNode, len(got))
 		r.URLsPerNode = append(r.URLsPerNode, known)
+		r.ErrorsPerNode = append(r.ErrorsPerNode, errs)
 		r.BytesPerNode = append(r.BytesPerNode, bytesStored)
 		sent, dgrams, bytesOut = sent+s, dgrams+d, bytesOut+by
 	}
@@ -505,21 +510,30 @@ func (b *clusterBench) crawl(ctx context.Context, n int, part string) (clusterBe
 	return r, urls, nil
 }
 
-// urlsOfRun is the URLs known at the end of a 'kspider run' whose output
-// is out, from its counts line (countsLine), or 0. It reads the line's end
-// only, so that fields added before it (the robots denied too costly to
-// check, since this build) leave it readable, and so does a base binary's.
-func urlsOfRun(out string) int {
-	known := 0
+// countsOfRun is the URLs known at the end of a 'kspider run' whose output
+// is out and its errors, from its counts line (countsLine), or 0s. It
+// reads the URLs off the line's end, so that fields added before them (the
+// robots denied too costly to check, since this build) leave them
+// readable, and so does a base binary's.
+func countsOfRun(out string) (urls, errs int) {
 	for _, line := range strings.Split(out, "\n") {
 		if !strings.HasPrefix(line, "fetched ") {
 			continue
 		}
 		if i := strings.LastIndex(line, ", URLs "); i >= 0 {
-			fmt.Sscanf(line[i:], ", URLs %d", &known)
+			fmt.Sscanf(line[i:], ", URLs %d", &urls)
+		}
+		if i := strings.Index(line, ", errors "); i >= 0 {
+			fmt.Sscanf(line[i:], ", errors %d", &errs)
 		}
 	}
-	return known
+	return urls, errs
+}
+
+// urlsOfRun is countsOfRun's URLs.
+func urlsOfRun(out string) int {
+	urls, _ := countsOfRun(out)
+	return urls
 }
 
 func quoteStrings(l []string) string {

@@ -51,8 +51,9 @@ func TestBenchCluster(t *testing.T) {
 			t.Errorf("%d nodes, %s: ratio to separate %v, want one: %v", r.Nodes, r.Partition, r.CPURatioSeparate, want)
 		}
 	}
-	if runs[3].Pages != runs[4].Pages {
-		t.Errorf("separate stored %d pages, alone %d: want the same webs", runs[3].Pages, runs[4].Pages)
+	if sep, alone := runs[3], runs[4]; sep.Pages != alone.Pages {
+		t.Errorf("separate stored %d pages (per node %v, URLs %v, errors %v), alone %d (per node %v, URLs %v, errors %v): want the same webs",
+			sep.Pages, sep.PagesPerNode, sep.URLsPerNode, sep.ErrorsPerNode, alone.Pages, alone.PagesPerNode, alone.URLsPerNode, alone.ErrorsPerNode)
 	}
 	if code, _, _ := runCmd(t, "", "bench", "cluster", "--nodes", "1"); code != 2 {
 		t.Errorf("--nodes 1: exit %d, want 2", code)
@@ -93,16 +94,17 @@ func TestLogCounterSources(t *testing.T) {
 	}
 }
 
-// TestURLsOfRun: the bench reads the URLs off a run's counts line, of this
-// build (with the robots denied too costly to check) and of one before.
-func TestURLsOfRun(t *testing.T) {
-	sum := &spider.NodeSummary{Fetched: 9, Stored: 8, Denied: 3, DeniedOverBudget: 2, URLs: 41}
+// TestCountsOfRun: the bench reads the URLs and errors off a run's counts
+// line, of this build (with the robots denied too costly to check) and of
+// one before.
+func TestCountsOfRun(t *testing.T) {
+	sum := &spider.NodeSummary{Fetched: 9, Stored: 8, Errors: 5, Denied: 3, DeniedOverBudget: 2, URLs: 41}
 	for _, out := range []string{
 		"progress\n" + countsLine(sum) + "\ncluster: node 0 of 1\n",
-		"fetched 9, stored 8, errors 0, robots denied 3, too deep 0, rejected 0, URLs 41\n",
+		"fetched 9, stored 8, errors 5, robots denied 3, too deep 0, rejected 0, URLs 41\n",
 	} {
-		if got := urlsOfRun(out); got != 41 {
-			t.Errorf("urlsOfRun(%q) = %d, want 41", out, got)
+		if urls, errs := countsOfRun(out); urls != 41 || errs != 5 {
+			t.Errorf("countsOfRun(%q) = %d URLs, %d errors; want 41, 5", out, urls, errs)
 		}
 	}
 	if !strings.Contains(countsLine(sum), "robots denied 3 (2 too costly to check)") {
