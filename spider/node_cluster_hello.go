@@ -123,11 +123,15 @@ type clockSeen struct {
 // none: they would only pile up in its spill file.
 //
 // A peer not yet heard from in this run is asked for its hello (Want):
-// its hello may have been lost behind URLs this node holds until it
-// comes (peerHold), and then nothing sent it again: the peer's
-// communicator sends again only its oldest batch while none is
-// acknowledged, a held one, and the peer sees this node down, so its
-// own helloLoop skips it. The crawl could never end.
+// its hello may have been lost on the wire behind URLs this node holds
+// until it comes (peerHold), and then nothing sends it again. Held, the
+// URLs are not acknowledged, nor anything after them, so the peer's
+// communicator takes this node for stalled and sends again only its
+// oldest batch, a held one, as a probe; after DownAfter it sees this
+// node down, and its own helloLoop skips it. The crawl could never end.
+// (A hello sent to this node's run before a restart is not that case
+// any more: the peer sends every batch in flight again once it hears
+// the new epoch, the hello with them.)
 func (c *nodeCluster) helloLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.HelloEvery)
 	defer t.Stop()
