@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/kspider/kspider/communicator"
 	"github.com/kspider/kspider/scheduler"
@@ -96,6 +98,11 @@ func setupCluster(ctx context.Context, e env, cfg *spider.RunConfig, nodeFlag in
 		return nil, err
 	}
 	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addrs[self]))
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The address is this machine's: moving the node would not help.
+		return nil, fmt.Errorf("cluster: this is node %d (%s), but its udp address %s (cluster.nodes[id %d].udp %q) is in use by another process on this machine (node %d already running?): %v; stop that process first (ss -ulpn shows it)",
+			self, how, addrs[self], self, cc.Members[self].UDP, self, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: this is node %d (%s), but its udp address %s (cluster.nodes[id %d].udp %q) cannot be bound here: %v; run it on node %d's machine, or say which node this machine is with --node",
 			self, how, addrs[self], self, cc.Members[self].UDP, err, self)

@@ -190,6 +190,41 @@ func TestClusterNodeNotHere(t *testing.T) {
 	}
 }
 
+// A node started while its udp address is held by another process on
+// this machine (the node already running, a second copy started by hand)
+// was told to run on its own machine, which it was on; now it is told the
+// address is in use, and still records no share.
+func TestClusterNodeAddressInUse(t *testing.T) {
+	conf, ca, dir, _ := crawlSetup(t, 3, 3, 1, "100ms")
+	secret := filepath.Join(filepath.Dir(conf), "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	addr := held.LocalAddr().String()
+	block := fmt.Sprintf("[cluster]\nphases = 2\nphase_length = \"2s\"\nepoch = 2026-01-01T00:00:00Z\nsecret_file = %q\n"+
+		"[[cluster.nodes]]\nid = 0\nudp = %q\n[[cluster.nodes]]\nid = 1\nudp = \"127.0.0.1:%d\"\n",
+		secret, addr, freeLoopbackPort(t, "udp"))
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(block)
+	f.Close()
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--ca", ca, "--quiet", "--node", "0")
+	want := fmt.Sprintf(`this is node 0 (--node), but its udp address %s (cluster.nodes[id 0].udp %q) is in use by another process on this machine (node 0 already running?)`, addr, addr)
+	if code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "machine, or say") {
+		t.Errorf("node 0 with its udp address held by another process: exit %d, want 1 and %q:\n%s", code, want, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "IDENTITY")); err == nil {
+		t.Error("the refused start recorded the directory's share")
+	}
+}
+
 // A node back with an empty data directory (its disk lost) after the
 // cluster crawled: its peer's run says so and exits 3, as the URLs the
 // node held are not in the stores; an exit 0 would say the crawl is
