@@ -95,7 +95,7 @@ type ClusterStats struct {
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
 	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
-	NoBye             []string // node 0: peers that did not answer the end of the crawl, which may still run
+	NoBye             []string // node 0: peers that did not answer the end of the crawl (missed it, or took it and stopped before their bye)
 	Refusing          bool     // fetching nothing: configs differ or the clock is unsafe
 	ClockUnsafe       string   // why the clock is unsafe, "" when safe
 	Over              bool
@@ -165,7 +165,8 @@ type nodeCluster struct {
 	det       *cluster.Detector // node 0 only
 	finished  uint64            // round of the finished message sent (coordinator) or received
 	byes      map[int]bool
-	noBye     []int // peers that had not said bye by the deadline (node 0; nil until then)
+	tookEnd   map[int]bool // node 0: peers seen to acknowledge "finished" (checkByes)
+	noBye     []silentPeer // peers that had not said bye by the deadline (node 0; nil until then)
 	finAt     time.Time
 	roundWait time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
 	roundEnd  time.Time     // node 0: when the last round that found a node busy ended
@@ -180,7 +181,7 @@ type nodeCluster struct {
 func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
-		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{},
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}, tookEnd: map[int]bool{},
 		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}, taken: map[int]string{}, clockAhead: map[int]clockSeen{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
@@ -570,8 +571,8 @@ func (n *Node) ClusterStats() ClusterStats {
 	if c.det != nil {
 		c.detMu.Lock()
 		s.TerminationRounds = c.det.Round()
-		for _, id := range c.noBye {
-			s.NoBye = append(s.NoBye, noByeMsg(id))
+		for _, p := range c.noBye {
+			s.NoBye = append(s.NoBye, p.msg())
 		}
 		c.detMu.Unlock()
 	}

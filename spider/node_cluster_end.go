@@ -42,31 +42,59 @@ const byeWait = 10 * time.Second
 // alone, it waits for peers that are gone, so the coordinator names it
 // (ClusterStats.NoBye) for the operator to stop it. Its share is done:
 // it answered idle in the last two rounds.
+//
+// A peer acknowledges "finished" only once it recorded the end
+// (finishedBy), and its bye follows: one seen, at a look after
+// "finished", with everything sent to it acknowledged but no bye took
+// the end and stopped before the bye left (killed), or its bye is lost.
+// Named as one that missed the end, the operator went looking for a node
+// left waiting that had ended. The looks come with every answer and bye
+// and at least every 4 RoundEvery (coordinate): not only at the
+// deadline, when a hello sent since (helloLoop) may wait for an
+// acknowledgement a stopped peer never gives.
 func (c *nodeCluster) checkByes() {
 	c.detMu.Lock()
+	if c.finished > 0 && c.noBye == nil {
+		for id := range c.cfg.Config.Members {
+			if id != c.self && !c.byes[id] && !c.tookEnd[id] && c.ep.Backlog(communicator.NodeID(id)) == 0 {
+				c.tookEnd[id] = true
+			}
+		}
+	}
 	done := c.finished > 0 && (len(c.byes) >= c.cfg.Config.N()-1 || time.Since(c.finAt) > byeWait)
-	var silent []int
+	var silent []silentPeer
 	if done && c.noBye == nil {
-		silent = []int{}
+		silent = []silentPeer{}
 		for id := range c.cfg.Config.Members {
 			if id != c.self && !c.byes[id] {
-				silent = append(silent, id)
+				silent = append(silent, silentPeer{id, c.tookEnd[id]})
 			}
 		}
 		c.noBye = silent
 	}
 	c.detMu.Unlock()
-	for _, id := range silent {
-		c.n.cfg.Logf("cluster: %s", noByeMsg(id))
+	for _, p := range silent {
+		c.n.cfg.Logf("cluster: %s", p.msg())
 	}
 	if done {
 		c.finish()
 	}
 }
 
-// noByeMsg says peer id did not answer "finished".
-func noByeMsg(id int) string {
-	return fmt.Sprintf("node %d did not answer the end of the crawl within %v (down or paused; its share is crawled): if it runs on, it waits for peers that are gone: stop it", id, byeWait)
+// silentPeer is a peer that said no bye within byeWait; took: it
+// acknowledged "finished", so recorded the end.
+type silentPeer struct {
+	id   int
+	took bool
+}
+
+// msg says the peer did not answer "finished", and what the operator
+// should check.
+func (p silentPeer) msg() string {
+	if p.took {
+		return fmt.Sprintf("node %d took the end of the crawl (it acknowledged it) but sent no bye within %v (stopped before its bye, killed, or the bye lost; its share is crawled): check that it has exited; if it runs on, stop it", p.id, byeWait)
+	}
+	return fmt.Sprintf("node %d did not answer the end of the crawl within %v (down or paused; its share is crawled): if it runs on, it waits for peers that are gone: stop it", p.id, byeWait)
 }
 
 // state is this node's answer to a probe: idle when nothing is left to

@@ -51,12 +51,32 @@ func TestClusterEndsOnEvents(t *testing.T) {
 }
 
 // TestClusterPeerMissesTheEnd: node 1 answers the probe rounds idle and
-// then never answers "finished" (down or paused from then on). Node 0
-// stops waiting after byeWait and names node 1, which, should it run on,
-// waits for peers that are gone: the operator must stop it. Node 1 is a
-// bare endpoint on its address, answering probes as told.
+// then never answers "finished". Node 0 stops waiting after byeWait and
+// names node 1. One that never acknowledged "finished" (down or paused
+// from then on) missed the end and, should it run on, waits for peers
+// that are gone: the operator must stop it. One that acknowledged it
+// recorded the end and was killed before its bye left (or the bye was
+// lost): it was named as having missed the end too, and the operator
+// looked for a node left waiting that had ended; now it is named as one
+// that took the end, to check that it exited. Node 1 is a bare endpoint
+// on its address, answering probes as told.
 func TestClusterPeerMissesTheEnd(t *testing.T) {
-	srv, lookup := startWeb(t, testweb.Config{Hosts: 3, Seed: 4, MaxPages: 3, Seeds: 1, Plain: true}, &bytes.Buffer{})
+	for _, c := range []struct {
+		name string
+		took bool // node 1 acknowledges "finished"
+		want string
+	}{
+		{"missed", false, "node 1 did not answer the end of the crawl within 10s"},
+		{"took", true, "node 1 took the end of the crawl (it acknowledged it) but sent no bye within 10s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			peerMissesTheEnd(t, c.took, c.want)
+		})
+	}
+}
+
+func peerMissesTheEnd(t *testing.T, took bool, want string) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
 	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
 	addrs, err := cfgs[0].Cluster.Config.Addrs()
 	if err != nil {
@@ -70,16 +90,22 @@ func TestClusterPeerMissesTheEnd(t *testing.T) {
 		logMu.Unlock()
 	}
 	probes := make(chan uint64, 64)
+	stop := make(chan struct{})
 	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
 		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
 		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
 		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
 			for _, it := range items {
-				if it.Tag != cluster.TagProbe {
-					continue // "finished" too: node 1 is gone by then
-				}
-				if r, err := cluster.DecodeRound(it.URL); err == nil {
-					probes <- r
+				switch it.Tag {
+				case cluster.TagFinished:
+					if !took {
+						<-stop // gone before it is acknowledged: nothing more taken
+					}
+					// Taken, recorded, and gone before the bye.
+				case cluster.TagProbe:
+					if r, err := cluster.DecodeRound(it.URL); err == nil {
+						probes <- r
+					}
 				}
 			}
 		}})
@@ -87,7 +113,6 @@ func TestClusterPeerMissesTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
 		for {
@@ -110,7 +135,6 @@ func TestClusterPeerMissesTheEnd(t *testing.T) {
 	if _, err := n0.Run(ctx); err != nil {
 		t.Fatalf("node 0: %v", err)
 	}
-	want := "node 1 did not answer the end of the crawl within 10s"
 	if nb := n0.ClusterStats().NoBye; len(nb) != 1 || !strings.Contains(nb[0], want) {
 		t.Errorf("node 0: NoBye %q; want %q", nb, want)
 	}
