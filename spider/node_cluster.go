@@ -92,6 +92,7 @@ type ClusterStats struct {
 	BadControl        uint64 // control messages that did not decode
 	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
 	StaleBye          uint64 // node 0: a bye answering a "finished" of its run before, ignored
+	StaleState        uint64 // node 0: a state answering a probe of its run before, ignored
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
 	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
@@ -153,6 +154,7 @@ type nodeCluster struct {
 	badControl  atomic.Uint64
 	staleFin    atomic.Uint64
 	staleBye    atomic.Uint64
+	staleState  atomic.Uint64
 
 	recMu sync.Mutex
 	rec   clusterRecord // what DIR/CLUSTER holds (node_cluster_record.go)
@@ -171,11 +173,11 @@ type nodeCluster struct {
 	roundWait time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
 	roundEnd  time.Time     // node 0: when the last round that found a node busy ended
 
-	kick      chan struct{} // node 0: start a round now
-	owed      atomic.Bool   // others: answered the last probe busy, to tell node 0 once idle; node 0: found itself busy, to kick once done
-	lastProbe atomic.Uint64 // others: the round of the last probe received
-	draining  atomic.Bool   // a goroutine waits for the peers to acknowledge everything
-	acked     atomic.Bool   // it saw them do so: look at the state again
+	kick      chan struct{}           // node 0: start a round now
+	owed      atomic.Bool             // others: answered the last probe busy, to tell node 0 once idle; node 0: found itself busy, to kick once done
+	lastProbe atomic.Pointer[probeOf] // others: the last probe received (nil: none)
+	draining  atomic.Bool             // a goroutine waits for the peers to acknowledge everything
+	acked     atomic.Bool             // it saw them do so: look at the state again
 }
 
 func (n *Node) openCluster() error {
@@ -494,17 +496,25 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 	case cluster.TagHello:
 		c.hello(from, it) // node_cluster_hello.go
 	case cluster.TagProbe:
-		r, err := cluster.DecodeRound(it.URL)
+		r, epoch, err := cluster.DecodeProbe(it.URL)
 		if err != nil {
 			c.badControl.Add(1)
 			return
 		}
 		c.countProbe(from)
-		c.answerProbe(from, r) // node_cluster_end.go
+		c.answerProbe(from, r, epoch) // node_cluster_end.go
 	case cluster.TagState:
-		r, st, err := cluster.DecodeState(it.URL)
+		r, epoch, st, err := cluster.DecodeState(it.URL)
 		if err != nil || c.det == nil {
 			c.badControl.Add(1)
+			return
+		}
+		if epoch != c.ep.Epoch() {
+			// An answer to a probe of this node's run before a restart,
+			// sent again from a spill file: its state is of then, and
+			// taken for this run's round of the same number it could end
+			// the crawl while its sender works (stateOf).
+			c.staleState.Add(1)
 			return
 		}
 		c.countProbe(from)
@@ -548,7 +558,7 @@ func (n *Node) ClusterStats() ClusterStats {
 		return ClusterStats{Nodes: 1}
 	}
 	s := ClusterStats{Self: c.self, Nodes: c.cfg.Config.N(), SentURLs: c.sent.Load(), ReceivedURLs: c.recv.Load(),
-		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.staleFin.Load(), StaleBye: c.staleBye.Load(), Refusing: c.refuse.Load(),
+		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.staleFin.Load(), StaleBye: c.staleBye.Load(), StaleState: c.staleState.Load(), Refusing: c.refuse.Load(),
 		Over: c.over.Load(), Comm: c.ep.Stats()}
 	if p := c.clockUnsafe.Load(); p != nil {
 		s.ClockUnsafe, s.Refusing = *p, true

@@ -26,7 +26,7 @@ func TestClusterStaleBye(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probes := make(chan uint64, 64)
+	probes := make(chan [2]uint64, 64)
 	finished := make(chan []byte, 4)
 	ep1, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
 		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
@@ -35,8 +35,8 @@ func TestClusterStaleBye(t *testing.T) {
 			for _, it := range items {
 				switch it.Tag {
 				case cluster.TagProbe:
-					if r, err := cluster.DecodeRound(it.URL); err == nil {
-						probes <- r
+					if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
+						probes <- [2]uint64{r, e}
 					}
 				case cluster.TagFinished:
 					finished <- bytes.Clone(it.URL)
@@ -74,7 +74,7 @@ func TestClusterStaleBye(t *testing.T) {
 	for fin == nil {
 		select {
 		case r := <-probes:
-			send(cluster.TagState, cluster.EncodeState(r, cluster.State{Idle: true}))
+			send(cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: true}))
 		case fin = <-finished:
 		case r := <-done:
 			t.Fatalf("node 0 ended before its \"finished\": %+v, %v", r.sum, r.err)

@@ -188,7 +188,7 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 				r := c.det.Start(st)
 				for id := range c.cfg.Config.Members {
 					if id != c.self {
-						c.sendControl(id, cluster.TagProbe, cluster.EncodeRound(r))
+						c.sendControl(id, cluster.TagProbe, cluster.EncodeProbe(r, c.ep.Epoch()))
 					}
 				}
 				wait = c.cfg.RoundEvery
@@ -277,10 +277,13 @@ func (c *nodeCluster) backOff() {
 	c.roundWait = min(2*c.roundWait, 4*c.cfg.RoundEvery)
 }
 
-// answerProbe answers node 0's probe of round r with this node's state,
-// and remembers to tell node 0 when it turns idle if it answered busy.
-func (c *nodeCluster) answerProbe(from int, r uint64) {
-	c.lastProbe.Store(r)
+// answerProbe answers node 0's probe of round r and epoch with this
+// node's state, and remembers to tell node 0 when it turns idle if it
+// answered busy. The state echoes the epoch: node 0 ignores an answer to
+// a probe of its run before a restart (a probe sent again from its spill
+// file, or the answer from this node's).
+func (c *nodeCluster) answerProbe(from int, r, epoch uint64) {
+	c.lastProbe.Store(&probeOf{r, epoch})
 	c.owed.Store(true) // before the look: an idleNow meanwhile tells (twice at worst)
 	st := c.state()
 	if st.Idle {
@@ -288,7 +291,7 @@ func (c *nodeCluster) answerProbe(from int, r uint64) {
 	} else if c.n.done() && c.backlogged() {
 		c.awaitAcks(nil) // done already: no turn to come, only acks (or the endpoint's close)
 	}
-	c.sendControl(from, cluster.TagState, cluster.EncodeState(r, st))
+	c.sendControl(from, cluster.TagState, cluster.EncodeState(r, epoch, st))
 }
 
 // stateOf takes a peer's state: its answer to the open round, or news
@@ -348,8 +351,11 @@ func (c *nodeCluster) idleNow(ctx context.Context) {
 		c.kickRound()
 		return
 	}
-	if st := c.state(); st.Idle && c.owed.CompareAndSwap(true, false) {
-		c.sendControl(0, cluster.TagState, cluster.EncodeState(c.lastProbe.Load(), st))
+	// owed is set only by a probe answered (answerProbe), after lastProbe.
+	if p := c.lastProbe.Load(); p != nil {
+		if st := c.state(); st.Idle && c.owed.CompareAndSwap(true, false) {
+			c.sendControl(0, cluster.TagState, cluster.EncodeState(p.round, p.epoch, st))
+		}
 	}
 }
 
@@ -371,3 +377,8 @@ func (c *nodeCluster) awaitAcks(stop <-chan struct{}) {
 		c.acked.Store(true)
 	}()
 }
+
+// probeOf is a probe received: its round and the coordinator's epoch it
+// named, which the answer echoes. One value, not two: a state sent unasked
+// must not pair one probe's round with another's epoch.
+type probeOf struct{ round, epoch uint64 }

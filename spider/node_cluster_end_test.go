@@ -89,7 +89,7 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 		said = append(said, fmt.Sprintf(f, a...))
 		logMu.Unlock()
 	}
-	probes := make(chan uint64, 64)
+	probes := make(chan [2]uint64, 64)
 	stop := make(chan struct{})
 	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
 		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
@@ -103,8 +103,8 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 					}
 					// Taken, recorded, and gone before the bye.
 				case cluster.TagProbe:
-					if r, err := cluster.DecodeRound(it.URL); err == nil {
-						probes <- r
+					if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
+						probes <- [2]uint64{r, e}
 					}
 				}
 			}
@@ -118,7 +118,7 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 		for {
 			select {
 			case r := <-probes:
-				ep.Send(0, cluster.TagState, cluster.EncodeState(r, cluster.State{Idle: true}))
+				ep.Send(0, cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: true}))
 				ep.FlushTo(0)
 			case <-stop:
 				return
@@ -161,15 +161,15 @@ func TestClusterCoordinatorBusyUnseen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probes := make(chan uint64, 64)
+	probes := make(chan [2]uint64, 64)
 	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
 		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
 		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
 		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
 			for _, it := range items {
 				if it.Tag == cluster.TagProbe {
-					if r, err := cluster.DecodeRound(it.URL); err == nil {
-						probes <- r
+					if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
+						probes <- [2]uint64{r, e}
 					}
 				}
 			}
@@ -184,7 +184,7 @@ func TestClusterCoordinatorBusyUnseen(t *testing.T) {
 		for {
 			select {
 			case r := <-probes:
-				ep.Send(0, cluster.TagState, cluster.EncodeState(r, cluster.State{Idle: r > 1}))
+				ep.Send(0, cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: r[0] > 1}))
 				ep.FlushTo(0)
 			case <-stop:
 				return

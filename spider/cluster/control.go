@@ -32,12 +32,22 @@ import (
 //	          and in answer to a hello with WANT 1 (WANT 0); NONCE (16 hex
 //	          digits, random per message) keeps the sent-URL cache from
 //	          suppressing a resend.
-//	probe     uvarint(round): the coordinator asks for a peer's state
-//	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen): the
-//	          answer to probe round; also sent unasked, with the round it
-//	          last answered busy, by a node that turned idle since, so that
-//	          the coordinator need not poll (a state of no open round is
-//	          only that news)
+//	probe     uvarint(round) uvarint(epoch_of_sender): the coordinator
+//	          asks for a peer's state; the epoch is its communicator epoch
+//	          (protocol 4's carried the round alone: DecodeProbe reads it
+//	          with epoch 0)
+//	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen)
+//	          uvarint(epoch): the answer to probe round of the
+//	          coordinator's epoch, echoed; also sent unasked, with the
+//	          round and epoch it last answered busy, by a node that turned
+//	          idle since, so that the coordinator need not poll (a state
+//	          of no open round is only that news). The epoch keeps a probe
+//	          or an answer of the coordinator's run before a restart, sent
+//	          again from a spill file, from being taken for an answer to
+//	          this run's round of the same number: two such, idle, of a
+//	          node busy since, could end the crawl. Protocol 4's carried no
+//	          epoch: DecodeState reads it with epoch 0, answering no probe
+//	          of this build (protocol 5), ignored too
 //	finished  uvarint(round) uvarint(epoch_of_sender): the crawl is
 //	          over, stop; the epoch is the coordinator's communicator
 //	          epoch, so that a "finished" of its run before a restart,
@@ -69,8 +79,9 @@ const helloMagic = "kspider-hello 1 "
 
 // Protocol is the meaning of the items' tags, carried in the hello's
 // block as "protocol" (protocol 1 did not say; 2 sent "finished" without
-// the coordinator's epoch, 3 "bye" without it).
-const Protocol = "4"
+// the coordinator's epoch, 3 "bye" without it, 4 probes and states
+// without it).
+const Protocol = "5"
 
 // URLTag is the tag of a URL at link depth depth (0..255) reached by hops
 // redirects in a row.
@@ -221,8 +232,19 @@ type State struct {
 	Gen  uint64 // grows with every batch of URLs it received and every list it fetched
 }
 
-// EncodeRound encodes a probe (and protocol 2's "finished", 3's "bye").
+// EncodeRound encodes a round alone: protocol 4's probe, 2's "finished",
+// 3's "bye".
 func EncodeRound(round uint64) []byte { return binary.AppendUvarint(nil, round) }
+
+// EncodeProbe encodes the probe of round, sent by a coordinator of
+// communicator epoch epoch.
+func EncodeProbe(round, epoch uint64) []byte { return encodeRoundEpoch(round, epoch) }
+
+// DecodeProbe decodes what EncodeProbe wrote, or protocol 4's round alone
+// (epoch 0).
+func DecodeProbe(b []byte) (round, epoch uint64, err error) {
+	return decodeRoundEpoch(b, "probe")
+}
 
 // DecodeRound decodes what EncodeRound wrote.
 func DecodeRound(b []byte) (uint64, error) {
@@ -271,30 +293,45 @@ func decodeRoundEpoch(b []byte, what string) (round, epoch uint64, err error) {
 	return round, epoch, nil
 }
 
-// EncodeState encodes a state answer to probe round.
-func EncodeState(round uint64, s State) []byte {
+// EncodeState encodes a state answer to probe round of a coordinator of
+// communicator epoch epoch (0: protocol 4's state, without it).
+func EncodeState(round, epoch uint64, s State) []byte {
 	b := binary.AppendUvarint(nil, round)
 	if s.Idle {
 		b = append(b, 1)
 	} else {
 		b = append(b, 0)
 	}
-	return binary.AppendUvarint(b, s.Gen)
+	b = binary.AppendUvarint(b, s.Gen)
+	if epoch == 0 {
+		return b
+	}
+	return binary.AppendUvarint(b, epoch)
 }
 
-// DecodeState decodes what EncodeState wrote.
-func DecodeState(b []byte) (round uint64, s State, err error) {
+// DecodeState decodes what EncodeState wrote, or protocol 4's state
+// without the epoch (epoch 0).
+func DecodeState(b []byte) (round, epoch uint64, s State, err error) {
+	bad := errors.New("cluster: malformed state")
 	round, n := binary.Uvarint(b)
 	if n <= 0 || n >= len(b) || b[n] > 1 {
-		return 0, State{}, errors.New("cluster: malformed state")
+		return 0, 0, State{}, bad
 	}
 	s.Idle = b[n] == 1
-	g, m := binary.Uvarint(b[n+1:])
-	if m <= 0 || n+1+m != len(b) {
-		return 0, State{}, errors.New("cluster: malformed state")
+	n++
+	g, m := binary.Uvarint(b[n:])
+	if m <= 0 {
+		return 0, 0, State{}, bad
 	}
-	s.Gen = g
-	return round, s, nil
+	s.Gen, n = g, n+m
+	if n == len(b) {
+		return round, 0, s, nil
+	}
+	epoch, m = binary.Uvarint(b[n:])
+	if m <= 0 || n+m != len(b) || epoch == 0 {
+		return 0, 0, State{}, bad
+	}
+	return round, epoch, s, nil
 }
 
 // Detector is the coordinator's side of termination detection (see the

@@ -56,16 +56,31 @@ func TestControlCodec(t *testing.T) {
 		if got, err := DecodeRound(EncodeRound(r)); err != nil || got != r {
 			t.Errorf("round %d: %d %v", r, got, err)
 		}
-		for _, s := range []State{{true, 0}, {false, 7}, {true, 1 << 50}} {
-			gr, gs, err := DecodeState(EncodeState(r, s))
-			if err != nil || gr != r || gs != s {
-				t.Errorf("state %d %+v: %d %+v %v", r, s, gr, gs, err)
+		// A state echoes the coordinator's epoch of the probe it
+		// answers; protocol 4's, without it, reads as of epoch 0.
+		for _, ep := range []uint64{0, 1, 1 << 40} {
+			for _, s := range []State{{true, 0}, {false, 7}, {true, 1 << 50}} {
+				gr, ge, gs, err := DecodeState(EncodeState(r, ep, s))
+				if err != nil || gr != r || ge != ep || gs != s {
+					t.Errorf("state %d %d %+v: %d %d %+v %v", r, ep, s, gr, ge, gs, err)
+				}
 			}
 		}
+		if gr, ge, err := DecodeProbe(EncodeProbe(r, 1<<40)); err != nil || gr != r || ge != 1<<40 {
+			t.Errorf("probe %d: %d %d %v", r, gr, ge, err)
+		}
+		if gr, ge, err := DecodeProbe(EncodeRound(r)); err != nil || gr != r || ge != 0 {
+			t.Errorf("protocol 4's probe %d: %d %d %v", r, gr, ge, err)
+		}
 	}
-	for _, bad := range [][]byte{nil, {0x80}, {1, 2}, {1, 1}, {1, 1, 0x80}, {1, 0, 1, 1}} {
-		if _, _, err := DecodeState(bad); err == nil {
+	for _, bad := range [][]byte{nil, {0x80}, {1, 2}, {1, 1}, {1, 1, 0x80}, {1, 0, 1, 0}, {1, 0, 1, 1, 1}, {1, 0, 1, 0x80}} {
+		if _, _, _, err := DecodeState(bad); err == nil {
 			t.Errorf("DecodeState(%x): no error", bad)
+		}
+	}
+	for _, bad := range [][]byte{nil, {0x80}, {9, 0}, {9, 1, 2}} {
+		if _, _, err := DecodeProbe(bad); err == nil || !strings.Contains(err.Error(), "probe") {
+			t.Errorf("DecodeProbe(%x): %v", bad, err)
 		}
 	}
 	if _, err := DecodeRound([]byte{1, 2}); err == nil {

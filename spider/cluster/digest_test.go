@@ -111,19 +111,20 @@ func TestProtocolDiffers(t *testing.T) {
 	a := testConfig()
 	old := slices.DeleteFunc(a.Canonical(), func(f Field) bool { return f.Key == "protocol" })
 	d := Diff(a.Canonical(), old)
-	if len(d) != 1 || d[0] != `cluster.protocol: ours "4", theirs has none` {
-		t.Errorf("protocol 1 against 4: %v", d)
+	if len(d) != 1 || d[0] != `cluster.protocol: ours "5", theirs has none` {
+		t.Errorf("protocol 1 against 5: %v", d)
 	}
-	// Protocol 2 sent "finished" without the coordinator's epoch, 3 "bye".
-	for _, v := range []string{"2", "3"} {
+	// Protocol 2 sent "finished" without the coordinator's epoch, 3 "bye",
+	// 4 probes and states.
+	for _, v := range []string{"2", "3", "4"} {
 		other := slices.Clone(a.Canonical())
 		for i := range other {
 			if other[i].Key == "protocol" {
 				other[i].Value = v
 			}
 		}
-		if d := Diff(a.Canonical(), other); len(d) != 1 || d[0] != `cluster.protocol: ours "4", theirs "`+v+`"` {
-			t.Errorf("protocol %s against 4: %v", v, d)
+		if d := Diff(a.Canonical(), other); len(d) != 1 || d[0] != `cluster.protocol: ours "5", theirs "`+v+`"` {
+			t.Errorf("protocol %s against 5: %v", v, d)
 		}
 	}
 }

@@ -53,7 +53,11 @@
 //
 // Why that is enough: node 0 sends the probes of round r+1 only after all
 // answers of round r arrived, so at that instant T every node j is between
-// its two answers. An idle node becomes busy only by admitting a batch of
+// its two answers. (Its answers to this run's probes: one to a probe of
+// node 0's run before a restart, sent again from a spill file, was given
+// before T, and taken for round r+1 it broke this; probes carry node 0's
+// communicator epoch and answers echo it, so node 0 ignores such.) An
+// idle node becomes busy only by admitting a batch of
 // URLs, which raises its Gen; j's Gen did not change, so j was idle all the
 // way from its first answer to its second, T included. At T no item is in
 // flight either: each node's items were all acknowledged when it answered,

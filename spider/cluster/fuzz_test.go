@@ -11,7 +11,9 @@ import (
 func FuzzControl(f *testing.F) {
 	c := testConfig()
 	f.Add(EncodeHello(Hello{Want: true, Fields: c.Canonical(), Epoch: 9, Fresh: true, Sent: time.Unix(1767225600, 5), Over: true}, 7))
-	f.Add(EncodeState(3, State{true, 9}))
+	f.Add(EncodeState(3, 0, State{true, 9}))
+	f.Add(EncodeState(3, 1<<40, State{true, 9}))
+	f.Add(EncodeProbe(300, 1<<40))
 	f.Add(EncodeRound(300))
 	f.Add(EncodeFinished(300, 1<<40))
 	f.Add(EncodeBye(300, 1<<40))
@@ -24,9 +26,18 @@ func FuzzControl(f *testing.F) {
 			}
 			Diff(c.Canonical(), h.Fields)
 		}
-		if r, s, err := DecodeState(b); err == nil {
-			if r2, s2, err := DecodeState(EncodeState(r, s)); err != nil || r2 != r || s2 != s {
-				t.Fatalf("state %x: round trip %d %+v %v", b, r2, s2, err)
+		if r, ep, s, err := DecodeState(b); err == nil {
+			if r2, ep2, s2, err := DecodeState(EncodeState(r, ep, s)); err != nil || r2 != r || ep2 != ep || s2 != s {
+				t.Fatalf("state %x: round trip %d %d %+v %v", b, r2, ep2, s2, err)
+			}
+		}
+		if r, ep, err := DecodeProbe(b); err == nil {
+			again := EncodeProbe(r, ep)
+			if ep == 0 {
+				again = EncodeRound(r) // protocol 4's
+			}
+			if r2, ep2, err := DecodeProbe(again); err != nil || r2 != r || ep2 != ep {
+				t.Fatalf("probe %x: round trip %d %d %v", b, r2, ep2, err)
 			}
 		}
 		if r, err := DecodeRound(b); err == nil {

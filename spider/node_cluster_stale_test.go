@@ -1,0 +1,169 @@
+package spider
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/communicator"
+	"github.com/kspider/kspider/spider/cluster"
+	"github.com/kspider/kspider/tools/testweb"
+)
+
+// TestClusterStaleState: node 1's answer to a probe of node 0's run
+// before a restart (node 0 stopped before it came) waits in node 1's
+// window and is sent again once node 1 hears node 0's new epoch. Arriving
+// while node 0's new run has the round of the same number open, it was
+// taken for node 1's answer to it: a state of then, idle, of a node that
+// may have work now; two such ended the crawl while node 1 worked. The
+// state echoes the epoch of the probe it answers, and node 0 ignores one
+// of another run (StaleState); node 1's answers to this run's probes end
+// the crawl. Node 1 is a bare endpoint whose datagrams carrying items are
+// held back while cut, as a loss would, until node 0's round is open.
+func TestClusterStaleState(t *testing.T) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	cfgs[0].Seeds = nil
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type probe struct{ round, epoch uint64 }
+	probes := make(chan probe, 64)
+	finished := make(chan []byte, 4)
+	var cut atomic.Bool
+	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
+		RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond,
+		Hook: func(b []byte, _ netip.AddrPort, send func([]byte)) {
+			if cut.Load() && len(b) > 2 && b[2]&1 != 0 { // flags: carries items
+				return
+			}
+			send(b)
+		},
+		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+			for _, it := range items {
+				if it.Tag == cluster.TagFinished {
+					finished <- bytes.Clone(it.URL)
+				}
+				if it.Tag != cluster.TagProbe {
+					continue
+				}
+				if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
+					probes <- probe{r, e}
+				} else {
+					t.Errorf("node 0's probe %x: %v", it.URL, err)
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	send := func(tag uint64, b []byte) {
+		if err := ep.Send(0, tag, b); err != nil {
+			t.Error(err)
+		}
+		ep.FlushTo(0)
+	}
+	send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}, nonce()))
+	next := func(what string) probe {
+		t.Helper()
+		select {
+		case p := <-probes:
+			return p
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no probe from node 0: %s", what)
+		}
+		return probe{}
+	}
+
+	// Node 0's run before: its first probe, unanswered until it stopped.
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { n0.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		if _, err := n0.Run(ctx); err != nil && !errors.Is(err, ErrInterrupted) {
+			t.Errorf("node 0's run before: %v", err)
+		}
+	}()
+	before := next("its run before")
+	cancel()
+	<-ran
+	cut.Store(true)
+	send(cluster.TagState, cluster.EncodeState(before.round, before.epoch, cluster.State{Idle: true}))
+
+	// This run: the answer of then held back until the round of the same
+	// number is open.
+	n0 = reopenNode(t, cfgs, 0, n0)
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type result struct {
+		sum *NodeSummary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := n0.Run(ctx)
+		done <- result{sum, err}
+	}()
+	// Node 0's probe of its run before may come again from its spill file
+	// (node 1 acknowledged it, but node 0 stopped before it heard so):
+	// answered as a node would, held back too, and ignored as well.
+	stale := uint64(1)
+	p := next("this run")
+	for ; p.epoch == before.epoch; p = next("this run") {
+		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true}))
+		stale++
+	}
+	if p.round != before.round {
+		t.Fatalf("node 0's first probe of this run: round %d epoch %d; its run before's: round %d epoch %d", p.round, p.epoch, before.round, before.epoch)
+	}
+	cut.Store(false)
+	waitFor(t, "node 1's answer of then sent again", 30*time.Second, func() bool { return ep.Backlog(0) == 0 })
+	select {
+	case p2 := <-probes:
+		t.Fatalf("node 0 took node 1's answer to its run before's probe for this run's round %d: probed round %d", p.round, p2.round)
+	case r := <-done:
+		t.Fatalf("node 0 ended on node 1's answer to its run before's probe: %+v, %v", r.sum, r.err)
+	case <-time.After(500 * time.Millisecond): // 10 rounds' worth (RoundEvery)
+	}
+	// Answers alike are sent once (the communicator's cache of items sent).
+	if s := n0.ClusterStats(); s.StaleState < 1 || s.StaleState > stale {
+		t.Errorf("node 0: StaleState %d, want 1 to %d", s.StaleState, stale)
+	}
+	// This run's answers end the crawl.
+	for {
+		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true}))
+		select {
+		case p = <-probes:
+			continue
+		case fin := <-finished:
+			r, e, err := cluster.DecodeFinished(fin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			send(cluster.TagBye, cluster.EncodeBye(r, e))
+			if r := <-done; r.err != nil || !r.sum.Finished {
+				t.Errorf("node 0 after node 1's answers: %+v, %v", r.sum, r.err)
+			}
+		case r := <-done:
+			if r.err != nil || !r.sum.Finished {
+				t.Errorf("node 0 after node 1's answers: %+v, %v", r.sum, r.err)
+			}
+		case <-ctx.Done():
+			t.Fatal("node 0 did not end on node 1's answers to this run's probes")
+		}
+		break
+	}
+}
