@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -28,10 +29,12 @@ Steers a running 'kspider run' through its status server:
   set KEY=VALUE  change a setting at run time: delay (politeness delay after each
                  list, like 250ms) or fetchers (lists at once, up to the configured)
 The control token is read from DIR/STATUS_TOKEN (the node's data directory)
-and sent to no server of this machine another user than the file's owner
+and, unless --status is given, the node's status address from DIR/STATUS_ADDR,
+which the node writes as its status page starts listening. The token is
+sent to no server of this machine another user than the file's owner
 (or root) runs (on Linux, where /proc/net/tcp says who: the node stopped,
 another user's process may hold its port).`)
-	addr := fs.String("status", spider.DefaultStatus, "the node's status server `ADDR`ess (host:port)")
+	addr := fs.String("status", "", "the node's status server `ADDR`ess (host:port; default: the one DIR/STATUS_ADDR records)")
 	dir := fs.String("dir", ".", "the node's data `DIR`ectory, which holds STATUS_TOKEN")
 	// Flags may come after the action: kspider ctl pause --status ADDR.
 	var words []string
@@ -68,6 +71,20 @@ another user's process may hold its port).`)
 		}
 	default:
 		return usagef("unknown action %q: pause, resume, drain or set KEY=VALUE", action)
+	}
+	if *addr == "" {
+		// The node's config, a --status of its run or its cluster.nodes
+		// entry may each have set it, a port 0 chosen at the listen: the
+		// node records where it listens, and only it knows.
+		a, err := spider.ReadStatusAddr(*dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: not found: no node with a status page runs on %s (stopped, its status off, or another --dir); give its address with --status",
+				filepath.Join(*dir, spider.StatusAddrFile), *dir)
+		}
+		if err != nil {
+			return fmt.Errorf("status address: %w; or give it with --status", err)
+		}
+		*addr = a
 	}
 	// Checked before the token goes out: "host:port/x?" would send it, to
 	// another path, wherever that names.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kspider/kspider/spider"
 	"github.com/kspider/kspider/spider/status"
 )
 
@@ -207,5 +209,37 @@ func TestCtlAnswerNotOK(t *testing.T) {
 		if code != 1 || strings.Contains(out, "ok") || !strings.Contains(errOut, addr) {
 			t.Errorf("answer %s: exit %d, want 1 naming %s:\n%s%s", body, code, addr, out, errOut)
 		}
+	}
+}
+
+// TestCtlFindsStatusAddr: ctl given only the data directory steers the
+// node wherever its status page listens (here a port chosen at the
+// listen); it went to 127.0.0.1:7411 whatever the node's config said.
+// Once the run ended, ctl says no node runs there.
+func TestCtlFindsStatusAddr(t *testing.T) {
+	conf, ca, dir, _ := crawlSetup(t, 30, 40, 1, "2s")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addr, stderr, exit := startRun(t, ctx, "--config", conf, "--ca", ca, "--quiet")
+	if a, err := spider.ReadStatusAddr(dir); err != nil || a != addr {
+		t.Errorf("STATUS_ADDR: %q, %v; the page listens on %s", a, err, addr)
+	}
+	if code, out, errOut := runCmd(t, "", "ctl", "pause", "--dir", dir); code != 0 || !strings.Contains(out, "pause: ok, node paused") {
+		t.Errorf("ctl pause --dir %s (no --status): exit %d:\n%s%s", dir, code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, "", "ctl", "drain", "--dir", dir); code != 0 {
+		t.Errorf("ctl drain --dir %s (no --status): exit %d:\n%s%s", dir, code, out, errOut)
+	}
+	select {
+	case code := <-exit:
+		if code != 0 {
+			t.Fatalf("drained run: exit %d:\n%s", code, stderr)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the run did not end after ctl drain:\n%s", stderr)
+	}
+	code, _, errOut := runCmd(t, "", "ctl", "pause", "--dir", dir)
+	if code != 1 || !strings.Contains(errOut, filepath.Join(dir, spider.StatusAddrFile)+": not found") || !strings.Contains(errOut, "--status") {
+		t.Errorf("ctl pause after the run: exit %d, want 1 naming STATUS_ADDR and --status:\n%s", code, errOut)
 	}
 }

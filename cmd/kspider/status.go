@@ -19,6 +19,7 @@ import (
 type statusServer struct {
 	Addr  string // where it listens (the port resolved)
 	Token string
+	dir   string // the data directory, whose STATUS_ADDR names Addr
 	srv   *http.Server
 	done  chan struct{}
 	gate  handlerGate
@@ -67,8 +68,14 @@ const maxStatusConns = 32
 // control token is read from (or made in) dir, the data directory, whose
 // file is named on w with the address; a token refused turns control off
 // and is warned about, as is an address other than loopback. A failure to listen is returned: the caller decides whether to
-// crawl without the page (run warns and goes on).
+// crawl without the page (run warns and goes on). The address is recorded
+// in dir's STATUS_ADDR for kspider ctl until Close.
 func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir string) (*statusServer, error) {
+	// One a crash left names an address this run may not listen on: ctl
+	// would send there.
+	if err := spider.RemoveStatusAddr(dir); err != nil {
+		fmt.Fprintf(w, "warning: status page: %v (kspider ctl needs --status)\n", err)
+	}
 	if addr == "" || addr == "off" {
 		return nil, nil
 	}
@@ -93,7 +100,10 @@ func startStatus(ctx context.Context, w io.Writer, node *spider.Node, addr, dir 
 	if !status.IsLoopback(addr) {
 		fmt.Fprintf(w, "warning: the status page listens on %s, not loopback only: anyone who reaches it sees the crawl (control still needs the token)\n", addr)
 	}
-	s := &statusServer{Addr: ln.Addr().String(), Token: tok, done: make(chan struct{})}
+	s := &statusServer{Addr: ln.Addr().String(), Token: tok, dir: dir, done: make(chan struct{})}
+	if err := spider.WriteStatusAddr(dir, s.Addr); err != nil {
+		fmt.Fprintf(w, "warning: status page: %v (kspider ctl needs --status %s)\n", err, s.Addr)
+	}
 	handler := (&status.Server{Node: node, Control: control, Token: tok, ControlOff: controlOff, Loopback: status.IsLoopback(addr)}).Handler()
 	s.srv = &http.Server{Handler: s.gate.wrap(handler),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
@@ -131,4 +141,5 @@ func (s *statusServer) Close() {
 	}
 	s.gate.close()
 	<-s.done
+	spider.RemoveStatusAddr(s.dir) // a stale one only makes ctl say no node answers
 }
