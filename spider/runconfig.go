@@ -124,7 +124,7 @@ type RunCluster struct {
 type RunNode struct {
 	ID     int    `toml:"id"`     // 0 <= ID < len(Nodes)
 	UDP    string `toml:"udp"`    // host:port its communicator listens on
-	Status string `toml:"status"` // host:port of its status page, for links from peers
+	Status string `toml:"status"` // its status page's listen address, in place of RunConfig.Status and checked as it is
 }
 
 // Duration is a time.Duration written in TOML as a string ("250ms").

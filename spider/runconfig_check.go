@@ -248,8 +248,11 @@ func (c *RunConfig) validateCluster(k *checker) {
 				udp[same] = i
 			}
 		}
+		// The node listens on it in place of the top-level status: a host
+		// name, refused there, was taken here and listened on one of its
+		// addresses, whichever the resolver gave first.
 		if nd.Status != "" {
-			if err := checkHostPort(nd.Status, true); err != nil {
+			if _, err := parseListen(nd.Status); err != nil {
 				k.errorf(key+".status", "%v", err)
 			}
 		}
@@ -438,7 +441,7 @@ func parseListen(s string) (listenAddr, error) {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || ip.Zone() != "" && !ip.IsLinkLocalUnicast() {
-		return listenAddr{}, fmt.Errorf("%q: %q is not an IP address", s, host)
+		return listenAddr{}, fmt.Errorf("%q: %q is not an IP address (a status page listens on an IP address, localhost, or every interface as \":port\")", s, host)
 	}
 	return listenAddr{s, ip.IsLoopback()}, nil
 }

@@ -192,6 +192,11 @@ func TestRunConfigErrors(t *testing.T) {
 		{"status = \"localhost\"\n", `x.toml:1: status: "localhost" is not ip:port`},
 		{"status = \"example.org:80\"\n", `status: "example.org:80": "example.org" is not an IP address`},
 		{"status = \"127.0.0.1:99999\"\n", `status: "127.0.0.1:99999": port "99999" is not 0..65535`},
+		// A node's status is listened on as the top-level one is: the same check.
+		{"[cluster]\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:1\"\nstatus = \"node0.example:7411\"\n",
+			`x.toml:5: cluster.nodes[0].status: "node0.example:7411": "node0.example" is not an IP address`},
+		{"[cluster]\n[[cluster.nodes]]\nid = 0\nudp = \"127.0.0.1:1\"\nstatus = \"127.0.0.1\"\n",
+			`x.toml:5: cluster.nodes[0].status: "127.0.0.1" is not ip:port`},
 		{"user_agent = \"My Bot\"\n", `user_agent: "My Bot" is not a product token`},
 		{"contact = \"call me\"\n", `contact: "call me" is not an http(s) or mailto URL`},
 		// Sent as "(+mailto:)": no way to reach the operator.

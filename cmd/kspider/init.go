@@ -274,8 +274,9 @@ secret_file = {{q .Cluster.SecretFile}}
 partition = {{q .Cluster.Partition}}
 {{range .Cluster.Nodes}}
 # One [[cluster.nodes]] block per node: its id (0..nodes-1), the host:port
-# its URL exchange listens on (UDP), and its status page's host:port (used
-# by that node instead of the top-level status key; may be left out).
+# its URL exchange listens on (UDP), and its status page's ip:port (used
+# by that node instead of the top-level status key, and checked as it is;
+# may be left out).
 [[cluster.nodes]]
 id = {{.ID}}
 udp = {{q .UDP}}
