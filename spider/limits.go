@@ -112,14 +112,16 @@ func LimitWarnings(fetchers int, openFiles uint64, portRangePath string) []strin
 }
 
 // CheckLimits is what a node does at start: raise the open-files limit and
-// return the warnings for its fetchers.
-func CheckLimits(fetchers int) []string {
+// return the warnings for its fetchers, each reading bodies of up to
+// maxBody bytes (limits.max_body).
+func CheckLimits(fetchers int, maxBody int64) []string {
 	var w []string
 	_, soft, err := RaiseOpenFiles()
 	if err != nil {
 		w = append(w, err.Error())
 	}
-	return append(w, LimitWarnings(fetchers, soft, PortRangeFile)...)
+	w = append(w, LimitWarnings(fetchers, soft, PortRangeFile)...)
+	return append(w, MemoryWarnings(fetchers, maxBody, MemInfoFile)...)
 }
 
 func readUint(path string) (uint64, error) {

@@ -103,7 +103,38 @@ func TestRaiseOpenFiles(t *testing.T) {
 	if b, a, err := RaiseOpenFiles(); err != nil || b != a || a != now.Cur {
 		t.Errorf("second raise: %d -> %d, %v", b, a, err)
 	}
-	if w := CheckLimits(10); len(w) > 0 {
-		t.Logf("CheckLimits(10) on this machine: %q", w)
+	if w := CheckLimits(10, 10<<20); len(w) > 0 {
+		t.Logf("CheckLimits(10, 10 MiB) on this machine: %q", w)
+	}
+}
+
+// TestMemoryWarnings: 100,000 fetchers and a 1 GiB limits.max_body (both
+// in range) were accepted without a word on a machine of 16 GiB; the node
+// was then killed for want of memory once large bodies came. Now the
+// figures are warned about, and a machine whose memory cannot be read
+// says so.
+func TestMemoryWarnings(t *testing.T) {
+	dir := t.TempDir()
+	mem16 := writeFile(t, dir, "meminfo", "MemTotal:       16777216 kB\nMemFree:         1000000 kB\n")
+	if w := MemoryWarnings(300, 10<<20, mem16); w != nil {
+		t.Errorf("300 fetchers × 10 MiB on 16 GiB: %q", w)
+	}
+	w := MemoryWarnings(100_000, 1<<30, mem16)
+	if len(w) != 1 || !strings.Contains(w[0], "fetchers × limits.max_body: 100000 × 1 GiB = 97.7 TiB is above this machine's memory (16 GiB)") {
+		t.Errorf("100,000 fetchers × 1 GiB on 16 GiB: %q", w)
+	}
+	if w := MemoryWarnings(2000, 10<<20, mem16); len(w) != 1 || !strings.Contains(w[0], "2000 × 10 MiB = 19.5 GiB") {
+		t.Errorf("2,000 fetchers × 10 MiB on 16 GiB: %q", w)
+	}
+	for _, text := range []string{"", "MemFree: 5 kB\n", "MemTotal: lots kB\n", "MemTotal: 0 kB\n", strings.Repeat("x", 10000)} {
+		path := writeFile(t, dir, "bad", text)
+		if w := MemoryWarnings(10, 1<<20, path); len(w) != 1 || !strings.Contains(w[0], "machine memory unknown") || !strings.Contains(w[0], path) {
+			t.Errorf("meminfo %.20q: %q", text, w)
+		}
+	}
+	if total, err := ReadMemTotal(MemInfoFile); err != nil {
+		t.Logf("this machine's %s: %v", MemInfoFile, err)
+	} else {
+		t.Logf("this machine's memory: %d bytes", total)
 	}
 }

@@ -78,6 +78,7 @@ func checkConfig(ctx context.Context, e env, path string) error {
 	if _, hard, err := spider.OpenFilesLimit(); err == nil {
 		warnings = append(warnings, spider.LimitWarnings(cfg.Fetchers, hard, spider.PortRangeFile)...)
 	}
+	warnings = append(warnings, spider.MemoryWarnings(cfg.Fetchers, cfg.Limits.MaxBody, spider.MemInfoFile)...)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}

@@ -82,9 +82,16 @@ func TestInitCheck(t *testing.T) {
 	// A fetcher count this machine cannot serve is warned about, naming
 	// the figure (the port range needs 4 per fetcher: 100,000 need 400,000).
 	huge := filepath.Join(dir, "huge.toml")
-	os.WriteFile(huge, []byte("fetchers = 100000\n"), 0o644)
+	os.WriteFile(huge, []byte("fetchers = 100000\n[limits]\nmax_body = 1073741824\n"), 0o644)
 	if code, _, errOut := runCmd(t, "", "init", "--check", huge); code != 0 || !strings.Contains(errOut, "the 400000 that 100000 fetchers need") {
 		t.Errorf("100,000 fetchers: exit %d, warnings:\n%s", code, errOut)
+	}
+	// Nor were bodies of 1 GiB for each of them, far above any machine's
+	// memory (when this one's can be read).
+	if _, err := spider.ReadMemTotal(spider.MemInfoFile); err == nil {
+		if _, _, errOut := runCmd(t, "", "init", "--check", huge); !strings.Contains(errOut, "warning: fetchers × limits.max_body: 100000 × 1 GiB = 97.7 TiB is above this machine's memory") {
+			t.Errorf("100,000 fetchers × 1 GiB: warnings:\n%s", errOut)
+		}
 	}
 
 	bad := filepath.Join(dir, "bad.toml")

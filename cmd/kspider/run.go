@@ -141,7 +141,7 @@ a peer were lost): the summary names what.`)
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
-	for _, w := range spider.CheckLimits(cfg.Fetchers) {
+	for _, w := range spider.CheckLimits(cfg.Fetchers, cfg.Limits.MaxBody) {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
 	// One node, one phase: the active phase is always 0 and no slot
