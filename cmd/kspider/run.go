@@ -19,7 +19,7 @@ import (
 
 // runRun crawls as one node from a config file.
 func runRun(ctx context.Context, e env, args []string) error {
-	fs := newFlags(e, "run", "run --config FILE [--seeds URL,...] [--dir DIR] [--status ADDR] [--node ID] [--quiet] [--verbose]",
+	fs := newFlags(e, "run", "run --config FILE [--seeds URL,URL...] [--dir DIR] [--status ADDR] [--node ID] [--quiet] [--verbose]",
 		`Crawls as one node, as the config file says (write one with 'kspider init'),
 until nothing within the limits is left to fetch (exit 0). Ctrl-C or SIGTERM
 stops handing out work, stores every page fetched, syncs the data directory
@@ -47,7 +47,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over, and 3 when it
 is over but short of the web (a peer lost its data directory, or URLs from
 a peer were lost): the summary names what.`)
 	config := fs.String("config", "", "config `FILE` (TOML)")
-	seeds := fs.String("seeds", "", "comma-separated seed `URLs`, replacing the config's")
+	seeds := fs.String("seeds", "", "seed `URLs`, replacing the config's: a list split at each comma that starts another http(s) URL (a comma within a URL stays in it)")
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	verbose := fs.Bool("verbose", false, "also log each URL's trouble (a fetch failed, a link refused, a robots.txt unreachable) to stderr")
@@ -89,7 +89,7 @@ a peer were lost): the summary names what.`)
 		return fmt.Errorf("%s is not a valid config", *config)
 	}
 	if *seeds != "" {
-		cfg.Seeds, cfg.SeedsFile = strings.Split(*seeds, ","), ""
+		cfg.Seeds, cfg.SeedsFile = splitSeeds(*seeds), ""
 		if err := spider.CheckSeeds(cfg.Seeds); err != nil {
 			return usagef("--seeds: %v", err)
 		}
@@ -269,6 +269,34 @@ a peer were lost): the summary names what.`)
 		return rc.lostShares(node)
 	}
 	return nil
+}
+
+// splitSeeds splits a --seeds list at each comma that a next http(s) URL
+// follows (spaces after the comma allowed). Every comma split the list,
+// so a seed holding one (a path "/a,b", a query "?ids=1,2") could not be
+// given: its pieces were refused as not URLs, or crawled as other URLs.
+// A URL holding "," and then "http://" is given in the config instead.
+func splitSeeds(list string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(list); i++ {
+		if list[i] != ',' {
+			continue
+		}
+		next := strings.TrimLeft(list[i+1:], " \t")
+		if hasPrefixFold(next, "http://") || hasPrefixFold(next, "https://") {
+			out = append(out, list[start:i])
+			start = len(list) - len(next)
+			i = start - 1
+		}
+	}
+	return append(out, list[start:])
+}
+
+// hasPrefixFold is strings.HasPrefix ignoring case, looking at no more of
+// s than prefix's length.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // unseen is what of closeErr seen does not already say: a failed store's

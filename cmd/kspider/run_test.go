@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kspider/kspider/spider"
@@ -105,5 +109,47 @@ func TestRunCommand(t *testing.T) {
 	defer lock.Release()
 	if code, _, errOut := runCmd(t, "", args...); code != 1 || !strings.Contains(errOut, strconv.Itoa(os.Getpid())) {
 		t.Errorf("run on a locked directory: exit %d, want 1 naming pid %d:\n%s", code, os.Getpid(), errOut)
+	}
+}
+
+// TestRunSeedsWithCommas: --seeds was split at every comma, so a seed
+// holding one (a path /a,b, a query ids=1,2) could not be given: its
+// pieces were refused as not URLs. Now the list is split only where
+// another http(s) URL starts, and a list of URLs works as before.
+func TestRunSeedsWithCommas(t *testing.T) {
+	for list, want := range map[string][]string{
+		"http://a/":                            {"http://a/"},
+		"http://a/,https://b/":                 {"http://a/", "https://b/"},
+		"http://a/x,y, HTTPS://b/?i=1,2":       {"http://a/x,y", "HTTPS://b/?i=1,2"},
+		"http://a/,,http://b/":                 {"http://a/,", "http://b/"},
+		"notaurl,http://a/":                    {"notaurl", "http://a/"},
+		"http://a/?next=x,http://b/,https://c": {"http://a/?next=x", "http://b/", "https://c"},
+	} {
+		if got := splitSeeds(list); !slices.Equal(got, want) {
+			t.Errorf("splitSeeds(%q) = %q, want %q", list, got, want)
+		}
+	}
+	var mu sync.Mutex
+	asked := map[string]bool{}
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.RequestURI()] = true
+		mu.Unlock()
+		fmt.Fprint(w, "<p>no links")
+	}))
+	defer web.Close()
+	tmp := t.TempDir()
+	conf := writeRunConfig(t, tmp, filepath.Join(tmp, "data"), "127.0.0.1:53", "http://a.example/")
+	seeds := web.URL + "/a,b, " + web.URL + "/c?ids=1,2," + web.URL + "/d"
+	code, _, errOut := runCmd(t, "", "run", "--config", conf, "--seeds", seeds, "--status", "off", "--quiet")
+	if code != 0 {
+		t.Fatalf("--seeds %s: exit %d:\n%s", seeds, code, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range []string{"/a,b", "/c?ids=1,2", "/d"} {
+		if !asked[p] {
+			t.Errorf("seed %s not fetched; asked %v", p, asked)
+		}
 	}
 }
