@@ -328,9 +328,25 @@ func (cfg *NodeConfig) identity() DirIdentity {
 // deleted). Written into, it would hold records of other URLs under the
 // new crawl's ids, and after a crash a URL would count as stored because
 // its id has another URL's page.
+//
+// So is one whose STORES names directories that held pages: the crawl
+// that wrote it had a tree, so the directory is copied in part or not the
+// one meant (--dir), and those directories may be disks not mounted here,
+// which the check above cannot see. Started, the node recorded STORES
+// anew, the list of the old crawl's disks lost, and with it the refusal
+// of a start where one of them holds no pages.
 func checkNewTreeStore(dir string, storageDirs []string) error {
 	if !newTree(dir) {
 		return nil
+	}
+	switch held, err := ReadStoreDirs(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case len(held) > 0:
+		file := filepath.Join(dir, StoresFile)
+		return fmt.Errorf("spider: %s names page store directories that held pages of a crawl (%s), but %s has no URL tree (%s/): the data directory is copied in part, or not the one meant; that crawl's pages are keyed by its tree's URL ids. Put back its %s/ and sched/, or, to start a new crawl here, delete %s",
+			file, strings.Join(held, ", "), dir, treeSubdir, treeSubdir, file)
 	}
 	for _, sd := range storageDirs {
 		held, err := storage.HoldsPages(sd)

@@ -40,7 +40,8 @@ import (
 // its own. It is written to a temporary name, fsynced and renamed
 // (writeDirFile). A data directory without it (new, or crawled before it)
 // records the directories that hold pages at the start; a new URL tree
-// records the file anew.
+// records the file anew, but one naming directories beside no URL tree is
+// refused (checkNewTreeStore): its crawl's tree is missing, not gone.
 
 // StoresFile is the name of the file of a data directory that names the
 // page store directories that have held its pages.

@@ -165,3 +165,64 @@ func TestNodeDataDirMoved(t *testing.T) {
 	}
 	compareSets(t, storedURLs(t, moved), before)
 }
+
+// TestNodeStoresWithoutTree: a data directory with STORES naming page
+// store directories but no URL tree (copied in part: IDENTITY and STORES
+// but not urls/ yet; or the wrong --dir), its disks not mounted here (empty
+// mount points), was started as a new crawl and STORES written anew with
+// none of them, the list of the old crawl's disks lost. Now the start is
+// refused, naming the file and the directories, and leaves the directory
+// as it was; a damaged STORES there is refused too, and without STORES,
+// or with one naming none, a new crawl starts.
+func TestNodeStoresWithoutTree(t *testing.T) {
+	dir, disks := t.TempDir(), t.TempDir()
+	disk2 := filepath.Join(disks, "disk2") // the empty mount point
+	if err := os.Mkdir(disk2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := NodeConfig{Dir: dir, Lookup: noLookup, StorageDirs: []string{filepath.Join(dir, "pages"), disk2}}
+	for _, tc := range []struct {
+		stores []byte
+		want   string // "" for a start
+	}{
+		{encodeStores([]string{"pages", disk2}), "has no URL tree"},
+		{encodeStores([]string{"pages", disk2})[:30], "damaged"},
+		{encodeStores(nil), ""},
+		{nil, ""},
+	} {
+		path := filepath.Join(dir, StoresFile)
+		os.Remove(path)
+		if tc.stores != nil {
+			if err := os.WriteFile(path, tc.stores, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n, err := OpenNode(cfg)
+		if err == nil {
+			n.Close()
+		}
+		if tc.want == "" {
+			if err != nil {
+				t.Fatalf("STORES %q: %v, want a new crawl", tc.stores, err)
+			}
+			for _, sub := range []string{treeSubdir, "sched", "pages"} {
+				os.RemoveAll(filepath.Join(dir, sub))
+			}
+			os.RemoveAll(disk2)
+			os.Mkdir(disk2, 0o755)
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("STORES %q beside no URL tree: %v; want it refused, naming %s, saying %q", tc.stores, err, path, tc.want)
+		}
+		if tc.want == "has no URL tree" && !strings.Contains(err.Error(), disk2) {
+			t.Errorf("the refusal does not name %s: %v", disk2, err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Equal(b, tc.stores) {
+			t.Errorf("STORES after the refusal: %q, want %q as it was", b, tc.stores)
+		}
+		if _, err := os.Stat(filepath.Join(dir, treeSubdir)); err == nil {
+			t.Errorf("a URL tree was created by the refused start")
+		}
+	}
+}
