@@ -235,6 +235,7 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string, hostOf fu
 		return nil, err
 	case header(p(metaName), meta, magicMeta):
 		decodeCommits(meta)
+		metaStray(p(metaName), meta, sink)
 	}
 
 	magics := [3][8]byte{magicStates, magicHosts, magicNames}
@@ -425,6 +426,32 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string, hostOf fu
 	}
 	rep.Repaired, rep.Quarantine = true, q
 	return rep, nil
+}
+
+// metaStray records as damage what a meta file holds outside its header
+// and commit slots: kspider writes zeros there (writeMeta), and the file
+// is metaFileSize bytes long. Nothing reads those bytes, so Open takes the
+// file, but a sector of it was written by something else (a misdirected
+// write, another file's data), and check said ok of it. A repair writes
+// the file anew from its valid commit (rewriteMeta).
+func metaStray(path string, b []byte, sink *findings) {
+	switch {
+	case len(b) > metaFileSize:
+		sink.damage(path, metaFileSize, "the file is longer than a meta file's %d bytes", metaFileSize)
+	case len(b) < metaFileSize && int64(len(b)) >= metaSlotOffsets[1]+metaSlotSize:
+		// (Cut shorter, decodeMeta reports the slot cut off.)
+		sink.damage(path, int64(len(b)), "the file ends at %d bytes, a meta file has %d: cut short", len(b), metaFileSize)
+	}
+	from := int64(headerSize)
+	for _, to := range []int64{metaSlotOffsets[0], metaSlotOffsets[1], metaFileSize} {
+		for off := from; off < min(to, int64(len(b))); off++ {
+			if b[off] != 0 {
+				sink.damage(path, off, "byte %#02x between offsets %d and %d, outside the header and the commit slots, which kspider leaves zero", b[off], from, to)
+				break
+			}
+		}
+		from = to + metaSlotSize
+	}
 }
 
 // mapPrivate maps the file at path copy-on-write from a read-only

@@ -127,7 +127,9 @@ func foreign(path string, id [16]byte, metaPath string, metaID [16]byte) error {
 // durable. It is a 64-byte header followed by two slots, at offsets 512
 // and 1024 so that each lies in its own disk sector. Sync writes the slot
 // the previous commit did not use, so a torn write can only damage the
-// newer slot and Open falls back to the older one. Slot layout (little
+// newer slot and Open falls back to the older one. The bytes between the
+// header and the slots, and after the second slot, are zero (Check
+// reports any other, and a file of another length, as damage). Slot layout (little
 // endian):
 //
 //	offset size
