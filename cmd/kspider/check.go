@@ -217,7 +217,9 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		defer lock.Release()
 	}
 	found := 0
-	for _, c := range checkers(&treeID{checked: stores}) {
+	tree := &treeID{checked: stores}
+	var byID []string // the parts found whose records are by the tree's URL ids
+	for _, c := range checkers(tree) {
 		n, err := c.check(dir, repair, w)
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(w, "%s: %s: none here\n", c.name, dir)
@@ -228,9 +230,22 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		if err != nil {
 			return total, fmt.Errorf("%s in %s: %w", c.name, dir, err)
 		}
+		if c.name == "sched" || c.name == "pages" {
+			byID = append(byID, c.name)
+		}
 	}
 	if found == 0 {
 		return 0, fmt.Errorf("%s holds no kspider data (%s)", dir, checkerNames())
+	}
+	// A node's directory whose URL tree is gone (moved away, a link to a
+	// disk not mounted, copied in part) was said ok, each part on its own
+	// fine, though their records name URLs by ids no tree holds: the node
+	// refuses to start on it, or, a scheduler from before format version
+	// 3 and no pages, takes it for a new crawl's.
+	if !tree.found && len(byID) > 0 && isNodeDir(dir) {
+		fmt.Fprintf(w, "urls: %s: no URL tree (in %s), but the directory holds a crawl's %s, whose records are by the tree's URL ids: the node cannot use them without it (it refuses to start, or takes an old scheduler for a new crawl's); put back its urls/ (kspider check --data %s then holds the rest to it)\n",
+			dir, filepath.Join(dir, "urls"), strings.Join(byID, " and "), dir)
+		total++
 	}
 	return total, nil
 }

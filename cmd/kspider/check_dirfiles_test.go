@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/urltree"
 )
 
 // TestCheckDirFiles: kspider check reads DIR/DEPTH, DIR/SCOPE and
@@ -20,7 +21,14 @@ import (
 // holds no pages any more is a problem too, as the start refuses it.
 func TestCheckDirFiles(t *testing.T) {
 	dir := t.TempDir()
-	s, err := storage.Open(storage.Config{Dirs: []string{filepath.Join(dir, "pages")}})
+	tr, err := urltree.Open(filepath.Join(dir, "urls"), nil) // the pages' ids are its
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := storage.Open(storage.Config{Dirs: []string{filepath.Join(dir, "pages")}, TreeID: tr.ID()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,24 @@ import (
 )
 
 // buildSchedSpill makes a node directory with a scheduler of 50 URLs in
-// sched/ and, in comm/, a spill file of 5 items from node 1 to node 2
-// written by the format communicator/spill.go documents.
+// sched/, their URL tree in urls/ (the scheduler recording no ID, as from
+// before format version 3) and, in comm/, a spill file of 5 items from
+// node 1 to node 2 written by the format communicator/spill.go documents.
 func buildSchedSpill(t *testing.T) string {
 	t.Helper()
 	node := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(node, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range 50 {
+		if _, _, err := tr.AddString(fmt.Sprintf("http://host%d.example/%d", id%5, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
 	s, err := scheduler.Open(filepath.Join(node, "sched"), scheduler.Config{Clock: &benchClock{}, Phases: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -180,3 +180,27 @@ func TestCheckPartGivenToo(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckNodeWithoutTree: a node's data directory whose urls/ is gone
+// (moved away, a link to a disk not mounted, copied in part) beside its
+// sched/ was said ok, exit 0, though the scheduler's records are by the
+// lost tree's URL ids and the node refuses to start on it. Now that is a
+// problem naming the directory, exit 1; a scheduler given alone, or a
+// node's directory with its tree, is still ok.
+func TestCheckNodeWithoutTree(t *testing.T) {
+	node, _ := buildTreeSched(t)
+	if code, out, errOut := runCmd(t, "", "check", "--data", node); code != 0 {
+		t.Fatalf("with its tree: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if err := os.Rename(filepath.Join(node, "urls"), filepath.Join(t.TempDir(), "urls")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--data", node)
+	if code != 1 || !strings.Contains(out, "urls: "+node+": no URL tree (in "+filepath.Join(node, "urls")+"), but the directory holds a crawl's sched") ||
+		!strings.Contains(errOut, "1 problems found") {
+		t.Fatalf("without its tree: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, "", "check", "--data", filepath.Join(node, "sched")); code != 0 {
+		t.Fatalf("its scheduler alone: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
