@@ -219,16 +219,32 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	found := 0
 	tree := &treeID{checked: stores}
 	var byID []string // the parts found whose records are by the tree's URL ids
+	noTree := false
 	for _, c := range checkers(tree) {
 		n, err := c.check(dir, repair, w)
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(w, "%s: %s: none here\n", c.name, dir)
+			noTree = noTree || c.name == "urls"
 			continue
 		}
 		found++
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("%s in %s: %w", c.name, dir, err)
+			// A part that could not be checked (a file that is a FIFO or
+			// a directory, a repair refused, a read error) ended the
+			// whole check, the other parts' damage unreported until it
+			// was mended. Now it is a problem and the check goes on,
+			// repairing nothing more: the rest cannot be held to a part
+			// it could not read.
+			fmt.Fprintf(w, "%s: %s: cannot check: %v\n", c.name, dir, err)
+			if n == 0 {
+				total++
+			}
+			if repair {
+				fmt.Fprintf(w, "%s: %s: the parts below are checked, not repaired\n", c.name, dir)
+				repair = false
+			}
+			continue
 		}
 		if c.name == "sched" || c.name == "pages" {
 			byID = append(byID, c.name)
@@ -242,7 +258,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	// fine, though their records name URLs by ids no tree holds: the node
 	// refuses to start on it, or, a scheduler from before format version
 	// 3 and no pages, takes it for a new crawl's.
-	if !tree.found && len(byID) > 0 && isNodeDir(dir) {
+	if noTree && len(byID) > 0 && isNodeDir(dir) {
 		fmt.Fprintf(w, "urls: %s: no URL tree (in %s), but the directory holds a crawl's %s, whose records are by the tree's URL ids: the node cannot use them without it (it refuses to start, or takes an old scheduler for a new crawl's); put back its urls/ (kspider check --data %s then holds the rest to it)\n",
 			dir, filepath.Join(dir, "urls"), strings.Join(byID, " and "), dir)
 		total++

@@ -227,7 +227,7 @@ func TestCheckSchedOfAnotherTree(t *testing.T) {
 		t.Fatalf("another tree's scheduler: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	code, out, errOut = runCmd(t, "", "check", "--repair", "--data", nodeA)
-	if code != 1 || !strings.Contains(errOut, "not repaired") {
+	if code != 1 || !strings.Contains(out, "not repaired") {
 		t.Fatalf("repair: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if moved, _ := filepath.Glob(filepath.Join(nodeA, "sched", "damaged", "*", "*")); len(moved) != 0 {

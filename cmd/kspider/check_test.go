@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kspider/kspider/spider"
@@ -202,5 +203,36 @@ func TestCheckNodeWithoutTree(t *testing.T) {
 	}
 	if code, out, errOut := runCmd(t, "", "check", "--data", filepath.Join(node, "sched")); code != 0 {
 		t.Fatalf("its scheduler alone: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestCheckGoesOn: a part that could not be checked at all (sched.meta
+// made a FIFO) ended the check with an error, exit 1, and the directory's
+// other files went unchecked, a damaged DEPTH unreported until the first
+// was mended. Now it is a problem naming the file and the check goes on
+// to the rest; with --repair, the parts after it are checked, not
+// repaired.
+func TestCheckGoesOn(t *testing.T) {
+	node, _ := buildTreeSched(t)
+	meta := filepath.Join(node, "sched", "sched.meta")
+	if err := os.Remove(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(meta, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	depth := filepath.Join(node, "DEPTH")
+	if err := os.WriteFile(depth, []byte("kspider depth limit 1\nmax_depth 3\ncrc32c 00000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", "--data", node}, {"check", "--repair", "--data", node}} {
+		code, out, errOut := runCmd(t, "", args...)
+		if code != 1 || !strings.Contains(out, "sched: "+node+": cannot check: ") || !strings.Contains(out, meta) ||
+			!strings.Contains(out, "depth: spider: "+depth+" is ") || !strings.Contains(errOut, "2 problems found") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+		if args[1] == "--repair" && !strings.Contains(out, "the parts below are checked, not repaired") {
+			t.Fatalf("%v: stdout %q", args, out)
+		}
 	}
 }
