@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -85,7 +86,7 @@ func (tree *treeID) uncompared(dir string, rep *scheduler.CheckReport, hostsErr 
 	if rep.TreeID == ([16]byte{}) {
 		switch {
 		case !rep.Compared:
-			return fmt.Sprintf("; records no URL tree, and was not compared with one's URLs (none checked here; kspider check --data %s checks the data directory's two together)", filepath.Dir(dir))
+			return "; records no URL tree, and was not compared with one's URLs" + besideTree(dir)
 		case hostsErr != nil:
 			return fmt.Sprintf("; records no URL tree, and was not compared with its URLs: %v", hostsErr)
 		}
@@ -93,11 +94,23 @@ func (tree *treeID) uncompared(dir string, rep *scheduler.CheckReport, hostsErr 
 	}
 	switch {
 	case !tree.found:
-		return fmt.Sprintf("; not compared with a URL tree (none checked here; kspider check --data %s checks the data directory's two together)", filepath.Dir(dir))
+		return "; not compared with a URL tree" + besideTree(dir)
 	case tree.id.IsZero():
 		return "; not compared with the URL tree, which records no ID (format version 2, or its headers are damaged)"
 	}
 	return ""
+}
+
+// besideTree says where the URL tree to hold the scheduler in dir to is:
+// the data directory above, when it holds one. Said of a data directory
+// with no urls/, given itself, the hint sent the operator to run the
+// same check again.
+func besideTree(dir string) string {
+	node := filepath.Dir(dir)
+	if fi, err := os.Stat(filepath.Join(node, "urls")); err != nil || !fi.IsDir() {
+		return " (there is none beside it)"
+	}
+	return fmt.Sprintf(" (none checked here; kspider check --data %s checks the data directory's two together)", node)
 }
 
 // treeHosts opens the URL tree in dir read-only when the scheduler check

@@ -187,7 +187,8 @@ func TestCheckPartGivenToo(t *testing.T) {
 // sched/ was said ok, exit 0, though the scheduler's records are by the
 // lost tree's URL ids and the node refuses to start on it. Now that is a
 // problem naming the directory, exit 1; a scheduler given alone, or a
-// node's directory with its tree, is still ok.
+// node's directory with its tree, is still ok. The scheduler's ok line
+// no longer tells the operator to check the directory given.
 func TestCheckNodeWithoutTree(t *testing.T) {
 	node, _ := buildTreeSched(t)
 	if code, out, errOut := runCmd(t, "", "check", "--data", node); code != 0 {
@@ -198,7 +199,7 @@ func TestCheckNodeWithoutTree(t *testing.T) {
 	}
 	code, out, errOut := runCmd(t, "", "check", "--data", node)
 	if code != 1 || !strings.Contains(out, "urls: "+node+": no URL tree (in "+filepath.Join(node, "urls")+"), but the directory holds a crawl's sched") ||
-		!strings.Contains(errOut, "1 problems found") {
+		!strings.Contains(errOut, "1 problems found") || strings.Contains(out, "checks the data directory's two together") {
 		t.Fatalf("without its tree: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if code, out, errOut := runCmd(t, "", "check", "--data", filepath.Join(node, "sched")); code != 0 {
