@@ -167,6 +167,7 @@ No crawl may be running on the directory (its lock is taken).`)
 		return err
 	}
 	total := 0
+	var failed []string
 	given, stores := &checkedDirs{}, &checkedDirs{}
 	for _, dir := range dirs {
 		if err := ctx.Err(); err != nil {
@@ -184,15 +185,27 @@ No crawl may be running on the directory (its lock is taken).`)
 		n, err := checkDir(dir, *repair, e.stdout, stores)
 		total += n
 		if err != nil {
-			return err
+			// One --data that cannot be checked (a disk not mounted, a
+			// node still running for --repair) ended the run, the
+			// directories after it unchecked; each is said and the run
+			// goes on.
+			fmt.Fprintf(e.stderr, "kspider check: %v\n", err)
+			failed = append(failed, dir)
 		}
 	}
+	var problems []string
 	if total > 0 {
 		verb := "found"
 		if *repair {
 			verb = "found and repaired"
 		}
-		return fmt.Errorf("%d problems %s in %s", total, verb, strings.Join(dirs, ", "))
+		problems = append(problems, fmt.Sprintf("%d problems %s in %s", total, verb, strings.Join(dirs, ", ")))
+	}
+	if len(failed) > 0 {
+		problems = append(problems, fmt.Sprintf("not checked (said above): %s", strings.Join(failed, ", ")))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
 }

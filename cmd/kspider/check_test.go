@@ -237,3 +237,17 @@ func TestCheckGoesOn(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckEveryDataDir: one --data that cannot be checked (a disk not
+// mounted, so its directory is missing) ended the run, and the
+// directories given after it were never checked. Now each is said and the
+// others are checked, exit 1.
+func TestCheckEveryDataDir(t *testing.T) {
+	node, _ := buildTreeSched(t)
+	missing := filepath.Join(t.TempDir(), "disk2", "node")
+	code, out, errOut := runCmd(t, "", "check", "--data", missing, "--data", node)
+	if code != 1 || !strings.Contains(errOut, missing) || !strings.Contains(errOut, "not checked (said above): "+missing) ||
+		!strings.Contains(out, "urls: "+filepath.Join(node, "urls")+": ok") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
