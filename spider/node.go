@@ -310,13 +310,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	cfg.Scheduler.TreeID = n.tree.ID()
 	// One from before the tree IDs (format 3) has no ID to compare: the
 	// scheduler compares a sample of its records' hosts with the tree's.
-	cfg.Scheduler.HostOf = func(id uint32) (string, bool) {
-		u, err := n.tree.Get(id, nil)
-		if err != nil {
-			return "", false
-		}
-		return hostKey(string(u)), true
-	}
+	cfg.Scheduler.HostOf = SchedHostOf(n.tree) // schedhosts.go: kspider check gives the same
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
 		lock.Release()
