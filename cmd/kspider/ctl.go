@@ -72,6 +72,7 @@ another user's process may hold its port).`)
 	default:
 		return usagef("unknown action %q: pause, resume, drain or set KEY=VALUE", action)
 	}
+	addrFile := "" // the file *addr was read from, if it was
 	if *addr == "" {
 		// The node's config, a --status of its run or its cluster.nodes
 		// entry may each have set it, a port 0 chosen at the listen: the
@@ -84,7 +85,7 @@ another user's process may hold its port).`)
 		if err != nil {
 			return fmt.Errorf("status address: %w; or give it with --status", err)
 		}
-		*addr = a
+		*addr, addrFile = a, filepath.Join(*dir, spider.StatusAddrFile)
 	}
 	// Checked before the token goes out: "host:port/x?" would send it, to
 	// another path, wherever that names.
@@ -111,6 +112,13 @@ another user's process may hold its port).`)
 	var foreign *foreignServerError
 	if errors.As(err, &foreign) {
 		return foreign
+	}
+	if err != nil && addrFile != "" {
+		// The node removes the file when its page stops, so one left names
+		// a node killed (kill -9, a crash, the machine's power) more often
+		// than one gone quiet.
+		return fmt.Errorf("no node answers at %s, the address %s records: %w; the node that wrote it may be stopped (killed before it could remove the file): check that a kspider runs on %s (%s names its pid), or give its address with --status",
+			*addr, addrFile, err, *dir, filepath.Join(*dir, "LOCK"))
 	}
 	if err != nil {
 		return fmt.Errorf("no node answers at %s: %w", *addr, err)

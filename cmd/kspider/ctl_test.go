@@ -243,3 +243,33 @@ func TestCtlFindsStatusAddr(t *testing.T) {
 		t.Errorf("ctl pause after the run: exit %d, want 1 naming STATUS_ADDR and --status:\n%s", code, errOut)
 	}
 }
+
+// TestCtlStaleStatusAddr: a STATUS_ADDR a killed node left names an
+// address nothing answers at; ctl said only 'no node answers at ADDR', not
+// that the address came from that file nor that the node may be stopped.
+func TestCtlStaleStatusAddr(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := status.Token(dir); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if err := spider.WriteStatusAddr(dir, addr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "ctl", "pause", "--dir", dir)
+	for _, want := range []string{"no node answers at " + addr, filepath.Join(dir, spider.StatusAddrFile), "may be stopped", filepath.Join(dir, "LOCK"), "--status"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("ctl pause with a stale STATUS_ADDR: exit %d, want 1 and %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+	// An address given with --status is not said to come from the file.
+	_, _, errOut = runCmd(t, "", "ctl", "pause", "--dir", dir, "--status", addr)
+	if strings.Contains(errOut, spider.StatusAddrFile) {
+		t.Errorf("ctl pause --status %s blamed STATUS_ADDR:\n%s", addr, errOut)
+	}
+}
