@@ -39,6 +39,7 @@ func checkers(tree *treeID) []checker {
 		{"depth", checkDepth},
 		{"scope", checkScope},
 		{"stores", checkStores},
+		{"token", checkToken},
 	}
 }
 

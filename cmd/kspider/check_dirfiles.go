@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kspider/kspider/spider"
+	"github.com/kspider/kspider/spider/status"
 	"github.com/kspider/kspider/storage"
 )
 
@@ -56,6 +58,30 @@ func checkStores(dir string, repair bool, w io.Writer) (problems int, err error)
 		fmt.Fprintf(w, "stores: %s: ok: %s\n", path, strings.Join(dirs, ", "))
 	}
 	return problems, nil
+}
+
+// checkToken verifies DIR/STATUS_TOKEN as the node's start reads it
+// (status.ReadToken): one it refuses (others may read it, not a file, not
+// a token) does not stop the start, which serves the page with control
+// off and a warning in its log, so kspider ctl fails later with nothing
+// here to say why. None, or an empty one (a crash of an older kspider),
+// is made anew at the start.
+func checkToken(dir string, repair bool, w io.Writer) (problems int, err error) {
+	path := filepath.Join(dir, status.TokenFile)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		fmt.Fprintf(w, "token: %s: ok: empty, a new token is made at the node's next start\n", path)
+		return 0, nil
+	}
+	if _, err := status.ReadToken(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, err
+		}
+		fmt.Fprintf(w, "token: %v\n", err)
+		fmt.Fprintf(w, "token: %s: cannot repair here: the node starts with control off (kspider ctl refused) until it is fixed (what to do is said above)\n", path)
+		return 1, nil
+	}
+	fmt.Fprintf(w, "token: %s: ok: mode 600, a token\n", path)
+	return 0, nil
 }
 
 // reportDirFile prints what reading file of dir gave: ok with what it

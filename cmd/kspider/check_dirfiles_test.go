@@ -85,3 +85,58 @@ func TestCheckDirFiles(t *testing.T) {
 		t.Fatalf("check with a STORES naming an empty directory: exit %d:\n%s", code, out)
 	}
 }
+
+// TestCheckToken: kspider check reads DIR/STATUS_TOKEN as the node's
+// start does. A token others may read, one damaged or a directory in its
+// place was said nothing of, exit 0, and the next start turned control
+// off with a warning in its log only; now each is a problem naming the
+// file, exit 1. A good token, and an empty one (made anew at the start),
+// are ok.
+func TestCheckToken(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(dir, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "STATUS_TOKEN")
+	good := strings.Repeat("0123456789abcdef", 4) + "\n"
+	for _, c := range []struct {
+		what  string
+		body  string
+		mode  os.FileMode
+		dir   bool
+		code  int
+		wants string
+	}{
+		{"good", good, 0o600, false, 0, "token: " + path + ": ok"},
+		{"empty", "", 0o600, false, 0, "token: " + path + ": ok: empty"},
+		{"readable by others", good, 0o644, false, 1, path + ": mode -rw-r--r-- lets others read"},
+		{"cut", good[:10] + "\n", 0o600, false, 1, path + ": not a token"},
+		{"two words", good[:20] + " " + good[20:], 0o600, false, 1, path + ": not a token"},
+		{"a directory", "", 0, true, 1, path + " is not a file"},
+	} {
+		os.RemoveAll(path)
+		if c.dir {
+			if err := os.Mkdir(path, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if err := os.WriteFile(path, []byte(c.body), c.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, c.mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut := runCmd(t, "", "check", "--data", dir)
+		if code != c.code || !strings.Contains(out, c.wants) {
+			t.Errorf("check with a STATUS_TOKEN %s: exit %d, want %d and %q:\n%s%s", c.what, code, c.code, c.wants, out, errOut)
+		}
+		if c.code == 1 && !strings.Contains(errOut, "1 problems found") {
+			t.Errorf("check with a STATUS_TOKEN %s: the problem not counted:\n%s", c.what, errOut)
+		}
+	}
+}
