@@ -57,22 +57,9 @@ func LockDir(dir string) (*DirLock, error) {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	path := filepath.Join(dir, "LOCK")
-	// O_CLOEXEC (os.OpenFile's default) keeps children from inheriting
-	// the flock and holding the directory after this process is gone.
-	// Not through a link: the pid is written into the file, truncating
-	// it, and a LOCK linked to another file (a system file, for a node
-	// running as root) would have that file truncated.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
-	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("lock: %s is a symbolic link; a data directory's LOCK is a file of its own: remove the link", path)
-	}
+	f, err := openLockFile(path, os.O_CREATE)
 	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
-		f.Close()
-		return nil, fmt.Errorf("lock: %s is not a file of its own (a special file, or a hard link to another file: %v): remove it", path, err)
+		return nil, err
 	}
 	if err := flock(f); err != nil {
 		pid := readPID(f)
@@ -95,6 +82,43 @@ func LockDir(dir string) (*DirLock, error) {
 		return nil, fmt.Errorf("lock: writing pid to %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// CheckLockFile reports what LockDir would refuse in dir's LOCK (a link,
+// a special file, a hard link to another file, one it may not write),
+// without locking it or creating it: kspider check says so before the
+// node's start does. The error matches fs.ErrNotExist when there is none,
+// which the start creates. A lock held is not looked at: taking it even
+// for a moment could make a node starting then refuse its directory.
+func CheckLockFile(dir string) error {
+	f, err := openLockFile(filepath.Join(dir, "LOCK"), 0)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// openLockFile opens the LOCK file at path for writing, with flag's
+// O_CREATE if given, as LockDir must have it.
+func openLockFile(path string, flag int) (*os.File, error) {
+	// O_CLOEXEC (os.OpenFile's default) keeps children from inheriting
+	// the flock and holding the directory after this process is gone.
+	// Not through a link: the pid is written into the file, truncating
+	// it, and a LOCK linked to another file (a system file, for a node
+	// running as root) would have that file truncated.
+	f, err := os.OpenFile(path, os.O_RDWR|flag|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o644)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("lock: %s is a symbolic link; a data directory's LOCK is a file of its own: remove the link", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		f.Close()
+		return nil, fmt.Errorf("lock: %s is not a file of its own (a special file, or a hard link to another file: %v): remove it", path, err)
+	}
+	return f, nil
 }
 
 func flock(f *os.File) error {

@@ -40,6 +40,7 @@ func checkers(tree *treeID) []checker {
 		{"scope", checkScope},
 		{"stores", checkStores},
 		{"token", checkToken},
+		{"lock", checkLock},
 	}
 }
 

@@ -84,6 +84,13 @@ func checkToken(dir string, repair bool, w io.Writer) (problems int, err error) 
 	return 0, nil
 }
 
+// checkLock verifies DIR/LOCK as the node's start opens it
+// (spider.CheckLockFile): one it refuses (a link, a FIFO, a directory, a
+// hard link to another file) stops the start. None is made at the start.
+func checkLock(dir string, repair bool, w io.Writer) (problems int, err error) {
+	return reportDirFile(w, "lock", dir, "LOCK", "a file of its own", spider.CheckLockFile(dir))
+}
+
 // reportDirFile prints what reading file of dir gave: ok with what it
 // says, or damaged (one problem), in the words of the start's refusal.
 func reportDirFile(w io.Writer, name, dir, file, says string, err error) (int, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kspider/kspider/storage"
@@ -138,5 +139,55 @@ func TestCheckToken(t *testing.T) {
 		if c.code == 1 && !strings.Contains(errOut, "1 problems found") {
 			t.Errorf("check with a STATUS_TOKEN %s: the problem not counted:\n%s", c.what, errOut)
 		}
+	}
+}
+
+// TestCheckLock: kspider check opens DIR/LOCK as the node's start does. A
+// LOCK that is a link, a FIFO, a directory or a hard link to another file
+// was said nothing of, exit 0, and the next start refused the directory;
+// now each is a problem naming the file, exit 1. A LOCK file, or none, is
+// ok.
+func TestCheckLock(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(dir, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "LOCK")
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what  string
+		make  func() error
+		code  int
+		wants string
+	}{
+		{"none", func() error { return nil }, 0, ""},
+		{"a file", func() error { return os.WriteFile(path, []byte("123\n"), 0o644) }, 0, "lock: " + path + ": ok"},
+		{"a link", func() error { return os.Symlink(other, path) }, 1, path + " is a symbolic link"},
+		{"a link to itself", func() error { return os.Symlink("LOCK", path) }, 1, path + " is a symbolic link"},
+		{"a FIFO", func() error { return syscall.Mkfifo(path, 0o644) }, 1, path + " is not a file of its own"},
+		{"a hard link", func() error { return os.Link(other, path) }, 1, path + " is not a file of its own"},
+		{"a directory", func() error { return os.Mkdir(path, 0o755) }, 1, path},
+	} {
+		os.RemoveAll(path)
+		if err := c.make(); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCmd(t, "", "check", "--data", dir)
+		if code != c.code || !strings.Contains(out, c.wants) {
+			t.Errorf("check with a LOCK %s: exit %d, want %d and %q:\n%s%s", c.what, code, c.code, c.wants, out, errOut)
+		}
+		if c.code == 1 && !strings.Contains(out, "lock: "+path+": cannot repair here") {
+			t.Errorf("check with a LOCK %s: not counted as the lock's problem:\n%s", c.what, out)
+		}
+	}
+	if b, err := os.ReadFile(other); err != nil || string(b) != "keep\n" {
+		t.Errorf("the file a LOCK linked to: %q, %v; check must not write it", b, err)
 	}
 }
