@@ -21,8 +21,9 @@ import (
 // rewrites what can be rebuilt and moves the rest into dir/damaged/. An
 // error wrapping fs.ErrNotExist means the directory holds none of its files.
 type checker struct {
-	name  string
-	check func(dir string, repair bool, w io.Writer) (problems int, err error)
+	name    string
+	check   func(dir string, repair bool, w io.Writer) (problems int, err error)
+	repairs bool // whether --repair mends its problems; the others only say what to do
 }
 
 // checkers lists what kspider check verifies, in order: the URL tree
@@ -30,17 +31,17 @@ type checker struct {
 // checks it (tree is what the first found).
 func checkers(tree *treeID) []checker {
 	return []checker{
-		{"urls", orSubdir("urls", tree.checkTree)},
-		{"pages", tree.checkNodePages},
-		{"sched", orSubdir("sched", tree.checkSched)},
-		{"spill", orSubdir("comm", checkSpill)},
-		{"identity", checkIdentity},
-		{"cluster", checkCluster},
-		{"depth", checkDepth},
-		{"scope", checkScope},
-		{"stores", checkStores},
-		{"token", checkToken},
-		{"lock", checkLock},
+		{"urls", orSubdir("urls", tree.checkTree), true},
+		{"pages", tree.checkNodePages, true},
+		{"sched", orSubdir("sched", tree.checkSched), true},
+		{"spill", orSubdir("comm", checkSpill), false},
+		{"identity", checkIdentity, false},
+		{"cluster", checkCluster, false},
+		{"depth", checkDepth, false},
+		{"scope", checkScope, false},
+		{"stores", checkStores, false},
+		{"token", checkToken, false},
+		{"lock", checkLock, false},
 	}
 }
 
@@ -170,6 +171,7 @@ No crawl may be running on the directory (its lock is taken).`)
 	}
 	total := 0
 	var failed []string
+	var kept []unrepaired
 	given, stores := &checkedDirs{}, &checkedDirs{}
 	for _, dir := range dirs {
 		if err := ctx.Err(); err != nil {
@@ -184,8 +186,9 @@ No crawl may be running on the directory (its lock is taken).`)
 			continue
 		}
 		given.add(dir)
-		n, err := checkDir(dir, *repair, e.stdout, stores)
+		n, k, err := checkDir(dir, *repair, e.stdout, stores)
 		total += n
+		kept = append(kept, k...)
 		if err != nil {
 			// One --data that cannot be checked (a disk not mounted, a
 			// node still running for --repair) ended the run, the
@@ -196,7 +199,19 @@ No crawl may be running on the directory (its lock is taken).`)
 		}
 	}
 	var problems []string
-	if total > 0 {
+	switch {
+	case total > 0 && *repair && len(kept) > 0:
+		// It said "found and repaired" of problems no repair had touched:
+		// a part that could not be checked and those after it, and the
+		// files check cannot mend.
+		n, names := 0, make([]string, len(kept))
+		for i, k := range kept {
+			n += k.problems
+			names[i] = fmt.Sprintf("%s %s: %d (%s)", k.dir, k.part, k.problems, k.why)
+		}
+		problems = append(problems, fmt.Sprintf("%d problems found in %s, %d repaired, %d not repaired (said above): %s",
+			total, strings.Join(dirs, ", "), total-n, n, strings.Join(names, ", ")))
+	case total > 0:
 		verb := "found"
 		if *repair {
 			verb = "found and repaired"
@@ -212,25 +227,34 @@ No crawl may be running on the directory (its lock is taken).`)
 	return nil
 }
 
+// unrepaired are the problems a part of dir had that --repair left as
+// they were, and why.
+type unrepaired struct {
+	dir, part, why string
+	problems       int
+}
+
 // checkDir runs every checker on dir and returns how many problems they
-// found. stores are the store directories the run has checked so far. A repair holds the node's lock, as a crawl does: the URL tree has
+// found and, with repair, those it did not repair. stores are the store directories the run has checked so far. A repair holds the node's lock, as a crawl does: the URL tree has
 // no lock of its own, so a repair beside a running node would rebuild the
 // tree under it.
-func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total int, err error) {
+func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total int, kept []unrepaired, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if !fi.IsDir() {
-		return 0, fmt.Errorf("%s is not a directory", dir)
+		return 0, nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	if repair && isNodeDir(dir) {
 		lock, err := spider.LockDir(dir)
 		if err != nil {
-			return 0, fmt.Errorf("not repairing: %w; stop the node first", err)
+			return 0, nil, fmt.Errorf("not repairing: %w; stop the node first", err)
 		}
 		defer lock.Release()
 	}
+	asked := repair
+	offBy := "" // the part whose failure turned repair off
 	found := 0
 	tree := &treeID{checked: stores}
 	var byID []string // the parts found whose records are by the tree's URL ids
@@ -244,6 +268,13 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		}
 		found++
 		total += n
+		switch {
+		case !asked || err != nil:
+		case !c.repairs && n > 0:
+			kept = append(kept, unrepaired{dir, c.name, "check cannot repair it", n})
+		case !repair && n > 0:
+			kept = append(kept, unrepaired{dir, c.name, "checked only, after " + offBy + " could not be", n})
+		}
 		if err != nil {
 			// A part that could not be checked (a file that is a FIFO or
 			// a directory, a repair refused, a read error) ended the
@@ -255,7 +286,11 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 			if n == 0 {
 				total++
 			}
+			if asked {
+				kept = append(kept, unrepaired{dir, c.name, "could not be checked", max(n, 1)})
+			}
 			if repair {
+				offBy = c.name
 				fmt.Fprintf(w, "%s: %s: the parts below are checked, not repaired\n", c.name, dir)
 				repair = false
 			}
@@ -266,7 +301,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		}
 	}
 	if found == 0 {
-		return 0, fmt.Errorf("%s holds no kspider data (%s)", dir, checkerNames())
+		return 0, nil, fmt.Errorf("%s holds no kspider data (%s)", dir, checkerNames())
 	}
 	// A node's directory whose URL tree is gone (moved away, a link to a
 	// disk not mounted, copied in part) was said ok, each part on its own
@@ -277,8 +312,11 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		fmt.Fprintf(w, "urls: %s: no URL tree (in %s), but the directory holds a crawl's %s, whose records are by the tree's URL ids: the node cannot use them without it (it refuses to start, or takes an old scheduler for a new crawl's); put back its urls/ (kspider check --data %s then holds the rest to it)\n",
 			dir, filepath.Join(dir, "urls"), strings.Join(byID, " and "), dir)
 		total++
+		if asked {
+			kept = append(kept, unrepaired{dir, "urls", "put back its urls/", 1})
+		}
 	}
-	return total, nil
+	return total, kept, nil
 }
 
 // nodeParts are the subdirectories of a node's data directory that

@@ -235,6 +235,10 @@ func TestCheckGoesOn(t *testing.T) {
 		if args[1] == "--repair" && !strings.Contains(out, "the parts below are checked, not repaired") {
 			t.Fatalf("%v: stdout %q", args, out)
 		}
+		// It said '2 problems found and repaired', neither one touched.
+		if want := "2 problems found in " + node + ", 0 repaired, 2 not repaired (said above): " + node + " sched: 1 (could not be checked), " + node + " depth: 1 (check cannot repair it)"; args[1] == "--repair" && !strings.Contains(errOut, want) {
+			t.Fatalf("%v: stderr %q, want %q", args, errOut, want)
+		}
 	}
 }
 
