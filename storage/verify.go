@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -231,7 +233,7 @@ func (r *Reader) checkCheckpoint(dr *dirReader) {
 	sf := dr.segs[dr.ck.seg]
 	switch {
 	case sf == nil:
-		r.noteDamage(fmt.Errorf("storage: %s: %w: segment %s, which the index checkpoint names, is missing", dr.dir, ErrCorrupt, segmentName(dr.ck.seg)))
+		r.noteDamage(fmt.Errorf("storage: %s: %w: segment %s, which the index checkpoint names, %s", dr.dir, ErrCorrupt, segmentPath(dr.dir, dr.ck.seg), segmentAbsent(dr.dir, dr.ck.seg)))
 	case sf.size < dr.ck.off:
 		r.noteDamage(fmt.Errorf("storage: %s: %w: truncated at offset %d, before the index checkpoint (%d): %d bytes lost", sf.path, ErrCorrupt, sf.size, dr.ck.off, dr.ck.off-sf.size))
 	}
@@ -384,12 +386,47 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 			v.ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
 	}
 	for seg, k := range missing {
-		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them in segment %s, which is missing", dr.dir, ErrCorrupt, k, segmentName(seg)))
+		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them in segment %s, which %s", dr.dir, ErrCorrupt, k, segmentPath(dr.dir, seg), segmentAbsent(dr.dir, seg)))
 	}
 	for seg, k := range beyond {
 		sf := segs[seg]
 		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them beyond the end of the file (%d bytes); truncated?", sf.path, ErrCorrupt, k, sf.size))
 	}
+}
+
+// segmentAbsent says why segment n of dir is not among the segments read
+// (listSegments takes files of their own only): missing, or what stands
+// under its name. A FIFO, a directory or a link looping to itself was
+// reported missing, and the operator, finding the name there, looked for
+// another cause.
+func segmentAbsent(dir string, n uint32) string {
+	path := segmentPath(dir, n)
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "is missing"
+	case err != nil:
+		return fmt.Sprintf("cannot be looked at (%v), so is read as missing", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if _, err := os.Stat(path); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is said already
+			}
+			return fmt.Sprintf("is a symbolic link that leads to no file (%v), not a segment file, so is read as missing", err)
+		}
+		return "is a symbolic link, not a segment file of the store's own, so is read as missing"
+	}
+	if fi.Mode().IsRegular() {
+		// Made between the listing and now: a live writer's.
+		return "was not there when the store was opened"
+	}
+	what := map[fs.FileMode]string{fs.ModeDir: "a directory", fs.ModeNamedPipe: "a FIFO (named pipe)",
+		fs.ModeSocket: "a socket", fs.ModeDevice: "a device", fs.ModeDevice | fs.ModeCharDevice: "a character device"}[fi.Mode().Type()]
+	if what == "" {
+		what = fmt.Sprintf("a file of type %v", fi.Mode().Type())
+	}
+	return "is " + what + ", not a segment file, so is read as missing"
 }
 
 // checkpointedSince reports whether a writer has written a checkpoint
