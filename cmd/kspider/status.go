@@ -41,7 +41,7 @@ func (g *handlerGate) wrap(h http.Handler) http.Handler {
 		g.mu.Lock()
 		if g.closed {
 			g.mu.Unlock()
-			http.Error(w, "the node is closing", http.StatusServiceUnavailable)
+			status.ReplyError(w, http.StatusServiceUnavailable, "the node is closing")
 			return
 		}
 		g.active.Add(1)

@@ -315,6 +315,11 @@ func TestStatusCloseWaitsForHandlers(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("a request after Close: %d, want 503", rec.Code)
 	}
+	// It was text/plain where every other answer of the page is JSON.
+	var ans struct{ Error string }
+	if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil || ans.Error != "the node is closing" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("a request after Close: %q (%s), %v; want JSON {\"error\":\"the node is closing\"}", rec.Body, rec.Header().Get("Content-Type"), err)
+	}
 }
 
 // TestStatusTokenRefused: a STATUS_TOKEN others can read (a permissions

@@ -91,7 +91,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Loopback {
 		s.mux = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !localHost(r.Host) {
-				reply(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q refused: this status page answers to IP addresses and localhost only", r.Host))
+				ReplyError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q refused: this status page answers to IP addresses and localhost only", r.Host))
 				return
 			}
 			m.ServeHTTP(w, r)
@@ -120,14 +120,14 @@ func (s *Server) json(w http.ResponseWriter, r *http.Request) {
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	if s.Control == nil {
 		if s.ControlOff != "" {
-			reply(w, http.StatusServiceUnavailable, "control off: "+s.ControlOff)
+			ReplyError(w, http.StatusServiceUnavailable, "control off: "+s.ControlOff)
 			return
 		}
-		reply(w, http.StatusNotFound, "this node takes no control requests")
+		ReplyError(w, http.StatusNotFound, "this node takes no control requests")
 		return
 	}
 	if why := s.refuse(r); why != "" {
-		reply(w, http.StatusForbidden, why)
+		ReplyError(w, http.StatusForbidden, why)
 		return
 	}
 	switch a := r.PathValue("action"); a {
@@ -140,11 +140,11 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	case "set":
 		r.Body = http.MaxBytesReader(w, r.Body, 4096)
 		if err := r.ParseForm(); err != nil {
-			reply(w, http.StatusBadRequest, "set: "+err.Error())
+			ReplyError(w, http.StatusBadRequest, "set: "+err.Error())
 			return
 		}
 		if len(r.PostForm) == 0 {
-			reply(w, http.StatusBadRequest, "set: no KEY=VALUE given")
+			ReplyError(w, http.StatusBadRequest, "set: no KEY=VALUE given")
 			return
 		}
 		keys := slices.Sorted(maps.Keys(r.PostForm)) // the same error for the same request
@@ -155,11 +155,11 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if err := s.Control.Set(set...); err != nil {
-			reply(w, http.StatusBadRequest, "set (nothing changed): "+err.Error())
+			ReplyError(w, http.StatusBadRequest, "set (nothing changed): "+err.Error())
 			return
 		}
 	default:
-		reply(w, http.StatusNotFound, fmt.Sprintf("no control action %q (pause, resume, drain, set)", a))
+		ReplyError(w, http.StatusNotFound, fmt.Sprintf("no control action %q (pause, resume, drain, set)", a))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -184,7 +184,9 @@ func (s *Server) refuse(r *http.Request) string {
 	return ""
 }
 
-func reply(w http.ResponseWriter, code int, msg string) {
+// ReplyError answers code with msg as the status page's errors are: JSON,
+// {"error":"..."}, which kspider ctl and scripts parse.
+func ReplyError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]string{"error": msg})
