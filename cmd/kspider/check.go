@@ -248,8 +248,13 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	}
 	if repair && isNodeDir(dir) {
 		lock, err := spider.LockDir(dir)
-		if err != nil {
+		if errors.Is(err, spider.ErrDirLocked) {
 			return 0, nil, fmt.Errorf("not repairing: %w; stop the node first", err)
+		}
+		if err != nil {
+			// A LOCK the start refuses too (a link, a FIFO): no node
+			// runs on it, and stopping one mends nothing.
+			return 0, nil, fmt.Errorf("not repairing: %w (kspider check without --repair checks the rest)", err)
 		}
 		defer lock.Release()
 	}

@@ -187,6 +187,15 @@ func TestCheckLock(t *testing.T) {
 			t.Errorf("check with a LOCK %s: not counted as the lock's problem:\n%s", c.what, out)
 		}
 	}
+	// --repair, which takes the lock, told the operator to stop a node
+	// that does not run.
+	os.RemoveAll(path)
+	if err := os.Symlink(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCmd(t, "", "check", "--repair", "--data", dir); code != 1 || !strings.Contains(errOut, path+" is a symbolic link") || strings.Contains(errOut, "stop the node") {
+		t.Errorf("check --repair with a LOCK a link: exit %d, want 1 naming the link, no node to stop:\n%s%s", code, out, errOut)
+	}
 	if b, err := os.ReadFile(other); err != nil || string(b) != "keep\n" {
 		t.Errorf("the file a LOCK linked to: %q, %v; check must not write it", b, err)
 	}
