@@ -137,6 +137,12 @@ another user's process may hold its port).`)
 		if msg == "" {
 			msg = strings.TrimSpace(string(body))
 		}
+		if resp.StatusCode == http.StatusForbidden && addrFile != "" {
+			// This directory's node wrote the address: another node
+			// listening there now took it after this one stopped.
+			return fmt.Errorf("the node at %s, the address %s records, refused the token of %s (%s): it is another data directory's node, which listens there since the node that wrote %s stopped (killed before it could remove the file); check that a kspider runs on %s, or give its address with --status",
+				*addr, addrFile, filepath.Join(*dir, status.TokenFile), msg, addrFile, *dir)
+		}
 		if resp.StatusCode == http.StatusForbidden {
 			// ctl sends no Origin or Sec-Fetch-Site: the token is what
 			// was refused, and the file is likely right but another

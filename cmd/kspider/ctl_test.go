@@ -273,3 +273,29 @@ func TestCtlStaleStatusAddr(t *testing.T) {
 		t.Errorf("ctl pause --status %s blamed STATUS_ADDR:\n%s", addr, errOut)
 	}
 }
+
+// TestCtlStaleStatusAddrOtherNode: a STATUS_ADDR a killed node left names
+// an address another node's page took since; that node refuses this
+// directory's token, and ctl said to give the address of this
+// directory's node with --status, not that the address came from the
+// file and its node may be stopped.
+func TestCtlStaleStatusAddrOtherNode(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := status.Token(dir); err != nil {
+		t.Fatal(err)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status.ReplyError(w, http.StatusForbidden, "missing or wrong token")
+	}))
+	defer other.Close()
+	addr := other.Listener.Addr().String()
+	if err := spider.WriteStatusAddr(dir, addr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "ctl", "pause", "--dir", dir)
+	for _, want := range []string{"the node at " + addr + ", the address " + filepath.Join(dir, spider.StatusAddrFile) + " records, refused the token", "stopped", "--status"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("ctl pause at another node through a stale STATUS_ADDR: exit %d, want 1 and %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+}
