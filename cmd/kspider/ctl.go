@@ -150,6 +150,11 @@ another user's process may hold its port).`)
 			return fmt.Errorf("the node at %s refused the token of %s (%s): it is another data directory's node; give the address of that directory's with --status, or this one's directory with --dir",
 				*addr, filepath.Join(*dir, status.TokenFile), msg)
 		}
+		if resp.StatusCode == http.StatusOK && addrFile != "" {
+			// Another server holds the port this directory's node had.
+			return fmt.Errorf("%s, the address %s records, answered 200 but not ok: %.200q: not a node's answer, the node is not known to have done it; the node that wrote %s may be stopped (killed before it could remove the file) and another server listen there now: check that a kspider runs on %s, or give its address with --status",
+				*addr, addrFile, msg, addrFile, *dir)
+		}
 		if resp.StatusCode == http.StatusOK {
 			return fmt.Errorf("%s answered 200 but not ok: %.200q: not a node's answer; the node is not known to have done it", *addr, msg)
 		}

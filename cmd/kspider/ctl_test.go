@@ -299,3 +299,26 @@ func TestCtlStaleStatusAddrOtherNode(t *testing.T) {
 		}
 	}
 }
+
+// TestCtlStaleStatusAddrOtherServer: a STATUS_ADDR a killed node left
+// names an address a server other than a node holds since; ctl said its
+// answer was not a node's, not that the address came from the file and
+// the node that wrote it may be stopped.
+func TestCtlStaleStatusAddrOtherServer(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := status.Token(dir); err != nil {
+		t.Fatal(err)
+	}
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>hello</html>")) }))
+	defer other.Close()
+	addr := other.Listener.Addr().String()
+	if err := spider.WriteStatusAddr(dir, addr); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "ctl", "pause", "--dir", dir)
+	for _, want := range []string{addr + ", the address " + filepath.Join(dir, spider.StatusAddrFile) + " records, answered 200 but not ok", "may be stopped", "--status"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("ctl pause at another server through a stale STATUS_ADDR: exit %d, want 1 and %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+}
