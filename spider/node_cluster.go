@@ -92,7 +92,7 @@ type ClusterStats struct {
 	BadControl        uint64 // control messages that did not decode
 	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
 	StaleBye          uint64 // node 0: a bye answering a "finished" of its run before, ignored
-	StaleState        uint64 // node 0: a state answering a probe of its run before, ignored
+	StaleState        uint64 // node 0: a state answering a probe of its run before, ignored, or of its sender's run before a restart, taken as busy
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
 	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
@@ -516,6 +516,15 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			// the crawl while its sender works (stateOf).
 			c.staleState.Add(1)
 			return
+		}
+		if st.Epoch < c.peerEpoch(from) {
+			// The sender's run before a restart answered, and the answer
+			// came again from its spill file: its state is of a run gone,
+			// and its Gen of another count than the new run's. Busy, it
+			// still completes the round it answers, whose probe that run
+			// may have acknowledged (no answer of the new run comes).
+			c.staleState.Add(1)
+			st.Idle = false
 		}
 		c.countProbe(from)
 		if err := c.stateOf(from, r, st); err != nil { // node_cluster_end.go

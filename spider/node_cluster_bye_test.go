@@ -74,7 +74,7 @@ func TestClusterStaleBye(t *testing.T) {
 	for fin == nil {
 		select {
 		case r := <-probes:
-			send(cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: true}))
+			send(cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: true, Epoch: ep1.Epoch()}))
 		case fin = <-finished:
 		case r := <-done:
 			t.Fatalf("node 0 ended before its \"finished\": %+v, %v", r.sum, r.err)

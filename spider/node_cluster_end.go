@@ -113,7 +113,7 @@ func (c *nodeCluster) state() cluster.State {
 	if c.backlogged() {
 		idle = false
 	}
-	return cluster.State{Idle: idle, Gen: c.gen.Load()}
+	return cluster.State{Idle: idle, Gen: c.gen.Load(), Epoch: c.ep.Epoch()}
 }
 
 // backlogged reports whether some item this node sent is not yet

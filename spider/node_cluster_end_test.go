@@ -118,7 +118,7 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 		for {
 			select {
 			case r := <-probes:
-				ep.Send(0, cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: true}))
+				ep.Send(0, cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: true, Epoch: ep.Epoch()}))
 				ep.FlushTo(0)
 			case <-stop:
 				return
@@ -184,7 +184,7 @@ func TestClusterCoordinatorBusyUnseen(t *testing.T) {
 		for {
 			select {
 			case r := <-probes:
-				ep.Send(0, cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: r[0] > 1}))
+				ep.Send(0, cluster.TagState, cluster.EncodeState(r[0], r[1], cluster.State{Idle: r[0] > 1, Epoch: ep.Epoch()}))
 				ep.FlushTo(0)
 			case <-stop:
 				return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -101,7 +102,7 @@ func TestClusterStaleState(t *testing.T) {
 	cancel()
 	<-ran
 	cut.Store(true)
-	send(cluster.TagState, cluster.EncodeState(before.round, before.epoch, cluster.State{Idle: true}))
+	send(cluster.TagState, cluster.EncodeState(before.round, before.epoch, cluster.State{Idle: true, Epoch: ep.Epoch()}))
 
 	// This run: the answer of then held back until the round of the same
 	// number is open.
@@ -123,7 +124,7 @@ func TestClusterStaleState(t *testing.T) {
 	stale := uint64(1)
 	p := next("this run")
 	for ; p.epoch == before.epoch; p = next("this run") {
-		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true}))
+		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Epoch: ep.Epoch()}))
 		stale++
 	}
 	if p.round != before.round {
@@ -144,7 +145,7 @@ func TestClusterStaleState(t *testing.T) {
 	}
 	// This run's answers end the crawl.
 	for {
-		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true}))
+		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Epoch: ep.Epoch()}))
 		select {
 		case p = <-probes:
 			continue
@@ -165,5 +166,145 @@ func TestClusterStaleState(t *testing.T) {
 			t.Fatal("node 0 did not end on node 1's answers to this run's probes")
 		}
 		break
+	}
+}
+
+// TestClusterPeerRestartState: node 1's answer to node 0's probe, of node
+// 1's run before a restart, waits in its spill file and is sent after the
+// restart to node 0's same run. Node 0 took it for node 1's state now and
+// compared the next round's answer, of node 1's new run, with it: the
+// generations of two runs, each counted from 0, equal by chance, ended
+// the crawl on one round of the new run, whose restart may have given it
+// work the round before never saw. A state says the run of its sender,
+// and two rounds match only with the same run's; one of a run older than
+// the sender's newest heard is taken as busy (StaleState). Node 1 is a
+// bare endpoint, restarted on its spill directory.
+func TestClusterPeerRestartState(t *testing.T) {
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	cfgs[0].Seeds = nil
+	addrs, err := cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type probe struct{ round, epoch uint64 }
+	probes := make(chan probe, 64)
+	finished := make(chan []byte, 4)
+	var cut atomic.Bool
+	spill := t.TempDir()
+	open := func(conn *net.UDPConn) *communicator.Endpoint {
+		t.Helper()
+		ep, err := communicator.New(communicator.Config{Self: 1, Conn: conn, SpillDir: spill,
+			Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+			Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
+			RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond,
+			Hook: func(b []byte, _ netip.AddrPort, send func([]byte)) {
+				if cut.Load() && len(b) > 2 && b[2]&1 != 0 { // flags: carries items
+					return
+				}
+				send(b)
+			},
+			Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+				for _, it := range items {
+					if it.Tag == cluster.TagFinished {
+						finished <- bytes.Clone(it.URL)
+					}
+					if it.Tag != cluster.TagProbe {
+						continue
+					}
+					if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
+						probes <- probe{r, e}
+					} else {
+						t.Errorf("node 0's probe %x: %v", it.URL, err)
+					}
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	ep := open(cfgs[1].Cluster.Comm.Conn)
+	defer func() { ep.Close() }()
+	send := func(tag uint64, b []byte) {
+		t.Helper()
+		if err := ep.Send(0, tag, b); err != nil {
+			t.Error(err)
+		}
+		ep.FlushTo(0)
+	}
+	hello := func() {
+		send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}, nonce()))
+	}
+	next := func(what string) probe {
+		t.Helper()
+		select {
+		case p := <-probes:
+			return p
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no probe from node 0: %s", what)
+		}
+		return probe{}
+	}
+	hello()
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type result struct {
+		sum *NodeSummary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := n0.Run(ctx)
+		done <- result{sum, err}
+	}()
+
+	// Node 1's run before: it takes the first probe (acknowledged) and
+	// stops before its answer left.
+	p := next("node 1's run before")
+	cut.Store(true)
+	const gen = 5 // both runs', by chance
+	send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Gen: gen, Epoch: ep.Epoch()}))
+	waitFor(t, "node 1's acknowledgement of the probe", 30*time.Second, func() bool { return n0.cl.ep.Backlog(1) == 0 })
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cut.Store(false)
+
+	// Its new run sends that answer again from the spill file, then
+	// answers node 0's probes with the new run's state.
+	ep = open(nil)
+	hello()
+	answered := 0
+	for {
+		select {
+		case p = <-probes:
+			answered++
+			send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Gen: gen, Epoch: ep.Epoch()}))
+			continue
+		case fin := <-finished:
+			r, e, err := cluster.DecodeFinished(fin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			send(cluster.TagBye, cluster.EncodeBye(r, e))
+		case <-ctx.Done():
+			t.Fatal("node 0 did not end on node 1's new run's answers")
+		}
+		break
+	}
+	if r := <-done; r.err != nil || !r.sum.Finished {
+		t.Errorf("node 0: %+v, %v", r.sum, r.err)
+	}
+	if answered < 2 {
+		t.Errorf("node 0 ended after %d round(s) of node 1's new run: it took the state of node 1's run before for one", answered)
+	}
+	if s := n0.ClusterStats(); s.StaleState != 1 {
+		t.Errorf("node 0: StaleState %d, want 1 (node 1's answer of its run before)", s.StaleState)
 	}
 }

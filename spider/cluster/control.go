@@ -37,17 +37,22 @@ import (
 //	          (protocol 4's carried the round alone: DecodeProbe reads it
 //	          with epoch 0)
 //	state     uvarint(round) idle(1 byte: 0 or 1) uvarint(gen)
-//	          uvarint(epoch): the answer to probe round of the
-//	          coordinator's epoch, echoed; also sent unasked, with the
+//	          uvarint(epoch) uvarint(epoch_of_sender): the answer to
+//	          probe round of the coordinator's epoch, echoed, by the
+//	          sender's run of epoch_of_sender (State.Epoch); also sent
+//	          unasked, with the
 //	          round and epoch it last answered busy, by a node that turned
 //	          idle since, so that the coordinator need not poll (a state
 //	          of no open round is only that news). The epoch keeps a probe
 //	          or an answer of the coordinator's run before a restart, sent
 //	          again from a spill file, from being taken for an answer to
 //	          this run's round of the same number: two such, idle, of a
-//	          node busy since, could end the crawl. Protocol 4's carried no
-//	          epoch: DecodeState reads it with epoch 0, answering no probe
-//	          of this build (protocol 5), ignored too
+//	          node busy since, could end the crawl. The sender's epoch
+//	          keeps a state of its run before a restart, sent again from
+//	          its spill file, from being compared with its new run's (each
+//	          run counts gen from 0): see State.Epoch. Protocol 4's carried
+//	          neither epoch: DecodeState reads it with both 0, answering no
+//	          probe of this build (protocol 5), ignored too
 //	finished  uvarint(round) uvarint(epoch_of_sender): the crawl is
 //	          over, stop; the epoch is the coordinator's communicator
 //	          epoch, so that a "finished" of its run before a restart,
@@ -229,7 +234,15 @@ func ClockAhead(h Hello, now time.Time) time.Duration {
 // State is what a node tells the coordinator about itself.
 type State struct {
 	Idle bool   // nothing to fetch, nothing pending, every item it sent acknowledged
-	Gen  uint64 // grows with every batch of URLs it received and every list it fetched
+	Gen  uint64 // grows with every batch of URLs it received in its run
+	// Epoch is the sender's communicator epoch: the run whose state it
+	// is. Gen starts from 0 at each run, so two runs' generations may be
+	// equal by chance, and a restart may give a node work (pages fetched
+	// again) that no batch received counts: two rounds match only with
+	// states of the same runs (Detector). A coordinator takes a state of
+	// a run older than the newest it heard of its sender, sent again
+	// from a spill file after the restart, for a busy one.
+	Epoch uint64
 }
 
 // EncodeRound encodes a round alone: protocol 4's probe, 2's "finished",
@@ -294,7 +307,8 @@ func decodeRoundEpoch(b []byte, what string) (round, epoch uint64, err error) {
 }
 
 // EncodeState encodes a state answer to probe round of a coordinator of
-// communicator epoch epoch (0: protocol 4's state, without it).
+// communicator epoch epoch (0: protocol 4's state, without it or
+// s.Epoch).
 func EncodeState(round, epoch uint64, s State) []byte {
 	b := binary.AppendUvarint(nil, round)
 	if s.Idle {
@@ -306,11 +320,11 @@ func EncodeState(round, epoch uint64, s State) []byte {
 	if epoch == 0 {
 		return b
 	}
-	return binary.AppendUvarint(b, epoch)
+	return binary.AppendUvarint(binary.AppendUvarint(b, epoch), s.Epoch)
 }
 
 // DecodeState decodes what EncodeState wrote, or protocol 4's state
-// without the epoch (epoch 0).
+// without the epochs (epoch and s.Epoch 0).
 func DecodeState(b []byte) (round, epoch uint64, s State, err error) {
 	bad := errors.New("cluster: malformed state")
 	round, n := binary.Uvarint(b)
@@ -328,7 +342,12 @@ func DecodeState(b []byte) (round, epoch uint64, s State, err error) {
 		return round, 0, s, nil
 	}
 	epoch, m = binary.Uvarint(b[n:])
-	if m <= 0 || n+m != len(b) || epoch == 0 {
+	if m <= 0 || epoch == 0 {
+		return 0, 0, State{}, bad
+	}
+	n += m
+	s.Epoch, m = binary.Uvarint(b[n:])
+	if m <= 0 || n+m != len(b) || s.Epoch == 0 {
 		return 0, 0, State{}, bad
 	}
 	return round, epoch, s, nil

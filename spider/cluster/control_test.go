@@ -57,9 +57,13 @@ func TestControlCodec(t *testing.T) {
 			t.Errorf("round %d: %d %v", r, got, err)
 		}
 		// A state echoes the coordinator's epoch of the probe it
-		// answers; protocol 4's, without it, reads as of epoch 0.
+		// answers and says its sender's; protocol 4's, without them,
+		// reads as of epochs 0.
 		for _, ep := range []uint64{0, 1, 1 << 40} {
-			for _, s := range []State{{true, 0}, {false, 7}, {true, 1 << 50}} {
+			for _, s := range []State{{true, 0, 1}, {false, 7, 1 << 40}, {true, 1 << 50, 3}} {
+				if ep == 0 {
+					s.Epoch = 0
+				}
 				gr, ge, gs, err := DecodeState(EncodeState(r, ep, s))
 				if err != nil || gr != r || ge != ep || gs != s {
 					t.Errorf("state %d %d %+v: %d %d %+v %v", r, ep, s, gr, ge, gs, err)
@@ -73,7 +77,7 @@ func TestControlCodec(t *testing.T) {
 			t.Errorf("protocol 4's probe %d: %d %d %v", r, gr, ge, err)
 		}
 	}
-	for _, bad := range [][]byte{nil, {0x80}, {1, 2}, {1, 1}, {1, 1, 0x80}, {1, 0, 1, 0}, {1, 0, 1, 1, 1}, {1, 0, 1, 0x80}} {
+	for _, bad := range [][]byte{nil, {0x80}, {1, 2}, {1, 1}, {1, 1, 0x80}, {1, 0, 1, 0}, {1, 0, 1, 1}, {1, 0, 1, 1, 0}, {1, 0, 1, 1, 1, 1}, {1, 0, 1, 0x80}, {1, 0, 1, 1, 0x80}} {
 		if _, _, _, err := DecodeState(bad); err == nil {
 			t.Errorf("DecodeState(%x): no error", bad)
 		}
@@ -128,7 +132,7 @@ func TestDetector(t *testing.T) {
 		}
 		return c, o
 	}
-	idle := func(g uint64) State { return State{true, g} }
+	idle := func(g uint64) State { return State{Idle: true, Gen: g} }
 	if c, o := round(idle(1), idle(1), idle(1)); !c || o {
 		t.Fatal("first all-idle round must not end the crawl")
 	}
@@ -138,7 +142,7 @@ func TestDetector(t *testing.T) {
 	if _, o := round(idle(1), idle(2), idle(1)); o {
 		t.Fatal("a generation moved: not over")
 	}
-	if _, o := round(idle(1), idle(2), State{false, 1}); o {
+	if _, o := round(idle(1), idle(2), State{Gen: 1}); o {
 		t.Fatal("a busy node: not over")
 	}
 	if d.AllIdle() {
@@ -160,5 +164,22 @@ func TestDetector(t *testing.T) {
 	d.Start(idle(2))
 	if _, o, _ := d.Reply(1, 2, idle(1)); o {
 		t.Error("coordinator's generation moved: not over")
+	}
+}
+
+// TestDetectorRestart: a peer restarted between two rounds counts its Gen
+// from 0 again; equal by chance, its new run's state must not match its
+// run before's.
+func TestDetectorRestart(t *testing.T) {
+	d := NewDetector([]int{1})
+	for i, epoch := range []uint64{7, 8, 8} {
+		r := d.Start(State{Idle: true, Epoch: 1})
+		complete, over, err := d.Reply(1, r, State{Idle: true, Gen: 3, Epoch: epoch})
+		if err != nil || !complete {
+			t.Fatalf("round %d: complete %v, %v", r, complete, err)
+		}
+		if want := i == 2; over != want {
+			t.Fatalf("round %d (peer's epoch %d): over %v, want %v", r, epoch, over, want)
+		}
 	}
 }

@@ -43,10 +43,11 @@
 // writer is idle. In a cluster it must also know that no peer will send it
 // more, so node 0 coordinates: while it is idle it sends every peer a probe
 // (round r); each answers with its State: Idle (done as above, and every
-// item it ever sent acknowledged, so none is in flight) and Gen (how many
-// batches of URLs it has admitted). A round is complete when every peer
-// answered. The crawl is over when two complete rounds in a row found every
-// node, node 0 included, idle with the same Gen (Detector). Node 0 starts a
+// item it ever sent acknowledged, so none is in flight), Gen (how many
+// batches of URLs its run has admitted) and Epoch (its communicator
+// epoch: which run). A round is complete when every peer answered. The
+// crawl is over when two complete rounds in a row found every node, node 0
+// included, idle with the same Gen and Epoch (Detector). Node 0 starts a
 // round when it turns idle, when a node that answered busy tells it it
 // turned idle, and right after a round that found every node idle; a
 // timer only backs these up (spider/node_cluster_end.go).
@@ -57,9 +58,13 @@
 // node 0's run before a restart, sent again from a spill file, was given
 // before T, and taken for round r+1 it broke this; probes carry node 0's
 // communicator epoch and answers echo it, so node 0 ignores such.) An
-// idle node becomes busy only by admitting a batch of
-// URLs, which raises its Gen; j's Gen did not change, so j was idle all the
-// way from its first answer to its second, T included. At T no item is in
+// idle node becomes busy only by admitting a batch of URLs, which raises
+// its Gen, or by a restart, which changes its Epoch (and counts Gen from
+// 0 again: equal Gens of two runs say nothing); j's Gen and Epoch did not
+// change, so j was idle all the way from its first answer to its second,
+// T included. (An answer of j's run before a restart, sent again from its
+// spill file after it, is taken for a busy one: node 0 heard j's newer
+// epoch in the datagram that brought it.) At T no item is in
 // flight either: each node's items were all acknowledged when it answered,
 // and an idle node sends no URLs. So at T no node has work and none can get
 // any: the crawl is over. (An acknowledgement means the receiver's tree and

@@ -11,8 +11,8 @@ import (
 func FuzzControl(f *testing.F) {
 	c := testConfig()
 	f.Add(EncodeHello(Hello{Want: true, Fields: c.Canonical(), Epoch: 9, Fresh: true, Sent: time.Unix(1767225600, 5), Over: true}, 7))
-	f.Add(EncodeState(3, 0, State{true, 9}))
-	f.Add(EncodeState(3, 1<<40, State{true, 9}))
+	f.Add(EncodeState(3, 0, State{Idle: true, Gen: 9}))
+	f.Add(EncodeState(3, 1<<40, State{Idle: true, Gen: 9, Epoch: 1 << 41}))
 	f.Add(EncodeProbe(300, 1<<40))
 	f.Add(EncodeRound(300))
 	f.Add(EncodeFinished(300, 1<<40))
