@@ -152,9 +152,7 @@ type nodeCluster struct {
 	sent, recv  atomic.Uint64
 	misrouted   atomic.Uint64
 	badControl  atomic.Uint64
-	staleFin    atomic.Uint64
-	staleBye    atomic.Uint64
-	staleState  atomic.Uint64
+	stale       staleControl // node_status_cluster.go
 
 	recMu sync.Mutex
 	rec   clusterRecord // what DIR/CLUSTER holds (node_cluster_record.go)
@@ -514,7 +512,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			// sent again from a spill file: its state is of then, and
 			// taken for this run's round of the same number it could end
 			// the crawl while its sender works (stateOf).
-			c.staleState.Add(1)
+			c.staleSeen(from, &c.stale.state, fmt.Sprintf("node %d's state (round %d) answering a probe of this node's run before a restart ignored: it is of then", from, r))
 			return
 		}
 		if st.Epoch < c.peerEpoch(from) {
@@ -523,7 +521,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			// and its Gen of another count than the new run's. Busy, it
 			// still completes the round it answers, whose probe that run
 			// may have acknowledged (no answer of the new run comes).
-			c.staleState.Add(1)
+			c.staleSeen(from, &c.stale.state, fmt.Sprintf("node %d's state (round %d) of its run before a restart taken as busy: it says nothing of its run now", from, r))
 			st.Idle = false
 		}
 		c.countProbe(from)
@@ -567,7 +565,7 @@ func (n *Node) ClusterStats() ClusterStats {
 		return ClusterStats{Nodes: 1}
 	}
 	s := ClusterStats{Self: c.self, Nodes: c.cfg.Config.N(), SentURLs: c.sent.Load(), ReceivedURLs: c.recv.Load(),
-		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.staleFin.Load(), StaleBye: c.staleBye.Load(), StaleState: c.staleState.Load(), Refusing: c.refuse.Load(),
+		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.stale.finished.Load(), StaleBye: c.stale.bye.Load(), StaleState: c.stale.state.Load(), Refusing: c.refuse.Load(),
 		Over: c.over.Load(), Comm: c.ep.Stats()}
 	if p := c.clockUnsafe.Load(); p != nil {
 		s.ClockUnsafe, s.Refusing = *p, true

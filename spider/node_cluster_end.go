@@ -228,8 +228,7 @@ func (c *nodeCluster) finishedBy(from int, it communicator.Item) {
 		return
 	}
 	if epoch == 0 || epoch < c.peerEpoch(from) {
-		c.staleFin.Add(1)
-		c.n.cfg.Logf("cluster: node 0's \"finished\" (round %d) of its run before a restart ignored: that run's end is not this one's", r)
+		c.staleSeen(from, &c.stale.finished, fmt.Sprintf("node 0's \"finished\" (round %d) of its run before a restart ignored: that run's end is not this one's", r))
 		return
 	}
 	c.updateRecord(func(r *clusterRecord) { r.over = true }) // node_cluster_late.go
@@ -251,8 +250,7 @@ func (c *nodeCluster) byeFrom(from int, it communicator.Item) {
 		return
 	}
 	if epoch != c.ep.Epoch() {
-		c.staleBye.Add(1)
-		c.n.cfg.Logf("cluster: node %d's bye (round %d) to a \"finished\" of this node's run before ignored: it answers no end of this run", from, r)
+		c.staleSeen(from, &c.stale.bye, fmt.Sprintf("node %d's bye (round %d) to a \"finished\" of this node's run before ignored: it answers no end of this run", from, r))
 		return
 	}
 	c.detMu.Lock()

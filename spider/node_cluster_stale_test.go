@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,6 +186,13 @@ func TestClusterPeerRestartState(t *testing.T) {
 	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
 	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
 	cfgs[0].Seeds = nil
+	var logMu sync.Mutex
+	var said []string
+	cfgs[0].Logf = func(f string, a ...any) {
+		logMu.Lock()
+		said = append(said, fmt.Sprintf(f, a...))
+		logMu.Unlock()
+	}
 	addrs, err := cfgs[0].Cluster.Config.Addrs()
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +314,20 @@ func TestClusterPeerRestartState(t *testing.T) {
 	if answered < 2 {
 		t.Errorf("node 0 ended after %d round(s) of node 1's new run: it took the state of node 1's run before for one", answered)
 	}
-	if s := n0.ClusterStats(); s.StaleState != 1 {
+	s := n0.ClusterStats()
+	if s.StaleState != 1 {
 		t.Errorf("node 0: StaleState %d, want 1 (node 1's answer of its run before)", s.StaleState)
+	}
+	// Seen by the operator: logged, on the status page, in the summary.
+	if ps := n0.Status().Peers; len(ps) != 1 || ps[0].StaleControl != 1 {
+		t.Errorf("node 0's status page: peers %+v; want node 1 with stale_control 1", ps)
+	}
+	if l := s.StaleLine(); !strings.Contains(l, "0 byes and 1 states") {
+		t.Errorf("node 0's summary line %q; want 1 state of a run before", l)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if n := strings.Count(strings.Join(said, "\n"), "of its run before a restart taken as busy"); n != 1 {
+		t.Errorf("node 0 logged node 1's state of its run before %d times; want once: %q", n, said)
 	}
 }

@@ -60,7 +60,9 @@ package spider
 //	                   probe_rounds (termination probes: answered by the
 //	                   peer on node 0, received from node 0 on the others),
 //	                   lost_dir (it came back with a new data directory in
-//	                   this crawl: the URLs it held are lost)
+//	                   this crawl: the URLs it held are lost), stale_control
+//	                   (its control messages of a run before a restart, its
+//	                   or ours, sent again from a spill file: ignored)
 //
 // # Cost
 //

@@ -192,6 +192,11 @@ type PeerStatus struct {
 	// crawl (in this run or one before: DIR/CLUSTER keeps it), and the
 	// URLs it held were lost with its old one.
 	LostDir bool `json:"lost_dir"`
+	// StaleControl: control messages from the peer of a run before a
+	// restart (its, or this node's), sent again from a spill file, and
+	// ignored or, a state of its run before, taken as busy
+	// (ClusterStats.StaleFinished, StaleBye, StaleState).
+	StaleControl uint64 `json:"stale_control"`
 }
 
 // Counters returns the part of s the progress line shows.

@@ -38,7 +38,7 @@ var statusFields = map[string][]string{
 	"top_queued_hosts[]": {"host", "queued"},
 	"slowest_hosts[]":    {"host", "seconds_per_page", "pages", "at"},
 	"peers[]": {"node", "addr", "up", "queue", "spilled_bytes", "last_heard", "dropped_forged", "dropped_replayed",
-		"dropped_bad", "config_mismatch", "probe_rounds", "lost_dir", "acks_merged"},
+		"dropped_bad", "config_mismatch", "probe_rounds", "lost_dir", "acks_merged", "stale_control"},
 }
 
 // checkFields fails unless the JSON of st has exactly the documented

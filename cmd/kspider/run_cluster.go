@@ -144,6 +144,9 @@ func (rc *runCluster) summary(n *spider.Node) string {
 	for _, l := range s.NoBye {
 		line += "\ncluster: " + l
 	}
+	if l := s.StaleLine(); l != "" {
+		line += "\ncluster: " + l
+	}
 	for _, p := range s.Comm.Peers {
 		if p.Down {
 			line += "\ncluster: " + downLine(p)
