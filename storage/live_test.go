@@ -94,18 +94,8 @@ func TestLiveReaderEntryMidPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	const id = 3
-	whole := make([]byte, indexEntrySize)
-	if _, err := f.ReadAt(whole, entryOffset(id)); err != nil {
-		t.Fatal(err)
-	}
-	mid := append([]byte(nil), whole...)
-	mid[4] ^= 0x40 // the offset stored, the CRC not yet
+	f, whole, mid := entryMidPut(t, dir, id)
 	if _, err := f.WriteAt(mid, entryOffset(id)); err != nil {
 		t.Fatal(err)
 	}
@@ -155,18 +145,8 @@ func TestLiveScanEntryMidPut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	const id = 3
-	whole := make([]byte, indexEntrySize)
-	if _, err := f.ReadAt(whole, entryOffset(id)); err != nil {
-		t.Fatal(err)
-	}
-	mid := append([]byte(nil), whole...)
-	mid[4] ^= 0x40
+	f, whole, mid := entryMidPut(t, dir, id)
 	pauses := 0
 	r.rereadWait = func() {
 		if pauses++; pauses == 1 {
@@ -191,4 +171,22 @@ func TestLiveScanEntryMidPut(t *testing.T) {
 	if st := r.Stats(); st.Damaged() || n != 10 || pauses != 1 {
 		t.Errorf("%d pages, damage %v after %d pauses, want 10, none after 1", n, st.Errors, pauses)
 	}
+}
+
+// entryMidPut opens dir's index for writing and returns id's entry whole
+// and as a put leaves it half done: the offset stored, the CRC not yet.
+func entryMidPut(t *testing.T, dir string, id uint64) (f *os.File, whole, mid []byte) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	whole = make([]byte, indexEntrySize)
+	if _, err := f.ReadAt(whole, entryOffset(id)); err != nil {
+		t.Fatal(err)
+	}
+	mid = append([]byte(nil), whole...)
+	mid[4] ^= 0x40
+	return f, whole, mid
 }
