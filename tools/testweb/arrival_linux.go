@@ -6,7 +6,10 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // arrivalListener hands out connections whose reads keep the kernel's
@@ -61,9 +64,28 @@ type arrivalConn struct {
 	rc   syscall.RawConn
 	oob  [64]byte
 	last atomic.Int64
+	fin  atomic.Int64 // when the client's FIN arrived (finArrived)
 }
 
 func (c *arrivalConn) arrived() int64 { return c.last.Load() }
+
+func (c *arrivalConn) finished() int64 { return c.fin.Load() }
+
+// finArrived is when the client's FIN arrived, asked at the read that
+// found it: the FIN is the newest segment the client sent, and the kernel
+// keeps the time of the newest ACK received (TCP_INFO's last_ack_recv, in
+// milliseconds ago, to a jiffy), so a loaded server's goroutine reading
+// the end late still learns when it came. 0 when the kernel does not say.
+func finArrived(rc syscall.RawConn) int64 {
+	var fin int64
+	rc.Control(func(fd uintptr) {
+		now := nanos(time.Now())
+		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			fin = now - int64(ti.Last_ack_recv)*int64(time.Millisecond)
+		}
+	})
+	return fin
+}
 
 func (c *arrivalConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -86,6 +108,9 @@ func (c *arrivalConn) Read(p []byte) (int, error) {
 		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: rerr}
 	}
 	if n == 0 {
+		if c.fin.Load() == 0 {
+			c.fin.Store(finArrived(c.rc))
+		}
 		return 0, io.EOF
 	}
 	if ts, ok := rxStamp(c.oob[:oobn]); ok {

@@ -11,3 +11,5 @@ func stampArrivals(ln net.Listener) net.Listener { return ln }
 type arrivalConn struct{ net.Conn }
 
 func (c *arrivalConn) arrived() int64 { return 0 }
+
+func (c *arrivalConn) finished() int64 { return 0 }

@@ -117,3 +117,46 @@ func TestPipelinedNotInFlightTogether(t *testing.T) {
 		t.Errorf("audit: %d requests in flight at once on one connection answered in turn", rep.MaxInFlightPerHost)
 	}
 }
+
+// TestConnEndIsFinArrival: a connection the client closed ended when its
+// FIN arrived, not when the server got to read it: read 300 ms after the
+// client closed (a loaded web's goroutine running late), its end was
+// stamped then, and the cluster tests' audit saw the next node's
+// connection to the host open while this one still was.
+func TestConnEndIsFinArrival(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel's times are read on Linux only")
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := stampArrivals(ln)
+	defer sl.Close()
+	client, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	closedAt := nanos(time.Now())
+	client.Close()
+	time.Sleep(300 * time.Millisecond)
+	readAt := nanos(time.Now())
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("a read after the client closed: %d bytes, %v; want io.EOF", n, err)
+	}
+	// The kernel keeps the time to a jiffy (up to 10 ms).
+	end := connEnd(c, 0)
+	if end < closedAt-int64(10*time.Millisecond) || end > closedAt+int64(100*time.Millisecond) {
+		t.Errorf("client closed at +0, the server read the end at +%v, the connection's end stamped at +%v: want when the FIN came",
+			time.Duration(readAt-closedAt), time.Duration(end-closedAt))
+	}
+	if lastEnd := closedAt + int64(50*time.Millisecond); connEnd(c, lastEnd) != lastEnd {
+		t.Errorf("connection's end stamped before its last response's end")
+	}
+}

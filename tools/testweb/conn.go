@@ -224,11 +224,12 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 	// The end is stamped before the close: a client that waited for the
 	// close (for our FIN) before opening its next connection must be seen
 	// to have opened it after this one ended, however late this goroutine
-	// runs again after Close.
-	closed := time.Now()
+	// runs again after Close. One the client closed ended when its FIN
+	// came (connEnd).
+	closed := connEnd(c, x.entry.End)
 	c.Close()
 	s.log.write(&Entry{Kind: "conn", Conn: id, Scheme: scheme, Server: server, Client: client,
-		Start: nanos(opened), End: nanos(closed), Bytes: x.cw.n, Requests: x.nreq})
+		Start: nanos(opened), End: closed, Bytes: x.cw.n, Requests: x.nreq})
 }
 
 // head writes a status line and headers. length < 0 means chunked.
