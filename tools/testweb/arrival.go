@@ -55,16 +55,16 @@ func responseEnd(began int64) int64 {
 // connEnd is when the connection ended: for one the client closed, when
 // its FIN arrived (a loaded server reads the end late, and the cluster
 // tests' audit would see the client's next connection, to this host or
-// another node's, open while this one still was), never before the end
-// of its last response, lastEnd; else now.
-func connEnd(c net.Conn, lastEnd int64) int64 {
+// another node's, open while this one still was), never before notBefore
+// (its last response's end, its open); else now.
+func connEnd(c net.Conn, notBefore int64) int64 {
 	now := nanos(time.Now())
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	if ac, ok := c.(*arrivalConn); ok {
 		if f := ac.finished(); f > 0 && f < now {
-			return max(f, lastEnd)
+			return max(f, notBefore)
 		}
 	}
 	return now

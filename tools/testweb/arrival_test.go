@@ -160,3 +160,25 @@ func TestConnEndIsFinArrival(t *testing.T) {
 		t.Errorf("connection's end stamped before its last response's end")
 	}
 }
+
+// TestConnClosedAtOnceEndsAfterItOpened: a client that connects and
+// closes at once, its connection's goroutine running late, sent its FIN
+// before the server stamped the open: the end, the FIN's time, came before
+// the start, and the log's reader refused the whole log ("ends before it
+// starts"; kspider demo exited 1 after Ctrl-C with no summary).
+func TestConnClosedAtOnceEndsAfterItOpened(t *testing.T) {
+	srv, logBuf := startTest(t, Config{Hosts: 30, Seed: 4, MaxPages: 50}, ServeConfig{})
+	h := srv.Web().SeedHosts()[0]
+	addr := netip.AddrPortFrom(h.Addr, uint16(srv.Ports().HTTP)).String()
+	for range 200 {
+		c, err := net.Dial("tcp4", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	srv.Close()
+	if _, err := ReadLog(bytes.NewReader(logBuf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -226,7 +226,10 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 	// to have opened it after this one ended, however late this goroutine
 	// runs again after Close. One the client closed ended when its FIN
 	// came (connEnd).
-	closed := connEnd(c, x.entry.End)
+	// Not before it opened either: a goroutine running late stamps the
+	// open after a FIN that came at once (the log's reader refuses an end
+	// before the start).
+	closed := connEnd(c, max(nanos(opened), x.entry.End))
 	c.Close()
 	s.log.write(&Entry{Kind: "conn", Conn: id, Scheme: scheme, Server: server, Client: client,
 		Start: nanos(opened), End: closed, Bytes: x.cw.n, Requests: x.nreq})
