@@ -16,13 +16,20 @@ import (
 // and the audits took a node's request sent before its slot's guard for
 // one sent in another node's slot.
 
-// arrivalOf returns how to ask c when the bytes it read last arrived (Unix
-// nanoseconds, 0 when the kernel gives no stamp).
-func arrivalOf(c net.Conn) func() int64 {
+// stampsOf is the connection under c (under its TLS, if any) that keeps
+// the kernel's stamps, or nil when its listener keeps none.
+func stampsOf(c net.Conn) *arrivalConn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if ac, ok := c.(*arrivalConn); ok {
+	ac, _ := c.(*arrivalConn)
+	return ac
+}
+
+// arrivalOf returns how to ask c when the bytes it read last arrived (Unix
+// nanoseconds, 0 when the kernel gives no stamp).
+func arrivalOf(c net.Conn) func() int64 {
+	if ac := stampsOf(c); ac != nil {
 		return ac.arrived
 	}
 	return func() int64 { return 0 }
@@ -59,10 +66,7 @@ func responseEnd(began int64) int64 {
 // (its last response's end, its open); else now.
 func connEnd(c net.Conn, notBefore int64) int64 {
 	now := nanos(time.Now())
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
-	}
-	if ac, ok := c.(*arrivalConn); ok {
+	if ac := stampsOf(c); ac != nil {
 		if f := ac.finished(); f > 0 && f < now {
 			return max(f, notBefore)
 		}
