@@ -59,7 +59,10 @@ func TestClusterEndsOnEvents(t *testing.T) {
 // lost): it was named as having missed the end too, and the operator
 // looked for a node left waiting that had ended; now it is named as one
 // that took the end, to check that it exited. Node 1 is a bare endpoint
-// on its address, answering probes as told.
+// on its address, answering probes as told; one that takes the end is
+// gone once node 0 has its acknowledgement, and node 0 sends hellos
+// every 5 ms: one sent after "finished", never acknowledged, had node 0
+// name node 1 as one that missed the end.
 func TestClusterPeerMissesTheEnd(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -89,8 +92,10 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 		said = append(said, fmt.Sprintf(f, a...))
 		logMu.Unlock()
 	}
+	cfgs[0].Cluster.HelloEvery = 5 * time.Millisecond
 	probes := make(chan [2]uint64, 64)
 	stop := make(chan struct{})
+	taken := make(chan struct{}, 1)
 	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
 		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
 		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
@@ -102,6 +107,7 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 						<-stop // gone before it is acknowledged: nothing more taken
 					}
 					// Taken, recorded, and gone before the bye.
+					taken <- struct{}{}
 				case cluster.TagProbe:
 					if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
 						probes <- [2]uint64{r, e}
@@ -130,6 +136,21 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 		t.Fatal(err)
 	}
 	defer n0.Close()
+	go func() {
+		select {
+		case <-taken:
+		case <-stop:
+			return
+		}
+		for n0.cl.ep.Backlog(1) > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		ep.Close() // killed once its acknowledgement is in: nothing after it is
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := n0.Run(ctx); err != nil {

@@ -115,7 +115,7 @@ type clockSeen struct {
 }
 
 // helloLoop sends every peer not down this node's hello again every
-// HelloEvery until ctx ends: clocks are compared in hellos only (the
+// HelloEvery until ctx ends or the crawl does: clocks are compared in hellos only (the
 // receiver's clock against the sender's stamp), and one stepped or
 // drifting since the start (no ntp_servers, a date set by hand, a virtual
 // machine resumed) would otherwise be seen only at a restart, the nodes
@@ -144,11 +144,20 @@ func (c *nodeCluster) helloLoop(ctx context.Context) {
 		if c.over.Load() {
 			return
 		}
-		for _, p := range c.ep.Stats().Peers {
-			if !p.Down && int(p.ID) != c.self {
-				c.sendControl(int(p.ID), cluster.TagHello, c.helloMsg(!c.heardThisRun(int(p.ID))))
+		// None after node 0's "finished" (under detMu, which stateOf
+		// holds while it sends it): node 0 tells a peer that took the
+		// end and was killed before its bye by everything sent to it
+		// acknowledged (checkByes), and a hello that peer never
+		// acknowledged had it named as one that missed the end.
+		c.detMu.Lock()
+		if c.finished == 0 {
+			for _, p := range c.ep.Stats().Peers {
+				if !p.Down && int(p.ID) != c.self {
+					c.sendControl(int(p.ID), cluster.TagHello, c.helloMsg(!c.heardThisRun(int(p.ID))))
+				}
 			}
 		}
+		c.detMu.Unlock()
 	}
 }
 
