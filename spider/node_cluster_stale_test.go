@@ -29,63 +29,10 @@ import (
 // the crawl. Node 1 is a bare endpoint whose datagrams carrying items are
 // held back while cut, as a loss would, until node 0's round is open.
 func TestClusterStaleState(t *testing.T) {
-	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
-	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
-	cfgs[0].Seeds = nil
-	addrs, err := cfgs[0].Cluster.Config.Addrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type probe struct{ round, epoch uint64 }
-	probes := make(chan probe, 64)
-	finished := make(chan []byte, 4)
-	var cut atomic.Bool
-	ep, err := communicator.New(communicator.Config{Self: 1, Conn: cfgs[1].Cluster.Comm.Conn,
-		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
-		Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
-		RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond,
-		Hook: func(b []byte, _ netip.AddrPort, send func([]byte)) {
-			if cut.Load() && len(b) > 2 && b[2]&1 != 0 { // flags: carries items
-				return
-			}
-			send(b)
-		},
-		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
-			for _, it := range items {
-				if it.Tag == cluster.TagFinished {
-					finished <- bytes.Clone(it.URL)
-				}
-				if it.Tag != cluster.TagProbe {
-					continue
-				}
-				if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
-					probes <- probe{r, e}
-				} else {
-					t.Errorf("node 0's probe %x: %v", it.URL, err)
-				}
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	send := func(tag uint64, b []byte) {
-		if err := ep.Send(0, tag, b); err != nil {
-			t.Error(err)
-		}
-		ep.FlushTo(0)
-	}
-	send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}, nonce()))
-	next := func(what string) probe {
-		t.Helper()
-		select {
-		case p := <-probes:
-			return p
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no probe from node 0: %s", what)
-		}
-		return probe{}
-	}
+	peer := newBarePeer(t, "")
+	cfgs, send, next := peer.cfgs, peer.send, peer.next
+	defer func() { peer.ep.Close() }()
+	peer.hello()
 
 	// Node 0's run before: its first probe, unanswered until it stopped.
 	n0, err := OpenNode(cfgs[0])
@@ -104,8 +51,8 @@ func TestClusterStaleState(t *testing.T) {
 	before := next("its run before")
 	cancel()
 	<-ran
-	cut.Store(true)
-	send(cluster.TagState, cluster.EncodeState(before.round, before.epoch, cluster.State{Idle: true, Epoch: ep.Epoch()}))
+	peer.cut.Store(true)
+	send(cluster.TagState, cluster.EncodeState(before.round, before.epoch, cluster.State{Idle: true, Epoch: peer.ep.Epoch()}))
 
 	// This run: the answer of then held back until the round of the same
 	// number is open.
@@ -127,16 +74,16 @@ func TestClusterStaleState(t *testing.T) {
 	stale := uint64(1)
 	p := next("this run")
 	for ; p.epoch == before.epoch; p = next("this run") {
-		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Epoch: ep.Epoch()}))
+		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Epoch: peer.ep.Epoch()}))
 		stale++
 	}
 	if p.round != before.round {
 		t.Fatalf("node 0's first probe of this run: round %d epoch %d; its run before's: round %d epoch %d", p.round, p.epoch, before.round, before.epoch)
 	}
-	cut.Store(false)
-	waitFor(t, "node 1's answer of then sent again", 30*time.Second, func() bool { return ep.Backlog(0) == 0 })
+	peer.cut.Store(false)
+	waitFor(t, "node 1's answer of then sent again", 30*time.Second, func() bool { return peer.ep.Backlog(0) == 0 })
 	select {
-	case p2 := <-probes:
+	case p2 := <-peer.probes:
 		t.Fatalf("node 0 took node 1's answer to its run before's probe for this run's round %d: probed round %d", p.round, p2.round)
 	case r := <-done:
 		t.Fatalf("node 0 ended on node 1's answer to its run before's probe: %+v, %v", r.sum, r.err)
@@ -148,11 +95,11 @@ func TestClusterStaleState(t *testing.T) {
 	}
 	// This run's answers end the crawl.
 	for {
-		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Epoch: ep.Epoch()}))
+		send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Epoch: peer.ep.Epoch()}))
 		select {
-		case p = <-probes:
+		case p = <-peer.probes:
 			continue
-		case fin := <-finished:
+		case fin := <-peer.finished:
 			r, e, err := cluster.DecodeFinished(fin)
 			if err != nil {
 				t.Fatal(err)
@@ -183,9 +130,9 @@ func TestClusterStaleState(t *testing.T) {
 // the sender's newest heard is taken as busy (StaleState). Node 1 is a
 // bare endpoint, restarted on its spill directory.
 func TestClusterPeerRestartState(t *testing.T) {
-	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
-	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
-	cfgs[0].Seeds = nil
+	peer := newBarePeer(t, t.TempDir())
+	cfgs, send, next := peer.cfgs, peer.send, peer.next
+	defer func() { peer.ep.Close() }()
 	var logMu sync.Mutex
 	var said []string
 	cfgs[0].Logf = func(f string, a ...any) {
@@ -193,70 +140,7 @@ func TestClusterPeerRestartState(t *testing.T) {
 		said = append(said, fmt.Sprintf(f, a...))
 		logMu.Unlock()
 	}
-	addrs, err := cfgs[0].Cluster.Config.Addrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type probe struct{ round, epoch uint64 }
-	probes := make(chan probe, 64)
-	finished := make(chan []byte, 4)
-	var cut atomic.Bool
-	spill := t.TempDir()
-	open := func(conn *net.UDPConn) *communicator.Endpoint {
-		t.Helper()
-		ep, err := communicator.New(communicator.Config{Self: 1, Conn: conn, SpillDir: spill,
-			Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
-			Keys:  []communicator.Key{{ID: 1, Secret: cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
-			RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond,
-			Hook: func(b []byte, _ netip.AddrPort, send func([]byte)) {
-				if cut.Load() && len(b) > 2 && b[2]&1 != 0 { // flags: carries items
-					return
-				}
-				send(b)
-			},
-			Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
-				for _, it := range items {
-					if it.Tag == cluster.TagFinished {
-						finished <- bytes.Clone(it.URL)
-					}
-					if it.Tag != cluster.TagProbe {
-						continue
-					}
-					if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
-						probes <- probe{r, e}
-					} else {
-						t.Errorf("node 0's probe %x: %v", it.URL, err)
-					}
-				}
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ep
-	}
-	ep := open(cfgs[1].Cluster.Comm.Conn)
-	defer func() { ep.Close() }()
-	send := func(tag uint64, b []byte) {
-		t.Helper()
-		if err := ep.Send(0, tag, b); err != nil {
-			t.Error(err)
-		}
-		ep.FlushTo(0)
-	}
-	hello := func() {
-		send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: cfgs[1].Cluster.Config.Canonical(), Epoch: ep.Epoch()}, nonce()))
-	}
-	next := func(what string) probe {
-		t.Helper()
-		select {
-		case p := <-probes:
-			return p
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no probe from node 0: %s", what)
-		}
-		return probe{}
-	}
-	hello()
+	peer.hello()
 	n0, err := OpenNode(cfgs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -277,27 +161,27 @@ func TestClusterPeerRestartState(t *testing.T) {
 	// Node 1's run before: it takes the first probe (acknowledged) and
 	// stops before its answer left.
 	p := next("node 1's run before")
-	cut.Store(true)
+	peer.cut.Store(true)
 	const gen = 5 // both runs', by chance
-	send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Gen: gen, Epoch: ep.Epoch()}))
+	send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Gen: gen, Epoch: peer.ep.Epoch()}))
 	waitFor(t, "node 1's acknowledgement of the probe", 30*time.Second, func() bool { return n0.cl.ep.Backlog(1) == 0 })
-	if err := ep.Close(); err != nil {
+	if err := peer.ep.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cut.Store(false)
+	peer.cut.Store(false)
 
 	// Its new run sends that answer again from the spill file, then
 	// answers node 0's probes with the new run's state.
-	ep = open(nil)
-	hello()
+	peer.open(nil)
+	peer.hello()
 	answered := 0
 	for {
 		select {
-		case p = <-probes:
+		case p = <-peer.probes:
 			answered++
-			send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Gen: gen, Epoch: ep.Epoch()}))
+			send(cluster.TagState, cluster.EncodeState(p.round, p.epoch, cluster.State{Idle: true, Gen: gen, Epoch: peer.ep.Epoch()}))
 			continue
-		case fin := <-finished:
+		case fin := <-peer.finished:
 			r, e, err := cluster.DecodeFinished(fin)
 			if err != nil {
 				t.Fatal(err)
@@ -330,4 +214,91 @@ func TestClusterPeerRestartState(t *testing.T) {
 	if n := strings.Count(strings.Join(said, "\n"), "of its run before a restart taken as busy"); n != 1 {
 		t.Errorf("node 0 logged node 1's state of its run before %d times; want once: %q", n, said)
 	}
+}
+
+// barePeer is node 1 of a cluster of two as a bare endpoint, node 0 a node
+// with no seeds: it passes on node 0's probes and "finished", and while
+// cut holds back its datagrams that carry items, as a loss would.
+type barePeer struct {
+	t        *testing.T
+	cfgs     []NodeConfig
+	spill    string // its spill directory, kept across a restart ("": none)
+	probes   chan probeOf
+	finished chan []byte
+	cut      atomic.Bool
+	ep       *communicator.Endpoint
+}
+
+func newBarePeer(t *testing.T, spill string) *barePeer {
+	t.Helper()
+	srv, lookup := startWeb(t, testweb.Config{Hosts: 2, Seed: 4, MaxPages: 2, Seeds: 1, Plain: true}, &bytes.Buffer{})
+	cfgs := clusterNodes(t, 2, srv, lookup, 1, time.Second, cluster.ByURL)
+	cfgs[0].Seeds = nil
+	b := &barePeer{t: t, cfgs: cfgs, spill: spill, probes: make(chan probeOf, 64), finished: make(chan []byte, 4)}
+	b.open(cfgs[1].Cluster.Comm.Conn)
+	return b
+}
+
+// open starts the endpoint on conn (nil: a socket of its own address), a
+// restart when one ran before.
+func (b *barePeer) open(conn *net.UDPConn) {
+	b.t.Helper()
+	addrs, err := b.cfgs[0].Cluster.Config.Addrs()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.ep, err = communicator.New(communicator.Config{Self: 1, Conn: conn, SpillDir: b.spill,
+		Peers: map[communicator.NodeID]netip.AddrPort{0: addrs[0], 1: addrs[1]},
+		Keys:  []communicator.Key{{ID: 1, Secret: b.cfgs[1].Cluster.Secret}}, SendKey: 1, AckOnReturn: true,
+		RetransmitMin: 20 * time.Millisecond, RetransmitMax: 100 * time.Millisecond,
+		Hook: func(m []byte, _ netip.AddrPort, send func([]byte)) {
+			if b.cut.Load() && len(m) > 2 && m[2]&1 != 0 { // flags: carries items
+				return
+			}
+			send(m)
+		},
+		Handler: func(_ communicator.NodeID, _ uint64, items []communicator.Item) {
+			for _, it := range items {
+				if it.Tag == cluster.TagFinished {
+					b.finished <- bytes.Clone(it.URL)
+				}
+				if it.Tag != cluster.TagProbe {
+					continue
+				}
+				if r, e, err := cluster.DecodeProbe(it.URL); err == nil {
+					b.probes <- probeOf{r, e}
+				} else {
+					b.t.Errorf("node 0's probe %x: %v", it.URL, err)
+				}
+			}
+		}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// send sends node 0 one control message at once.
+func (b *barePeer) send(tag uint64, m []byte) {
+	b.t.Helper()
+	if err := b.ep.Send(0, tag, m); err != nil {
+		b.t.Error(err)
+	}
+	b.ep.FlushTo(0)
+}
+
+// hello sends node 0 the hello of this run.
+func (b *barePeer) hello() {
+	b.send(cluster.TagHello, cluster.EncodeHello(cluster.Hello{Fields: b.cfgs[1].Cluster.Config.Canonical(), Epoch: b.ep.Epoch()}, nonce()))
+}
+
+// next is node 0's next probe.
+func (b *barePeer) next(what string) probeOf {
+	b.t.Helper()
+	select {
+	case p := <-b.probes:
+		return p
+	case <-time.After(30 * time.Second):
+		b.t.Fatalf("no probe from node 0: %s", what)
+	}
+	return probeOf{}
 }
