@@ -161,15 +161,16 @@ type nodeCluster struct {
 	pf    prefetchStats
 	loops sync.WaitGroup // the prefetch and hello loops, waited for by closeCluster
 
-	detMu     sync.Mutex
-	det       *cluster.Detector // node 0 only
-	finished  uint64            // round of the finished message sent (coordinator) or received
-	byes      map[int]bool
-	tookEnd   map[int]bool // node 0: peers seen to acknowledge "finished" (checkByes)
-	noBye     []silentPeer // peers that had not said bye by the deadline (node 0; nil until then)
-	finAt     time.Time
-	roundWait time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
-	roundEnd  time.Time     // node 0: when the last round that found a node busy ended
+	detMu      sync.Mutex
+	det        *cluster.Detector // node 0 only
+	finished   uint64            // round of the finished message sent (coordinator) or received
+	byes       map[int]bool
+	tookEnd    map[int]bool // node 0: peers seen to acknowledge "finished" (checkByes)
+	noBye      []silentPeer // peers that had not said bye by the deadline (node 0; nil until then)
+	finAt      time.Time
+	roundWait  time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
+	roundEnd   time.Time     // node 0: when the last round that found a node busy ended
+	staleRound uint64        // node 0: the last round a state of its sender's run before a restart answered (stateOf)
 
 	kick      chan struct{}           // node 0: start a round now
 	owed      atomic.Bool             // others: answered the last probe busy, to tell node 0 once idle; node 0: found itself busy, to kick once done
@@ -515,7 +516,8 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.staleSeen(from, &c.stale.state, fmt.Sprintf("node %d's state (round %d) answering a probe of this node's run before a restart ignored: it is of then", from, r))
 			return
 		}
-		if st.Epoch < c.peerEpoch(from) {
+		stale := st.Epoch < c.peerEpoch(from)
+		if stale {
 			// The sender's run before a restart answered, and the answer
 			// came again from its spill file: its state is of a run gone,
 			// and its Gen of another count than the new run's. Busy, it
@@ -525,7 +527,7 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			st.Idle = false
 		}
 		c.countProbe(from)
-		if err := c.stateOf(from, r, st); err != nil { // node_cluster_end.go
+		if err := c.stateOf(from, r, st, stale); err != nil { // node_cluster_end.go
 			c.badControl.Add(1)
 		}
 		c.checkByes()

@@ -293,11 +293,21 @@ func (c *nodeCluster) answerProbe(from int, r, epoch uint64) {
 }
 
 // stateOf takes a peer's state: its answer to the open round, or news
-// that it turned idle since it answered busy (of no open round).
-func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State) error {
+// that it turned idle since it answered busy (of no open round). Stale:
+// the state is of its sender's run before a restart, taken as busy.
+//
+// A round such a state completes busy is followed by the next at once,
+// not after the back-off: the sender's new run never had that probe, so
+// owes no word when it is idle, and the wait (up to 4 RoundEvery) only
+// delayed the end. A peer really busy in that round answers the next busy
+// again, and that round backs off.
+func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State, stale bool) error {
 	c.detMu.Lock()
 	defer c.detMu.Unlock()
 	news := !c.det.Open() || r != c.det.Round()
+	if stale && !news {
+		c.staleRound = r
+	}
 	complete, over, err := c.det.Reply(from, r, st)
 	switch {
 	case over && c.finished == 0:
@@ -309,7 +319,7 @@ func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State) error {
 			}
 		}
 		c.n.cfg.Logf("cluster: every node idle in two probe rounds (%d): the crawl is over", r)
-	case complete && c.det.AllIdle(), news && st.Idle && err == nil:
+	case complete && c.det.AllIdle(), news && st.Idle && err == nil, complete && c.staleRound == r:
 		c.roundWait = c.cfg.RoundEvery
 		c.kickRound()
 	case complete:
