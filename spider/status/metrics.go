@@ -32,7 +32,7 @@ type nodeCollector struct {
 	clockOffset, windowSize, windowIDs, rows, rowsUsed, hosts, ready, out, dnsHits, dnsMisses, dnsQueries          metric
 	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue            metric
 	peerDropped, peerMismatch, peerProbes, peerLost, peerMerged, robotsOverBudget, robotsCacheBytes, robotsEvicted metric
-	fetchDur                                                                                                       metric
+	fetchDur, peerStale                                                                                            metric
 }
 
 func newMetrics(src Source) *nodeCollector {
@@ -83,6 +83,7 @@ func newMetrics(src Source) *nodeCollector {
 		peerProbes:       newMetric("peer_probe_rounds_total", "Termination probe rounds with the peer.", counterValue, "node"),
 		peerLost:         newMetric("peer_lost_dir", "1 when the peer came back with a new data directory in this run: the URLs it held are lost.", gaugeValue, "node"),
 		peerMerged:       newMetric("peer_acks_merged_total", "Datagrams in the peer's name that wanted an answer (replayed, or an acknowledgement lost) when one was due already: answered by it, not by one of their own.", counterValue, "node"),
+		peerStale:        newMetric("peer_stale_control_total", "Control messages from the peer of a run before a restart (its or ours), sent again from a spill file: ignored, or a state of its run before taken as busy.", counterValue, "node"),
 		robotsOverBudget: newMetric("robots_over_budget_total", "URLs denied because robots.txt was too costly to check against them, by no rule.", counterValue),
 		robotsCacheBytes: newMetric("robots_cache_bytes", "Bytes of the robots.txt rule sets cached.", gaugeValue),
 		robotsEvicted:    newMetric("robots_cache_evicted_total", "Origins evicted from the robots.txt cache to bound its bytes.", counterValue),
@@ -111,7 +112,7 @@ func (c *nodeCollector) all() []metric {
 		c.links, c.admitted, c.rateP, c.rateB, c.fetchers, c.fetchersBusy, c.delay, c.paused, c.phaseActive, c.phases,
 		c.toSwap, c.mayStart, c.clockSafe, c.clockOffset, c.windowSize, c.windowIDs, c.rows, c.rowsUsed, c.hosts,
 		c.ready, c.out, c.dnsHits, c.dnsMisses, c.dnsQueries, c.diskBytes, c.diskFree, c.diskSize, c.diskFailed,
-		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.peerMerged, c.uptime, c.queue,
+		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.peerMerged, c.peerStale, c.uptime, c.queue,
 		c.robotsOverBudget, c.robotsCacheBytes, c.robotsEvicted}
 }
 
@@ -209,6 +210,7 @@ func (c *nodeCollector) collect(s *scrape) {
 		put(c.peerProbes, float64(pe.ProbeRounds), id)
 		put(c.peerLost, b2f(pe.LostDir), id)
 		put(c.peerMerged, float64(pe.AcksMerged), id)
+		put(c.peerStale, float64(pe.StaleControl), id)
 	}
 	put(c.uptime, st.Uptime)
 	h := st.FetchSeconds

@@ -65,7 +65,7 @@ func sampleStatus() spider.Status {
 		TopQueued:    []spider.HostQueued{{Host: "big.example", Queued: 99}},
 		Slowest:      []spider.HostSlow{{Host: "slow.example", Seconds: 2.5, Pages: 3}},
 		Peers: []spider.PeerStatus{{Node: 2, Addr: "10.0.0.2:7400", Up: true, Queue: 12, DroppedForged: 7, DroppedReplayed: 5, DroppedBad: 3,
-			ConfigMismatch: []string{"cluster.partition: ours \"url\", theirs \"host\""}, ProbeRounds: 41, LostDir: true, AcksMerged: 17}},
+			ConfigMismatch: []string{"cluster.partition: ours \"url\", theirs \"host\""}, ProbeRounds: 41, LostDir: true, AcksMerged: 17, StaleControl: 4}},
 	}
 }
 
@@ -133,6 +133,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`kspider_urls{state="in-list"} 5000`, `kspider_peer_up{node="2"} 1`, "kspider_phase_active 1",
 		`kspider_peer_dropped_datagrams_total{kind="forged",node="2"} 7`, `kspider_peer_dropped_datagrams_total{kind="replayed",node="2"} 5`,
 		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`, `kspider_peer_lost_dir{node="2"} 1`, `kspider_peer_acks_merged_total{node="2"} 17`,
+		`kspider_peer_stale_control_total{node="2"} 4`,
 		"kspider_robots_over_budget_total 17", "kspider_robots_cache_bytes 3e+06", "kspider_robots_cache_evicted_total 6",
 		// What the store made durable, not what it was handed (lost ones
 		// too, after a store failure).
