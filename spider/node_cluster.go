@@ -78,9 +78,11 @@ type NodeCluster struct {
 	// PrefetchHosts is how many hosts of its next slot a node resolves
 	// before the swap (node_prefetch.go); default 256, < 0: none.
 	PrefetchHosts int
-	// onPrefetch, when set (tests), is called after each prefetch round
-	// with the phase, the hosts and the round's deadline.
+	// When set (tests): onPrefetch is called after each prefetch round
+	// with the phase, the hosts and the round's deadline; onAnswer once a
+	// probe's answer is queued (answerProbe).
 	onPrefetch func(ph int, hosts []string, deadline time.Time)
+	onAnswer   func(round uint64, st cluster.State)
 }
 
 // ClusterStats is the cluster part of a node's counters.
@@ -168,9 +170,10 @@ type nodeCluster struct {
 	tookEnd    map[int]bool // node 0: peers seen to acknowledge "finished" (checkByes)
 	noBye      []silentPeer // peers that had not said bye by the deadline (node 0; nil until then)
 	finAt      time.Time
-	roundWait  time.Duration // node 0: before its next round unless kicked (node_cluster_end.go)
-	roundEnd   time.Time     // node 0: when the last round that found a node busy ended
-	staleRound uint64        // node 0: the last round a state of its sender's run before a restart answered (stateOf)
+	roundWait  time.Duration  // node 0: before its next round unless kicked (node_cluster_end.go)
+	roundEnd   time.Time      // node 0: when the last round that found a node busy ended
+	staleRound uint64         // node 0: the last round a state of its sender's run before a restart answered (stateOf)
+	probed     map[int]uint64 // node 0: each peer's epoch as the open round's probes left (restartedUnanswered)
 
 	kick      chan struct{}           // node 0: start a round now
 	owed      atomic.Bool             // others: answered the last probe busy, to tell node 0 once idle; node 0: found itself busy, to kick once done

@@ -179,13 +179,19 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 		switch due := c.roundEnd.Add(c.roundWait); {
 		case c.finished > 0 || c.det.Open():
 			// Answers and byes wake it; the timer only minds the byes'
-			// deadline, byeWait (and idles while a peer is down).
+			// deadline, byeWait, and peers restarted since the probes
+			// (and idles while a peer is down).
+			c.restartedUnanswered()
 			wait = 4 * c.cfg.RoundEvery
 		case !kicked && time.Now().Before(due):
 			wait = time.Until(due) // woken early: the last round found a node busy
 		default:
 			if st := c.state(); st.Idle {
 				r := c.det.Start(st)
+				c.probed = map[int]uint64{}
+				for _, p := range c.ep.Stats().Peers {
+					c.probed[int(p.ID)] = p.Epoch
+				}
 				for id := range c.cfg.Config.Members {
 					if id != c.self {
 						c.sendControl(id, cluster.TagProbe, cluster.EncodeProbe(r, c.ep.Epoch()))
@@ -213,6 +219,33 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 		}
 		c.detMu.Unlock()
 		t.Reset(wait)
+	}
+}
+
+// restartedUnanswered takes the answer to the open round of each peer
+// restarted since its probe left as busy (detMu held). The peer
+// acknowledges a probe once its answer is queued, not once the answer is
+// in its spill file (written at the communicator's next tick, within
+// 40 ms); killed between the two, with the answer lost on the wire,
+// neither it nor its next run (which never had the probe) ever answered,
+// and the round, and the crawl, waited for ever. An answer of its run
+// before that does come, sent again from its spill file, is busy too
+// (stale): either way the next round starts at once and probes the new
+// run.
+func (c *nodeCluster) restartedUnanswered() {
+	if !c.det.Open() {
+		return
+	}
+	r := c.det.Round()
+	for _, p := range c.ep.Stats().Peers {
+		if id := int(p.ID); id != c.self && p.Epoch > c.probed[id] {
+			c.probed[id] = p.Epoch
+			if complete, _, _ := c.det.Reply(id, r, cluster.State{}); complete {
+				c.staleRound = r
+				c.roundWait = c.cfg.RoundEvery
+				c.kickRound()
+			}
+		}
 	}
 }
 
@@ -290,6 +323,9 @@ func (c *nodeCluster) answerProbe(from int, r, epoch uint64) {
 		c.awaitAcks(nil) // done already: no turn to come, only acks (or the endpoint's close)
 	}
 	c.sendControl(from, cluster.TagState, cluster.EncodeState(r, epoch, st))
+	if f := c.cfg.onAnswer; f != nil {
+		f(r, st)
+	}
 }
 
 // stateOf takes a peer's state: its answer to the open round, or news
