@@ -523,3 +523,42 @@ func TestFetchRedirectRelativePathAsWritten(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// A caller whose context ends mid-fetch gets DisallowAll and caches
+// nothing; a caller that waited for that fetch with a live context must
+// not get the same DisallowAll (an unreachable file to it, its URLs failed)
+// but the origin's rules, fetched again.
+func TestSourceAbandonedFetchNotHandedOn(t *testing.T) {
+	arrived := make(chan struct{})
+	var first atomic.Bool
+	srv := newRobotsServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if first.CompareAndSwap(false, true) {
+			close(arrived)
+			<-r.Context().Done() // the client gave up
+			return
+		}
+		fmt.Fprint(w, "user-agent: *\ndisallow: /x\n")
+	})
+	s := &Source{Fetcher: newFetcher(5 * time.Second), Cache: NewCache(10, 0)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leader := make(chan bool)
+	go func() { leader <- s.Allowed(ctx, srv.URL+"/y") }()
+	<-arrived
+	waiter := make(chan bool)
+	go func() { waiter <- s.Allowed(context.Background(), srv.URL+"/y") }()
+	time.Sleep(50 * time.Millisecond) // let the waiter join the fetch
+	cancel()
+	if <-leader {
+		t.Error("the caller that gave up was told allowed")
+	}
+	if !<-waiter {
+		t.Error("the waiting caller got the abandoned fetch's DisallowAll, not the rules")
+	}
+	if n := s.Abandoned(); n != 1 {
+		t.Errorf("Abandoned() = %d, want 1", n)
+	}
+	if got := srv.hits.Load(); got != 2 {
+		t.Errorf("%d fetches, want 2 (the abandoned one, then the waiter's)", got)
+	}
+}

@@ -3,6 +3,7 @@ package robots
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,12 +38,23 @@ type Source struct {
 
 	mu       sync.Mutex
 	inflight map[string]*fetchCall
+	// abandoned counts fetches whose caller's context ended before they
+	// had an outcome: nothing was cached, the next caller fetches again.
+	abandoned atomic.Int64
 }
 
 type fetchCall struct {
 	done  chan struct{}
 	rules *Rules
+	// abandoned: the caller that fetched gave up (its context ended), so
+	// rules say nothing of the origin; a waiter asks again itself.
+	abandoned bool
 }
+
+// Abandoned returns how many robots.txt fetches ended without an outcome
+// because their caller's context ended first (a crawl slot's cutoff, the
+// crawl stopping). Their origins are fetched again at their next use.
+func (s *Source) Abandoned() int64 { return s.abandoned.Load() }
 
 func (s *Source) now() time.Time {
 	if s.Now != nil {
@@ -52,33 +64,51 @@ func (s *Source) now() time.Time {
 }
 
 // Allowed reports whether rawURL (absolute, http or https) may be fetched,
-// fetching its origin's robots.txt when the cache has no fresh entry.
+// fetching its origin's robots.txt when the cache has no fresh entry. It
+// is false too when ctx ended first (see Rules): check ctx.Err() before
+// taking false for the rules' answer.
 func (s *Source) Allowed(ctx context.Context, rawURL string) bool {
 	return s.Rules(ctx, OriginOf(rawURL)).AllowedURL(rawURL)
 }
 
-// Rules returns the rules for origin ("scheme://authority").
+// Rules returns the rules for origin ("scheme://authority"). When ctx
+// ends before they are known, it returns DisallowAll and caches nothing
+// (Abandoned counts the fetch it cut short): the caller tells that "not
+// now" from an unreachable robots.txt by ctx.Err(), and must not take the
+// origin's URLs as disallowed by its rules.
 func (s *Source) Rules(ctx context.Context, origin string) *Rules {
 	if origin == "" {
 		return DisallowAll() // not an absolute URL: nothing to fetch
 	}
+	for {
+		if r, ok := s.rules(ctx, origin); ok {
+			return r
+		}
+	}
+}
+
+// rules is one try of Rules: !ok when it waited for another caller's fetch
+// that was abandoned while ctx is still live. That caller's DisallowAll
+// came from its own context ending: handed on, it had a caller that never
+// gave up take the origin's URLs as unreachable.
+func (s *Source) rules(ctx context.Context, origin string) (r *Rules, ok bool) {
 	if r, ok := s.Cache.Get(origin, s.now()); ok {
-		return r
+		return r, true
 	}
 	s.mu.Lock()
 	// A fetch may have finished between the lookup and the lock: it caches
 	// its rules before it leaves inflight, so look again.
 	if r, ok := s.Cache.Get(origin, s.now()); ok {
 		s.mu.Unlock()
-		return r
+		return r, true
 	}
 	if c, ok := s.inflight[origin]; ok {
 		s.mu.Unlock()
 		select {
 		case <-c.done:
-			return c.rules
+			return c.rules, !c.abandoned || ctx.Err() != nil
 		case <-ctx.Done():
-			return DisallowAll()
+			return DisallowAll(), true
 		}
 	}
 	if s.inflight == nil {
@@ -88,20 +118,26 @@ func (s *Source) Rules(ctx context.Context, origin string) *Rules {
 	s.inflight[origin] = c
 	s.mu.Unlock()
 
-	c.rules = s.refresh(ctx, origin)
+	c.rules, c.abandoned = s.refresh(ctx, origin)
 
 	s.mu.Lock()
 	delete(s.inflight, origin)
 	s.mu.Unlock()
 	close(c.done)
-	return c.rules
+	return c.rules, true
 }
 
-func (s *Source) refresh(ctx context.Context, origin string) *Rules {
+// refresh fetches origin's robots.txt and caches the outcome; abandoned
+// when ctx ended first (nothing cached, the rules DisallowAll).
+func (s *Source) refresh(ctx context.Context, origin string) (r *Rules, abandoned bool) {
 	res := s.Fetcher.Fetch(ctx, origin)
 	if ctx.Err() != nil {
-		// The caller gave up; that says nothing about the origin.
-		return DisallowAll()
+		// The caller gave up; that says nothing about the origin. (Not
+		// cached even when the file came whole: the caller drops the
+		// answer, and one that records what a fetch found, a Crawl-delay
+		// say, would never hear of rules it then found cached.)
+		s.abandoned.Add(1)
+		return DisallowAll(), true
 	}
 	now := s.now()
 	ttl := s.TTL
@@ -121,7 +157,7 @@ func (s *Source) refresh(ctx context.Context, origin string) *Rules {
 			if left := time.Duration(good-now.UnixNano()) + staleFor; left > 0 {
 				// Retry no later than the end of the stale copy's life.
 				s.Cache.put(origin, old, now, min(ttl, left), failures, good)
-				return old
+				return old, false
 			}
 		}
 		s.Cache.Put(origin, res.Rules, now, ttl, failures)
@@ -130,7 +166,7 @@ func (s *Source) refresh(ctx context.Context, origin string) *Rules {
 	default:
 		s.Cache.Put(origin, res.Rules, now, ttl, 0)
 	}
-	return res.Rules
+	return res.Rules, false
 }
 
 // DefaultStaleFor is how long after its freshness ended a fetched
