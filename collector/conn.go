@@ -204,7 +204,8 @@ func (f *fetcher) setup(ctx context.Context, c *conn) *conn {
 	cfg := &f.col.cfg
 	c.wire = wireReader{c: c.c, limit: 1 << 62, idle: cfg.IdleRead, deadline: time.Now().Add(cfg.ResponseTimeout)}
 	c.br = f.reader(&c.wire)
-	c.bw = f.writer(c.c)
+	cutoff, _ := ctx.Deadline()
+	c.bw = f.writer(c.c, cutoff)
 	// Cancelling the list closes the socket under any read or write.
 	raw := c.raw
 	c.stop = context.AfterFunc(ctx, func() { raw.Close() })

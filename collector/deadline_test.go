@@ -2,9 +2,12 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,5 +59,61 @@ func TestNoRequestPastDeadline(t *testing.T) {
 		if r.Kind != NotTried || r.Attempts != 0 {
 			t.Errorf("%s: %s after %d attempts (%v); want NotTried, never sent", r.URL, r.Kind, r.Attempts, r.Err)
 		}
+	}
+}
+
+// TestNoRequestPastDeadlineAfterStall: fetchAll looks at the deadline
+// before it builds each request, but a fetcher stalled between that look
+// and the write (descheduled on a loaded machine) sent the request past
+// the deadline, in the next node's slot. Nothing may be written past it,
+// on its own or pipelined behind a request of its round.
+func TestNoRequestPastDeadlineAfterStall(t *testing.T) {
+	for _, depth := range []int{1, 3} {
+		t.Run(fmt.Sprintf("pipeline=%d", depth), func(t *testing.T) {
+			var mu sync.Mutex
+			var arrived []time.Time
+			s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+				mu.Lock()
+				arrived = append(arrived, time.Now())
+				mu.Unlock()
+				cs.ok(req)
+				return true
+			})
+			c := rawCollector(t, Config{Pipeline: depth})
+			// The first request goes alone (a new connection does not
+			// pipeline); of the next round, the first (depth 1) or the
+			// last (depth 3, behind two written before the deadline)
+			// stalls until past the deadline.
+			stallAt := 2
+			if depth > 1 {
+				stallAt = 4
+			}
+			deadline := time.Now().Add(time.Second)
+			calls := 0
+			c.beforeRequest = func() {
+				if calls++; calls == stallAt {
+					time.Sleep(time.Until(deadline) + 20*time.Millisecond)
+				}
+			}
+			inner, cancel := context.WithDeadline(context.Background(), deadline.Add(300*time.Millisecond)) // the late cancellation
+			defer cancel()
+			b := c.Fetch(lateCancel{inner, deadline}, rawList(s, 4))
+			defer c.Release(b)
+			if r := &b.Results[0]; r.Kind != OK {
+				t.Fatalf("%s: %s (%v), want OK before the deadline", r.URL, r.Kind, r.Err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, at := range arrived {
+				if !at.Before(deadline) {
+					t.Errorf("a request arrived %v past the list's deadline", at.Sub(deadline))
+				}
+			}
+			for _, r := range b.Results[1:] {
+				if r.Kind != NotTried || r.Attempts != 0 {
+					t.Errorf("%s: %s after %d attempts (%v); want NotTried, never sent", r.URL, r.Kind, r.Attempts, r.Err)
+				}
+			}
+		})
 	}
 }

@@ -105,5 +105,8 @@
 // Fetch's context is the list's: cancelling it closes the connection under
 // any read or write, the response being read ends Canceled (with what
 // arrived) and every URL not answered comes back NotTried, Attempts telling
-// whether it was sent.
+// whether it was sent. No request byte is written at or past the
+// context's deadline (a cluster slot's guard), whether or not its timer
+// has cancelled the context yet: the time is looked at just before each
+// write to the connection, and a round refused there counts as not sent.
 package collector

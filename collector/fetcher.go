@@ -217,6 +217,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			}
 		}
 		now := time.Now()
+		fresh := len(out) // out[fresh:] are the requests this round sends
 		for len(out) < depth && len(f.pending) > 0 && !f.stopped() && !f.pastDeadline() {
 			i := f.pending[0]
 			if f.robots != nil && i != 0 {
@@ -228,6 +229,9 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			x := exchange{idx: i, req: f.request(c.sent%cfg.Pipeline, &f.items[i]), sent: now, pipelined: len(out) > 0}
 			c.sent++
 			f.items[i].res.Attempts++
+			if f.col.beforeRequest != nil {
+				f.col.beforeRequest()
+			}
 			before := f.cw.n + int64(c.bw.Buffered())
 			if err := x.req.Write(c.bw); err != nil {
 				// Only a failed flush of a large request gets here; the
@@ -246,6 +250,16 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		}
 		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
 		if err := c.bw.Flush(); err != nil {
+			if errors.Is(err, errPastCutoff) {
+				// The deadline passed since the loop looked: this round's
+				// requests were not sent (none whole), and the list ends
+				// as a cancelled one does.
+				for _, x := range out[fresh:] {
+					f.items[x.idx].res.Attempts--
+				}
+				f.pastDeadline()
+				return
+			}
 			if stale() {
 				continue
 			}
