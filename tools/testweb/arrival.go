@@ -59,6 +59,21 @@ func responseEnd(began int64) int64 {
 	return nanos(time.Now())
 }
 
+// connOpened is when c was established, as the kernel stamped it when
+// it was accepted (a loaded server's goroutine stamping it itself came
+// seconds late: a connection the client closed at once was logged as
+// opened and ended then, in another client's turn), not after now; now
+// when the kernel gives no stamp.
+func connOpened(c net.Conn) int64 {
+	now := nanos(time.Now())
+	if ac := stampsOf(c); ac != nil {
+		if o := ac.established(); o > 0 && o < now {
+			return o
+		}
+	}
+	return now
+}
+
 // connEnd is when the connection ended: for one the client closed, when
 // its FIN arrived (a loaded server reads the end late, and the cluster
 // tests' audit would see the client's next connection, to this host or

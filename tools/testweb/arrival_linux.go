@@ -54,7 +54,24 @@ func (l arrivalListener) Accept() (net.Conn, error) {
 	if err != nil || stampReceived(rc) != nil {
 		return c, nil // no stamps: the log keeps the read's time
 	}
-	return &arrivalConn{TCPConn: c, rc: rc}, nil
+	return &arrivalConn{TCPConn: c, rc: rc, opened: establishedAt(rc)}, nil
+}
+
+// establishedAt is when the connection under rc was established (its
+// handshake's last ACK came), asked before the server wrote on it: the
+// kernel sets the time of the last data sent (TCP_INFO's last_data_sent,
+// in milliseconds ago, to a jiffy) as the handshake makes the connection,
+// and only the server's writes move it, where the client's first request
+// moves last_data_recv and last_ack_recv. 0 when the kernel does not say.
+func establishedAt(rc syscall.RawConn) int64 {
+	var at int64
+	rc.Control(func(fd uintptr) {
+		now := nanos(time.Now())
+		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+			at = now - int64(ti.Last_data_sent)*int64(time.Millisecond)
+		}
+	})
+	return at
 }
 
 // arrivalConn is a TCP connection read with recvmsg, keeping the stamp of
@@ -65,9 +82,14 @@ type arrivalConn struct {
 	oob  [64]byte
 	last atomic.Int64
 	fin  atomic.Int64 // when the client's FIN arrived (finArrived)
+	// opened is when the connection was established (establishedAt),
+	// 0 when the kernel did not say.
+	opened int64
 }
 
 func (c *arrivalConn) arrived() int64 { return c.last.Load() }
+
+func (c *arrivalConn) established() int64 { return c.opened }
 
 func (c *arrivalConn) finished() int64 { return c.fin.Load() }
 

@@ -13,3 +13,5 @@ type arrivalConn struct{ net.Conn }
 func (c *arrivalConn) arrived() int64 { return 0 }
 
 func (c *arrivalConn) finished() int64 { return 0 }
+
+func (c *arrivalConn) established() int64 { return 0 }

@@ -182,3 +182,85 @@ func TestConnClosedAtOnceEndsAfterItOpened(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConnOpenIsEstablishment: a connection opened when the client's
+// handshake made it, not when the server's goroutine got to run: served
+// 300 ms after the client connected (a loaded web's goroutine running
+// late), it was logged as opened then, and one the client closed at once
+// (no request to start earlier) as opened and ended in another client's
+// turn. Nor does a connection open after its first request started.
+func TestConnOpenIsEstablishment(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the kernel's times are read on Linux only")
+	}
+	for _, request := range []bool{false, true} {
+		t.Run(fmt.Sprintf("request=%v", request), func(t *testing.T) { connOpenIsEstablishment(t, request) })
+	}
+}
+
+func connOpenIsEstablishment(t *testing.T, request bool) {
+	srv, logBuf := startTest(t, Config{Hosts: 30, Seed: 4, MaxPages: 50}, ServeConfig{})
+	h := srv.Web().SeedHosts()[0]
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := stampArrivals(ln)
+	defer sl.Close()
+	time.Sleep(100 * time.Millisecond) // stamping on, as Start has it long before a client comes
+	dialed := nanos(time.Now())
+	client, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	connected := nanos(time.Now())
+	if request {
+		fmt.Fprintf(client, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", h.Name)
+	} else {
+		client.Close()
+	}
+	time.Sleep(300 * time.Millisecond)
+	c, err := sl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := nanos(time.Now())
+	// As Server.accept hands a connection to its goroutine.
+	srv.mu.Lock()
+	srv.conns[c] = struct{}{}
+	srv.active.Add(1)
+	srv.wg.Add(1)
+	srv.mu.Unlock()
+	go srv.serveConn(c, "http", 1<<40)
+	if request {
+		client.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.Copy(io.Discard, client)
+	}
+	srv.Close()
+	entries, err := ReadLog(bytes.NewReader(logBuf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conn, req *Entry
+	for i := range entries {
+		if e := &entries[i]; e.Conn == 1<<40 {
+			if e.Kind == "conn" {
+				conn = e
+			} else {
+				req = e
+			}
+		}
+	}
+	if conn == nil || request != (req != nil) {
+		t.Fatalf("the connection or its request is not in the log as sent: %v, %v", conn, req)
+	}
+	// The kernel keeps the time to a jiffy (up to 10 ms).
+	if conn.Start < dialed-int64(10*time.Millisecond) || conn.Start > connected+int64(100*time.Millisecond) {
+		t.Errorf("connected at +0 (dial returned at +%v), served at +%v, the connection's open stamped at +%v: want when the handshake made it",
+			time.Duration(connected-dialed), time.Duration(served-dialed), time.Duration(conn.Start-dialed))
+	}
+	if req != nil && conn.Start > req.Start {
+		t.Errorf("the connection opened %v after its first request started", time.Duration(conn.Start-req.Start))
+	}
+}

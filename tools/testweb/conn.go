@@ -180,7 +180,8 @@ type exchange struct {
 
 func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 	defer s.forget(c)
-	opened := time.Now()
+	opened := connOpened(c)
+	start := opened // the open, or the first request's start if earlier (the kernel's open is to a jiffy)
 	x := &exchange{s: s, c: c, scheme: scheme, br: bufio.NewReaderSize(c, 8<<10)}
 	x.cw = &countingWriter{w: c}
 	x.bw = bufio.NewWriterSize(x.cw, 32<<10)
@@ -206,6 +207,7 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 		x.entry = Entry{Kind: "req", Conn: id, Scheme: scheme, Server: server, Client: client,
 			Start: requestStart(arrived, prevEnd), Method: x.req.method, Target: x.req.target, UA: x.req.ua,
 			Host: hostOnly(x.req.host)}
+		start = min(start, x.entry.Start)
 		x.cw.began = 0
 		keep := x.respond()
 		if keep && x.req.close {
@@ -229,10 +231,10 @@ func (s *Server) serveConn(c net.Conn, scheme string, id uint64) {
 	// Not before it opened either: a goroutine running late stamps the
 	// open after a FIN that came at once (the log's reader refuses an end
 	// before the start).
-	closed := connEnd(c, max(nanos(opened), x.entry.End))
+	closed := connEnd(c, max(opened, x.entry.End))
 	c.Close()
 	s.log.write(&Entry{Kind: "conn", Conn: id, Scheme: scheme, Server: server, Client: client,
-		Start: nanos(opened), End: closed, Bytes: x.cw.n, Requests: x.nreq})
+		Start: start, End: closed, Bytes: x.cw.n, Requests: x.nreq})
 }
 
 // head writes a status line and headers. length < 0 means chunked.

@@ -17,7 +17,7 @@ type Entry struct {
 	Scheme string `json:"scheme"`         // "http" or "https"
 	Server string `json:"server"`         // the address the client connected to (ip:port)
 	Client string `json:"client"`         // the client's ip:port
-	Start  int64  `json:"start"`          // req: its head arrived (arrival.go); conn: accepted
+	Start  int64  `json:"start"`          // req: its head arrived (arrival.go); conn: established (arrival.go), not after its first request
 	End    int64  `json:"end"`            // req: the response's last write began; conn: closed, or the client's close read (late under load)
 	Host   string `json:"host,omitempty"` // req: the Host header, lower case, no port
 	Method string `json:"method,omitempty"`
