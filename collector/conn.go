@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 )
@@ -49,9 +50,47 @@ type wireReader struct {
 	idle     time.Duration
 	reads    int
 	poll     time.Time // when not zero, the deadline of reads instead (pollRead)
+	// firstByte and whole are Config.FirstByte and ResponseTimeout, for
+	// the error of a read that passed their deadline (readTimeout).
+	firstByte, whole time.Duration
 }
 
 var errWireLimit = errors.New("collector: response longer than the wire limit")
+
+// readTimeout is a read that passed one of a response's deadlines, and
+// says which: a response trickled a byte at a time, cut at the whole
+// response's timeout, and one that stopped, cut at the idle timeout,
+// were both reported as "i/o timeout".
+type readTimeout struct {
+	which deadlineKind
+	limit time.Duration
+	err   error // the read's, os.ErrDeadlineExceeded under it
+}
+
+// deadlineKind is which of a response's timeouts set a read's deadline.
+type deadlineKind uint8
+
+const (
+	pollDeadline  deadlineKind = iota // pollRead's: its timeout is no failure
+	firstDeadline                     // Config.FirstByte
+	idleDeadline                      // Config.IdleRead
+	wholeDeadline                     // Config.ResponseTimeout
+)
+
+func (e *readTimeout) Error() string {
+	var what string
+	switch e.which {
+	case firstDeadline:
+		what = "no byte of the response within FirstByte (" + e.limit.String() + ") of its turn"
+	case idleDeadline:
+		what = "no byte for IdleRead (" + e.limit.String() + ") within the response"
+	default:
+		what = "the response not complete within ResponseTimeout (" + e.limit.String() + ") of its turn"
+	}
+	return what + ": " + e.err.Error()
+}
+func (e *readTimeout) Unwrap() error { return e.err }
+func (e *readTimeout) Timeout() bool { return true }
 
 func (w *wireReader) Read(p []byte) (int, error) {
 	if w.n >= w.limit {
@@ -60,21 +99,24 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	if rest := w.limit - w.n; int64(len(p)) > rest {
 		p = p[:rest]
 	}
-	d := w.first
+	d, which, limit := w.first, firstDeadline, w.firstByte
 	if d.IsZero() {
-		d = time.Now().Add(w.idle)
+		d, which, limit = time.Now().Add(w.idle), idleDeadline, w.idle
 	}
 	w.first = time.Time{}
 	if d.After(w.deadline) {
-		d = w.deadline
+		d, which, limit = w.deadline, wholeDeadline, w.whole
 	}
 	if !w.poll.IsZero() {
-		d = w.poll
+		d, which = w.poll, pollDeadline
 	}
 	w.c.SetReadDeadline(d)
 	n, err := w.c.Read(p)
 	w.n += int64(n)
 	w.reads++
+	if err != nil && which != pollDeadline && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &readTimeout{which: which, limit: limit, err: err}
+	}
 	return n, err
 }
 
@@ -202,7 +244,8 @@ func (f *fetcher) dial(ctx context.Context, o *origin) (*conn, error) {
 // setup readies a dialled connection.
 func (f *fetcher) setup(ctx context.Context, c *conn) *conn {
 	cfg := &f.col.cfg
-	c.wire = wireReader{c: c.c, limit: 1 << 62, idle: cfg.IdleRead, deadline: time.Now().Add(cfg.ResponseTimeout)}
+	c.wire = wireReader{c: c.c, limit: 1 << 62, idle: cfg.IdleRead, deadline: time.Now().Add(cfg.ResponseTimeout),
+		firstByte: cfg.FirstByte, whole: cfg.ResponseTimeout}
 	c.br = f.reader(&c.wire)
 	cutoff, _ := ctx.Deadline()
 	c.bw = f.writer(c.c, cutoff)

@@ -64,7 +64,9 @@
 // # Limits
 //
 // Connect, TLS handshake, first byte (from a request's turn), whole response
-// and idle read (between reads of one response) each have a timeout; the
+// and idle read (between reads of one response) each have a timeout (a
+// timeout's Result.Err names the one that passed: a response trickled a
+// byte at a time within the idle read ends at the whole response's); the
 // header block is capped (Config.MaxHeader, default 64 KiB); the body is
 // capped (Config.MaxBody, default 10 MiB): past it the page is kept
 // truncated (Result.Truncated) and the connection is closed. gzip, x-gzip,

@@ -1,0 +1,59 @@
+package collector
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTimeoutSaysWhich: a server silent after the request, one that
+// stopped mid-response and one that trickled its response a byte at a
+// time, each within the idle timeout, each end Timeout, bounded by the
+// configured timeouts; the error says which timeout passed. All three
+// said "i/o timeout", and an operator took the trickle for a stall.
+func TestTimeoutSaysWhich(t *testing.T) {
+	const head = "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+	for _, tc := range []struct {
+		name, want string
+		send       func(cs *rawConn) // before the server blocks
+	}{
+		{"silent", "FirstByte (300ms)", func(cs *rawConn) {}},
+		{"stalled", "IdleRead (200ms)", func(cs *rawConn) { cs.bw.WriteString(head + "some") }},
+		{"trickled", "ResponseTimeout (1s)", func(cs *rawConn) {
+			for i := 0; i < 100; i++ { // a byte every 50 ms: 5 s in all, within IdleRead each
+				cs.bw.WriteByte((head + strings.Repeat("x", 100))[i])
+				if cs.bw.Flush() != nil {
+					return
+				}
+				select {
+				case <-cs.s.done:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+				tc.send(cs)
+				cs.bw.Flush()
+				cs.s.block()
+				return false
+			})
+			c := rawCollector(t, Config{FirstByte: 300 * time.Millisecond, IdleRead: 200 * time.Millisecond,
+				ResponseTimeout: time.Second, Linger: 50 * time.Millisecond})
+			start := time.Now()
+			b := c.Fetch(context.Background(), rawList(s, 1))
+			defer c.Release(b)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v with a response timeout of 1s", d)
+			}
+			r := &b.Results[0]
+			if r.Kind != Timeout || r.Err == nil || !strings.Contains(r.Err.Error(), tc.want) {
+				t.Errorf("%s: %s (%v); want a timeout naming %s", r.URL, r.Kind, r.Err, tc.want)
+			}
+		})
+	}
+}
