@@ -115,7 +115,7 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 			}
 			r.Kind, r.Err = f.kindOf(err), err
 			if errors.Is(err, errHeadTooLarge) {
-				r.Kind = TooLarge
+				r.Kind, r.Err = TooLarge, fmt.Errorf("%w: no end within MaxHeader (%d bytes)", err, cfg.MaxHeader)
 			}
 			return readInfo{out: failed}
 		}
@@ -139,7 +139,7 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 		if err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			f.col.bufs.put(hb)
 			if r.Interim++; r.Interim > cfg.MaxInterim {
-				r.Kind, r.Err = BadResponse, errTooManyInterim
+				r.Kind, r.Err = BadResponse, fmt.Errorf("%w: more than MaxInterim (%d) before the final one", errTooManyInterim, cfg.MaxInterim)
 				return readInfo{out: failed}
 			}
 			continue

@@ -1,0 +1,61 @@
+package collector
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHostileHeadsNamed: a head of a million short header lines, a status
+// line with a 10 MB reason and 1xx responses without end each fail at
+// once, bounded, and the error names the limit and its value: they said
+// "response header block over the limit" and "too many 1xx responses",
+// and an operator could not tell which setting to look at.
+func TestHostileHeadsNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		kind       Kind
+		send       func(cs *rawConn) bool
+	}{
+		{"million headers", "MaxHeader (65536 bytes)", TooLarge, func(cs *rawConn) bool {
+			cs.bw.WriteString("HTTP/1.1 200 OK\r\n")
+			for range 1_000_000 {
+				if _, err := cs.bw.WriteString("a:b\r\n"); err != nil {
+					return false
+				}
+			}
+			cs.bw.WriteString("Content-Length: 0\r\n\r\n")
+			return true
+		}},
+		{"10 MB reason", "MaxHeader (65536 bytes)", TooLarge, func(cs *rawConn) bool {
+			cs.bw.WriteString("HTTP/1.1 200 " + strings.Repeat("r", 10<<20) + "\r\nContent-Length: 0\r\n\r\n")
+			return true
+		}},
+		{"1xx without end", "MaxInterim (8)", BadResponse, func(cs *rawConn) bool {
+			for range 1_000_000 {
+				if _, err := cs.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+					return false
+				}
+			}
+			return true
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startRaw(t, func(cs *rawConn, req *http.Request) bool { return tc.send(cs) })
+			c := rawCollector(t, Config{Linger: 50 * time.Millisecond})
+			start := time.Now()
+			b := c.Fetch(context.Background(), rawList(s, 2))
+			defer c.Release(b)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v", d)
+			}
+			for _, r := range b.Results {
+				if r.Kind != tc.kind || r.Err == nil || !strings.Contains(r.Err.Error(), tc.want) {
+					t.Errorf("%s: %s (%v); want %s naming %s", r.URL, r.Kind, r.Err, tc.kind, tc.want)
+				}
+			}
+		})
+	}
+}
