@@ -59,3 +59,35 @@ func TestHostileHeadsNamed(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeChunkLineNamed: a chunked body whose chunk-size line runs on
+// (10 MB of leading zeros, or of extension) fails at once, bounded, and
+// says so: it said "header line too long", a header, where the head was
+// fine.
+func TestHugeChunkLineNamed(t *testing.T) {
+	for _, line := range []string{"0", ";"} {
+		s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+			cs.bw.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+			if line == ";" {
+				cs.bw.WriteString("5")
+			}
+			for range 160 {
+				if _, err := cs.bw.WriteString(strings.Repeat(line, 64<<10)); err != nil {
+					return false
+				}
+			}
+			cs.bw.WriteString("5\r\nhello\r\n0\r\n\r\n")
+			return true
+		})
+		c := rawCollector(t, Config{Linger: 50 * time.Millisecond})
+		start := time.Now()
+		b := c.Fetch(context.Background(), rawList(s, 1))
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("took %v", d)
+		}
+		if r := &b.Results[0]; r.Kind != BadResponse || r.Err == nil || !strings.Contains(r.Err.Error(), "chunk-size line") {
+			t.Errorf("line of %q: %s: %s (%v); want bad-response naming the chunk-size line", line, r.URL, r.Kind, r.Err)
+		}
+		c.Release(b)
+	}
+}

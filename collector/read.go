@@ -190,6 +190,11 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	case err == nil && !complete:
 		r.Kind, r.Err, r.Truncated = TooLarge, fmt.Errorf("body over %d bytes: truncated", maxBody), true
 	case err != nil:
+		if chunked && errors.Is(err, http.ErrLineTooLong) {
+			// net/http's word for a chunk-size line too long, which
+			// named a header where the head was fine.
+			err = fmt.Errorf("a chunk-size line (with its extensions) of 4096 bytes or more: %w", err)
+		}
 		r.Short = true
 		r.Kind, r.Err = f.kindOf(err), fmt.Errorf("body after %d bytes: %w", len(r.WireBody), err)
 	default:
