@@ -173,7 +173,8 @@ func (c *Collector) Fetch(ctx context.Context, l *List) *Batch {
 }
 
 // ReleaseResult returns one result's buffers to the pool (from List.Each,
-// say, once the page is stored); Release of its batch then skips it.
+// say, once the page is stored), as Release does; Release of its batch
+// then skips it.
 func (c *Collector) ReleaseResult(r *Result) { r.release(&c.bufs) }
 
 // PoolLent returns the bytes of the pool's buffers that results hold now
@@ -191,7 +192,7 @@ func (c *Collector) PoolLent() (now, most int64) {
 func (c *Collector) NoPipeline(origin string) bool { return c.nopipe.has(origin) }
 
 // Release returns the batch's buffers to the pool; its results' Head,
-// WireBody and Body must not be used afterwards.
+// WireBody and Body must not be used afterwards, and their Header is nil.
 func (c *Collector) Release(b *Batch) {
 	for i := range b.Results {
 		b.Results[i].release(&c.bufs)
