@@ -33,7 +33,10 @@ import (
 // <file>.bad-0, its items not delivered: going back to one loses them.) Items are appended while the peer's memory queue is full
 // and read back in order when the window has room. A mark says every item
 // before that offset was acknowledged; on open the file is read from the
-// last mark. When everything is consumed the file is truncated back to its
+// last mark. A mark is taken only if it names a place from the last mark
+// taken up to itself where a record starts (one that verifies, or the
+// start of a damaged stretch) or one inside a damaged stretch (then its
+// end); else it is damage, only its record skipped. When everything is consumed the file is truncated back to its
 // header; a large consumed part is cut off under traffic too, by
 // rewriting the file (spillcompact.go). A record that fails its checksum, length or type is reported
 // with the file and offset and skipped: the scan resynchronises on the
@@ -193,7 +196,11 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 		}
 		return s2, err
 	}
-	for _, r := range sc.bad {
+	for i, r := range sc.bad {
+		if i == len(sc.bad)-1 && sc.unlistedTo > sc.consumed {
+			// Those the scan did not list lie before its latest.
+			s.keepUnlisted(max(sc.unlistedFrom, sc.consumed), sc.unlistedTo)
+		}
 		if r.end == fi.Size() && r.start == sc.good {
 			break // the tail, below
 		}

@@ -25,10 +25,17 @@ func (s *spill) keepBad(r spillRegion) {
 		s.bad = append(s.bad, spillRegion{start: r.start, end: r.end})
 		return
 	}
+	s.keepUnlisted(r.start, r.end)
+}
+
+// keepUnlisted has the reader find the damaged stretches from from to to
+// again, after those listed, and skip them uncounted: the open counted
+// them.
+func (s *spill) keepUnlisted(from, to int64) {
 	if s.unlistedFrom == 0 {
-		s.unlistedFrom = r.start
+		s.unlistedFrom = from
 	}
-	s.unlistedTo = r.end
+	s.unlistedTo = to
 }
 
 // cutTail copies the bytes from off to keep to a new <path>.bad-<off>

@@ -45,13 +45,18 @@ type spillScan struct {
 	// or above the controlTag scanSpill was given; 0: none are).
 	unreadControl int
 	// bad holds damaged stretches in file order: the first
-	// spillDescribed with what is wrong with them, then those after the
-	// last mark (where a later mark may point) without, but for the
-	// latest (a damaged tail is said). All are counted in skippedBytes
-	// and regions.
-	bad          []spillRegion
-	skippedBytes int64
-	regions      int
+	// spillDescribed with what is wrong with them, then the first
+	// spillBadKept after the last mark (where a later mark may point,
+	// and which the reader jumps over) without, and the latest (a
+	// damaged tail is said). All are counted in skippedBytes and
+	// regions.
+	bad []spillRegion
+	// unlistedFrom and unlistedTo (0, 0: none) span the stretches after
+	// the last mark not in bad, between those kept and the latest: the
+	// reader finds them again (keepUnlisted).
+	unlistedFrom, unlistedTo int64
+	skippedBytes             int64
+	regions                  int
 	// undescribedFrom is where the first stretch not described starts
 	// (0: all are).
 	undescribedFrom int64
@@ -99,6 +104,15 @@ func (sc *spillScan) addBad(off, next int64, why string, torn bool) {
 	sc.regions++
 	if n := len(sc.bad); n > spillDescribed {
 		sc.bad[n-1].why = "" // described only while the latest
+		if sc.unlistedTo != 0 || n-1-spillDescribed == spillBadKept {
+			// A file damaged every few records kept them all, 48 bytes
+			// each: the latest joins the span of those not listed.
+			if sc.unlistedTo == 0 {
+				sc.unlistedFrom = sc.bad[n-1].start
+			}
+			sc.unlistedTo = sc.bad[n-1].end
+			sc.bad = sc.bad[:n-1]
+		}
 	} else if n == spillDescribed {
 		sc.undescribedFrom = off
 	}
@@ -107,8 +121,13 @@ func (sc *spillScan) addBad(off, next int64, why string, torn bool) {
 
 // forgetBelow drops the undescribed stretches that end at or before the
 // mark m: a later mark is at or after it (once they are at least half of
-// those undescribed, as dropBelow).
+// those undescribed: each is copied at most once per halving).
 func (sc *spillScan) forgetBelow(m int64) {
+	if sc.unlistedTo <= m {
+		sc.unlistedFrom, sc.unlistedTo = 0, 0
+	} else {
+		sc.unlistedFrom = max(sc.unlistedFrom, m)
+	}
 	if len(sc.bad) <= spillDescribed {
 		return
 	}
@@ -129,6 +148,7 @@ type spillWindow struct {
 	buf       []byte
 	off       int64 // file offset of buf[0]
 	zerosFrom int64 // see resync
+	chunk     int64 // what a read fetches at least (0: spillWindowSize)
 }
 
 const spillWindowSize = 256 << 10
@@ -139,7 +159,11 @@ func (w *spillWindow) at(off int64, n int) ([]byte, error) {
 	if off >= w.off && off+int64(n) <= w.off+int64(len(w.buf)) {
 		return w.buf[off-w.off:][:n], nil
 	}
-	m := min(max(int64(n), spillWindowSize), w.size-off)
+	chunk := w.chunk
+	if chunk == 0 {
+		chunk = spillWindowSize
+	}
+	m := min(max(int64(n), chunk), w.size-off)
 	if int64(cap(w.buf)) < m {
 		w.buf = make([]byte, m)
 	}
@@ -415,11 +439,17 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 		return sc, errSpillHeader
 	}
 	sc.consumed = spillHeader
-	// controlOffs are the offsets of control items among itemOffs (few:
-	// a node's hellos and rounds).
-	var itemOffs, controlOffs []int64
-	starts := []int64{spillHeader} // record boundaries, for checking marks
 	w := &spillWindow{r: r, size: size, version: sc.version, zerosFrom: size}
+	// look reads the records marks name, behind the scan, in small
+	// reads of its own: w's window stays where the scan is.
+	look := &spillWindow{r: r, size: size, version: sc.version, chunk: spillLookChunk}
+	// The items after the last mark taken are counted as the scan meets
+	// them; those between the place it names and itself, once, at the
+	// end (countItems). Keeping the offset of every record after the
+	// last mark, to count and check marks by, cost 16 bytes a record and
+	// more than the file's size for a file of no mark (a peer down).
+	lastMark := int64(spillHeader)
+	var after, afterControl int
 	off := int64(spillHeader)
 	for off < size {
 		p, prob, err := w.record(off, maxURL)
@@ -427,31 +457,21 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 			return sc, err
 		}
 		if prob.kind == probNone && p[0] == recMark {
-			m := int64(binary.BigEndian.Uint64(p[1:]))
-			// The stretches are in file order: the one m may lie in is
-			// the last that starts before it (a search, not a pass over
-			// them all for every mark: hours for a large file damaged in
-			// many places).
-			i, _ := slices.BinarySearchFunc(sc.bad, m, func(r spillRegion, m int64) int { return cmp.Compare(r.start, m) })
-			if i > 0 && m < sc.bad[i-1].end {
-				// Acknowledged up to a record inside a damaged stretch:
-				// the rest of that stretch is lost anyway.
-				m = sc.bad[i-1].end
+			m, ok, err := sc.markTo(look, int64(binary.BigEndian.Uint64(p[1:])), off, maxURL)
+			if err != nil {
+				return sc, err
 			}
-			if _, boundary := slices.BinarySearch(starts, m); m < sc.consumed || m > off || !boundary {
-				prob = recProblem{kind: probMark, off: off}
-			} else {
-				sc.consumed = m
-				// Later marks are at or after m, and only items at or
-				// after it are counted: what is before need not be kept,
-				// so a file of every item a busy run sent (it is cut back
-				// only when all is acknowledged) costs memory for the
-				// records after its last mark, not for all of them.
-				starts = dropBelow(starts, m)
-				itemOffs = dropBelow(itemOffs, m)
-				controlOffs = dropBelow(controlOffs, m)
-				sc.forgetBelow(m)
+			if !ok {
+				// A whole record whose value is wrong: only it is
+				// skipped, so the scan walks the same records, marks or
+				// not, as countItems and the reader do.
+				sc.addBad(off, off+recHead+int64(len(p)), recProblem{kind: probMark, off: off}.String(), false)
+				off += recHead + int64(len(p))
+				continue
 			}
+			sc.consumed, lastMark = m, off
+			after, afterControl = 0, 0
+			sc.forgetBelow(m)
 		}
 		if prob.kind != probNone {
 			short := prob.short()
@@ -461,18 +481,16 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 			}
 			sc.addBad(off, next, prob.String(), short && next == size)
 			off = next
-			starts = append(starts, off)
 			continue
 		}
 		if p[0] == recItem {
 			sc.items++
-			itemOffs = append(itemOffs, off)
+			after++
 			if tag, _, err := parseItemRecord(p, maxURL); err == nil && isControl(controlTag, tag) {
-				controlOffs = append(controlOffs, off)
+				afterControl++
 			}
 		}
 		off += recHead + int64(len(p))
-		starts = append(starts, off)
 	}
 	sc.good, sc.zerosFrom = size, size
 	if n := len(sc.bad); n > 0 && sc.bad[n-1].end == size {
@@ -483,26 +501,84 @@ func scanSpill(r io.ReaderAt, size int64, self, peer NodeID, maxURL int, control
 			return sc, err
 		}
 	}
-	for _, o := range itemOffs {
-		if o >= sc.consumed {
-			sc.unread++
-		}
+	before, beforeControl, err := countItems(w, sc.consumed, lastMark, maxURL, controlTag)
+	if err != nil {
+		return sc, err
 	}
-	for _, o := range controlOffs {
-		if o >= sc.consumed {
-			sc.unreadControl++
-		}
-	}
+	sc.unread, sc.unreadControl = before+after, beforeControl+afterControl
 	return sc, nil
 }
 
-// dropBelow removes the offsets below m from the sorted xs once they are
-// at least half of it (amortised: each offset is copied at most once per
-// halving), in place.
-func dropBelow(xs []int64, m int64) []int64 {
-	i, _ := slices.BinarySearch(xs, m)
-	if i == 0 || 2*i < len(xs) {
-		return xs
+// spillLookChunk is what a read of a record a mark names fetches: a
+// little past it, as the next mark usually names a place a little later.
+const spillLookChunk = 4 << 10
+
+// markTo checks the value m of the mark at off against what the scan
+// found before it: it must name a place from the last mark taken to the
+// mark itself where a record lies (one that verifies, or a damaged
+// stretch's start), or one inside a damaged stretch, which is then
+// acknowledged to its end (the rest of the stretch is lost anyway). It
+// returns the place acknowledged, and whether the mark holds.
+func (sc *spillScan) markTo(look *spillWindow, m, off int64, maxURL int) (int64, bool, error) {
+	if m < sc.consumed || m > off {
+		return 0, false, nil
 	}
-	return xs[:copy(xs, xs[i:])]
+	if m == sc.consumed || m == off {
+		return m, true, nil
+	}
+	// The stretches listed are in file order: the one m may lie in is
+	// the last that starts at or before it (a search, not a pass over
+	// them all for every mark: hours for a large file damaged in many
+	// places).
+	i, found := slices.BinarySearchFunc(sc.bad, m, func(r spillRegion, m int64) int { return cmp.Compare(r.start, m) })
+	if found {
+		return m, true, nil
+	}
+	if i > 0 && m < sc.bad[i-1].end {
+		return sc.bad[i-1].end, true, nil
+	}
+	_, prob, err := look.record(m, maxURL)
+	if err != nil {
+		return 0, false, err
+	}
+	if prob.kind == probNone {
+		return m, true, nil
+	}
+	if m >= sc.unlistedFrom && m < sc.unlistedTo {
+		// Among the stretches not listed: the one m lies in ends at the
+		// first record at or after m that verifies (this mark at the
+		// latest). The next mark taken names a place after it, so these
+		// searches cover the file once.
+		end, err := look.resync(m, maxURL)
+		if err != nil {
+			return 0, false, err
+		}
+		return end, end <= off, nil
+	}
+	return 0, false, nil
+}
+
+// countItems counts the intact items, and the control items among them,
+// of the records from from to to, walking them as the scan does.
+func countItems(w *spillWindow, from, to int64, maxURL int, controlTag uint64) (items, control int, err error) {
+	for off := from; off < to; {
+		p, prob, err := w.record(off, maxURL)
+		if err != nil {
+			return 0, 0, err
+		}
+		if prob.kind != probNone {
+			if off, err = w.resync(off+1, maxURL); err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		if p[0] == recItem {
+			items++
+			if tag, _, err := parseItemRecord(p, maxURL); err == nil && isControl(controlTag, tag) {
+				control++
+			}
+		}
+		off += recHead + int64(len(p))
+	}
+	return items, control, nil
 }

@@ -199,3 +199,165 @@ func TestScanDescriptionsBounded(t *testing.T) {
 		t.Errorf("open: %d items read back, %d damaged stretches; want %d, %d", q.len(), sp.skippedRegions, n/4+1, n+1)
 	}
 }
+
+// writeNoMarks writes a spill file of n items and no mark (a peer down
+// since the file was last emptied) and returns it open, with its size.
+func writeNoMarks(tb testing.TB, n int) (*os.File, int64) {
+	dir := tb.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for k := range n {
+		s.append(uint64(k), []byte("http://a.example/p"))
+		if len(s.buf) >= flushAt {
+			s.flush()
+		}
+	}
+	if err := s.close(); err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Open(spillPath(dir, 1, 2))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	fi, err := f.Stat()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f, fi.Size()
+}
+
+// TestScanMemoryNoMarks: the scan kept two offsets (16 bytes, and as
+// much again while its slices grew) for every record after the last mark,
+// so a file with none, 28-byte records, cost more memory than its size;
+// now what follows the last mark is counted as it is read, and the
+// scan's memory does not grow with the file.
+func TestScanMemoryNoMarks(t *testing.T) {
+	const n = 200000
+	f, size := writeNoMarks(t, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	sc, err := scanSpill(f, size, 1, 2, 1000, 0)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.items != n || sc.unread != n || len(sc.bad) != 0 || sc.consumed != spillHeader {
+		t.Fatalf("scan: %d items, %d unread, %d bad, acknowledged to %d; want %d, %d, 0, %d", sc.items, sc.unread, len(sc.bad), sc.consumed, n, n, spillHeader)
+	}
+	// The window buffer (256 KiB) and little else.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("scanning a file of %d bytes, %d items and no mark, allocated %d bytes", size, n, alloc)
+	}
+}
+
+// BenchmarkScanNoMarks scans a spill file of 200,000 items and no mark;
+// B/op is the scan's memory.
+func BenchmarkScanNoMarks(b *testing.B) {
+	f, size := writeNoMarks(b, 200000)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := scanSpill(f, size, 1, 2, 1000, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestScanMarkValues: a mark is taken when it names a place from the last
+// mark taken up to itself where a record starts, or one inside a damaged
+// stretch (acknowledged to its end), listed or not; one naming the middle
+// of an intact record, a place before the last mark or after itself is
+// refused, only its record skipped. The scan checks marks without keeping
+// every record's offset, so this is what it checks.
+func TestScanMarkValues(t *testing.T) {
+	item := func(k int) []byte { return append([]byte{recItem, 0}, testURL(1, 2, k)...) }
+	// scan scans the file of s's records, damaged, and checks that the
+	// open's reader reads back the items the scan counted.
+	scan := func(t *testing.T, s *spill, damage func(b []byte)) spillScan {
+		b := append(spillHeaderBytes(1, 2), s.buf...)
+		if damage != nil {
+			damage(b)
+		}
+		sc, err := scanSpill(bytes.NewReader(b), int64(len(b)), 1, 2, 1000, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(spillPath(dir, 1, 2), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := openSpill(dir, 1, 2, 1000, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sp.close()
+		var q queue
+		for i := 0; sp.unread(); i++ {
+			if i > len(b) {
+				t.Fatal("reader does not advance")
+			}
+			if err := sp.readChunk(&q, 1<<16); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, regions := sc.skipped(); q.len() != sc.unread || sp.skippedRegions != regions {
+			t.Errorf("open: %d items read back, %d damaged stretches; the scan counted %d, %d", q.len(), sp.skippedRegions, sc.unread, regions)
+		}
+		return sc
+	}
+	t.Run("refused", func(t *testing.T) {
+		s := &spill{version: spillVersion, end: spillHeader}
+		s.appendRecord(item(0))
+		mid := s.end + 3
+		s.appendRecord(item(1))
+		taken := s.end
+		s.mark(mid, false) // inside item 1's record
+		s.consumed = 0
+		s.mark(taken, false)
+		s.consumed = 0
+		s.mark(spillHeader+1, false) // before the mark taken
+		s.consumed = 0
+		s.mark(s.end+100, false) // past itself
+		s.appendRecord(item(2))
+		sc := scan(t, s, nil)
+		// The two refused after the one taken make one stretch.
+		if bytes, regions := sc.skipped(); sc.consumed != taken || sc.unread != 1 || sc.items != 3 || regions != 2 || bytes != 3*(recHead+9) {
+			t.Errorf("acknowledged to %d, %d of %d items unread, %d damaged stretches of %d bytes; want %d, 1 of 3, 2 of %d", sc.consumed, sc.unread, sc.items, regions, bytes, taken, 3*(recHead+9))
+		}
+		for _, r := range sc.bad {
+			if !strings.Contains(r.why, "bad mark record") {
+				t.Errorf("stretch %+v; want a mark's record, said bad", r)
+			}
+		}
+	})
+	t.Run("into damage", func(t *testing.T) {
+		// Enough damaged stretches that some are not listed (after the
+		// spillDescribed described and the spillBadKept kept); a mark
+		// names a place inside each kind.
+		const n = spillDescribed + 2*spillBadKept
+		s := &spill{version: spillVersion, end: spillHeader}
+		var damaged []int64
+		for k := range n {
+			damaged = append(damaged, s.end)
+			s.appendRecord(item(k))
+			s.appendRecord(item(k))
+		}
+		notListed := damaged[n-10]
+		s.mark(notListed+5, false)
+		want := notListed + int64(recHead+len(item(n-10)))
+		s.appendRecord(item(n))
+		sc := scan(t, s, func(b []byte) {
+			for _, o := range damaged {
+				b[o+recHead+3] ^= 1
+			}
+		})
+		// The intact copy of each of the last 10, and the one after.
+		if sc.consumed != want || sc.unread != 11 || sc.items != n+1 {
+			t.Errorf("acknowledged to %d, %d of %d items unread; want %d, 11 of %d", sc.consumed, sc.unread, sc.items, want, n+1)
+		}
+	})
+}
