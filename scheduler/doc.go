@@ -116,7 +116,10 @@
 // their tree, so that Open first compares up to 4096 of their records,
 // spread over the ids, with the tree's URLs (Config.HostOf): one whose
 // record names another host than the tree's URL of that id is of another
-// data directory, refused with ErrForeign and left without an ID. CheckFor,
+// data directory, refused with ErrForeign and left without an ID; so is
+// one of whose records compared the tree has no URL at any (a new or
+// emptied tree beside another directory's scheduler), as the tree cannot
+// vouch for it. CheckFor,
 // given the same hosts, compares the same records and reports such a
 // scheduler as damage it does not repair.
 //

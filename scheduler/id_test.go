@@ -336,3 +336,38 @@ func TestCheckOldForeignScheduler(t *testing.T) {
 		t.Fatalf("damaged record: %v, %+v", err, rep)
 	}
 }
+
+// TestOldSchedulerBesideEmptyTree: a scheduler from before format version
+// 3 (no tree ID) beside a new, empty URL tree (another data directory's
+// sched/ copied beside it, or its urls/ lost) had none of its records
+// compared, the tree having no URL at their ids, and was given the tree's
+// ID: the node crawled with URL states of another tree. Now Open refuses
+// it with ErrForeign naming the directory and what to do, its files as
+// they were, and CheckFor says so as damage, not repaired.
+func TestOldSchedulerBesideEmptyTree(t *testing.T) {
+	x := [16]byte{1, 2, 3}
+	dir := idFixture(t, x)
+	setOldHeaders(t, dir)
+	before := map[string][]byte{}
+	for _, n := range []string{metaName, statesName, hostsName, namesName} {
+		before[n], _ = os.ReadFile(filepath.Join(dir, n))
+	}
+	empty := func(uint32) (string, bool) { return "", false }
+	cfg := idConfig([16]byte{9, 9})
+	cfg.HostOf = empty
+	_, err := Open(dir, cfg)
+	if !errors.Is(err, ErrForeign) || !strings.Contains(err.Error(), "has no URL at any") || !strings.Contains(err.Error(), "move "+dir+" away") {
+		t.Fatalf("an old scheduler beside an empty tree: Open = %v, want ErrForeign saying the tree has none of its URLs and to move %s away", err, dir)
+	}
+	for _, repair := range []bool{false, true} {
+		rep, _ := CheckFor(dir, repair, [16]byte{9, 9}, "urltree.meta", empty)
+		if rep == nil || !rep.Damaged() || rep.Repaired || len(rep.Foreign) != 1 || !strings.Contains(fmt.Sprint(rep.Findings), "has no URL at any") {
+			t.Fatalf("CheckFor, repair %v: %+v; want damage saying the tree has none of its URLs, not repaired", repair, rep)
+		}
+	}
+	for n, b := range before {
+		if now, _ := os.ReadFile(filepath.Join(dir, n)); !bytes.Equal(now, b) {
+			t.Errorf("%s changed by the refused Open or the check", n)
+		}
+	}
+}

@@ -66,33 +66,68 @@ func (s *Scheduler) adoptCheck() error {
 // adoptSamples of them spread evenly and the last, with the URLs the
 // tree has at those ids (Config.HostOf): a record whose host (by names)
 // is another than the tree's URL's is of another data directory, an
-// ErrForeign error naming meta and dir. Open's adoptCheck and CheckFor
-// both use it, so that check says ok of what Open takes. A record that
-// does not verify, or names no host of names, is not compared: the
-// decoders report it (Check) or refused it first (Open).
+// ErrForeign error naming meta and dir. So is a scheduler none of whose
+// records sampled the tree has a URL for (a new or emptied tree): the
+// tree cannot vouch for it, and taking it gave the tree's ID to another
+// data directory's scheduler beside a new tree, the node then crawling
+// with its URL states. Open's adoptCheck and CheckFor both use it, so
+// that check says ok of what Open takes. A record that does not verify,
+// or names no host of names, is not compared: the decoders report it
+// (Check) or refused it first (Open).
 func sampleHosts(recs []record, count uint64, names []string, hostOf func(uint32) (string, bool), meta, dir string) error {
 	count = min(count, uint64(len(recs)))
 	if count == 0 {
 		return nil
 	}
+	var compared, unknown int
+	sample := func(id uint32) error {
+		known, err := sampleHost(recs, id, names, hostOf, meta, dir)
+		switch {
+		case err != nil:
+			return err
+		case known == sampleCompared:
+			compared++
+		case known == sampleUnknown:
+			unknown++
+		}
+		return nil
+	}
 	step := max(1, count/adoptSamples)
 	for id := uint64(0); id < count; id += step {
-		if err := sampleHost(recs, uint32(id), names, hostOf, meta, dir); err != nil {
+		if err := sample(uint32(id)); err != nil {
 			return err
 		}
 	}
-	return sampleHost(recs, uint32(count-1), names, hostOf, meta, dir)
+	if (count-1)%step != 0 {
+		if err := sample(uint32(count - 1)); err != nil {
+			return err
+		}
+	}
+	if compared == 0 && unknown > 0 {
+		return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and the URL tree has no URL at any of the %d of its URL ids looked at (%d URL records; a new or emptied tree): it cannot be this tree's scheduler; move %s away for a new scheduler, or put back the URL tree it belongs to", ErrForeign, meta, unknown, count, dir)
+	}
+	return nil
 }
 
-func sampleHost(recs []record, id uint32, names []string, hostOf func(uint32) (string, bool), meta, dir string) error {
+// What sampleHost found of a record.
+const (
+	sampleSkipped  = iota // not compared: no record, or one the decoders refuse
+	sampleUnknown         // the tree has no URL at its id (HostOf false)
+	sampleCompared        // the tree's URL is of the record's host
+)
+
+func sampleHost(recs []record, id uint32, names []string, hostOf func(uint32) (string, bool), meta, dir string) (int, error) {
 	r := recs[id]
 	if !r.added() || checkRecord(id, r) != nil || r.host() >= uint32(len(names)) {
-		return nil
+		return sampleSkipped, nil
 	}
 	have := names[r.host()]
 	want, ok := hostOf(id)
-	if !ok || asciiLower(want) == have {
-		return nil // the tree cannot tell (an entry a repair lost), or agrees
+	if !ok {
+		return sampleUnknown, nil // an entry a repair lost, an id the tree lacks
 	}
-	return fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but the URL tree's URL %d is of host %q: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, meta, id, have, id, want, dir)
+	if asciiLower(want) == have {
+		return sampleCompared, nil
+	}
+	return 0, fmt.Errorf("%w: %s records no URL tree (written before format version 3, or with none), and its URL %d is of host %q, but the URL tree's URL %d is of host %q: a scheduler directory of another data directory; put back the directories that belong together, or move %s away for a new scheduler", ErrForeign, meta, id, have, id, want, dir)
 }

@@ -309,7 +309,8 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	// tree (a sched/ copied from another data directory) is refused.
 	cfg.Scheduler.TreeID = n.tree.ID()
 	// One from before the tree IDs (format 3) has no ID to compare: the
-	// scheduler compares a sample of its records' hosts with the tree's.
+	// scheduler compares a sample of its records' hosts with the tree's,
+	// and refuses one the tree has no URL of (beside a new tree).
 	cfg.Scheduler.HostOf = SchedHostOf(n.tree) // schedhosts.go: kspider check gives the same
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
