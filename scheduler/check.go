@@ -101,16 +101,69 @@ func (r *CheckReport) Damaged() bool { return anyDamage(r.Findings) }
 
 // findings collects what the decoders find when Check runs them. A nil
 // *findings is Open's mode: the first damage is the error.
-type findings struct{ list []Finding }
+type findings struct {
+	list []Finding
+	// listed counts each file's findings in list; past findingsListed
+	// the rest are only counted, in unlisted, and summed up by done.
+	listed   map[string]int
+	unlisted map[string]*unlistedFindings
+	order    []string // the files of unlisted, as they came
+}
+
+// findingsListed bounds the findings listed one by one per file: a file
+// damaged at every record (junk written over it, 100,000 records) made a
+// finding of each, many times the file's size in memory, and kspider
+// check printed a line for each.
+const findingsListed = 1024
+
+// unlistedFindings are the findings of a file past findingsListed.
+type unlistedFindings struct {
+	n      int
+	from   int64 // the first one's offset
+	damage bool  // any of them is damage
+}
+
+// room reports whether a finding at off of file is listed; if not, it is
+// counted for done to sum up.
+func (f *findings) room(file string, off int64, damage bool) bool {
+	if f.listed == nil {
+		f.listed, f.unlisted = map[string]int{}, map[string]*unlistedFindings{}
+	}
+	if f.listed[file] < findingsListed {
+		f.listed[file]++
+		return true
+	}
+	u := f.unlisted[file]
+	if u == nil {
+		u = &unlistedFindings{from: off}
+		f.unlisted[file] = u
+		f.order = append(f.order, file)
+	}
+	u.n++
+	u.damage = u.damage || damage
+	return false
+}
+
+// done appends to the list a finding for each file's unlisted ones.
+func (f *findings) done() []Finding {
+	for _, file := range f.order {
+		u := f.unlisted[file]
+		f.list = append(f.list, Finding{File: file, Offset: u.from, Damage: u.damage,
+			What: fmt.Sprintf("%d more problems from this offset on, not listed one by one (the first %d of this file are)", u.n, findingsListed)})
+	}
+	f.order = nil
+	return f.list
+}
 
 // damage records a problem, or returns it as an ErrCorrupt error when f is
 // nil (Open) so the caller stops.
 func (f *findings) damage(file string, off int64, format string, args ...any) error {
-	what := fmt.Sprintf(format, args...)
 	if f == nil {
-		return fmt.Errorf("%w: %s: offset %d: %s", ErrCorrupt, file, off, what)
+		return fmt.Errorf("%w: %s: offset %d: %s", ErrCorrupt, file, off, fmt.Sprintf(format, args...))
 	}
-	f.list = append(f.list, Finding{File: file, Offset: off, What: what, Damage: true})
+	if f.room(file, off, true) {
+		f.list = append(f.list, Finding{File: file, Offset: off, What: fmt.Sprintf(format, args...), Damage: true})
+	}
 	return nil
 }
 
@@ -126,14 +179,15 @@ func (f *findings) fatal(file string, off int64, format string, args ...any) err
 
 // leftover records a harmless crash leftover (Check only).
 func (f *findings) leftover(file string, off int64, format string, args ...any) {
-	if f != nil {
+	if f != nil && f.room(file, off, false) {
 		f.list = append(f.list, Finding{File: file, Offset: off, What: fmt.Sprintf(format, args...)})
 	}
 }
 
 // Check verifies every file of the scheduler in dir without changing
 // anything, with the same decoders Open uses, and reports every problem it
-// can reach with its file and offset. Without a valid commit record only
+// can reach with its file and offset (the first findingsListed of a file
+// one by one, the rest summed up in one). Without a valid commit record only
 // the records' own checks are verified. A directory with none of the files
 // is ErrNoScheduler.
 //
@@ -347,7 +401,7 @@ func CheckFor(dir string, repair bool, tree [16]byte, treeFile string, hostOf fu
 	if !metaOK {
 		sink.leftover(p(metaName), 0, "without a valid commit only the records' own checks were verified")
 	}
-	rep.Findings = sink.list
+	rep.Findings = sink.done()
 	if !repair || !rep.Damaged() {
 		return rep, nil
 	}

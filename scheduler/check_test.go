@@ -508,3 +508,51 @@ func TestCheckMetaStray(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckFindingsBounded: Check listed every damaged record, a finding
+// of about 150 bytes each, so a states file with junk written over it (a
+// misdirected write, a file of random bytes: 100,000 records here) cost
+// many times its size in memory, and kspider check printed a line for
+// each. Now the first findingsListed of a file are listed, the rest
+// summed up in one damage finding naming where they start; the repair
+// still mends them all.
+func TestCheckFindingsBounded(t *testing.T) {
+	dir, _ := checkFixture(t, t.TempDir(), "junk")
+	const junk = 100000
+	r := rand.New(rand.NewPCG(1, 2))
+	b := make([]byte, junk*recordSize)
+	for i := range b {
+		b[i] = byte(r.Uint32()) | 1 // never a zero record
+	}
+	f, err := os.OpenFile(filepath.Join(dir, statesName), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rep, err := Check(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summed := 0
+	for _, f := range rep.Findings {
+		if strings.Contains(f.What, "more problems") && f.Damage && f.File == filepath.Join(dir, statesName) {
+			summed++
+			if want := fmt.Sprintf("%d more problems", junk-findingsListed); !strings.Contains(f.What, want) {
+				t.Errorf("summary %q; want %q", f, want)
+			}
+		}
+	}
+	if len(rep.Findings) > findingsListed+1 || summed != 1 {
+		t.Fatalf("%d findings, %d summing up the rest; want at most %d, one", len(rep.Findings), summed, findingsListed+1)
+	}
+	rep, err = Check(dir, true)
+	if err != nil || !rep.Repaired || rep.Salvaged != junk {
+		t.Fatalf("repair: %v, repaired %v, %d records made gaps; want %d", err, rep.Repaired, rep.Salvaged, junk)
+	}
+	if rep, err := Check(dir, false); err != nil || rep.Damaged() || rep.URLs != 300 {
+		t.Fatalf("after the repair: %v, %d findings, %d URLs", err, len(rep.Findings), rep.URLs)
+	}
+}
