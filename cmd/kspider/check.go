@@ -246,20 +246,25 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	if !fi.IsDir() {
 		return 0, nil, fmt.Errorf("%s is not a directory", dir)
 	}
+	asked := repair
+	offBy := "" // what turned repair off: "PART could not be checked"
 	if repair && isNodeDir(dir) {
 		lock, err := spider.LockDir(dir)
-		if errors.Is(err, spider.ErrDirLocked) {
+		switch {
+		case errors.Is(err, spider.ErrDirLocked):
 			return 0, nil, fmt.Errorf("not repairing: %w; stop the node first", err)
-		}
-		if err != nil {
+		case err != nil:
 			// A LOCK the start refuses too (a link, a FIFO): no node
-			// runs on it, and stopping one mends nothing.
-			return 0, nil, fmt.Errorf("not repairing: %w (kspider check without --repair checks the rest)", err)
+			// runs on it, and stopping one mends nothing. It left the
+			// whole directory unchecked; the rest is checked, repairing
+			// nothing without the lock, and the lock checker counts the
+			// LOCK as a problem.
+			fmt.Fprintf(w, "lock: %s: not repairing: %v: the parts are checked, not repaired\n", dir, err)
+			offBy, repair = "the lock could not be taken", false
+		default:
+			defer lock.Release()
 		}
-		defer lock.Release()
 	}
-	asked := repair
-	offBy := "" // the part whose failure turned repair off
 	found := 0
 	tree := &treeID{checked: stores}
 	var byID []string // the parts found whose records are by the tree's URL ids
@@ -278,7 +283,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		case !c.repairs && n > 0:
 			kept = append(kept, unrepaired{dir, c.name, "check cannot repair it", n})
 		case !repair && n > 0:
-			kept = append(kept, unrepaired{dir, c.name, "checked only, after " + offBy + " could not be", n})
+			kept = append(kept, unrepaired{dir, c.name, "checked only, after " + offBy, n})
 		}
 		if err != nil {
 			// A part that could not be checked (a file that is a FIFO or
@@ -295,7 +300,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 				kept = append(kept, unrepaired{dir, c.name, "could not be checked", max(n, 1)})
 			}
 			if repair {
-				offBy = c.name
+				offBy = c.name + " could not be checked"
 				fmt.Fprintf(w, "%s: %s: the parts below are checked, not repaired\n", c.name, dir)
 				repair = false
 			}

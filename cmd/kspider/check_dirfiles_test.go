@@ -193,10 +193,49 @@ func TestCheckLock(t *testing.T) {
 	if err := os.Symlink(other, path); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := runCmd(t, "", "check", "--repair", "--data", dir); code != 1 || !strings.Contains(errOut, path+" is a symbolic link") || strings.Contains(errOut, "stop the node") {
+	if code, out, errOut := runCmd(t, "", "check", "--repair", "--data", dir); code != 1 || !strings.Contains(out, path+" is a symbolic link") || strings.Contains(out+errOut, "stop the node") {
 		t.Errorf("check --repair with a LOCK a link: exit %d, want 1 naming the link, no node to stop:\n%s%s", code, out, errOut)
 	}
 	if b, err := os.ReadFile(other); err != nil || string(b) != "keep\n" {
 		t.Errorf("the file a LOCK linked to: %q, %v; check must not write it", b, err)
+	}
+}
+
+// TestCheckRepairRefusedLockChecksTheRest: with --repair, a DIR/LOCK the
+// start refuses too (a link) left the whole directory unchecked ('not
+// checked (said above): DIR'), its other parts' damage unreported. Now
+// the rest is checked, none of it repaired (no lock is held), and the
+// LOCK is a problem of its own, exit 1.
+func TestCheckRepairRefusedLockChecksTheRest(t *testing.T) {
+	dir := t.TempDir()
+	tr, err := urltree.Open(filepath.Join(dir, "urls"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	depth := filepath.Join(dir, "DEPTH")
+	if err := os.WriteFile(depth, []byte("kspider depth limit 1\nmax_depth 3\ncrc32c 00000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "LOCK")
+	if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), lock); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--repair", "--data", dir)
+	for _, want := range []string{
+		"urls: " + filepath.Join(dir, "urls") + ": ok",
+		"depth: spider: " + depth + " is ",
+		"lock: " + lock + ": cannot repair here",
+		"the parts are checked, not repaired",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check --repair with a LOCK a link: stdout lacks %q", want)
+		}
+	}
+	if code != 1 || strings.Contains(errOut, "not checked") || !strings.Contains(errOut, "2 problems found in "+dir+", 0 repaired") ||
+		!strings.Contains(errOut, dir+" lock: 1 (check cannot repair it)") {
+		t.Errorf("check --repair with a LOCK a link: exit %d, want 1, the directory checked, its 2 problems unrepaired:\n%s%s", code, out, errOut)
 	}
 }
