@@ -234,10 +234,52 @@ type unrepaired struct {
 	problems       int
 }
 
+// repairs is what --repair does in one directory: it repairs until a
+// part cannot be checked (or the node's lock cannot be taken), and then
+// checks only, the rest not held to what it could not read. It keeps the
+// problems left unrepaired, and why, for the run's last line.
+type repairs struct {
+	dir   string
+	asked bool   // --repair was given
+	offBy string // what turned repair off ("sched could not be checked"); "" while on
+	kept  []unrepaired
+}
+
+// on reports whether the parts checked now are repaired.
+func (r *repairs) on() bool { return r.asked && r.offBy == "" }
+
+// turnOff makes the parts checked after now checked only, because of why.
+func (r *repairs) turnOff(why string) {
+	if r.on() {
+		r.offBy = why
+	}
+}
+
+// checked notes the n problems a part that could be checked found:
+// unrepaired if the part's checker cannot repair, or repair was off.
+func (r *repairs) checked(part string, mends bool, n int) {
+	switch {
+	case !r.asked || n == 0:
+	case !mends:
+		r.keep(part, "check cannot repair it", n)
+	case !r.on():
+		r.keep(part, "checked only, after "+r.offBy, n)
+	}
+}
+
+// keep notes n problems of part left as they were, and why, when
+// --repair was given.
+func (r *repairs) keep(part, why string, n int) {
+	if r.asked {
+		r.kept = append(r.kept, unrepaired{r.dir, part, why, n})
+	}
+}
+
 // checkDir runs every checker on dir and returns how many problems they
-// found and, with repair, those it did not repair. stores are the store directories the run has checked so far. A repair holds the node's lock, as a crawl does: the URL tree has
-// no lock of its own, so a repair beside a running node would rebuild the
-// tree under it.
+// found and, with repair, those it did not repair. stores are the store
+// directories the run has checked so far. A repair holds the node's
+// lock, as a crawl does: the URL tree has no lock of its own, so a repair
+// beside a running node would rebuild the tree under it.
 func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total int, kept []unrepaired, err error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -246,8 +288,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	if !fi.IsDir() {
 		return 0, nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	asked := repair
-	offBy := "" // what turned repair off: "PART could not be checked"
+	rep := &repairs{dir: dir, asked: repair}
 	if repair && isNodeDir(dir) {
 		lock, err := spider.LockDir(dir)
 		switch {
@@ -260,7 +301,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 			// nothing without the lock, and the lock checker counts the
 			// LOCK as a problem.
 			fmt.Fprintf(w, "lock: %s: not repairing: %v: the parts are checked, not repaired\n", dir, err)
-			offBy, repair = "the lock could not be taken", false
+			rep.turnOff("the lock could not be taken")
 		default:
 			defer lock.Release()
 		}
@@ -270,7 +311,7 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 	var byID []string // the parts found whose records are by the tree's URL ids
 	noTree := false
 	for _, c := range checkers(tree) {
-		n, err := c.check(dir, repair, w)
+		n, err := c.check(dir, rep.on(), w)
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(w, "%s: %s: none here\n", c.name, dir)
 			noTree = noTree || c.name == "urls"
@@ -278,13 +319,6 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		}
 		found++
 		total += n
-		switch {
-		case !asked || err != nil:
-		case !c.repairs && n > 0:
-			kept = append(kept, unrepaired{dir, c.name, "check cannot repair it", n})
-		case !repair && n > 0:
-			kept = append(kept, unrepaired{dir, c.name, "checked only, after " + offBy, n})
-		}
 		if err != nil {
 			// A part that could not be checked (a file that is a FIFO or
 			// a directory, a repair refused, a read error) ended the
@@ -296,16 +330,14 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 			if n == 0 {
 				total++
 			}
-			if asked {
-				kept = append(kept, unrepaired{dir, c.name, "could not be checked", max(n, 1)})
-			}
-			if repair {
-				offBy = c.name + " could not be checked"
+			rep.keep(c.name, "could not be checked", max(n, 1))
+			if rep.on() {
+				rep.turnOff(c.name + " could not be checked")
 				fmt.Fprintf(w, "%s: %s: the parts below are checked, not repaired\n", c.name, dir)
-				repair = false
 			}
 			continue
 		}
+		rep.checked(c.name, c.repairs, n)
 		if c.name == "sched" || c.name == "pages" {
 			byID = append(byID, c.name)
 		}
@@ -322,11 +354,9 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		fmt.Fprintf(w, "urls: %s: no URL tree (in %s), but the directory holds a crawl's %s, whose records are by the tree's URL ids: the node cannot use them without it (it refuses to start, or takes an old scheduler for a new crawl's); put back its urls/ (kspider check --data %s then holds the rest to it)\n",
 			dir, filepath.Join(dir, "urls"), strings.Join(byID, " and "), dir)
 		total++
-		if asked {
-			kept = append(kept, unrepaired{dir, "urls", "put back its urls/", 1})
-		}
+		rep.keep("urls", "put back its urls/", 1)
 	}
-	return total, kept, nil
+	return total, rep.kept, nil
 }
 
 // nodeParts are the subdirectories of a node's data directory that
