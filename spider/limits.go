@@ -121,7 +121,7 @@ func CheckLimits(fetchers int, maxBody int64) []string {
 		w = append(w, err.Error())
 	}
 	w = append(w, LimitWarnings(fetchers, soft, PortRangeFile)...)
-	return append(w, MemoryWarnings(fetchers, maxBody, MemInfoFile)...)
+	return append(w, MemoryWarnings(fetchers, maxBody, "/")...)
 }
 
 func readUint(path string) (uint64, error) {

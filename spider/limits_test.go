@@ -1,6 +1,7 @@
 package spider
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,23 +113,28 @@ func TestRaiseOpenFiles(t *testing.T) {
 // in range) were accepted without a word on a machine of 16 GiB; the node
 // was then killed for want of memory once large bodies came. Now the
 // figures are warned about, and a machine whose memory cannot be read
-// says so.
+// says so. The machine is a fake root holding proc/meminfo.
 func TestMemoryWarnings(t *testing.T) {
-	dir := t.TempDir()
-	mem16 := writeFile(t, dir, "meminfo", "MemTotal:       16777216 kB\nMemFree:         1000000 kB\n")
-	if w := MemoryWarnings(300, 10<<20, mem16); w != nil {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "proc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, "proc/meminfo", "MemTotal:       16777216 kB\nMemFree:         1000000 kB\n")
+	if w := MemoryWarnings(300, 10<<20, root); w != nil {
 		t.Errorf("300 fetchers × 10 MiB on 16 GiB: %q", w)
 	}
-	w := MemoryWarnings(100_000, 1<<30, mem16)
+	w := MemoryWarnings(100_000, 1<<30, root)
 	if len(w) != 1 || !strings.Contains(w[0], "fetchers × limits.max_body: 100000 × 1 GiB = 97.7 TiB is above this machine's memory (16 GiB)") {
 		t.Errorf("100,000 fetchers × 1 GiB on 16 GiB: %q", w)
 	}
-	if w := MemoryWarnings(2000, 10<<20, mem16); len(w) != 1 || !strings.Contains(w[0], "2000 × 10 MiB = 19.5 GiB") {
+	if w := MemoryWarnings(2000, 10<<20, root); len(w) != 1 || !strings.Contains(w[0], "2000 × 10 MiB = 19.5 GiB") {
 		t.Errorf("2,000 fetchers × 10 MiB on 16 GiB: %q", w)
 	}
 	for _, text := range []string{"", "MemFree: 5 kB\n", "MemTotal: lots kB\n", "MemTotal: 0 kB\n", strings.Repeat("x", 10000)} {
-		path := writeFile(t, dir, "bad", text)
-		if w := MemoryWarnings(10, 1<<20, path); len(w) != 1 || !strings.Contains(w[0], "machine memory unknown") || !strings.Contains(w[0], path) {
+		bad := t.TempDir()
+		os.Mkdir(filepath.Join(bad, "proc"), 0o755)
+		path := writeFile(t, bad, "proc/meminfo", text)
+		if w := MemoryWarnings(10, 1<<20, bad); len(w) != 1 || !strings.Contains(w[0], "machine memory unknown") || !strings.Contains(w[0], path) {
 			t.Errorf("meminfo %.20q: %q", text, w)
 		}
 	}
@@ -136,5 +142,66 @@ func TestMemoryWarnings(t *testing.T) {
 		t.Logf("this machine's %s: %v", MemInfoFile, err)
 	} else {
 		t.Logf("this machine's memory: %d bytes", total)
+	}
+}
+
+// TestMemoryWarningsCgroup: the warning held fetchers × limits.max_body
+// to the machine's MemTotal only, so a node in a container limited to
+// 2 GiB on a 16 GiB machine, given 1000 fetchers × 10 MiB (9.8 GiB), was
+// not warned and was killed by the container's limit. Now the smallest
+// limit of the process's cgroup and its ancestors (v2 memory.max, v1
+// memory.limit_in_bytes) is used when below MemTotal, naming its file; a
+// limit file that is not a number is warned about, the machine's memory
+// then used.
+func TestMemoryWarningsCgroup(t *testing.T) {
+	machine := func(t *testing.T, cgroup string, files map[string]string) string {
+		root := t.TempDir()
+		files["proc/meminfo"] = "MemTotal:       16777216 kB\n"
+		files["proc/self/cgroup"] = cgroup
+		for name, text := range files {
+			if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, root, name, text)
+		}
+		return root
+	}
+	v2 := machine(t, "0::/kube/pod1/ctr\n", map[string]string{
+		"sys/fs/cgroup/memory.max":                "max\n",
+		"sys/fs/cgroup/kube/memory.max":           "max\n",
+		"sys/fs/cgroup/kube/pod1/memory.max":      "2147483648\n",
+		"sys/fs/cgroup/kube/pod1/ctr/memory.max":  "max\n",
+		"sys/fs/cgroup/kube/pod1/ctr/memory.high": "1000\n",
+	})
+	w := MemoryWarnings(1000, 10<<20, v2)
+	if len(w) != 1 || !strings.Contains(w[0], "1000 × 10 MiB = 9.77 GiB is above the memory this process may use (2 GiB, its cgroup's limit in "+
+		filepath.Join(v2, "sys/fs/cgroup/kube/pod1/memory.max")+"; the machine has 16 GiB)") {
+		t.Errorf("cgroup v2 limit of 2 GiB on the parent: %q", w)
+	}
+	if w := MemoryWarnings(100, 10<<20, v2); w != nil {
+		t.Errorf("100 × 10 MiB within a 2 GiB cgroup: %q", w)
+	}
+	v1 := machine(t, "5:cpu,cpuacct:/x\n4:memory:/docker/abc\n0::/\n", map[string]string{
+		"sys/fs/cgroup/memory/memory.limit_in_bytes":            "9223372036854771712\n",
+		"sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "1073741824\n",
+	})
+	if w := MemoryWarnings(1000, 10<<20, v1); len(w) != 1 || !strings.Contains(w[0], "(1 GiB, its cgroup's limit in "+
+		filepath.Join(v1, "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes")) {
+		t.Errorf("cgroup v1 limit of 1 GiB: %q", w)
+	}
+	// A limit above the machine's memory, or none: MemTotal holds.
+	big := machine(t, "0::/a\n", map[string]string{"sys/fs/cgroup/a/memory.max": "68719476736\n"})
+	if w := MemoryWarnings(2000, 10<<20, big); len(w) != 1 || !strings.Contains(w[0], "above this machine's memory (16 GiB)") {
+		t.Errorf("cgroup limit of 64 GiB on 16 GiB: %q", w)
+	}
+	bad := machine(t, "0::/a\n", map[string]string{"sys/fs/cgroup/a/memory.max": "lots\n"})
+	if w := MemoryWarnings(2000, 10<<20, bad); len(w) != 2 || !strings.Contains(w[0], "cgroup memory limit unknown") ||
+		!strings.Contains(w[0], filepath.Join(bad, "sys/fs/cgroup/a/memory.max")+`: "lots" is not a memory limit`) || !strings.Contains(w[1], "above this machine's memory") {
+		t.Errorf("a cgroup limit not a number: %q", w)
+	}
+	if limit, from, err := CgroupMemoryLimit("/"); err != nil {
+		t.Errorf("this machine's cgroup memory limit: %v", err)
+	} else {
+		t.Logf("this machine's cgroup memory limit: %d bytes (%s)", limit, from)
 	}
 }

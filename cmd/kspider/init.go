@@ -78,7 +78,7 @@ func checkConfig(ctx context.Context, e env, path string) error {
 	if _, hard, err := spider.OpenFilesLimit(); err == nil {
 		warnings = append(warnings, spider.LimitWarnings(cfg.Fetchers, hard, spider.PortRangeFile)...)
 	}
-	warnings = append(warnings, spider.MemoryWarnings(cfg.Fetchers, cfg.Limits.MaxBody, spider.MemInfoFile)...)
+	warnings = append(warnings, spider.MemoryWarnings(cfg.Fetchers, cfg.Limits.MaxBody, "/")...)
 	for _, w := range warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
