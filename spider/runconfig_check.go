@@ -296,9 +296,16 @@ func (c *RunConfig) Warnings() []string {
 	if c.Contact == Defaults().Contact {
 		w = append(w, fmt.Sprintf("contact: %q is kspider's project page; give site owners a way to reach you", c.Contact))
 	}
-	if c.Status != "" {
-		if ap, err := parseListen(c.Status); err == nil && !ap.loopback {
-			w = append(w, fmt.Sprintf("status: %q is not a loopback address: anyone who can reach it sees the crawl and may control it", c.Status))
+	statusKeys, statusAddrs := []string{"status"}, []string{c.Status}
+	// A node listens on its cluster.nodes entry's status in place of the
+	// top-level one: warned of only once it listened there, not at
+	// kspider init --check.
+	for i, nd := range c.Cluster.Nodes {
+		statusKeys, statusAddrs = append(statusKeys, fmt.Sprintf("cluster.nodes[%d].status", i)), append(statusAddrs, nd.Status)
+	}
+	for i, addr := range statusAddrs {
+		if ap, err := parseListen(addr); addr != "" && err == nil && !ap.loopback {
+			w = append(w, fmt.Sprintf("%s: %q is not a loopback address: anyone who can reach it sees the crawl and may control it", statusKeys[i], addr))
 		}
 	}
 	if d := c.Cluster.PhaseLength.Duration; c.clusterTurns() && scheduler.StartWindow(d, cluster.Guard) > 0 && d < 10*cluster.Guard {

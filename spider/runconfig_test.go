@@ -384,6 +384,17 @@ func TestRunConfigWarnings(t *testing.T) {
 			t.Errorf("warning for status %q: %s", s, w)
 		}
 	}
+	// A node's own status address, which it listens on in place of the
+	// top-level one, was warned of only when the node listened on it, not
+	// at kspider init --check.
+	d.Status = ""
+	d.Cluster.Nodes = []RunNode{{ID: 0, UDP: "127.0.0.1:7410", Status: "127.0.0.1:7411"}, {ID: 1, UDP: "127.0.0.1:7412", Status: "0.0.0.0:7413"}, {ID: 2, UDP: "127.0.0.1:7414"}}
+	w = strings.Join(d.Warnings(), "\n")
+	if !strings.Contains(w, `cluster.nodes[1].status: "0.0.0.0:7413" is not a loopback address: anyone who can reach it sees the crawl and may control it`) ||
+		strings.Contains(w, "cluster.nodes[0]") || strings.Contains(w, "cluster.nodes[2]") {
+		t.Errorf("warnings for cluster.nodes[].status loopback, 0.0.0.0 and none:\n%s", w)
+	}
+	d.Cluster.Nodes = Defaults().Cluster.Nodes
 	// A short slot: a warning with turns (url partitioning) only.
 	d.Cluster.Phases = 2
 	d.Cluster.PhaseLength = Duration{time.Second}
