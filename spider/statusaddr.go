@@ -12,7 +12,10 @@ package spider
 //	127.0.0.1:7411
 //	crc32c 1a2b3c4d
 //
-// The CRC-32C (Castagnoli) covers the two lines before it. It is written
+// The second line is an IP address and a port, as the page listens; a
+// file naming anything else (a host name) is refused when read, as kspider
+// ctl would send the control token there. The CRC-32C (Castagnoli)
+// covers the two lines before it. It is written
 // when the status page starts listening (writeDirFile: a temporary name,
 // fsynced, renamed) and removed when it stops or a run has none; a crash
 // leaves it, naming an address nothing may answer at any more. An address
@@ -38,20 +41,32 @@ const (
 	maxStatusAddrSize = 4096
 )
 
-// WriteStatusAddr records addr (host:port, as the status page listens) in
+// WriteStatusAddr records addr (IP:port, as the status page listens) in
 // dir's STATUS_ADDR.
 func WriteStatusAddr(dir, addr string) error {
-	if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().IsUnspecified() {
+	ap, err := parseStatusAddr(addr)
+	if err != nil {
+		return fmt.Errorf("spider: %w", err)
+	}
+	if ap.Addr().IsUnspecified() {
 		lo := netip.IPv6Loopback()
 		if ap.Addr().Unmap().Is4() {
 			lo = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 		}
 		addr = netip.AddrPortFrom(lo, ap.Port()).String()
 	}
-	if addr == "" || bytes.ContainsAny([]byte(addr), "\r\n") {
-		return fmt.Errorf("spider: status address %q is not one line", addr)
-	}
 	return writeDirFile(dir, StatusAddrFile, encodeStatusAddr(addr))
+}
+
+// parseStatusAddr parses an address a status page listens on, an IP
+// address and a port. Any one-line string was taken (a host name, a port
+// of 0 or none), and kspider ctl sent the control token wherever it named.
+func parseStatusAddr(addr string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || ap.Port() == 0 {
+		return netip.AddrPort{}, fmt.Errorf("status address %.80q is not an IP address and port (as 127.0.0.1:7411, where a status page listens)", addr)
+	}
+	return ap, nil
 }
 
 func encodeStatusAddr(addr string) []byte {
@@ -86,5 +101,9 @@ func ReadStatusAddr(dir string) (string, error) {
 	if len(lines) != 4 || len(lines[3]) != 0 || !bytes.Equal(lines[0], []byte(statusAddrHeader+"1\n")) || !dirFileIntact(b) {
 		return "", fmt.Errorf("%s is damaged (%d bytes, not the three lines kspider writes): remove it, and the node writes it at its next start", path, len(b))
 	}
-	return string(bytes.TrimSuffix(lines[1], []byte("\n"))), nil
+	addr := string(bytes.TrimSuffix(lines[1], []byte("\n")))
+	if _, err := parseStatusAddr(addr); err != nil {
+		return "", fmt.Errorf("%s: %w: remove it, and the node writes it at its next start", path, err)
+	}
+	return addr, nil
 }
