@@ -47,7 +47,7 @@ cluster"); it exits 0 when the whole cluster's crawl is over, and 3 when it
 is over but short of the web (a peer lost its data directory, or URLs from
 a peer were lost): the summary names what.`)
 	config := fs.String("config", "", "config `FILE` (TOML)")
-	seeds := fs.String("seeds", "", "seed `URLs`, replacing the config's: a list split at each comma that starts another http(s) URL (a comma within a URL stays in it)")
+	seeds := fs.String("seeds", "", "seed `URLs`, replacing the config's: a list split at each comma that starts another http(s) URL (a comma within a URL stays in it; a URL holding \",http://\" goes in the config's seeds or seeds_file)")
 	dir := fs.String("dir", "", "data `DIR`ectory, replacing the config's data_dir")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	verbose := fs.Bool("verbose", false, "also log each URL's trouble (a fetch failed, a link refused, a robots.txt unreachable) to stderr")
@@ -275,7 +275,10 @@ a peer were lost): the summary names what.`)
 // follows (spaces after the comma allowed). Every comma split the list,
 // so a seed holding one (a path "/a,b", a query "?ids=1,2") could not be
 // given: its pieces were refused as not URLs, or crawled as other URLs.
-// A URL holding "," and then "http://" is given in the config instead.
+// A URL holding "," and then "http://" (a query "?to=x,http://b/") cannot
+// be told from two seeds; it is given in the config's seeds or
+// seeds_file instead (a second flag taking one URL each would be a second
+// way to give seeds on the command line).
 func splitSeeds(list string) []string {
 	var out []string
 	start := 0

@@ -129,6 +129,11 @@ func TestRunSeedsWithCommas(t *testing.T) {
 			t.Errorf("splitSeeds(%q) = %q, want %q", list, got, want)
 		}
 	}
+	// A seed holding ",http://" cannot be told from two: the help sends
+	// it to the config, where it said a comma within a URL stays in it.
+	if _, out, _ := runCmd(t, "", "run", "--help"); !strings.Contains(out, `a URL holding ",http://" goes in the config's seeds or seeds_file`) {
+		t.Errorf("kspider run --help does not say where a seed holding \",http://\" goes:\n%s", out)
+	}
 	var mu sync.Mutex
 	asked := map[string]bool{}
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
