@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kspider/kspider/storage"
 )
@@ -21,7 +22,9 @@ type PageSource interface {
 // times what reading the store does, so a store on fewer disks than cores
 // would leave cores idle if the scan's own goroutines did it. The first
 // error a worker returns stops the scan and is returned; otherwise the
-// scan's error.
+// scan's error; a scan interrupted (ctx ended) is its error even when the
+// store's scan had ended, with pages still queued to workers, which drop
+// them.
 func ScanWorkers(ctx context.Context, src PageSource, workers int, newWorker func() func(*storage.Page) error) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -33,12 +36,14 @@ func ScanWorkers(ctx context.Context, src PageSource, workers int, newWorker fun
 		wg        sync.WaitGroup
 		mu        sync.Mutex
 		workerErr error
+		dropped   atomic.Bool // a page left unprocessed because ctx ended
 	)
 	for range workers {
 		fn := newWorker()
 		wg.Go(func() {
 			for p := range pages {
 				if ctx.Err() != nil {
+					dropped.Store(true)
 					continue // stopping: drain, so the scan is not left blocked
 				}
 				if err := fn(p); err != nil {
@@ -64,6 +69,9 @@ func ScanWorkers(ctx context.Context, src PageSource, workers int, newWorker fun
 	wg.Wait()
 	if workerErr != nil {
 		return workerErr
+	}
+	if err == nil && dropped.Load() {
+		return ctx.Err()
 	}
 	return err
 }
