@@ -139,6 +139,13 @@ The file is written under a temporary name and renamed when complete.`)
 // directories the store has. Records come out in no particular order.
 func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, infoID string) (written, refused int, err error) {
 	var mu sync.Mutex // guards w, written, refused and e.stderr
+	var count stats.PageCount
+	stopProgress := startScanProgress(e.stderr, &count, r)
+	defer stopProgress()
+	var clearLine string // a line logged on a terminal first clears the progress line, redrawn after it
+	if stats.IsTerminal(e.stderr) {
+		clearLine = "\r\x1b[K"
+	}
 	err = stats.ScanWorkers(ctx, r, 0, func() func(*storage.Page) error {
 		enc := warc.NewEncoder()
 		return func(p *storage.Page) error {
@@ -149,17 +156,18 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 			switch {
 			case errors.As(err, &pe):
 				refused++
-				fmt.Fprintf(e.stderr, "kspider export: skipped: %v\n", err)
+				fmt.Fprintf(e.stderr, "%skspider export: skipped: %v\n", clearLine, err)
 				return nil
 			case err != nil:
 				return err
 			}
 			for _, d := range dropped {
-				fmt.Fprintf(e.stderr, "kspider export: page %d (%s): left out malformed %s\n", p.URLID, p.URL, d)
+				fmt.Fprintf(e.stderr, "%skspider export: page %d (%s): left out malformed %s\n", clearLine, p.URLID, p.URL, d)
 			}
 			if err := w.WriteMember(member); err != nil {
 				return err
 			}
+			count.Add(p)
 			written++
 			return nil
 		}

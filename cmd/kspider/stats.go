@@ -72,14 +72,9 @@ the report covers the intact pages and the exit status is 1 unless
 		return err
 	}
 	c := stats.New(stats.Options{Limit: *top, NewLinkFunc: stats.CrawlerLinks, StoredBytes: stored})
-	var progress *stats.Progress
-	if stats.IsTerminal(e.stderr) {
-		progress = stats.StartProgress(e.stderr, c, r, 250*time.Millisecond)
-	}
+	stopProgress := startScanProgress(e.stderr, c, r)
 	err = c.AddAll(ctx, r, 0)
-	if progress != nil {
-		progress.Stop()
-	}
+	stopProgress()
 	if err != nil {
 		return fmt.Errorf("scanning %s: %w", strings.Join(dirs, ", "), err)
 	}
@@ -104,6 +99,15 @@ the report covers the intact pages and the exit status is 1 unless
 		err = derr
 	}
 	return err
+}
+
+// startScanProgress draws the progress of a scan of r, whose pages counts
+// counts, on w while w is a terminal; stop ends the line.
+func startScanProgress(w io.Writer, counts stats.PageCounts, r *storage.Reader) (stop func()) {
+	if !stats.IsTerminal(w) {
+		return func() {}
+	}
+	return stats.StartProgress(w, counts, r, 250*time.Millisecond).Stop
 }
 
 // parseDataFlags parses the flags of a command over data directories that

@@ -63,8 +63,7 @@ type Collector struct {
 	free  chan *partial // partials not in use by an Add
 	mu    sync.Mutex
 	all   []*partial
-	pages atomic.Int64
-	bytes atomic.Int64
+	count PageCount
 	bad   atomic.Int64
 }
 
@@ -94,8 +93,7 @@ func (c *Collector) Add(p *storage.Page) {
 		c.mu.Unlock()
 	}
 	part.add(p)
-	c.pages.Add(1)
-	c.bytes.Add(int64(len(p.Header) + len(p.Body)))
+	c.count.Add(p)
 	select {
 	case c.free <- part:
 	default: // more goroutines than slots: the partial is still in c.all
@@ -107,7 +105,7 @@ func (c *Collector) Add(p *storage.Page) {
 func (c *Collector) AddBadRecords(n int64) { c.bad.Add(n) }
 
 // Progress returns the pages and bytes added so far, for a progress display.
-func (c *Collector) Progress() (pages, bytes int64) { return c.pages.Load(), c.bytes.Load() }
+func (c *Collector) Progress() (pages, bytes int64) { return c.count.Progress() }
 
 // partial is one goroutine's aggregate.
 type partial struct {

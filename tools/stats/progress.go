@@ -6,7 +6,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/kspider/kspider/storage"
 )
 
 // Progress redraws one status line on a terminal while a scan runs: a bar of
@@ -14,12 +17,33 @@ import (
 // and raw megabytes so far and the rate.
 type Progress struct {
 	w     io.Writer
-	c     *Collector
+	c     PageCounts
 	scan  ScanProgress
 	start time.Time
 	stop  chan struct{}
 	done  sync.WaitGroup
 }
+
+// PageCounts is what a scan's consumer has done so far: pages and their raw
+// bytes (Collector and PageCount have it).
+type PageCounts interface {
+	Progress() (pages, bytes int64)
+}
+
+// PageCount counts pages and their raw bytes (header and body) for a
+// Progress line. It is safe for concurrent use.
+type PageCount struct {
+	pages, bytes atomic.Int64
+}
+
+// Add counts p.
+func (n *PageCount) Add(p *storage.Page) {
+	n.pages.Add(1)
+	n.bytes.Add(int64(len(p.Header) + len(p.Body)))
+}
+
+// Progress returns the pages and bytes counted so far.
+func (n *PageCount) Progress() (pages, bytes int64) { return n.pages.Load(), n.bytes.Load() }
 
 // ScanProgress is what a scan says of its progress: bytes read so far out of
 // the total (storage.Reader has it). A total of 0 means unknown.
@@ -29,7 +53,7 @@ type ScanProgress interface {
 
 // StartProgress starts redrawing the line every interval on w (a terminal).
 // scan may be nil: the line then shows no bar.
-func StartProgress(w io.Writer, c *Collector, scan ScanProgress, interval time.Duration) *Progress {
+func StartProgress(w io.Writer, c PageCounts, scan ScanProgress, interval time.Duration) *Progress {
 	p := &Progress{w: w, c: c, scan: scan, start: time.Now(), stop: make(chan struct{})}
 	p.done.Add(1)
 	go func() {
