@@ -47,6 +47,9 @@ func storeDirs(dirs []string) ([]string, error) {
 	}
 	var list []named
 	for _, d := range dirs {
+		if err := checkDataDir(d); err != nil {
+			return nil, err
+		}
 		if holdsStore(d) {
 			list = append(list, named{d, d, false})
 			continue
@@ -88,6 +91,46 @@ next:
 		out, seen, from = append(out, n.path), append(seen, fi), append(from, n)
 	}
 	return out, nil
+}
+
+// checkDataDir refuses a --data d that is not a directory. Read as one, a
+// file, a FIFO or a link looping to itself was said as 'open d/STORES: not
+// a directory', naming a file the operator never gave. A d that does not
+// exist is left to storage.OpenReader, which says so.
+func checkDataDir(d string) error {
+	fi, err := os.Stat(d)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.As(err, &pe):
+		return fmt.Errorf("--data %s: %v", d, pe.Err)
+	case err != nil:
+		return fmt.Errorf("--data %s: %w", d, err)
+	case !fi.IsDir():
+		return fmt.Errorf("--data %s: %s, not a directory: give a page store directory or a node's data directory", d, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+// fileKind says what a file of mode m is, for an error about a file that
+// is not the kind wanted.
+func fileKind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "a regular file"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }
 
 // holdsStore reports whether dir has a page index or segment files.

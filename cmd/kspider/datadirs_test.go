@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kspider/kspider/spider"
@@ -38,6 +39,38 @@ func TestOfflineToolsTakeNodeDir(t *testing.T) {
 	empty := t.TempDir()
 	if code, _, errOut := runCmd(t, "", "stats", "--data", empty); code != 1 || !strings.Contains(errOut, empty) {
 		t.Errorf("stats on an empty directory: exit %d, want 1 naming it\n%s", code, errOut)
+	}
+}
+
+// A --data that is a file, a FIFO or a link looping to itself was read as
+// a directory, and get, stats and export said 'open F/STORES: not a
+// directory', a file the operator never named; now they say what F is.
+func TestDataThatIsNoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	file, fifo, loop := filepath.Join(dir, "file"), filepath.Join(dir, "fifo"), filepath.Join(dir, "loop")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	for data, want := range map[string]string{
+		file: "--data " + file + ": a regular file, not a directory",
+		fifo: "--data " + fifo + ": a named pipe, not a directory",
+		loop: "--data " + loop + ": too many levels of symbolic links",
+	} {
+		for _, args := range [][]string{
+			{"get", "--data", data, "2"},
+			{"stats", "--data", data},
+			{"export", "warc", "--data", data, "--out", filepath.Join(t.TempDir(), "x.warc.gz")},
+		} {
+			if code, _, errOut := runCmd(t, "", args...); code != 1 || !strings.Contains(errOut, want) || strings.Contains(errOut, "STORES") {
+				t.Errorf("%s: exit %d, want 1 and %q\n%s", strings.Join(args, " "), code, want, errOut)
+			}
+		}
 	}
 }
 

@@ -283,16 +283,7 @@ func outputPath(path string) (string, error) {
 	case fi.IsDir():
 		return "", fmt.Errorf("cannot write %s: it is a directory", path)
 	case !fi.Mode().IsRegular():
-		what := "not a regular file"
-		switch t := fi.Mode().Type(); {
-		case t&fs.ModeDevice != 0:
-			what = "a device"
-		case t&fs.ModeNamedPipe != 0:
-			what = "a named pipe"
-		case t&fs.ModeSocket != 0:
-			what = "a socket"
-		}
-		return "", fmt.Errorf("cannot write %s: %s; the output is written under a temporary name and renamed over its path", path, what)
+		return "", fmt.Errorf("cannot write %s: %s; the output is written under a temporary name and renamed over its path", path, fileKind(fi.Mode()))
 	}
 	return target, nil
 }
