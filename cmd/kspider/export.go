@@ -118,6 +118,9 @@ The file is written under a temporary name and renamed when complete.`)
 	scan := r.Stats()
 	if err != nil {
 		reportDamageOnFailure(e.stderr, "export", scan)
+		if interrupted(ctx, err) {
+			return fmt.Errorf("interrupted after %d pages: %s not written (a file of that name before is left as it was)", written, *out)
+		}
 		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",

@@ -307,6 +307,32 @@ func TestExportInterruptedLeavesNothing(t *testing.T) {
 	}
 }
 
+// Ctrl-C during export, stats or get's scan for a URL ended with
+// 'kspider export: context canceled', not saying it was the interrupt nor
+// what was not written; now each says it was interrupted and what of it.
+func TestOfflineToolsSayInterrupted(t *testing.T) {
+	_, args := buildTestStore(t, 2, "lzo")
+	out := filepath.Join(t.TempDir(), "x.warc.gz")
+	html := filepath.Join(t.TempDir(), "x.html")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"export", "warc", "--out", out}, args...), "kspider export: interrupted after 0 pages: " + out + " not written"},
+		{append([]string{"stats"}, args...), "kspider stats: interrupted after 0 pages: no report"},
+		{append([]string{"stats", "--html", html}, args...), "kspider stats: interrupted after 0 pages: " + html + " not written"},
+		{append(append([]string{"get"}, args...), "http://www.ku.ac.th/"), `kspider get: interrupted before a page stored for URL "http://www.ku.ac.th/" was found`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(ctx, env{stdout: &stdout, stderr: &stderr}, c.args)
+		if code != 1 || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "context canceled") {
+			t.Errorf("%s, interrupted: exit %d, want 1 and %q\n%s", c.args[0], code, c.want, stderr.String())
+		}
+	}
+}
+
 const atomicChildEnv = "KSPIDER_ATOMIC_CHILD"
 
 // TestAtomicWriteChild is the process TestKilledExportLeavesNoStrayFile

@@ -139,7 +139,10 @@ func findByURL(ctx context.Context, r *storage.Reader, rawURL string) (*storage.
 		}
 		return errFound
 	})
-	if err != nil && !errors.Is(err, errFound) {
+	switch {
+	case interrupted(ctx, err):
+		return nil, fmt.Errorf("interrupted before a page stored for URL %q was found", rawURL)
+	case err != nil && !errors.Is(err, errFound):
 		return nil, err
 	}
 	if found == nil {

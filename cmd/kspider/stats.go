@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -75,7 +76,13 @@ the report covers the intact pages and the exit status is 1 unless
 	stopProgress := startScanProgress(e.stderr, c, r)
 	err = c.AddAll(ctx, r, 0)
 	stopProgress()
-	if err != nil {
+	pages, _ := c.Progress()
+	switch {
+	case interrupted(ctx, err) && html != nil:
+		return fmt.Errorf("interrupted after %d pages: %s not written (a file of that name before is left as it was)", pages, *htmlFile)
+	case interrupted(ctx, err):
+		return fmt.Errorf("interrupted after %d pages: no report", pages)
+	case err != nil:
 		return fmt.Errorf("scanning %s: %w", strings.Join(dirs, ", "), err)
 	}
 	scan := r.Stats()
@@ -108,6 +115,12 @@ func startScanProgress(w io.Writer, counts stats.PageCounts, r *storage.Reader) 
 		return func() {}
 	}
 	return stats.StartProgress(w, counts, r, 250*time.Millisecond).Stop
+}
+
+// interrupted reports whether err is ctx's end (Ctrl-C), which the offline
+// tools say as such, not as the "context canceled" of a failure.
+func interrupted(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // parseDataFlags parses the flags of a command over data directories that
