@@ -141,12 +141,14 @@ The file is written under a temporary name and renamed when complete.`)
 // them (see stats.ScanWorkers), so the export uses every core however many
 // directories the store has. Records come out in no particular order.
 func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, infoID string) (written, refused int, err error) {
-	var mu sync.Mutex // guards w, written, refused and e.stderr
+	var mu sync.Mutex // guards w, written and refused
 	var count stats.PageCount
-	stopProgress := startScanProgress(e.stderr, &count, r)
+	terminal := stats.IsTerminal(e.stderr)
+	stderr := &lockedWriter{w: e.stderr} // shared with the progress line's goroutine
+	stopProgress := startScanProgress(stderr, terminal, &count, r)
 	defer stopProgress()
 	var clearLine string // a line logged on a terminal first clears the progress line, redrawn after it
-	if stats.IsTerminal(e.stderr) {
+	if terminal {
 		clearLine = "\r\x1b[K"
 	}
 	err = stats.ScanWorkers(ctx, r, 0, func() func(*storage.Page) error {
@@ -159,13 +161,13 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 			switch {
 			case errors.As(err, &pe):
 				refused++
-				fmt.Fprintf(e.stderr, "%skspider export: skipped: %v\n", clearLine, err)
+				fmt.Fprintf(stderr, "%skspider export: skipped: %v\n", clearLine, err)
 				return nil
 			case err != nil:
 				return err
 			}
 			for _, d := range dropped {
-				fmt.Fprintf(e.stderr, "%skspider export: page %d (%s): left out malformed %s\n", clearLine, p.URLID, p.URL, d)
+				fmt.Fprintf(stderr, "%skspider export: page %d (%s): left out malformed %s\n", clearLine, p.URLID, p.URL, d)
 			}
 			if err := w.WriteMember(member); err != nil {
 				return err

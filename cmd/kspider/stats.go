@@ -73,7 +73,7 @@ the report covers the intact pages and the exit status is 1 unless
 		return err
 	}
 	c := stats.New(stats.Options{Limit: *top, NewLinkFunc: stats.CrawlerLinks, StoredBytes: stored})
-	stopProgress := startScanProgress(e.stderr, c, r)
+	stopProgress := startScanProgress(e.stderr, stats.IsTerminal(e.stderr), c, r)
 	err = c.AddAll(ctx, r, 0)
 	stopProgress()
 	pages, _ := c.Progress()
@@ -109,12 +109,14 @@ the report covers the intact pages and the exit status is 1 unless
 }
 
 // startScanProgress draws the progress of a scan of r, whose pages counts
-// counts, on w while w is a terminal; stop ends the line.
-func startScanProgress(w io.Writer, counts stats.PageCounts, r *storage.Reader) (stop func()) {
-	if !stats.IsTerminal(w) {
-		return func() {}
+// counts, on w: redrawn in place on a terminal (terminal set), else a line
+// every 10 s (a log of a scan of hours shows it going on, one of seconds
+// stays clean). Lines written to w meanwhile must go through a lock.
+func startScanProgress(w io.Writer, terminal bool, counts stats.PageCounts, r *storage.Reader) (stop func()) {
+	if terminal {
+		return stats.StartProgress(w, counts, r, 250*time.Millisecond, true).Stop
 	}
-	return stats.StartProgress(w, counts, r, 250*time.Millisecond).Stop
+	return stats.StartProgress(w, counts, r, 10*time.Second, false).Stop
 }
 
 // interrupted reports whether err is ctx's end (Ctrl-C), which the offline

@@ -14,9 +14,11 @@ import (
 
 // Progress redraws one status line on a terminal while a scan runs: a bar of
 // how much of the store has been read (when the scan can tell), then the pages
-// and raw megabytes so far and the rate.
+// and raw megabytes so far and the rate. Elsewhere (a log file, a pipe) it
+// prints that line as a line of its own each time.
 type Progress struct {
 	w     io.Writer
+	tty   bool
 	c     PageCounts
 	scan  ScanProgress
 	start time.Time
@@ -51,10 +53,12 @@ type ScanProgress interface {
 	Progress() (scanned, total int64)
 }
 
-// StartProgress starts redrawing the line every interval on w (a terminal).
-// scan may be nil: the line then shows no bar.
-func StartProgress(w io.Writer, c PageCounts, scan ScanProgress, interval time.Duration) *Progress {
-	p := &Progress{w: w, c: c, scan: scan, start: time.Now(), stop: make(chan struct{})}
+// StartProgress starts drawing the line every interval on w: redrawn in
+// place when w is a terminal (terminal set), else printed as a line each
+// time, so a log of a long scan shows it going on. scan may be nil: the
+// line then shows no bar.
+func StartProgress(w io.Writer, c PageCounts, scan ScanProgress, interval time.Duration, terminal bool) *Progress {
+	p := &Progress{w: w, tty: terminal, c: c, scan: scan, start: time.Now(), stop: make(chan struct{})}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -72,11 +76,14 @@ func StartProgress(w io.Writer, c PageCounts, scan ScanProgress, interval time.D
 	return p
 }
 
-// Stop draws the final line and ends it with a newline.
+// Stop ends the drawing; on a terminal it draws the final line and ends it
+// with a newline (elsewhere the command's summary that follows says it).
 func (p *Progress) Stop() {
 	close(p.stop)
 	p.done.Wait()
-	p.draw("\n")
+	if p.tty {
+		p.draw("\n")
+	}
 }
 
 const spinner = `|/-\`
@@ -89,11 +96,16 @@ func (p *Progress) draw(end string) {
 	if secs > 0 {
 		rate = mb / secs
 	}
+	line := fmt.Sprintf("%sscanned %d pages, %.1f MB raw, %.1f MB/s, %.0fs", p.bar(), pages, mb, rate, secs)
+	if !p.tty {
+		fmt.Fprintln(p.w, line)
+		return
+	}
 	spin := spinner[int(secs*4)%len(spinner)]
 	if end != "" {
 		spin = ' '
 	}
-	fmt.Fprintf(p.w, "\r\x1b[K%c %sscanned %d pages, %.1f MB raw, %.1f MB/s, %.0fs%s", spin, p.bar(), pages, mb, rate, secs, end)
+	fmt.Fprintf(p.w, "\r\x1b[K%c %s%s", spin, line, end)
 }
 
 const barWidth = 30

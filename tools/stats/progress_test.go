@@ -32,7 +32,7 @@ func TestProgressLine(t *testing.T) {
 	var out syncBuffer
 	c := New(Options{})
 	scan := &fakeScan{total: 200}
-	p := StartProgress(&out, c, scan, time.Millisecond)
+	p := StartProgress(&out, c, scan, time.Millisecond, true)
 	for _, pg := range testPages() {
 		c.Add(pg)
 	}
@@ -47,10 +47,39 @@ func TestProgressLine(t *testing.T) {
 
 	// Without a known total there is no bar, only the counts.
 	out = syncBuffer{}
-	p = StartProgress(&out, c, nil, time.Millisecond)
+	p = StartProgress(&out, c, nil, time.Millisecond, true)
 	p.Stop()
 	if s := out.String(); strings.Contains(s, "%") || !strings.Contains(s, "scanned 7 pages") {
 		t.Fatalf("progress output without a total %q", s)
+	}
+}
+
+// Off a terminal (stderr to a log file, as under cron or nohup) a scan of
+// hours said nothing until it ended; now it prints its line each interval,
+// plain, without the terminal's redrawing.
+func TestProgressLinesOffATerminal(t *testing.T) {
+	var out syncBuffer
+	c := New(Options{})
+	for _, pg := range testPages() {
+		c.Add(pg)
+	}
+	scan := &fakeScan{total: 200}
+	scan.done.Store(200)
+	p := StartProgress(&out, c, scan, time.Millisecond, false)
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(out.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	p.Stop()
+	s := out.String()
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if len(lines) < 2 || strings.Contains(s, "\r") || strings.Contains(s, "\x1b") {
+		t.Fatalf("progress off a terminal %q, want plain lines", s)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "[##############################] 100% scanned 7 pages, ") {
+			t.Errorf("progress line %q", l)
+		}
 	}
 }
 
