@@ -365,7 +365,15 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 				// requests pipelined behind this one.
 				f.col.nopipe.add(o.key)
 			}
-			requeue(out, Reset, errors.New("the server closed the connection"))
+			why := errors.New("the server closed the connection")
+			if r.Kind != Reset && (r.Kind != OK || !info.serverClose) {
+				// We close it: the response before them timed out, was
+				// too large or framed ambiguously. Said to be the
+				// server's close, an operator looked for a server that
+				// hung up.
+				why = fmt.Errorf("the connection was closed after the response to %s before them (%s)", r.URL, r.Kind)
+			}
+			requeue(out, Reset, why)
 			out = out[:0]
 			// With connections kept between lists (idle.go) a server's
 			// "Connection: close" often ends a list, and the host's next

@@ -57,3 +57,35 @@ func TestTimeoutSaysWhich(t *testing.T) {
 		})
 	}
 }
+
+// TestRequeuedAfterOurCloseSaysSo: requests pipelined behind a response
+// that timed out are not answered: the collector closes the connection.
+// Out of attempts, they said "the server closed the connection", and an
+// operator looked for a server that hung up.
+func TestRequeuedAfterOurCloseSaysSo(t *testing.T) {
+	s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+		if req.URL.Path == "/p1" {
+			cs.bw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome")
+			cs.bw.Flush()
+			cs.s.block()
+			return false
+		}
+		cs.ok(req)
+		return true
+	})
+	c := rawCollector(t, Config{Pipeline: 4, MaxAttempts: 1, FirstByte: time.Second, IdleRead: 200 * time.Millisecond,
+		ResponseTimeout: time.Second, Linger: 50 * time.Millisecond})
+	b := c.Fetch(context.Background(), rawList(s, 4))
+	defer c.Release(b)
+	if r := &b.Results[1]; r.Kind != Timeout {
+		t.Fatalf("%s: %s (%v), want a timeout", r.URL, r.Kind, r.Err)
+	}
+	for _, r := range b.Results[2:] {
+		if r.Attempts != 1 || r.Kind != Reset {
+			t.Fatalf("%s: %s after %d attempts (%v); want unanswered, pipelined behind /p1", r.URL, r.Kind, r.Attempts, r.Err)
+		}
+		if r.Err == nil || strings.Contains(r.Err.Error(), "the server closed") || !strings.Contains(r.Err.Error(), "/p1") {
+			t.Errorf("%s: %s (%v); want the close after /p1's timeout named", r.URL, r.Kind, r.Err)
+		}
+	}
+}
