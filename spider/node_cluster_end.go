@@ -50,8 +50,9 @@ const byeWait = 10 * time.Second
 // Named as one that missed the end, the operator went looking for a node
 // left waiting that had ended. The looks come with every answer and bye
 // and at least every 4 RoundEvery (coordinate): not only at the
-// deadline, when a hello sent since (helloLoop) may wait for an
-// acknowledgement a stopped peer never gives.
+// deadline, when a message sent since (an answer to the peer's hello;
+// helloLoop sends none after "finished") may wait for an acknowledgement
+// a stopped peer never gives.
 func (c *nodeCluster) checkByes() {
 	c.detMu.Lock()
 	if c.finished > 0 && c.noBye == nil {
