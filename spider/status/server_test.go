@@ -96,7 +96,7 @@ func TestPageRendersNumbersAndChart(t *testing.T) {
 	for _, want := range []string{`id="t-pages" data-value="123456">123,456<`, `id="t-urls" data-value="777777">777,777<`,
 		`<svg id="chart" data-points="3"`, `id="line-pages"`, `points="0.0,`, "big.example", "slow.example", "90.0 %",
 		`http-equiv="refresh"`, "10.0.0.2:7400", "filtered: too-deep", ">7 / 5 / 3<", "<b>differs:</b> cluster.partition: ours &#34;url&#34;, theirs &#34;host&#34;", "lost its data directory</b>",
-		">41<", `id="t-overbudget" data-value="17">17<`, ">3.0 MB, 6 evicted<"} {
+		`<td class="v">41</td><td class="v">4</td></tr>`, `id="t-overbudget" data-value="17">17<`, ">3.0 MB, 6 evicted<"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
