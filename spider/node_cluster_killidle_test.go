@@ -58,6 +58,8 @@ func TestClusterKillIdleChild(t *testing.T) {
 		childFail(err)
 	}
 	hold := p[6] == "hold"
+	// Bounded should the parent be gone: it waits 2 min at most.
+	time.AfterFunc(3*time.Minute, func() { childFail(fmt.Errorf("node 1 still runs after 3 min (hold %v)", hold)) })
 	// The run killed syncs seldom: the kill may find pages stored and
 	// made durable whose reports the scheduler has not synced, work for
 	// the run after it.
