@@ -109,6 +109,11 @@ type spill struct {
 	lastErr                  string   // the last error news took
 	rbuf                     []byte
 	scratch                  []byte
+	// skipWin is the window the reader searches for the next intact
+	// record through (nil: none yet, or the file was cut back or
+	// rewritten): one per search read 256 KiB for each damaged stretch,
+	// gigabytes for a file damaged in many places.
+	skipWin *spillWindow
 
 	mem spillMem // items appended in this run, not yet read (spillmem.go)
 	// compactAt is the acknowledged bytes that make the file worth
@@ -331,7 +336,13 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	// sector, all the items spilled after it (gigabytes, for a peer down
 	// for long). It reports whether b still holds the next record.
 	skip := func(why string) bool {
-		w := &spillWindow{r: s.f, size: upTo, version: s.version}
+		if s.skipWin == nil {
+			s.skipWin = &spillWindow{r: s.f, version: s.version}
+		}
+		// What it holds lies below an earlier upTo, not past this one:
+		// records already written, which do not change.
+		w := s.skipWin
+		w.size = upTo
 		next, err := w.resync(s.readOff+1, s.maxURL)
 		if err != nil {
 			next = upTo // not even readable: the rest is lost
@@ -482,6 +493,7 @@ func (s *spill) mark(off int64, idle bool) error {
 		}
 		s.end, s.flushed, s.readOff, s.consumed = spillHeader, spillHeader, spillHeader, spillHeader
 		s.bad, s.unlistedFrom, s.unlistedTo = nil, 0, 0
+		s.skipWin = nil
 		s.dirty = true
 		s.mem.start(s.end)
 		return nil

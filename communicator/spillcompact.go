@@ -240,6 +240,7 @@ func (s *spill) compactFinish(c *spillCompaction) (int64, error) {
 	// The rename is done: from here the file is the new one.
 	s.f.Close()
 	s.f = c.tmp
+	s.skipWin = nil
 	s.version = spillVersion
 	s.end -= gone
 	s.flushed -= gone
