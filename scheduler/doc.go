@@ -88,7 +88,8 @@
 // or Host rather than a SIGBUS (Open cuts a file extended with holes back
 // to its data or its commit and reserves the rest). Sync writes back
 // names, hosts and states, then the next commit slot with how many
-// records of each are durable.
+// records of each are durable; once a file's fdatasync has failed, every
+// later Sync and Close fails with it and commits nothing more.
 // Open checks every record (checksums, states, host numbers, that names
 // follow each other and match their hashes): damage inside the committed
 // part is an error naming the file, record and offset — never a silent

@@ -15,6 +15,13 @@ type mappedFile struct {
 	path string
 	f    *os.File
 	data []byte // the whole file, shared mapping
+	// syncErr is the first fdatasync that failed: every later sync
+	// returns it. The kernel may drop the pages it could not write and
+	// reports that once, so the next fdatasync succeeds over the loss,
+	// and a commit after it would cover records the disk may not hold.
+	syncErr error
+	// datasync is fdatasync (nil: unix.Fdatasync; tests make it fail).
+	datasync func(fd int) error
 }
 
 // minFileSize is the smallest size a file grows to; growth is then
@@ -174,19 +181,28 @@ func (m *mappedFile) zeroFill(from, to int64) error {
 }
 
 func (m *mappedFile) sync() error {
+	if m.syncErr != nil {
+		return m.syncErr
+	}
+	datasync := m.datasync
+	if datasync == nil {
+		datasync = unix.Fdatasync
+	}
 	// On Linux the pages of a shared mapping live in the page cache, so
 	// fdatasync writes them back just as msync(MS_SYNC) would. Sync calls
-	// this without the scheduler's lock: Control holds the descriptor open
-	// meanwhile, so a close cannot hand its number to another file.
+	// this without the scheduler's lock (under its syncMu): Control holds
+	// the descriptor open meanwhile, so a close cannot hand its number to
+	// another file.
 	rc, err := m.f.SyscallConn()
 	if err == nil {
-		cerr := rc.Control(func(fd uintptr) { err = unix.Fdatasync(int(fd)) })
+		cerr := rc.Control(func(fd uintptr) { err = datasync(int(fd)) })
 		if err == nil {
 			err = cerr
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("scheduler: sync %s: %w", m.path, err)
+		m.syncErr = fmt.Errorf("scheduler: sync %s failed, so what was written to it since the last commit may be lost (no later commit will cover it; the next start reads the files from that commit): %w", m.path, err)
+		return m.syncErr
 	}
 	return nil
 }
