@@ -309,7 +309,8 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	want := int64(limit) + int64(recHead+1+binary.MaxVarintLen64+s.maxURL)
+	maxPayload := 1 + binary.MaxVarintLen64 + s.maxURL // what the open's scan takes (spillWindow.record)
+	want := int64(limit) + int64(recHead+maxPayload)
 	upTo := s.flushed
 	if s.mem.on {
 		upTo = min(upTo, s.mem.from)
@@ -377,6 +378,16 @@ func (s *spill) readChunk(q *queue, limit int) error {
 			break
 		}
 		n := int(binary.BigEndian.Uint32(b))
+		if n > maxPayload {
+			// Longer than any record: damage, as the open's scan says.
+			// Taken for a record cut by the end of this read, it was
+			// read again from its start at the next call, and, nothing
+			// whole there, everything up to upTo was given up.
+			if !skip(fmt.Sprintf("bad record length %d", n)) {
+				break
+			}
+			continue
+		}
 		if n > len(b)-recHead {
 			if int64(len(b)) < upTo-s.readOff {
 				break // the rest of the record is beyond this read

@@ -439,3 +439,56 @@ func TestSpillTailDirSynced(t *testing.T) {
 		t.Error("the copy whose name may not last was left behind: the next start keeps the tail aside again")
 	}
 }
+
+// TestSpillLengthDamagedUnderReader: a record whose length field was
+// damaged after the open (a stray write: a length longer than any record)
+// was taken by the reader for one cut by the end of its read and read
+// again at the next call, from its start; finding nothing whole there, it
+// gave up on everything up to the end of the file ('no whole record at
+// offset ...; N bytes not delivered'): 999 items here, gigabytes for a
+// peer down for long. Now such a length is damage the reader skips to the
+// next intact record, as any other.
+func TestSpillLengthDamagedUnderReader(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	var offs []int64
+	for k := range n {
+		offs = append(offs, s.end)
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // an earlier run's items: read from the file
+		t.Fatal(err)
+	}
+	defer s.close()
+	f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte{0x7f}, offs[1000]) // the length's top byte
+	f.Close()
+	got := 0
+	var errs []string
+	for i := 0; s.unread(); i++ {
+		if i > n {
+			t.Fatal("reader does not advance")
+		}
+		var q queue
+		if err := s.readChunk(&q, 4096); err != nil {
+			errs = append(errs, err.Error())
+		}
+		got += q.len()
+	}
+	if got != n-1 {
+		t.Errorf("read %d items; want the %d but item 1000 (errors %q)", got, n-1, errs)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], fmt.Sprintf("offset %d", offs[1000])) || !strings.Contains(errs[0], fmt.Sprintf("next intact record at offset %d", offs[1001])) {
+		t.Errorf("errors %q; want one naming the damaged record and where reading went on", errs)
+	}
+}
