@@ -96,9 +96,11 @@ func undescribedText(sc *spillScan, n int, bytes int64) string {
 func (sc *spillScan) addBad(off, next int64, why string, torn bool) {
 	sc.skippedBytes += next - off
 	if n := len(sc.bad); n > 0 && sc.bad[n-1].end == off {
-		// The record the last resync found fails in context (a mark
-		// pointing nowhere): one damaged stretch.
-		sc.bad[n-1].end, sc.bad[n-1].torn = next, torn
+		// The record after a damaged stretch fails too (a mark pointing
+		// nowhere, and what follows one): one damaged stretch, not a
+		// crash's torn write even if it ends so (the stretch before
+		// does not reach the end, so it is not torn).
+		sc.bad[n-1].end = next
 		return
 	}
 	sc.regions++

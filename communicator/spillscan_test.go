@@ -334,6 +334,19 @@ func TestScanMarkValues(t *testing.T) {
 			}
 		}
 	})
+	t.Run("before a torn record", func(t *testing.T) {
+		// A refused mark, then a record cut short at the end: damage,
+		// not a crash's torn write.
+		s := &spill{version: spillVersion, end: spillHeader}
+		s.appendRecord(item(0))
+		s.mark(s.end-3, false)
+		s.appendRecord(item(1))
+		s.buf = s.buf[:len(s.buf)-5]
+		sc := scan(t, s, nil)
+		if n := len(sc.bad); n != 1 || sc.bad[0].torn || sc.good != sc.bad[0].start || !strings.Contains(sc.bad[0].why, "bad mark record") {
+			t.Errorf("damaged stretches %+v; want one, the refused mark's and the cut record's, not torn", sc.bad)
+		}
+	})
 	t.Run("into damage", func(t *testing.T) {
 		// Enough damaged stretches that some are not listed (after the
 		// spillDescribed described and the spillBadKept kept); a mark
