@@ -55,9 +55,12 @@
 //
 // A request that got no response at all (the connection died first) is sent
 // again, up to Config.MaxAttempts times in all; two connections in a row
-// that answer nothing (closed, silent past the first-byte timeout, bytes
-// that are not a response, or a first response that stalls past a timeout)
-// end the list (the rest get the error, unsent).
+// that answer nothing (closed, bytes that are not a response) end the list,
+// and so does a response that times out (silent past the first byte,
+// stalled, trickled), whichever of its connection's it was: the rest get
+// the error, unsent (those pipelined behind it, sent and unanswered, say
+// so), so that a host stalling a response costs its list one timeout, not
+// one per connection.
 // A request whose response started is never sent again: its result holds
 // what arrived.
 //

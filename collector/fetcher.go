@@ -81,7 +81,12 @@ func (f *fetcher) run(ctx context.Context, l *List, b *Batch) {
 func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	cfg := &f.col.cfg
 	var c *conn
-	barren := 0
+	barren := 0 // connections in a row that answered nothing
+	// timedOut: a response of the list timed out, which ends the list. A
+	// host that answered each connection's first request at once and
+	// stalled the next response held a fetcher for a timeout and a linger
+	// per two URLs, its good first responses clearing barren.
+	timedOut := false
 	var lastKind Kind
 	var lastErr error
 	out := f.out[:0]
@@ -116,8 +121,11 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 				f.finish(r)
 				continue
 			}
-			r.Kind, r.Err = NotTried, nil
-			if lastErr != nil && f.ctx.Err() == nil {
+			if lastErr == nil || f.ctx.Err() != nil {
+				r.Kind, r.Err = NotTried, nil
+			} else if r.Attempts == 0 || r.Err == nil {
+				// Those sent keep requeue's why: lastErr was another
+				// URL's failure (a response they were pipelined behind).
 				r.Kind, r.Err = lastKind, lastErr
 			}
 			f.finish(r)
@@ -131,13 +139,14 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		}
 	}()
 	// requeue puts unanswered exchanges back at the front of the queue, in
-	// order, unless they were sent MaxAttempts times already.
+	// order, unless they were sent MaxAttempts times already. Those put
+	// back keep why, for when the list ends before they are sent again.
 	requeue := func(xs []exchange, kind Kind, err error) {
 		var back []int
 		for _, x := range xs {
 			r := f.items[x.idx].res
+			r.Kind, r.Err = kind, fmt.Errorf("no response after %d attempts: %w", r.Attempts, err)
 			if r.Attempts >= cfg.MaxAttempts && f.ctx.Err() == nil {
-				r.Kind, r.Err = kind, fmt.Errorf("no response after %d attempts: %w", r.Attempts, err)
 				f.finish(r)
 				continue
 			}
@@ -173,7 +182,7 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			return
 		}
 		if c == nil {
-			if barren >= 2 {
+			if barren >= 2 || timedOut {
 				return // lastKind/lastErr go to the rest
 			}
 			if b.Connections > 0 && !f.wait(cfg.ReconnectGap-time.Since(f.lastClose)) {
@@ -309,10 +318,14 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		case failed:
 			if c.answered == 0 {
 				// A connection whose first response failed answered
-				// nothing, as one that hung up did: a host silent or
-				// babbling on every connection otherwise cost each URL
-				// its own connection, timeout and linger.
+				// nothing, as one that hung up did: a host babbling on
+				// every connection otherwise cost each URL its own
+				// connection and linger.
 				barren++
+				lastKind, lastErr = r.Kind, r.Err
+			}
+			if r.Kind == Timeout {
+				timedOut = true
 				lastKind, lastErr = r.Kind, r.Err
 			}
 			if x.pipelined || len(out) > 1 {
@@ -322,11 +335,13 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			// previous response (a Content-Length shorter than its body),
 			// not an answer to this request: then it is asked again, alone,
 			// on a new connection. Otherwise its result is final.
+			kind, why := r.Kind, r.Err
 			if r.Kind != BadResponse || !x.pipelined && c.answered == 0 {
 				out = out[1:]
 				f.done(c, r, x)
+				kind, why = Reset, fmt.Errorf("the connection was closed after the response to %s before them (%s)", r.URL, r.Kind)
 			}
-			requeue(out, r.Kind, r.Err)
+			requeue(out, kind, why)
 			out = out[:0]
 			f.close(c, true)
 			c = nil
@@ -337,12 +352,10 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		if c.reused && c.answered == 1 {
 			setAckTimeout(c.raw, 0) // the connection is alive (reuse)
 		}
-		if r.Kind == Timeout && c.answered == 1 {
-			// A connection whose first response stalled (a slowloris
-			// body) gave nothing usable either: a host stalling every
-			// response otherwise held the list for a whole-response
-			// timeout and a linger per URL.
-			barren++
+		if r.Kind == Timeout {
+			// A stalled body (a slowloris) ends the list as a silent
+			// server does, whichever response of the connection it was.
+			timedOut = true
 			lastKind, lastErr = r.Kind, r.Err
 		} else {
 			barren = 0

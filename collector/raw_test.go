@@ -387,9 +387,13 @@ func misbehave(t *testing.T, depth int) {
 		if d := time.Since(start); d > 3*time.Second {
 			t.Errorf("took %v", d)
 		}
-		checkBodies(t, b, 1)
+		checkBodies(t, b, 1, 2)
 		if r := &b.Results[1]; r.Kind != Timeout || !r.Short || string(r.Body) != "some" {
 			t.Errorf("stalled: %s short %v body %q", r.Kind, r.Short, r.Body)
+		}
+		// The timeout ended the list: /p2 unsent, or pipelined behind /p1.
+		if r := &b.Results[2]; r.Status != 0 || r.Attempts != min(depth-1, 1) || r.Err == nil {
+			t.Errorf("after the stall: %s (%v), status %d after %d attempts, want no response", r.Kind, r.Err, r.Status, r.Attempts)
 		}
 	})
 }
