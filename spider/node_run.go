@@ -34,9 +34,13 @@ type NodeSummary struct {
 	// patterns made too costly to check (robots.Rules.CheckURL), denied
 	// by no rule.
 	DeniedOverBudget uint64
-	TooDeep          uint64 // link sightings beyond the depth limit
-	Rejected         uint64 // link sightings the scope filters refused
-	Admitted         uint64 // new URLs added (seeds included)
+	// RobotsAbandoned: robots.txt fetches cut short because their list's
+	// context ended (a slot's cutoff, the crawl stopping), nothing cached:
+	// each is fetched again at its origin's next list.
+	RobotsAbandoned uint64
+	TooDeep         uint64 // link sightings beyond the depth limit
+	Rejected        uint64 // link sightings the scope filters refused
+	Admitted        uint64 // new URLs added (seeds included)
 	// Unreadable: stored pages whose links had to be read back (found
 	// shallower, or a pass for a raised depth limit or a changed scope)
 	// and could not be: damaged records, which kspider check reports.
@@ -193,7 +197,8 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	<-writerDone
 	<-raised
 	sum := &NodeSummary{Fetched: n.st.fetched.Load(), Stored: n.st.pages.Load(), Bytes: n.st.bytes.Load(),
-		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), DeniedOverBudget: n.st.deniedOverBudget.Load(), TooDeep: n.st.tooDeep.Load(),
+		Errors: n.st.errors.Load(), Denied: n.st.denied.Load(), DeniedOverBudget: n.st.deniedOverBudget.Load(),
+		RobotsAbandoned: uint64(max(n.robots.src.Abandoned(), 0)), TooDeep: n.st.tooDeep.Load(),
 		Rejected: n.st.rejected.Load(), Admitted: n.st.admitted.Load(), Unreadable: n.st.unreadable.Load(), URLs: n.tree.Len(), Elapsed: time.Since(start)}
 	if err := n.firstErr(); err != nil {
 		return sum, err

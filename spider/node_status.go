@@ -25,7 +25,9 @@ package spider
 //	                   robots_denied, robots_over_budget (URLs denied this
 //	                   run because robots.txt was too costly to check, by
 //	                   no rule), robots_cache_bytes, robots_cache_evicted
-//	                   (origins evicted to bound them), links, admitted, rejected,
+//	                   (origins evicted to bound them), robots_abandoned
+//	                   (robots.txt fetches cut short by their list's end,
+//	                   nothing cached), links, admitted, rejected,
 //	                   filtered {reason: count} (scope.Reason names, too-deep)
 //	rates              pages_per_second, mb_per_second (last 10 s),
 //	                   avg_pages_per_second, avg_mb_per_second (since started)
@@ -325,6 +327,7 @@ func (n *Node) status(full bool) *Status {
 	t.InList, t.InProgress, t.Stalled = ss.States[scheduler.InList], ss.States[scheduler.InProgress], ss.States[scheduler.Stalled]
 	t.Completed, t.Redirected, t.Failed = ss.States[scheduler.Completed], ss.States[scheduler.Redirected], ss.States[scheduler.Failed]
 	t.RobotsDenied, t.RobotsOverBudget = ss.States[scheduler.RobotsDenied], n.st.deniedOverBudget.Load()
+	t.RobotsAbandoned = uint64(max(n.robots.src.Abandoned(), 0))
 	if full {
 		held, evicted := n.robots.src.Cache.Bytes()
 		t.RobotsCacheBytes, t.RobotsCacheEvicted = uint64(max(held, 0)), uint64(max(evicted, 0))

@@ -24,7 +24,7 @@ var statusFields = map[string][]string{
 		"fetchers", "dns", "storage", "http_statuses", "errors", "fetch_seconds", "top_queued_hosts", "slowest_hosts", "peers"},
 	"totals": {"pages", "fetched", "bytes", "urls_known", "queue", "in_list", "in_progress", "stalled", "completed",
 		"redirected", "failed", "fetch_errors", "robots_denied", "links", "admitted", "rejected", "filtered",
-		"robots_over_budget", "robots_cache_bytes", "robots_cache_evicted"},
+		"robots_over_budget", "robots_cache_bytes", "robots_cache_evicted", "robots_abandoned"},
 	"rates":   {"pages_per_second", "mb_per_second", "avg_pages_per_second", "avg_mb_per_second"},
 	"history": {"step_seconds", "pages_per_second", "mb_per_second"},
 	"phase": {"active", "phases", "slot", "next_swap", "seconds_to_swap", "in_guard", "may_start", "clock_safe",

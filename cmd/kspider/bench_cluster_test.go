@@ -98,7 +98,7 @@ func TestLogCounterSources(t *testing.T) {
 // line, of this build (with the robots denied too costly to check) and of
 // one before.
 func TestCountsOfRun(t *testing.T) {
-	sum := &spider.NodeSummary{Fetched: 9, Stored: 8, Errors: 5, Denied: 3, DeniedOverBudget: 2, URLs: 41}
+	sum := &spider.NodeSummary{Fetched: 9, Stored: 8, Errors: 5, Denied: 3, DeniedOverBudget: 2, RobotsAbandoned: 4, URLs: 41}
 	for _, out := range []string{
 		"progress\n" + countsLine(sum) + "\ncluster: node 0 of 1\n",
 		"fetched 9, stored 8, errors 5, robots denied 3, too deep 0, rejected 0, URLs 41\n",
@@ -107,7 +107,7 @@ func TestCountsOfRun(t *testing.T) {
 			t.Errorf("countsOfRun(%q) = %d URLs, %d errors; want 41, 5", out, urls, errs)
 		}
 	}
-	if !strings.Contains(countsLine(sum), "robots denied 3 (2 too costly to check)") {
+	if !strings.Contains(countsLine(sum), "robots denied 3 (2 too costly to check)") || !strings.Contains(countsLine(sum), ", robots.txt fetches abandoned 4, URLs 41") {
 		t.Errorf("counts line %q", countsLine(sum))
 	}
 }

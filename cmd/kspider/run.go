@@ -328,8 +328,11 @@ func unseen(seen, closeErr error) error {
 // countsLine is the run's counts as its summary prints them. The URLs
 // robots.txt was too costly to check are among the denied, said apart:
 // left out, an operator could not tell them from those robots.txt
-// forbids. The crawl bench reads the line (urlsOfRun).
+// forbids. The robots.txt fetches abandoned (their list ended first) are
+// said too: counted only, an operator whose slots were too short for a
+// slow robots.txt saw hosts wait and no reason. The crawl bench reads the
+// line (urlsOfRun).
 func countsLine(sum *spider.NodeSummary) string {
-	return fmt.Sprintf("fetched %d, stored %d, errors %d, robots denied %d (%d too costly to check), too deep %d, rejected %d, URLs %d",
-		sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.DeniedOverBudget, sum.TooDeep, sum.Rejected, sum.URLs)
+	return fmt.Sprintf("fetched %d, stored %d, errors %d, robots denied %d (%d too costly to check), too deep %d, rejected %d, robots.txt fetches abandoned %d, URLs %d",
+		sum.Fetched, sum.Stored, sum.Errors, sum.Denied, sum.DeniedOverBudget, sum.TooDeep, sum.Rejected, sum.RobotsAbandoned, sum.URLs)
 }

@@ -33,6 +33,7 @@ type nodeCollector struct {
 	diskBytes, diskFree, diskSize, diskFailed, peerUp, peerQueue, peerSpilled, peerHeard, uptime, queue            metric
 	peerDropped, peerMismatch, peerProbes, peerLost, peerMerged, robotsOverBudget, robotsCacheBytes, robotsEvicted metric
 	fetchDur, peerStale                                                                                            metric
+	robotsAbandoned                                                                                                metric
 }
 
 func newMetrics(src Source) *nodeCollector {
@@ -87,6 +88,7 @@ func newMetrics(src Source) *nodeCollector {
 		robotsOverBudget: newMetric("robots_over_budget_total", "URLs denied because robots.txt was too costly to check against them, by no rule.", counterValue),
 		robotsCacheBytes: newMetric("robots_cache_bytes", "Bytes of the robots.txt rule sets cached.", gaugeValue),
 		robotsEvicted:    newMetric("robots_cache_evicted_total", "Origins evicted from the robots.txt cache to bound its bytes.", counterValue),
+		robotsAbandoned:  newMetric("robots_abandoned_total", "robots.txt fetches cut short because their list ended (a slot's cutoff, the crawl stopping): nothing cached, fetched again.", counterValue),
 		uptime:           newMetric("uptime_seconds", "Seconds since the crawl started.", gaugeValue),
 		fetchDur:         newMetric("fetch_duration_seconds", "Time to fetch one response.", histogramValue),
 	}
@@ -113,7 +115,8 @@ func (c *nodeCollector) all() []metric {
 		c.toSwap, c.mayStart, c.clockSafe, c.clockOffset, c.windowSize, c.windowIDs, c.rows, c.rowsUsed, c.hosts,
 		c.ready, c.out, c.dnsHits, c.dnsMisses, c.dnsQueries, c.diskBytes, c.diskFree, c.diskSize, c.diskFailed,
 		c.peerUp, c.peerQueue, c.peerSpilled, c.peerHeard, c.peerDropped, c.peerMismatch, c.peerProbes, c.peerLost, c.peerMerged, c.peerStale, c.uptime, c.queue,
-		c.robotsOverBudget, c.robotsCacheBytes, c.robotsEvicted}
+		c.robotsOverBudget, c.robotsCacheBytes, c.robotsEvicted,
+		c.robotsAbandoned}
 }
 
 func b2f(b bool) float64 {
@@ -150,6 +153,7 @@ func (c *nodeCollector) collect(s *scrape) {
 	put(c.robotsOverBudget, float64(t.RobotsOverBudget))
 	put(c.robotsCacheBytes, float64(t.RobotsCacheBytes))
 	put(c.robotsEvicted, float64(t.RobotsCacheEvicted))
+	put(c.robotsAbandoned, float64(t.RobotsAbandoned))
 	for _, k := range sortedKeys(st.Totals.Filtered) {
 		put(c.filtered, float64(st.Totals.Filtered[k]), k)
 	}

@@ -50,7 +50,7 @@ func (f *fakeNode) Set(set ...spider.Setting) error {
 func sampleStatus() spider.Status {
 	return spider.Status{Version: spider.StatusVersion, Time: time.Unix(1e9, 0).UTC(), State: "running", Uptime: 42,
 		Totals: spider.StatusTotals{Pages: 123456, Fetched: 130000, Bytes: 9e8, URLs: 777777, InList: 5000,
-			RobotsDenied: 44, RobotsOverBudget: 17, RobotsCacheBytes: 3e6, RobotsCacheEvicted: 6,
+			RobotsDenied: 44, RobotsOverBudget: 17, RobotsCacheBytes: 3e6, RobotsCacheEvicted: 6, RobotsAbandoned: 8,
 			Filtered: map[string]uint64{"too-deep": 9, "cgi": 2}},
 		Rates:        spider.StatusRates{PagesPerSecond: 321.5, MBPerSecond: 2.25},
 		History:      spider.StatusHistory{StepSeconds: 10, PagesPerSecond: []float64{100, 300, 321.5}, MBPerSecond: []float64{1, 2, 2.25}},
@@ -96,7 +96,7 @@ func TestPageRendersNumbersAndChart(t *testing.T) {
 	for _, want := range []string{`id="t-pages" data-value="123456">123,456<`, `id="t-urls" data-value="777777">777,777<`,
 		`<svg id="chart" data-points="3"`, `id="line-pages"`, `points="0.0,`, "big.example", "slow.example", "90.0 %",
 		`http-equiv="refresh"`, "10.0.0.2:7400", "filtered: too-deep", ">7 / 5 / 3<", "<b>differs:</b> cluster.partition: ours &#34;url&#34;, theirs &#34;host&#34;", "lost its data directory</b>",
-		`<td class="v">41</td><td class="v">4</td></tr>`, `id="t-overbudget" data-value="17">17<`, ">3.0 MB, 6 evicted<"} {
+		`<td class="v">41</td><td class="v">4</td></tr>`, `id="t-overbudget" data-value="17">17<`, `id="t-robotsabandoned" data-value="8">8<`, ">3.0 MB, 6 evicted<"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -135,6 +135,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		`kspider_peer_config_mismatch{node="2"} 1`, `kspider_peer_probe_rounds_total{node="2"} 41`, `kspider_peer_lost_dir{node="2"} 1`, `kspider_peer_acks_merged_total{node="2"} 17`,
 		`kspider_peer_stale_control_total{node="2"} 4`,
 		"kspider_robots_over_budget_total 17", "kspider_robots_cache_bytes 3e+06", "kspider_robots_cache_evicted_total 6",
+		"kspider_robots_abandoned_total 8",
 		// What the store made durable, not what it was handed (lost ones
 		// too, after a store failure).
 		"# HELP kspider_pages_stored_total Pages the page store made durable."} {
