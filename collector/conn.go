@@ -44,7 +44,8 @@ func (c *conn) pos() int64 { return c.wire.n - int64(c.br.Buffered()) }
 type wireReader struct {
 	c        net.Conn
 	n        int64
-	limit    int64
+	limit    int64     // the stream offset the response being read may not pass
+	span     int64     // bytes one response may take (4×MaxBody + MaxHeader), for wireLimitError
 	deadline time.Time // whole response
 	first    time.Time // next read only (first byte), when not zero
 	idle     time.Duration
@@ -55,7 +56,14 @@ type wireReader struct {
 	firstByte, whole time.Duration
 }
 
-var errWireLimit = errors.New("collector: response longer than the wire limit")
+// wireLimitError is a response that took more bytes on the wire than one
+// may (a trailer or chunk headers without end): said as "the wire
+// limit", an operator could not tell which settings made it nor its size.
+type wireLimitError struct{ span int64 }
+
+func (e *wireLimitError) Error() string {
+	return fmt.Sprintf("response over %d bytes on the wire (4×MaxBody + MaxHeader)", e.span)
+}
 
 // readTimeout is a read that passed one of a response's deadlines, and
 // says which: a response trickled a byte at a time, cut at the whole
@@ -94,7 +102,7 @@ func (e *readTimeout) Timeout() bool { return true }
 
 func (w *wireReader) Read(p []byte) (int, error) {
 	if w.n >= w.limit {
-		return 0, errWireLimit
+		return 0, &wireLimitError{w.span}
 	}
 	if rest := w.limit - w.n; int64(len(p)) > rest {
 		p = p[:rest]

@@ -197,10 +197,11 @@ func DecodeBody(coding string, wire []byte, max int64) ([]byte, error) {
 // kindOf classifies an I/O error of the list's connection.
 func (f *fetcher) kindOf(err error) Kind {
 	var ne net.Error
+	var wl *wireLimitError
 	switch {
 	case f.ctx.Err() != nil:
 		return Canceled
-	case errors.Is(err, errWireLimit), errors.Is(err, errHeadTooLarge):
+	case errors.As(err, &wl), errors.Is(err, errHeadTooLarge):
 		return TooLarge
 	case errors.Is(err, syscall.ETIMEDOUT):
 		// The kernel gave up on the connection, bytes sent never

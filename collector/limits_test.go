@@ -134,3 +134,30 @@ func TestReleasedResultHoldsNoHeader(t *testing.T) {
 	runtime.KeepAlive(b)
 	c.Release(b)
 }
+
+// TestWireLimitNamed: a chunked body of a byte per chunk, each behind a
+// chunk-size line with a short extension (within net/http's bound on
+// chunk overhead, 16 bytes a chunk and twice its data), passes the bytes
+// one response may take on the wire (4×MaxBody + MaxHeader) with its body
+// far below MaxBody. It failed "response longer than the wire limit", and
+// an operator could not tell which settings made the limit nor how large
+// it was.
+func TestWireLimitNamed(t *testing.T) {
+	s := startRaw(t, func(cs *rawConn, req *http.Request) bool {
+		cs.bw.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+		for range 100_000 { // 1.7 MB on the wire for 100 KB of body, or until the collector hangs up
+			if _, err := cs.bw.WriteString("1;xxxxxxxxxx\r\nz\r\n"); err != nil {
+				return false
+			}
+		}
+		cs.bw.WriteString("0\r\n\r\n")
+		return true
+	})
+	c := rawCollector(t, Config{MaxBody: 64 << 10, MaxHeader: 4 << 10, Linger: 50 * time.Millisecond})
+	b := c.Fetch(context.Background(), rawList(s, 1))
+	defer c.Release(b)
+	want := fmt.Sprintf("%d bytes", 4*(64<<10)+4<<10)
+	if r := &b.Results[0]; r.Kind != TooLarge || r.Err == nil || !strings.Contains(r.Err.Error(), want) || !strings.Contains(r.Err.Error(), "MaxBody") {
+		t.Errorf("%s: %s (%v); want too-large naming MaxBody and the limit, %s", r.URL, r.Kind, r.Err, want)
+	}
+}

@@ -87,7 +87,8 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 	cfg := &f.col.cfg
 	start := c.pos()
 	c.wire.deadline = turn.Add(cfg.ResponseTimeout)
-	c.wire.limit = c.wire.n + 4*cfg.MaxBody + int64(cfg.MaxHeader)
+	c.wire.span = 4*cfg.MaxBody + int64(cfg.MaxHeader)
+	c.wire.limit = c.wire.n + c.wire.span
 	c.wire.first = time.Time{}
 	if c.br.Buffered() == 0 {
 		c.wire.first = turn.Add(cfg.FirstByte)
