@@ -44,8 +44,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // pages): one write and one fdatasync, where version 1 took a temporary
 // file, two fsyncs and a rename. A torn or damaged slot leaves the other,
 // the previous save, which only widens what a restart may deliver again;
-// the open reports it (Endpoint logs it, CheckSpill lists it). Both slots
-// bad is an error. The file is made whole (write to state.tmp, fsync,
+// the open reports it (Endpoint logs it, CheckSpill lists it). A slot
+// naming one node in two entries is bad too, its checksum valid or not
+// (a save writes one per node). Both slots bad is an error. The file is made whole (write to state.tmp, fsync,
 // rename, fsync the directory) only when it is created, converted from
 // an older version, or the entries outgrow the slots.
 //
@@ -168,17 +169,36 @@ func (s *stateFile) parseV1(b []byte) (int64, error) {
 	if crc32.Checksum(b[:end], castagnoli) != binary.BigEndian.Uint32(b[end:]) {
 		return int64(end), fmt.Errorf("checksum mismatch at offset %d", end)
 	}
-	s.last, s.version = binary.BigEndian.Uint64(b[12:]), stateVersion1
-	s.readEntries(b[fixed:], n)
+	ents, off, err := readEntries(b[fixed:], n, fixed)
+	if err != nil {
+		return off, err
+	}
+	s.last, s.version, s.entries = binary.BigEndian.Uint64(b[12:]), stateVersion1, ents
 	return 0, nil
 }
 
-func (s *stateFile) readEntries(b []byte, n int) {
+// readEntries decodes the n entries at the start of b, which is at offset
+// base of the file. A save writes one entry per sender, so two for one
+// node under a valid checksum are not a torn write but a bug or a forged
+// file, and which of its positions is right cannot be told: taking
+// either could drop batches never delivered. It is refused, naming the
+// node and the offsets of both.
+func readEntries(b []byte, n int, base int64) (map[NodeID]stateEntry, int64, error) {
+	ents := make(map[NodeID]stateEntry, n)
 	for i := range n {
 		r := b[i*stateEntrySize:]
 		e := stateEntry{NodeID(binary.BigEndian.Uint16(r)), binary.BigEndian.Uint64(r[2:]), binary.BigEndian.Uint32(r[10:])}
-		s.entries[e.id] = e
+		if _, dup := ents[e.id]; dup {
+			at := base + int64(i*stateEntrySize)
+			first := 0
+			for first < i && NodeID(binary.BigEndian.Uint16(b[first*stateEntrySize:])) != e.id {
+				first++
+			}
+			return nil, at, fmt.Errorf("two receive positions for node %d, entries at offsets %d and %d, under a valid checksum (a bug or a forged file: a save writes one per node)", e.id, base+int64(first*stateEntrySize), at)
+		}
+		ents[e.id] = e
 	}
+	return ents, 0, nil
 }
 
 // stateSlot is what one version 2 or 3 slot holds.
@@ -186,8 +206,7 @@ type stateSlot struct {
 	version        uint32
 	counter, epoch uint64
 	owner          NodeID // version 3
-	count          int
-	body           []byte // the entries
+	entries        map[NodeID]stateEntry
 }
 
 // checkSlot verifies the slot at off of size slot in b; a problem names
@@ -218,7 +237,11 @@ func checkSlot(b []byte, off, slot int64) (stateSlot, int64, error) {
 	if head+n*stateEntrySize > end {
 		return stateSlot{}, off + countAt, fmt.Errorf("%d entries at offset %d do not fit a %d-byte slot", n, off+countAt, slot)
 	}
-	ss.count, ss.body = int(n), p[head:]
+	ents, at, err := readEntries(p[head:], int(n), off+head)
+	if err != nil {
+		return stateSlot{}, at, err
+	}
+	ss.entries = ents
 	return ss, 0, nil
 }
 
@@ -258,7 +281,7 @@ func (s *stateFile) parseV2(b []byte) (int64, error) {
 	g := good[pick]
 	s.slot, s.cur, s.counter, s.last, s.version = slot, pick, g.counter, g.epoch, g.version
 	s.owner, s.ownerKnown = g.owner, g.version == stateVersion
-	s.readEntries(g.body, g.count)
+	s.entries = g.entries
 	return 0, nil
 }
 

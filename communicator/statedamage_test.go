@@ -3,6 +3,7 @@ package communicator
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"os"
@@ -306,5 +307,54 @@ func TestEndpointStateV1(t *testing.T) {
 	}
 	if e, ok := s.entry(2); !ok || e.epoch != 77 || e.cum != 1234 {
 		t.Errorf("peer 2's position %+v %v, want epoch 77 cum 1234 (stats %+v)", e, ok, st.Peers)
+	}
+}
+
+// TestStateDuplicateNode: a slot whose checksum holds but which names one
+// node twice is damage, not the last entry taken: the other slot is used
+// and the bad one reported; both such, or a version 1 file, is refused
+// naming the file, the node and both entries' offsets.
+func TestStateDuplicateNode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	open := func(b []byte) (*stateFile, error) {
+		t.Helper()
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := openState(dir, 1)
+		if s != nil {
+			s.close()
+		}
+		return s, err
+	}
+	// Slot 1 of the fixture: epoch 7, nodes 2, 3, 9; node 3's entry made
+	// node 2's, the checksum made anew.
+	orig := stateFixture(t)
+	slot := len(orig) / 2
+	dup := func(b []byte, at int) {
+		binary.BigEndian.PutUint16(b[at+stateSlotHead+stateEntrySize:], 2)
+		binary.BigEndian.PutUint32(b[at+slot-4:], crc32.Checksum(b[at:at+slot-4], castagnoli))
+	}
+	b := bytes.Clone(orig)
+	dup(b, slot)
+	s, err := open(b)
+	if err != nil || s.last != 5 || len(s.entries) != 1 || s.entries[2].cum != 8 || len(s.warnings) != 1 ||
+		!strings.Contains(s.warnings[0].what, "two receive positions for node 2") {
+		t.Fatalf("slot 1 naming node 2 twice: %v %+v", err, s)
+	}
+	if rep, err := CheckSpill(dir); err != nil || !rep.Damaged() || !strings.Contains(rep.Findings[0].What, "node 2") {
+		t.Fatalf("CheckSpill: %v %+v", err, rep)
+	}
+	copy(b, b[slot:]) // both slots the same, both naming node 2 twice
+	binary.BigEndian.PutUint64(b[16:], 1)
+	binary.BigEndian.PutUint32(b[slot-4:], crc32.Checksum(b[:slot-4], castagnoli))
+	if _, err := open(b); err == nil || !strings.Contains(err.Error(), path) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("node 2, entries at offsets %d and %d", stateSlotHead, stateSlotHead+stateEntrySize)) {
+		t.Fatalf("both slots naming node 2 twice: %v", err)
+	}
+	if _, err := open(stateV1(3, []stateEntry{{2, 5, 9}, {4, 1, 1}, {2, 5, 1}})); err == nil ||
+		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "node 2, entries at offsets 24 and 52") {
+		t.Fatalf("version 1 naming node 2 twice: %v", err)
 	}
 }
