@@ -14,7 +14,8 @@
 //	0      1    version = 1
 //	1      1    key id (which shared secret the tag is made with)
 //	2      1    flags: bit 0 = carries items, bit 1 = suffixes uncoded
-//	3      1    number of acknowledgement ranges
+//	3      1    number of acknowledgement ranges, at most 16 (more:
+//	            a malformed datagram)
 //	4      2    sender node id
 //	6      2    receiver node id
 //	8      8    sender epoch (start time in ms << 16 | 16 random bits)

@@ -96,6 +96,16 @@ func TestHostileDatagrams(t *testing.T) {
 		})},
 		{"replayed", DropDuplicate, good},
 		{"bad version", DropMalformed, reseal(good, testKey.Secret, func(b []byte) { b[0] = 2 })},
+		{"more ack ranges than a sender sends", DropMalformed, func() []byte {
+			b := append([]byte(nil), good[:headerSize]...)
+			b[2], b[3] = 0, maxRanges+1 // acknowledgements only
+			binary.BigEndian.PutUint32(b[24:], 0)
+			ack := binary.BigEndian.Uint32(b[32:])
+			for i := range uint32(maxRanges + 1) {
+				b = appendRanges(b, ack+3*i, []ackRange{{ack + 3*i + 2, ack + 3*i + 2}})
+			}
+			return newMacer(testKey.Secret).seal(b)
+		}()},
 		{"oversized", DropOversized, make([]byte, MaxPayload+1)},
 	}
 	// peerDrops is what ep1 counts against node 2, which every datagram

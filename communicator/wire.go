@@ -124,8 +124,13 @@ func appendRanges(b []byte, cum uint32, rs []ackRange) []byte {
 }
 
 // parseRanges decodes n ranges from b and returns the rest of b (the
-// items). Ranges must be increasing and not touch each other or cum.
+// items). Ranges must be increasing and not touch each other or cum, and
+// be at most maxRanges: no sender of this wire version sends more, so a
+// datagram with more is malformed, not ranges to walk.
 func parseRanges(b []byte, n int, cum uint32, dst []ackRange) ([]ackRange, []byte, error) {
+	if n > maxRanges {
+		return dst, nil, errRanges
+	}
 	prev := uint64(cum)
 	for range n {
 		gap, k := binary.Uvarint(b)

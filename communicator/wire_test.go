@@ -43,6 +43,17 @@ func TestRangesRoundTrip(t *testing.T) {
 	if _, _, err := parseRanges([]byte{0x80}, 1, 0, nil); err == nil {
 		t.Error("truncated varint accepted")
 	}
+	// At most maxRanges, what every sender of the wire version sends.
+	var many []ackRange
+	for i := range uint32(maxRanges + 1) {
+		many = append(many, ackRange{12 + 3*i, 12 + 3*i})
+	}
+	if _, _, err := parseRanges(appendRanges(nil, 10, many[:maxRanges]), maxRanges, 10, nil); err != nil {
+		t.Errorf("%d ranges refused: %v", maxRanges, err)
+	}
+	if _, _, err := parseRanges(appendRanges(nil, 10, many), len(many), 10, nil); err == nil {
+		t.Errorf("%d ranges accepted", len(many))
+	}
 }
 
 func TestItemsRoundTrip(t *testing.T) {
