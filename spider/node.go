@@ -280,15 +280,23 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkIdentity(cfg.Dir, cfg.identity(), cfg.Logf); err != nil {
+	absent := absentPaths(cfg.Dir, cfg.StorageDirs) // node_refused.go
+	refuse := func(err error) (*Node, error) {
+		if uerr := absent.undo(); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
 		lock.Release()
 		return nil, err
+	}
+	if err := checkIdentity(cfg.Dir, cfg.identity(), cfg.Logf); err != nil {
+		return refuse(err)
 	}
 	if err := checkNewTreeStore(cfg.Dir, cfg.StorageDirs); err != nil {
-		lock.Release()
-		return nil, err
+		return refuse(err)
 	}
-	n := &Node{cfg: cfg, lock: lock, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent), freshDir: newTree(cfg.Dir),
+	// n.lock is set once the open succeeds: the Close of one refused
+	// leaves the lock held for refuse.
+	n := &Node{cfg: cfg, coll: coll, filter: filter, agent: robots.ProductToken(cfg.UserAgent), freshDir: newTree(cfg.Dir),
 		depth: scope.Depth{Max: cfg.MaxDepth},
 		idle:  make(chan struct{}, 1), syncReq: make(chan struct{}, 1), fetchIdle: make(chan struct{}, 1),
 		syncFailed: make(chan struct{}), stored: map[uint32]scheduler.Outcome{}, awaiting: map[uint32]awaited{}, deepDrops: map[uint32]bool{}}
@@ -299,8 +307,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	n.robots = newNodeRobots(n)
 	n.depth.Store = &n.dstore
 	if n.tree, err = urltree.Open(filepath.Join(cfg.Dir, treeSubdir), nil); err != nil {
-		lock.Release()
-		return nil, err
+		return refuse(err)
 	}
 	// Scheduler records past its commit for ids the tree lost in a crash
 	// are dropped: the tree will give those ids to other URLs.
@@ -314,56 +321,53 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	cfg.Scheduler.HostOf = SchedHostOf(n.tree) // schedhosts.go: kspider check gives the same
 	if n.sched, err = scheduler.Open(filepath.Join(cfg.Dir, "sched"), cfg.Scheduler); err != nil {
 		n.tree.Close()
-		lock.Release()
-		return nil, err
+		return refuse(err)
 	}
 	if err = checkStoreGone(cfg.Dir, cfg.StorageDirs, n.sched); err != nil { // identity.go
 		n.sched.Close()
 		n.tree.Close()
-		lock.Release()
-		return nil, err
+		return refuse(err)
 	}
 	if n.stores, err = openStores(cfg.Dir, cfg.StorageDirs, n.freshDir, cfg.Logf); err != nil { // node_stores.go
 		n.sched.Close()
 		n.tree.Close()
-		lock.Release()
-		return nil, err
+		return refuse(err)
 	}
 	// The store's records are by this tree's ids too: one of another
 	// tree (storage directories swapped between nodes) is refused.
 	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, TreeID: n.tree.ID(), Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
 		n.sched.Close()
 		n.tree.Close()
-		lock.Release()
-		return nil, err
+		return refuse(err)
 	}
 	watch := append([]string{filepath.Join(cfg.Dir, treeSubdir), filepath.Join(cfg.Dir, "sched")}, cfg.StorageDirs...)
 	if n.dirs, err = watchPaths(append(watch, lock.Path())...); err != nil {
 		n.Close()
-		return nil, err
+		return refuse(err)
 	}
 	if err := n.recover(); err != nil {
 		n.Close()
-		return nil, err
+		return refuse(err)
 	}
 	if err := n.openBudgets(); err != nil {
 		n.Close()
-		return nil, err
+		return refuse(err)
 	}
 	if err := n.openDepthLimit(); err != nil { // node_depthlimit.go
 		n.Close()
-		return nil, err
+		return refuse(err)
 	}
 	if err := n.openScope(); err != nil { // node_scopechange.go
 		n.Close()
-		return nil, err
+		return refuse(err)
 	}
 	if cfg.Cluster != nil {
 		if err := n.openCluster(); err != nil {
 			n.Close()
-			return nil, err
+			return refuse(err)
 		}
 	}
+	n.lock = lock
 	return n, nil
 }
 

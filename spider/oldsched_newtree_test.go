@@ -63,4 +63,27 @@ func TestOldSchedBesideNewTree(t *testing.T) {
 	if now, _ := os.ReadFile(meta); !bytes.Equal(now, before) {
 		t.Errorf("the refused start changed %s", meta)
 	}
+	// Nothing else was made (node_refused.go): the URL tree the refusal
+	// says to put back goes where the start looks for it, not inside an
+	// empty one the refused start left.
+	if got := dirNames(t, b); got != "LOCK sched" {
+		t.Errorf("the refused start left %s holding %s, want only LOCK and sched", b, got)
+	}
+	if err := os.Rename(filepath.Join(a, treeSubdir), filepath.Join(b, treeSubdir)); err != nil {
+		t.Errorf("putting back the URL tree: %v", err)
+	}
+}
+
+// dirNames is the names in dir, sorted, space-separated.
+func dirNames(t *testing.T, dir string) string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
 }

@@ -1,0 +1,55 @@
+package spider
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// A start the node refuses (a sched/ of another tree, a page store of
+// another crawl, a cluster record that does not match) leaves the data
+// directory as it found it. What the open made on the way to the refusal
+// would change what the next start and kspider check say: an empty
+// urls/ beside a refused sched/ takes the place of the tree the refusal
+// says to put back (mv or cp of it then lands inside), and the directory
+// is no longer new to its next start; an IDENTITY recorded for a node
+// that was refused refuses the node the directory is meant for. So the
+// paths an open may create are noted after the lock is taken, and those
+// it did not find are removed when it is refused. DIR and DIR/LOCK stay:
+// the lock file means nothing without its flock (lock.go).
+
+// startMade is the paths of a data directory an open may create that it
+// did not find.
+type startMade []string
+
+// absentPaths notes which of the paths a node's open may create in dir,
+// and which of its page store directories, are not there.
+func absentPaths(dir string, storageDirs []string) startMade {
+	var paths []string
+	for _, name := range []string{IdentityFile, StoresFile, DepthFile, ScopeFile, ClusterFile, treeSubdir, "sched", "comm"} {
+		paths = append(paths, filepath.Join(dir, name))
+	}
+	var absent startMade
+	for _, p := range append(paths, storageDirs...) {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			absent = append(absent, p)
+		}
+	}
+	return absent
+}
+
+// undo removes what a refused open made of the paths it did not find.
+func (m startMade) undo() error {
+	var errs []error
+	for _, p := range m {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("spider: removing what the refused start made, so that the next start finds the directory as this one did (remove them by hand): %w", errors.Join(errs...))
+	}
+	return nil
+}
