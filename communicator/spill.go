@@ -330,6 +330,14 @@ func (s *spill) readChunk(q *queue, limit int) error {
 	// Short only if the file shrank under us: the rest of rbuf holds an
 	// earlier chunk's records, which must not be read again.
 	b = b[:k]
+	var shrinkErr error
+	if int64(k) < want {
+		var size int64
+		if size, shrinkErr = s.shrank(); size < 0 {
+			return shrinkErr
+		}
+		upTo = min(upTo, size)
+	}
 	var itemErr, skipErr error
 	// skip passes over a record damaged since the open checked the file
 	// (damage under the reader), to the next intact record before upTo,
@@ -441,10 +449,19 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		// were counted unread.
 		s.skipTo(s.readOff)
 	}
-	if skipErr != nil {
+	if skipErr == nil {
+		skipErr = itemErr
+	}
+	if shrinkErr != nil && skipErr != nil {
+		// Both are in errs already: news must not note them a third time.
+		skipErr = errors.Join(shrinkErr, skipErr)
+		s.lastNoted = skipErr.Error()
 		return skipErr
 	}
-	return itemErr
+	if shrinkErr != nil {
+		return shrinkErr
+	}
+	return skipErr
 }
 
 // news records err in errs and reports whether to log it: an error that

@@ -8,7 +8,8 @@ import (
 )
 
 // Damage a spill file's open finds: the stretches in the middle the
-// reader jumps over, and a damaged tail kept aside for the operator.
+// reader jumps over, and a damaged tail kept aside for the operator; and
+// a file cut short under the reader.
 
 // spillBadKept bounds the damaged stretches a spill file lists for the
 // reader to jump over: each took about 90 bytes for the whole run, 13 MB
@@ -90,4 +91,48 @@ func badName(path string, off int64) string {
 		}
 		name = fmt.Sprintf("%s.%d", base, i)
 	}
+}
+
+// shrank takes the file's size now that a read found it shorter than
+// what was written to it (cut by something else: a truncate, a tool).
+// What lay past the cut is lost; but the file is opened O_APPEND, so
+// records appended from now on land at the new end, and with the
+// offsets still counted from the old one (flushed, end; version 2
+// records' checksums bind their offsets) the reader looked for them
+// where they are not: every item spilled for the rest of the run was
+// read as damage and not delivered. So the offsets are taken from the
+// file as it is, and the cut is reported with what it took.
+// It returns the size (-1 with the error when the file cannot be
+// looked at), and the error saying what the cut took, if it shrank.
+func (s *spill) shrank() (int64, error) {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return -1, fmt.Errorf("spill file %s: %w", s.path, err)
+	}
+	size := fi.Size()
+	if size >= s.flushed {
+		return s.flushed, nil
+	}
+	cut := fmt.Errorf("spill file %s shrank under the endpoint from %d to %d bytes (cut by something else): the records written at offset %d and after are lost; items spilled from now on are written from offset %d", s.path, s.flushed, size, max(size, s.readOff), size)
+	s.note(cut.Error())
+	// s.buf is empty (readChunk flushed it), so no record is counted at
+	// offsets past the new end.
+	s.flushed, s.end = size, size+int64(len(s.buf))
+	s.readOff = min(s.readOff, size)
+	s.consumed = min(s.consumed, size)
+	for i, r := range s.bad {
+		if r.start >= size {
+			s.bad = s.bad[:i]
+			break
+		}
+		s.bad[i].end = min(r.end, size)
+	}
+	s.unlistedFrom, s.unlistedTo = min(s.unlistedFrom, size), min(s.unlistedTo, size)
+	// Its items' offsets are the old ones, and those past the cut are
+	// not in the file: kept again from the new end once the reader is
+	// there (append).
+	s.mem.on = false
+	s.mem.reset()
+	s.skipWin = nil
+	return size, cut
 }

@@ -492,3 +492,84 @@ func TestSpillLengthDamagedUnderReader(t *testing.T) {
 		t.Errorf("errors %q; want one naming the damaged record and where reading went on", errs)
 	}
 }
+
+// TestSpillAppendAfterShrink: a spill file cut short under the endpoint
+// (a truncate by something else) loses what lay past the cut, said with
+// the sizes; but the file is appended to (O_APPEND) at its new end, and
+// with the offsets still counted from the old one every item spilled for
+// the rest of the run was read as damage ('bad record length ... damaged
+// under the reader') and never delivered: 0 of 40. Now the reader takes
+// the offsets from the file as it is: the 40 are delivered, and a restart
+// finds them intact after the one cut record.
+func TestSpillAppendAfterShrink(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 40 {
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // an earlier run's items: read from the file
+		t.Fatal(err)
+	}
+	defer s.close()
+	seen := map[string]int{}
+	var errs []error
+	read := func() {
+		t.Helper()
+		for i := 0; s.unread(); i++ {
+			if i > 100 {
+				t.Fatal("reader does not advance")
+			}
+			var q queue
+			if err := s.readChunk(&q, 500); err != nil {
+				errs = append(errs, err)
+			}
+			for _, it := range q.items[q.head:] {
+				seen[string(q.bytesOf(it))]++
+			}
+		}
+	}
+	var q queue
+	if err := s.readChunk(&q, 500); err != nil {
+		t.Fatal(err)
+	}
+	fileSize := s.flushed
+	cut := s.readOff + 30 // inside the next record
+	if err := os.Truncate(s.path, cut); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	before := len(seen)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), fmt.Sprintf("shrank under the endpoint from %d to %d bytes", fileSize, cut)) {
+		t.Fatalf("errors after the cut at %d: %v; want one saying the file shrank to %d bytes", cut, errs, cut)
+	}
+	// As a peer down for long: read back from the file, not from memory.
+	s.mem.limit = 1
+	for k := 100; k < 140; k++ {
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	for k := 100; k < 140; k++ {
+		if c := seen[testURL(1, 2, k)]; c != 1 {
+			t.Errorf("item %d spilled after the cut read %d times, want 1 (errors %v)", k, c, errs)
+		}
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing acknowledged: those read before the cut, and the 40.
+	if want := int64(q.len() + before + 40); s.unreadItems != want {
+		t.Errorf("reopened: %d items to deliver, want %d: the 40 spilled after the cut intact (errors %q)", s.unreadItems, want, s.errs)
+	}
+}
