@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // A start the node refuses (a sched/ of another tree, a page store of
@@ -22,7 +24,14 @@ import (
 
 // startMade is the paths of a data directory an open may create that it
 // did not find.
-type startMade []string
+type startMade []madePath
+
+// madePath is one such path; store when it is a page store directory,
+// which lies outside DIR and so outside DIR/LOCK's protection.
+type madePath struct {
+	path  string
+	store bool
+}
 
 // absentPaths notes which of the paths a node's open may create in dir,
 // and which of its page store directories, are not there.
@@ -32,9 +41,9 @@ func absentPaths(dir string, storageDirs []string) startMade {
 		paths = append(paths, filepath.Join(dir, name))
 	}
 	var absent startMade
-	for _, p := range append(paths, storageDirs...) {
+	for i, p := range append(paths, storageDirs...) {
 		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			absent = append(absent, p)
+			absent = append(absent, madePath{path: p, store: i >= len(paths)})
 		}
 	}
 	return absent
@@ -44,7 +53,24 @@ func absentPaths(dir string, storageDirs []string) startMade {
 func (m startMade) undo() error {
 	var errs []error
 	for _, p := range m {
-		if err := os.RemoveAll(p); err != nil {
+		if p.store {
+			// Another node given the same page store directory (a
+			// config mistake) may have made it since the look and be
+			// writing its pages there: a store directory is removed
+			// only while its own LOCK can be taken.
+			unlock, err := lockStoreDir(p.path)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			err = os.RemoveAll(p.path)
+			unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if err := os.RemoveAll(p.path); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -52,4 +78,27 @@ func (m startMade) undo() error {
 		return fmt.Errorf("spider: removing what the refused start made, so that the next start finds the directory as this one did (remove them by hand): %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// lockStoreDir takes the flock(2) of a page store directory's LOCK, as a
+// Store writing it holds it (storage/doc.go), if the directory has one.
+func lockStoreDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: not removed: %w", dir, err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: not removed: another store is writing it (its LOCK: %w)", dir, err)
+	}
+	return func() { f.Close() }, nil
 }

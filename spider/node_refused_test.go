@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kspider/kspider/tools/testweb"
+	"golang.org/x/sys/unix"
 )
 
 // TestRefusedStartLeavesDir: a start refused after it made its files (a
@@ -65,5 +66,42 @@ func TestRefusedStartLeavesDir(t *testing.T) {
 	// What it found stays.
 	if got := dirNames(t, other); !strings.Contains(got, "urls") || !strings.Contains(got, "pages") {
 		t.Errorf("the refused start took from the directory it was refused for: %s", got)
+	}
+}
+
+// TestRefusedStartKeepsAnotherStore: a page store directory absent when
+// the refused start looked, made since by another node given the same
+// directory (a config mistake) and written by it, is not removed with
+// what the refused start made: its LOCK is held.
+func TestRefusedStartKeepsAnotherStore(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "pages")
+	made := absentPaths(filepath.Join(t.TempDir(), "d"), []string{store})
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.Create(filepath.Join(store, "LOCK"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, "seg-000001"), []byte("another node's pages"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = made.undo()
+	if err == nil || !strings.Contains(err.Error(), store+": not removed: another store is writing it") {
+		t.Errorf("undo with the store's LOCK held by another: %v, want it named and left", err)
+	}
+	if _, err := os.Stat(filepath.Join(store, "seg-000001")); err != nil {
+		t.Errorf("the other node's store was removed: %v", err)
+	}
+	unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	if err := made.undo(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(store); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a store directory the refused start made, its LOCK free, was left: %v", err)
 	}
 }
