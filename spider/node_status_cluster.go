@@ -9,14 +9,6 @@ import (
 	"sync/atomic"
 )
 
-// Drop reasons (communicator.DropName) by what they say about a datagram
-// in a peer's name.
-var (
-	dropsForged   = []string{"wrong_address", "bad_mac"}
-	dropsReplayed = []string{"stale_epoch", "duplicate", "handshake"}
-	dropsBad      = []string{"misdirected", "malformed", "window"}
-)
-
 // countProbe counts a probe round with peer from (writer only).
 func (c *nodeCluster) countProbe(from int) {
 	c.mismatchMu.Lock()
@@ -28,13 +20,17 @@ func (c *nodeCluster) countProbe(from int) {
 // reason), config mismatch, probe rounds, stale control messages and
 // whether it lost its data directory.
 func (c *nodeCluster) peerStatus(ps *PeerStatus, drops map[string]uint64) {
-	sum := func(reasons []string) (n uint64) {
+	sum := func(reasons ...string) (n uint64) {
 		for _, r := range reasons {
 			n += drops[r]
 		}
 		return n
 	}
-	ps.DroppedForged, ps.DroppedReplayed, ps.DroppedBad = sum(dropsForged), sum(dropsReplayed), sum(dropsBad)
+	// Drop reasons (communicator.DropName) by what they say about a
+	// datagram in the peer's name.
+	ps.DroppedForged = sum("wrong_address", "bad_mac")
+	ps.DroppedReplayed = sum("stale_epoch", "duplicate", "handshake")
+	ps.DroppedBad = sum("misdirected", "malformed", "window")
 	c.mismatchMu.Lock()
 	ps.ConfigMismatch = slices.Clone(c.mismatch[ps.Node])
 	ps.ProbeRounds = c.probes[ps.Node]
