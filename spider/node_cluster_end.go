@@ -48,11 +48,11 @@ const byeWait = 10 * time.Second
 // "finished", with everything sent to it acknowledged but no bye took
 // the end and stopped before the bye left (killed), or its bye is lost.
 // Named as one that missed the end, the operator went looking for a node
-// left waiting that had ended. The looks come with every answer and bye
-// and at least every 4 RoundEvery (coordinate): not only at the
-// deadline, when a message sent since (an answer to the peer's hello;
-// helloLoop sends none after "finished") may wait for an acknowledgement
-// a stopped peer never gives.
+// left waiting that had ended. The looks come with every answer and bye,
+// at least every 4 RoundEvery and at the deadline (coordinate): not only
+// at the deadline, when a message sent since (an answer to the peer's
+// hello; helloLoop sends none after "finished") may wait for an
+// acknowledgement a stopped peer never gives.
 func (c *nodeCluster) checkByes() {
 	c.detMu.Lock()
 	if c.finished > 0 && c.noBye == nil {
@@ -184,6 +184,12 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 			// (and idles while a peer is down).
 			c.restartedUnanswered()
 			wait = 4 * c.cfg.RoundEvery
+			if c.finished > 0 {
+				// The deadline at its own time: at the next look only,
+				// node 0 ended up to 4 RoundEvery after it (a minute's
+				// RoundEvery, 4 minutes late).
+				wait = min(wait, time.Until(c.finAt.Add(byeWait))+time.Millisecond)
+			}
 		case !kicked && time.Now().Before(due):
 			wait = time.Until(due) // woken early: the last round found a node busy
 		default:
@@ -356,6 +362,7 @@ func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State, stale bool) 
 			}
 		}
 		c.n.cfg.Logf("cluster: every node idle in two probe rounds (%d): the crawl is over", r)
+		c.kickRound() // to set its timer for the byes' deadline
 	case complete && c.det.AllIdle(), news && st.Idle && err == nil, complete && c.staleRound == r:
 		c.roundWait = c.cfg.RoundEvery
 		c.kickRound()

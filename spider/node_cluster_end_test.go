@@ -62,7 +62,9 @@ func TestClusterEndsOnEvents(t *testing.T) {
 // on its address, answering probes as told; one that takes the end is
 // gone once node 0 has its acknowledgement, and node 0 sends hellos
 // every 5 ms: one sent after "finished", never acknowledged, had node 0
-// name node 1 as one that missed the end.
+// name node 1 as one that missed the end. Node 0 looked at the deadline
+// only when its fallback timer ticked, up to 4 RoundEvery after it (an
+// hour each here): it now looks at the deadline itself.
 func TestClusterPeerMissesTheEnd(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -93,6 +95,11 @@ func peerMissesTheEnd(t *testing.T, took bool, want string) {
 		logMu.Unlock()
 	}
 	cfgs[0].Cluster.HelloEvery = 5 * time.Millisecond
+	// Rounds follow events (node 0 turned idle, a round found all idle),
+	// and the byes' deadline comes at its own time: node 0 looked at it
+	// only at its fallback timer's tick, 4 RoundEvery (4 hours here, the
+	// test's minute out).
+	cfgs[0].Cluster.RoundEvery = time.Hour
 	probes := make(chan [2]uint64, 64)
 	stop := make(chan struct{})
 	taken := make(chan struct{}, 1)
