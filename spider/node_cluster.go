@@ -174,6 +174,7 @@ type nodeCluster struct {
 	roundEnd   time.Time      // node 0: when the last round that found a node busy ended
 	staleRound uint64         // node 0: the last round a state of its sender's run before a restart answered (stateOf)
 	probed     map[int]uint64 // node 0: each peer's epoch as the open round's probes left (restartedUnanswered)
+	answered   map[int]uint64 // node 0: each peer's last round counted in probes (stateOf)
 
 	kick      chan struct{}           // node 0: start a round now
 	owed      atomic.Bool             // others: answered the last probe busy, to tell node 0 once idle; node 0: found itself busy, to kick once done
@@ -185,7 +186,7 @@ type nodeCluster struct {
 func (n *Node) openCluster() error {
 	nc := *n.cfg.Cluster
 	c := &nodeCluster{n: n, cfg: nc, self: nc.Config.Self, part: nc.Config.Partitioner(),
-		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}, tookEnd: map[int]bool{},
+		fields: nc.Config.Canonical(), ready: make(chan struct{}, 1), kick: make(chan struct{}, 1), mismatch: map[int][]string{}, probes: map[int]uint64{}, byes: map[int]bool{}, tookEnd: map[int]bool{}, answered: map[int]uint64{},
 		holds: map[int]*peerHold{}, heard: map[int]uint64{}, lost: map[int]string{}, taken: map[int]string{}, clockAhead: map[int]clockSeen{}}
 	if c.cfg.RoundEvery <= 0 {
 		c.cfg.RoundEvery = 250 * time.Millisecond
@@ -529,7 +530,6 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			c.staleSeen(from, &c.stale.state, fmt.Sprintf("node %d's state (round %d) of its run before a restart taken as busy: it says nothing of its run now", from, r))
 			st.Idle = false
 		}
-		c.countProbe(from)
 		if err := c.stateOf(from, r, st, stale); err != nil { // node_cluster_end.go
 			c.badControl.Add(1)
 		}

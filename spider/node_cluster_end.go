@@ -348,6 +348,13 @@ func (c *nodeCluster) stateOf(from int, r uint64, st cluster.State, stale bool) 
 	c.detMu.Lock()
 	defer c.detMu.Unlock()
 	news := !c.det.Open() || r != c.det.Round()
+	if !news && c.answered[from] != r {
+		// A round answered, counted once: news that the peer turned
+		// idle, sent unasked, answers no probe, nor does news of the
+		// open round (sent before the round's other answers came).
+		c.answered[from] = r
+		c.countProbe(from) // node_status_cluster.go
+	}
 	if stale && !news {
 		c.staleRound = r
 	}

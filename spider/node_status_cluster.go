@@ -9,7 +9,8 @@ import (
 	"sync/atomic"
 )
 
-// countProbe counts a probe round with peer from (writer only).
+// countProbe counts a probe round with peer from (writer only): on node
+// 0 one it answered (stateOf), on the others one node 0 probed it in.
 func (c *nodeCluster) countProbe(from int) {
 	c.mismatchMu.Lock()
 	c.probes[from]++
