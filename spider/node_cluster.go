@@ -94,7 +94,7 @@ type ClusterStats struct {
 	BadControl        uint64 // control messages that did not decode
 	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
 	StaleBye          uint64 // node 0: a bye answering a "finished" of its run before, ignored
-	StaleState        uint64 // node 0: a state answering a probe of its run before, ignored, or of its sender's run before a restart, taken as busy
+	StaleState        uint64 // node 0: a state of a probe of its run before (an answer, or word its sender turned idle), ignored, or of its sender's run before a restart, taken as busy
 	Mismatch          []string
 	LostDirs          []string // peers seen to come back with a new data directory, their share lost
 	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
@@ -513,11 +513,13 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 			return
 		}
 		if epoch != c.ep.Epoch() {
-			// An answer to a probe of this node's run before a restart,
-			// sent again from a spill file: its state is of then, and
+			// A state of a probe of this node's run before a restart:
+			// the answer, sent again once the sender heard of the
+			// restart, or its word that it turned idle, sent before it
+			// heard (after, it sends none: idleNow). It is of then, and
 			// taken for this run's round of the same number it could end
 			// the crawl while its sender works (stateOf).
-			c.staleSeen(from, &c.stale.state, fmt.Sprintf("node %d's state (round %d) answering a probe of this node's run before a restart ignored: it is of then", from, r))
+			c.staleSeen(from, &c.stale.state, fmt.Sprintf("node %d's state (round %d) of a probe of this node's run before a restart (its answer, or its word that it turned idle, sent before it heard of the restart) ignored: it is of then", from, r))
 			return
 		}
 		stale := st.Epoch < c.peerEpoch(from)

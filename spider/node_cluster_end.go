@@ -412,6 +412,15 @@ func (c *nodeCluster) idleNow(ctx context.Context) {
 	}
 	// owed is set only by a probe answered (answerProbe), after lastProbe.
 	if p := c.lastProbe.Load(); p != nil {
+		if p.epoch < c.peerEpoch(0) {
+			// Node 0 restarted since its probe: its new run takes a state
+			// of its run before's probe for one of then and ignores it
+			// (said as such, and counted as this node's stale control),
+			// and probes this node itself once idle. owed stays, for its
+			// next probe to settle: cleared here it could erase the debt
+			// of a busy answer to that probe, given meanwhile.
+			return
+		}
 		if st := c.state(); st.Idle && c.owed.CompareAndSwap(true, false) {
 			c.sendControl(0, cluster.TagState, cluster.EncodeState(p.round, p.epoch, st))
 		}
