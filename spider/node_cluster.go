@@ -5,7 +5,7 @@ package spider
 // acknowledged once durable; the crawl ends by the coordinator's
 // termination detection (spider/cluster package doc).
 //
-// Durability of what is sent: every item goes to the communicator's spill
+// Durability of what is sent: every URL goes to the communicator's spill
 // file (QueueBytes 1), and the writer fsyncs it (Endpoint.Sync) with the
 // tree and the scheduler, before the pages whose links they are may be
 // stored. So after kill -9 a stored page's links to other nodes are in the
@@ -13,6 +13,11 @@ package spider
 // fetched again, its links found again. What a peer received is
 // acknowledged only after the writer synced the tree and scheduler past it
 // (Endpoint.Durable), so the peer sends again whatever a crash lost here.
+// Control messages (hellos, probes and their answers, "finished", byes)
+// wait in the communicator's memory, reach the spill file only at a clean
+// stop, and a kill loses them: each is sent again, or its loss is made up
+// for, by the cluster's own means (helloLoop, restartedUnanswered,
+// checkByes, node_cluster_late.go).
 
 import (
 	"context"

@@ -231,14 +231,16 @@ func (c *nodeCluster) coordinate(ctx context.Context) {
 
 // restartedUnanswered takes the answer to the open round of each peer
 // restarted since its probe left as busy (detMu held). The peer
-// acknowledges a probe once its answer is queued, not once the answer is
-// in its spill file (written at the communicator's next tick, within
-// 40 ms); killed between the two, with the answer lost on the wire,
-// neither it nor its next run (which never had the probe) ever answered,
-// and the round, and the crawl, waited for ever. An answer of its run
-// before that does come, sent again from its spill file, is busy too
-// (stale): either way the next round starts at once and probes the new
-// run.
+// acknowledges a probe once its answer is queued, and the answer, a
+// control message, waits in the communicator's memory until node 0
+// acknowledges it: only a clean stop (Close) writes it to the spill
+// file. Killed (kill -9) after the acknowledgement, with the answer lost
+// on the wire, neither it nor its next run (which never had the probe)
+// ever answered, and the round, and the crawl, waited for ever. An answer
+// of its run before that does come (a clean stop: sent again from its
+// spill file) is busy too (stale): either way the next round starts at
+// once and probes the new run. Nothing else takes the acknowledgement
+// of a probe for a durable answer.
 func (c *nodeCluster) restartedUnanswered() {
 	if !c.det.Open() {
 		return
@@ -319,7 +321,9 @@ func (c *nodeCluster) backOff() {
 // node's state, and remembers to tell node 0 when it turns idle if it
 // answered busy. The state echoes the epoch: node 0 ignores an answer to
 // a probe of its run before a restart (a probe sent again from its spill
-// file, or the answer from this node's).
+// file, or the answer from this node's). The answer is only queued, in
+// memory, when the probe is acknowledged: a kill loses it, and node 0
+// takes a peer restarted since its probe as busy (restartedUnanswered).
 func (c *nodeCluster) answerProbe(from int, r, epoch uint64) {
 	c.lastProbe.Store(&probeOf{r, epoch})
 	c.owed.Store(true) // before the look: an idleNow meanwhile tells (twice at worst)
