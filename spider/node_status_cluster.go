@@ -1,13 +1,79 @@
 package spider
 
-// The cluster's part of a peer's row on the status page.
+// The cluster's counters (ClusterStats) and its part of a peer's row on
+// the status page.
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kspider/kspider/communicator"
 )
+
+// ClusterStats is the cluster part of a node's counters.
+type ClusterStats struct {
+	Self, Nodes       int
+	SentURLs          uint64 // links handed to the communicator for their owners
+	ReceivedURLs      uint64 // URLs received from peers
+	Misrouted         uint64 // URLs received that this node does not own (configs differ)
+	BadControl        uint64 // control messages that did not decode
+	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
+	StaleBye          uint64 // node 0: a bye answering a "finished" of its run before, ignored
+	StaleState        uint64 // node 0: a state of a probe of its run before (an answer, or word its sender turned idle), ignored, or of its sender's run before a restart, taken as busy
+	Mismatch          []string
+	LostDirs          []string // peers seen to come back with a new data directory, their share lost
+	LostURLs          []string // peers whose URLs taken before their hello their block gives other owners: some lost
+	NoBye             []string // node 0: peers that did not answer the end of the crawl (missed it, or took it and stopped before their bye)
+	Refusing          bool     // fetching nothing: configs differ or the clock is unsafe
+	ClockUnsafe       string   // why the clock is unsafe, "" when safe
+	Over              bool
+	Comm              communicator.Stats
+	TerminationRounds uint64
+	// DNS prefetch before the swap: rounds (one per slot), hosts resolved,
+	// failed (the failure is cached too), and cut off by the next slot's start.
+	PrefetchRounds, Prefetched, PrefetchFailed, PrefetchLate uint64
+}
+
+// ClusterStats returns the cluster counters (zero without a cluster).
+func (n *Node) ClusterStats() ClusterStats {
+	c := n.cl
+	if c == nil {
+		return ClusterStats{Nodes: 1}
+	}
+	s := ClusterStats{Self: c.self, Nodes: c.cfg.Config.N(), SentURLs: c.sent.Load(), ReceivedURLs: c.recv.Load(),
+		Misrouted: c.misrouted.Load(), BadControl: c.badControl.Load(), StaleFinished: c.stale.finished.Load(), StaleBye: c.stale.bye.Load(), StaleState: c.stale.state.Load(), Refusing: c.refuse.Load(),
+		Over: c.over.Load(), Comm: c.ep.Stats()}
+	if p := c.clockUnsafe.Load(); p != nil {
+		s.ClockUnsafe, s.Refusing = *p, true
+	}
+	s.PrefetchRounds, s.Prefetched = c.pf.rounds.Load(), c.pf.resolved.Load()
+	s.PrefetchFailed, s.PrefetchLate = c.pf.failed.Load(), c.pf.late.Load()
+	c.mismatchMu.Lock()
+	for _, id := range slices.Sorted(maps.Keys(c.lost)) {
+		s.LostDirs = append(s.LostDirs, c.lost[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.taken)) {
+		s.LostURLs = append(s.LostURLs, c.taken[id])
+	}
+	for id, d := range c.mismatch {
+		for _, l := range d {
+			s.Mismatch = append(s.Mismatch, fmt.Sprintf("node %d: %s", id, l))
+		}
+	}
+	c.mismatchMu.Unlock()
+	if c.det != nil {
+		c.detMu.Lock()
+		s.TerminationRounds = c.det.Round()
+		for _, p := range c.noBye {
+			s.NoBye = append(s.NoBye, p.msg())
+		}
+		c.detMu.Unlock()
+	}
+	return s
+}
 
 // countProbe counts a probe round with peer from (writer only): on node
 // 0 one it answered (stateOf), on the others one node 0 probed it in.
