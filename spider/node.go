@@ -123,10 +123,10 @@ type Node struct {
 	agent  string
 	budget budgets // node_budget.go
 	// freshDir: the URL tree did not exist when the node opened (a new
-	// directory; a cluster node's hellos say so, node_cluster.go).
+	// directory; a cluster node's hellos say so, node_cluster_hello.go).
 	freshDir bool
 
-	robots nodeRobots // nodeRobots.go
+	robots nodeRobots // node_robots.go
 
 	// Done detection: the crawl ends when no URL is unfinished, no message
 	// waits for the writer and no list is out.
