@@ -4,6 +4,7 @@ package storage
 // lost or of no use; the segments answer for what it lost.
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -274,6 +275,86 @@ func TestIndexEntryPointingElsewhere(t *testing.T) {
 				t.Fatalf("check --repair: %v\n%s", err, out.String())
 			}
 			checkStore(t, []string{dir}, 0, n)
+		})
+	}
+}
+
+// A put over an entry written before the checkpoint - a refetch's, or a
+// record's over the "none" entry put when a higher id came to this
+// directory first (two compressors reorder pages) - torn by a kill leaves
+// an entry failing its CRC below the checkpoint's dense, its record after
+// the checkpoint. The segments answer for that id, as for a torn entry
+// above dense, and the next writer rewrites it: a crash's leftover, not
+// damage for kspider check --repair.
+func TestTornPutOverEarlierEntry(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		first []uint64 // ids stored before the checkpoint
+		again uint64   // the id stored after it
+	}{
+		{"over a none entry", []uint64{0, 1, 2, 3, 4, 6, 7, 8, 9}, 5},
+		{"refetch", []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			put := func(ids ...uint64) {
+				s, err := Open(Config{Dirs: []string{dir}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range ids {
+					if err := s.Put(context.Background(), testPage(id)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ixPath := filepath.Join(dir, indexName)
+			put(c.first...)
+			before, err := os.ReadFile(ixPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			put(c.again)
+			after, err := os.ReadFile(ixPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Back to the first checkpoint, and the entry as put leaves it
+			// killed after its segment and offset stores, before the CRC's.
+			at := entryOffset(c.again)
+			e := append([]byte(nil), after[at:at+indexEntrySize]...)
+			copy(e[12:], before[at+12:at+indexEntrySize])
+			f, err := os.OpenFile(ixPath, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.WriteAt(before[:indexHeaderSize], 0)
+			if err == nil {
+				_, err = f.WriteAt(e, at)
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			st, err := checkOnce(dir, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var te *TornEntries
+			if !crashLeftovers(st) || len(st.Errors) != 1 || !errors.As(st.Errors[0], &te) || te.First != c.again {
+				t.Fatalf("check: want one torn entry of URL id %d, a crash's leftover; got:\n%s", c.again, out.String())
+			}
+			checkStore(t, []string{dir}, 0, 10)
+			put() // a writer's recovery rewrites the entry
+			if st, err := checkOnce(dir, &out); err != nil || st.Damage != 0 {
+				t.Fatalf("check after recovery: %v, %d problems:\n%s", err, st.Damage, out.String())
+			}
 		})
 	}
 }

@@ -316,11 +316,13 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 				r.rereadWait()
 				seg, off, st = decodeEntry(id, e)
 			}
-			if _, later := v.extra[id]; id >= v.ix.dense && (st == entryTorn || st == entryBad && later) {
-				// Written after the checkpoint and torn: fresh (the CRC
-				// field still zero), or over an entry put since (a refetch,
-				// a recovery's "none" fill) with a record after the
-				// checkpoint, which answers for id.
+			if _, later := v.extra[id]; (id >= v.ix.dense && st == entryTorn) || (st == entryBad && later) {
+				// Torn by a writer killed mid-put: written after the
+				// checkpoint fresh (the CRC field still zero), or over an
+				// earlier entry (a refetch's, a "none" entry put when a
+				// higher id came first, a recovery's "none" fill, below
+				// dense too) with a record after the checkpoint, which
+				// answers for id and is indexed again at the next open.
 				if torn.N == 0 {
 					torn.First = id
 				}
