@@ -39,6 +39,12 @@ func TestCrashChild(t *testing.T) {
 	out := bufio.NewWriter(os.Stdout)
 	var mu sync.Mutex
 	cfg := crashConfig(dirs)
+	cfg.Logf = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, "log %s\n", fmt.Sprintf(format, args...))
+		out.Flush()
+	}
 	cfg.OnDurable = func(ids []uint64) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -103,7 +109,12 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		sc := bufio.NewScanner(stdout)
 		n := 0
+		var childLog []string // the last lines, for a failure's dump
 		for sc.Scan() {
+			if l, ok := strings.CutPrefix(sc.Text(), "log "); ok {
+				childLog = append(childLog[max(0, len(childLog)-39):], l)
+				continue
+			}
 			id, ok := strings.CutPrefix(sc.Text(), "durable ")
 			if !ok {
 				continue
@@ -137,7 +148,7 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		// Check (read-only) passes, or reports only a torn tail.
 		for _, dir := range dirs {
-			checkOnlyTornTail(t, dir, round)
+			checkOnlyTornTail(t, dir, round, childLog)
 		}
 		if round%2 == 0 {
 			checkDurable(t, dirs, check, round, "reader after the crash")
@@ -151,6 +162,13 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("round %d: closing after recovery: %v", round, err)
 		}
 		checkDurable(t, dirs, check, round, "after recovery")
+		// The index as recovery left it, for a later round's failure
+		// dump to compare with.
+		for _, dir := range dirs {
+			if b, err := os.ReadFile(filepath.Join(dir, indexName)); err == nil {
+				os.WriteFile(prevIndexPath(dir), b, 0o644)
+			}
+		}
 		// Recovery leaves nothing damaged behind: torn tails are gone.
 		r, err := OpenReader(dirs)
 		if err != nil {
@@ -167,6 +185,10 @@ func TestCrashRecovery(t *testing.T) {
 	checkDurable(t, dirs, durable, rounds, "at the end")
 	t.Logf("%d rounds, %d durable pages checked", rounds, len(durable))
 }
+
+// prevIndexPath is where TestCrashRecovery keeps a copy of dir's index
+// as the last recovery left it: beside dir, not in it.
+func prevIndexPath(dir string) string { return dir + ".prev-url.idx" }
 
 func checkDurable(t *testing.T, dirs []string, ids map[uint64]bool, round int, when string) {
 	t.Helper()
@@ -188,7 +210,7 @@ func checkDurable(t *testing.T, dirs []string, ids map[uint64]bool, round int, w
 // damage it may find is a torn tail at the end of the last segment and
 // one index entry torn after the checkpoint (TornEntries) or one header
 // slot (TornHeader).
-func checkOnlyTornTail(t *testing.T, dir string, round int) {
+func checkOnlyTornTail(t *testing.T, dir string, round int, childLog []string) {
 	t.Helper()
 	var out strings.Builder
 	st, err := checkOnce(dir, &out)
@@ -202,6 +224,7 @@ func checkOnlyTornTail(t *testing.T, dir string, round int) {
 	// (the saver puts an entry's three fields in turn, its CRC last) or
 	// header slot's: what the check calls a crash's leftovers.
 	if st.Damage > 0 && !crashLeftovers(st) {
+		dumpCrashedStore(t, dir, prevIndexPath(dir), childLog)
 		t.Fatalf("round %d: check %s after a crash found more than a torn tail:\n%s", round, dir, out.String())
 	}
 }
