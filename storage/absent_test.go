@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,4 +62,81 @@ func TestSegmentNotAFileIsNamed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSegmentNotAFileIsNamedByWriterAndGap: the writer's open said the
+// segment the index checkpoint names "is missing" when a FIFO, a
+// directory or a link stood under its name, and a Reader said "segments
+// A to B are missing" of a gap in the numbering where such a file stood;
+// now both say what stands there, as the check's damage does.
+func TestSegmentNotAFileIsNamedByWriterAndGap(t *testing.T) {
+	cases := []struct {
+		what string
+		make func(seg string) error
+		want string
+	}{
+		{"missing", func(string) error { return nil }, "is missing"},
+		{"a FIFO", func(seg string) error { return unix.Mkfifo(seg, 0o644) }, "is a FIFO (named pipe), not a segment file"},
+		{"a directory", func(seg string) error { return os.Mkdir(seg, 0o755) }, "is a directory, not a segment file"},
+		{"a link to itself", func(seg string) error { return os.Symlink(filepath.Base(seg), seg) }, "is a symbolic link that leads to no file"},
+	}
+	for _, c := range cases {
+		dir, _ := layoutStore(t, smallSegments(), 60)
+		nums, err := listSegments(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := segmentPath(dir, nums[len(nums)-1])
+		if err := os.Remove(last); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.make(last); err != nil {
+			t.Fatal(err)
+		}
+		withinDeadline(t, "a writer's open with segment "+c.what, func() {
+			logged := strings.Join(reopenLogged(t, dir), "\n")
+			if want := "segment " + last + ", which the index checkpoint names, " + c.want; !strings.Contains(logged, want) {
+				t.Errorf("segment %s: the writer's log does not say %q:\n%s", c.what, want, logged)
+			}
+		})
+	}
+	// Gaps: one segment, and two of which the second is odd.
+	dir, _ := layoutStore(t, smallSegments(), 120)
+	nums, err := listSegments(dir)
+	if err != nil || len(nums) < 6 {
+		t.Fatalf("want at least 6 segments, have %v (%v)", nums, err)
+	}
+	one, two := segmentPath(dir, nums[1]), []string{segmentPath(dir, nums[3]), segmentPath(dir, nums[4])}
+	for _, p := range append(two, one) {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(one, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(two[1], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withinDeadline(t, "OpenReader with gaps", func() {
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Errorf("OpenReader: %v", err)
+			return
+		}
+		defer r.Close()
+		var said []string
+		for _, e := range r.Stats().Errors {
+			said = append(said, e.Error())
+		}
+		all := strings.Join(said, "\n")
+		for _, want := range []string{
+			"segment " + one + " is a FIFO (named pipe), not a segment file, so is read as missing",
+			"segments " + filepath.Base(two[0]) + " to " + filepath.Base(two[1]) + " are missing or not segment files: " + two[1] + " is a directory, not a segment file",
+		} {
+			if !strings.Contains(all, want) {
+				t.Errorf("the reader does not say %q:\n%s", want, all)
+			}
+		}
+	})
 }

@@ -276,13 +276,12 @@ func locked(dir string) bool {
 // damaged header. A segment of an unsupported version is an error.
 func (r *Reader) openSegments(dr *dirReader, nums []uint32) error {
 	for i, n := range nums {
-		if want := uint32(1); i > 0 {
+		want := uint32(1)
+		if i > 0 {
 			want = nums[i-1] + 1
-			if n != want {
-				r.noteDamage(fmt.Errorf("storage: %s: %w: segments %s to %s are missing", dr.dir, ErrCorrupt, segmentName(want), segmentName(n-1)))
-			}
-		} else if n != want {
-			r.noteDamage(fmt.Errorf("storage: %s: %w: segments %s to %s are missing", dr.dir, ErrCorrupt, segmentName(want), segmentName(n-1)))
+		}
+		if n != want {
+			r.noteDamage(fmt.Errorf("storage: %s: %w: %s", dr.dir, ErrCorrupt, gapAbsent(dr.dir, want, n-1)))
 		}
 		path := segmentPath(dr.dir, n)
 		f, err := os.Open(path)

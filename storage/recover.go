@@ -86,8 +86,8 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	ckSeg, _ := sv.ix.checkpoint()
 	gone := ckSeg > lastSeg
 	if gone {
-		s.cfg.Logf("storage: %s: segment %s, which the index checkpoint names, is missing: its pages are lost (kspider check counts them); new records go to %s",
-			dir, segmentName(ckSeg), segmentName(ckSeg+1))
+		s.cfg.Logf("storage: %s: segment %s, which the index checkpoint names, %s: its pages are lost (kspider check counts them); new records go to %s",
+			dir, segmentPath(dir, ckSeg), segmentAbsent(dir, ckSeg), segmentName(ckSeg+1))
 	}
 	if len(segs) > 0 && lastOK && end < s.cfg.SegmentSize && !gone {
 		n := segs[len(segs)-1]

@@ -140,15 +140,9 @@ func listSegments(dir string) ([]uint32, error) {
 	}
 	var nums []uint32
 	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasSuffix(name, segmentSuffix) || !e.Type().IsRegular() {
-			continue
+		if n, ok := segmentNumber(e.Name()); ok && e.Type().IsRegular() {
+			nums = append(nums, n)
 		}
-		n, err := strconv.ParseUint(strings.TrimSuffix(name, segmentSuffix), 10, 32)
-		if err != nil || n == 0 || segmentName(uint32(n)) != name {
-			continue
-		}
-		nums = append(nums, uint32(n))
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	return nums, nil
@@ -184,6 +178,19 @@ func HoldsPages(dir string) (bool, error) {
 }
 
 func segmentPath(dir string, n uint32) string { return filepath.Join(dir, segmentName(n)) }
+
+// segmentNumber returns the number of the segment named name, if it is
+// one's name exactly as segmentName writes it.
+func segmentNumber(name string) (uint32, bool) {
+	if !strings.HasSuffix(name, segmentSuffix) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimSuffix(name, segmentSuffix), 10, 32)
+	if err != nil || n == 0 || segmentName(uint32(n)) != name {
+		return 0, false
+	}
+	return uint32(n), true
+}
 
 // openRegular opens path, which must be a regular file. A named pipe in
 // its place would block the open until something writes to it (forever),

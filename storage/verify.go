@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -429,6 +430,39 @@ func segmentAbsent(dir string, n uint32) string {
 		what = fmt.Sprintf("a file of type %v", fi.Mode().Type())
 	}
 	return "is " + what + ", not a segment file, so is read as missing"
+}
+
+// maxGapNamed bounds the files gapAbsent describes in one gap.
+const maxGapNamed = 3
+
+// gapAbsent says why segments from to to of dir, a gap in the numbering
+// of those read, are not among them: missing, or, for each under whose
+// name something else stands (a FIFO, a directory, a link), what, as
+// segmentAbsent says it.
+func gapAbsent(dir string, from, to uint32) string {
+	if from == to {
+		return fmt.Sprintf("segment %s %s", segmentPath(dir, from), segmentAbsent(dir, from))
+	}
+	said := fmt.Sprintf("segments %s to %s are missing", segmentName(from), segmentName(to))
+	// One listing rather than a look at each number: a stray
+	// 99999999.seg makes a gap of millions.
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Sprintf("%s (listing %s again to see what stands under their names: %v)", said, dir, err)
+	}
+	var odd []string
+	for _, e := range ents {
+		if n, ok := segmentNumber(e.Name()); ok && n >= from && n <= to {
+			odd = append(odd, fmt.Sprintf("%s %s", segmentPath(dir, n), segmentAbsent(dir, n)))
+		}
+	}
+	if len(odd) > maxGapNamed {
+		odd = append(odd[:maxGapNamed], fmt.Sprintf("%d more not segment files", len(odd)-maxGapNamed))
+	}
+	if len(odd) > 0 {
+		said += " or not segment files: " + strings.Join(odd, "; ")
+	}
+	return said
 }
 
 // checkpointedSince reports whether a writer has written a checkpoint
