@@ -162,6 +162,21 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("round %d: closing after recovery: %v", round, err)
 		}
 		checkDurable(t, dirs, check, round, "after recovery")
+		// Recovery leaves nothing damaged behind: torn tails and torn
+		// index entries are gone. (Index damage, which no damaged region
+		// counts, showed only at the next round's check, as if that
+		// round's kill had made it.)
+		r, err := OpenReader(dirs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Scan(context.Background(), func(*Page) error { return nil }); err != nil || r.Stats().Damage != 0 {
+			for _, dir := range dirs {
+				dumpCrashedStore(t, dir, prevIndexPath(dir), childLog)
+			}
+			t.Fatalf("round %d: scan after recovery: %v, %d problems: %v", round, err, r.Stats().Damage, r.Stats().Errors)
+		}
+		r.Close()
 		// The index as recovery left it, for a later round's failure
 		// dump to compare with.
 		for _, dir := range dirs {
@@ -169,15 +184,6 @@ func TestCrashRecovery(t *testing.T) {
 				os.WriteFile(prevIndexPath(dir), b, 0o644)
 			}
 		}
-		// Recovery leaves nothing damaged behind: torn tails are gone.
-		r, err := OpenReader(dirs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Scan(context.Background(), func(*Page) error { return nil }); err != nil || r.Skipped() != 0 {
-			t.Fatalf("round %d: scan after recovery: %v, %d damaged regions: %v", round, err, r.Skipped(), r.Stats().Errors)
-		}
-		r.Close()
 	}
 	if len(durable) == 0 {
 		t.Fatal("no page was ever reported durable")
