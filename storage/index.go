@@ -242,7 +242,10 @@ func (ix *index) fault(v any, onFault bool) error {
 // are re-indexed at open): such an entry that is zero is not written yet,
 // and one whose CRC field is still zero was torn by a writer killed
 // between put's stores (or is being written by a live writer), not
-// damage. Any other entry failing its CRC is damage wherever it is.
+// damage. Any other entry failing its CRC is damage wherever it is, to a
+// lookup; the whole index's check (verifyIndex) calls one torn by a put
+// over an earlier entry of an id with a record after the checkpoint, which
+// answers for it.
 func (ix *index) judge(id uint64, st entryState) entryState {
 	switch {
 	case (st == entryZero || st == entryTorn) && id < ix.dense:

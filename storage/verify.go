@@ -240,11 +240,13 @@ func (r *Reader) checkCheckpoint(dr *dirReader) {
 	}
 }
 
-// TornEntries reports index entries written after the checkpoint that a
-// writer killed mid-put left half written, as the segments' TornTail
-// reports a half-written record: harmless (the segments answer for those
-// ids, and the next writer's open rewrites the entries), but damage if no
-// crash came (a stray write looks the same).
+// TornEntries reports index entries that a writer killed mid-put left
+// half written (fresh ones after the checkpoint, or an earlier entry of an
+// id that has a record after the checkpoint, put over by a refetch or a
+// "none" fill), as the segments' TornTail reports a half-written record:
+// harmless (the segments answer for those ids, and the next writer's open
+// rewrites the entries), but damage if no crash came (a stray write looks
+// the same).
 type TornEntries struct {
 	Index string
 	N     int64  // entries
@@ -252,7 +254,7 @@ type TornEntries struct {
 }
 
 func (e *TornEntries) Error() string {
-	return fmt.Sprintf("storage: index %s: %d entries after the checkpoint are torn, the first of URL id %d at offset %d, as an interrupted write leaves (the segments answer for them; the next writer rewrites them)",
+	return fmt.Sprintf("storage: index %s: %d entries torn by a put cut short, the first of URL id %d at offset %d, as an interrupted write leaves (the segments answer for them; the next writer rewrites them)",
 		e.Index, e.N, e.First, entryOffset(e.First))
 }
 
