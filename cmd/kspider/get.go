@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/kspider/kspider/storage"
+	"github.com/kspider/kspider/tools/stats"
 	"github.com/kspider/kspider/urltree"
 )
 
@@ -62,7 +64,7 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 	} else if tree := nodeTree(dirs); tree != "" {
 		p, err = findInTree(r, tree, arg)
 	} else {
-		p, err = findByURL(ctx, r, arg)
+		p, err = findByURL(ctx, e.stderr, r, arg)
 	}
 	if err != nil {
 		reportDamageOnFailure(e.stderr, "get", r.Stats())
@@ -121,14 +123,19 @@ func findInTree(r *storage.Reader, dir, rawURL string) (*storage.Page, error) {
 	return p, nil
 }
 
-// findByURL scans the store for the page stored under rawURL.
-func findByURL(ctx context.Context, r *storage.Reader, rawURL string) (*storage.Page, error) {
+// findByURL scans the store for the page stored under rawURL, its
+// progress on stderr: a scan of the whole store takes as long as
+// kspider stats.
+func findByURL(ctx context.Context, stderr io.Writer, r *storage.Reader, rawURL string) (*storage.Page, error) {
 	errFound := errors.New("found")
 	var (
 		mu    sync.Mutex
 		found *storage.Page
+		count stats.PageCount
 	)
+	stopProgress := startScanProgress(stderr, stats.IsTerminal(stderr), &count, r)
 	err := r.Scan(ctx, func(p *storage.Page) error {
+		count.Add(p)
 		if p.URL != rawURL {
 			return nil
 		}
@@ -139,6 +146,7 @@ func findByURL(ctx context.Context, r *storage.Reader, rawURL string) (*storage.
 		}
 		return errFound
 	})
+	stopProgress()
 	switch {
 	case interrupted(ctx, err):
 		return nil, fmt.Errorf("interrupted before a page stored for URL %q was found", rawURL)

@@ -48,20 +48,26 @@ func openPTY(t *testing.T) (tty *os.File, output func() string) {
 }
 
 // kspider stats drew its progress line on a terminal, but export, the
-// longer of the two (every page compressed), said nothing until it ended:
-// an operator could not tell an export of a terabyte from a hung one.
+// longer of the two (every page compressed), and get's scan for a URL said
+// nothing until they ended: an operator could not tell an export of a
+// terabyte from a hung one.
 func TestScansDrawProgressOnATerminal(t *testing.T) {
 	_, args := buildTestStore(t, 2, "lzo")
 	for _, cmd := range [][]string{
-		{"export", "warc", "--out", filepath.Join(t.TempDir(), "x.warc.gz")},
-		{"stats"},
+		append([]string{"export", "warc", "--out", filepath.Join(t.TempDir(), "x.warc.gz")}, args...),
+		append([]string{"stats"}, args...),
+		append(append([]string{"get"}, args...), "http://www.ku.ac.th/nosuchpage"), // the whole store scanned for it
 	} {
 		tty, output := openPTY(t)
 		var stdout bytes.Buffer
-		code := run(context.Background(), env{stdout: &stdout, stderr: tty}, append(cmd, args...))
+		code := run(context.Background(), env{stdout: &stdout, stderr: tty}, cmd)
 		got := output()
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", cmd[0], code, got)
+		wantCode := 0
+		if cmd[0] == "get" {
+			wantCode = 1 // no such page
+		}
+		if code != wantCode {
+			t.Fatalf("%s: exit %d, want %d: %s", cmd[0], code, wantCode, got)
 		}
 		if !strings.Contains(got, "scanned 12 pages") || !strings.Contains(got, "100%") {
 			t.Errorf("%s: no progress line on the terminal: %q", cmd[0], got)
