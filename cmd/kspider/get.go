@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/kspider/kspider/storage"
@@ -71,12 +71,17 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 		return err
 	}
 	if *withHeaders {
-		fmt.Fprintf(e.stdout, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
-		e.stdout.Write(p.Header)
-		if len(p.Header) > 0 && !strings.HasSuffix(string(p.Header), "\r\n") {
-			fmt.Fprint(e.stdout, "\r\n")
+		head := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
+		head = append(head, p.Header...)
+		if len(p.Header) > 0 && !bytes.HasSuffix(p.Header, []byte("\r\n")) {
+			head = append(head, "\r\n"...)
 		}
-		fmt.Fprint(e.stdout, "\r\n")
+		head = append(head, "\r\n"...)
+		// A failed write of the head must fail get: a page's body may be
+		// empty, and writing no bytes cannot fail.
+		if _, err = e.stdout.Write(head); err != nil {
+			return err
+		}
 	}
 	if _, err = e.stdout.Write(p.Body); err != nil {
 		return err

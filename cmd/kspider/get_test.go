@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -206,5 +208,29 @@ func TestGetURLThroughTheTree(t *testing.T) {
 	}
 	if code, out, errOut := runCmd(t, "", "get", "--data", pages, "http://example.test/99.html"); code != 1 || out != "" || !strings.Contains(errOut, "store damaged") {
 		t.Errorf("get URL of a bare store: exit %d, stdout %q, stderr %q; want the scan's damage report", code, out, errOut)
+	}
+}
+
+// fullFile fails writes as a file on a full disk does: one of no bytes
+// succeeds (os.File.Write makes no system call for it).
+type fullFile struct{}
+
+func (fullFile) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return 0, errors.New("no space left on device")
+}
+
+// get -i of a page with no body (a 500, a 204, a redirect) with stdout on
+// a full disk: the status line and headers were written without looking
+// at the error, the empty body's write could not fail, and get exited 0
+// having printed nothing.
+func TestGetWithHeadersOnAFullDisk(t *testing.T) {
+	_, args := buildTestStore(t, 1, "lzo")
+	var errb bytes.Buffer
+	code := run(context.Background(), env{stdout: fullFile{}, stderr: &errb}, append(append([]string{"get", "-i"}, args...), "http://shop.co.th/catalog.htm"))
+	if code != 1 || !strings.Contains(errb.String(), "no space left on device") {
+		t.Errorf("get -i of a page with no body, stdout failing: exit %d, stderr %q; want 1 and the write's error", code, errb.String())
 	}
 }
