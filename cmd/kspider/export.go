@@ -123,8 +123,10 @@ The file is written under a temporary name and renamed when complete.`)
 		}
 		return err
 	}
-	fmt.Fprintf(e.stdout, "wrote %d pages to %s (%d damaged records and %d unwritable pages skipped)\n",
-		written, *out, scan.Skipped, refused)
+	// A damaged region may hold many pages (a segment cut short loses
+	// all after the cut): the pages known lost are counted, not regions.
+	fmt.Fprintf(e.stdout, "wrote %d pages to %s; not in it: %d pages known lost to damage (%d damaged regions, %d bytes, skipped) and %d unwritable pages\n",
+		written, *out, scan.Lost, scan.Skipped, scan.SkippedBytes, refused)
 	derr := reportDamage(e.stderr, "export", scan, *allowDamage)
 	switch {
 	case refused == 0 || derr != nil:

@@ -155,7 +155,7 @@ func TestExportSkipsCorruptRecord(t *testing.T) {
 		t.Errorf("export of a damaged store without --allow-damage: exit %d, %q", code, errOut)
 	}
 	file, out, errOut := exportWARC(t, append(args, "--allow-damage"))
-	if !strings.Contains(out, "wrote 11 pages") || !strings.Contains(out, "1 damaged records") {
+	if !strings.Contains(out, "wrote 11 pages") || !strings.Contains(out, "1 pages known lost to damage (1 damaged regions") {
 		t.Errorf("stdout %q", out)
 	}
 	if !strings.Contains(errOut, "kspider export: damage:") || !strings.Contains(errOut, ".seg at offset") {
@@ -174,6 +174,28 @@ func TestExportSkipsCorruptRecord(t *testing.T) {
 	}
 	if n != 12 {
 		t.Errorf("%d records, want warcinfo and 11 responses", n)
+	}
+}
+
+// A segment cut short (a disk that lost its tail) loses every page after
+// the cut, but export's last line said 'wrote N pages (1 damaged records
+// and 0 unwritable pages skipped)', the damaged region counted as one
+// record; now it gives the pages known lost too, as stderr's summary does.
+func TestExportCountsPagesLostToDamage(t *testing.T) {
+	dirs, args := buildTestStore(t, 1, "none")
+	segs, _ := filepath.Glob(filepath.Join(dirs[0], "*.seg"))
+	fi, err := os.Stat(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(segs[0], fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	file, out, errOut := exportWARC(t, append(args, "--allow-damage"))
+	var written, lost int
+	if _, err := fmt.Sscanf(out, "wrote %d pages to "+file+"; not in it: %d pages known lost to damage", &written, &lost); err != nil ||
+		lost < 2 || written+lost != len(storetest.Pages()) || !strings.Contains(errOut, fmt.Sprintf("%d pages known lost", lost)) {
+		t.Errorf("stdout %q (%v), stderr %q; want the %d pages not written counted", out, err, errOut, len(storetest.Pages())-written)
 	}
 }
 
