@@ -86,7 +86,7 @@ the report covers the intact pages and the exit status is 1 unless
 		return fmt.Errorf("scanning %s: %w", strings.Join(dirs, ", "), err)
 	}
 	scan := r.Stats()
-	c.AddBadRecords(scan.Skipped)
+	c.AddDamage(scan.Skipped, scan.Lost)
 	report := c.Report()
 
 	switch {

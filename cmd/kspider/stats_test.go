@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -125,6 +126,38 @@ func TestStatsCountsCorruptRecord(t *testing.T) {
 			!strings.Contains(errOut, "1 pages known lost") {
 			t.Errorf("the damaged record is not reported with its file and offset: %q", errOut)
 		}
+	}
+}
+
+// A segment cut short loses every page after the cut, but the report's
+// Problems said 'records the store skipped 1' (a damaged region) and
+// nothing of the 8 pages lost, said on stderr only; now the report counts
+// them, as lost_pages and 'pages known lost to damage'.
+func TestStatsCountsPagesLostToDamage(t *testing.T) {
+	dirs, args := buildTestStore(t, 1, "none")
+	segs, _ := filepath.Glob(filepath.Join(dirs[0], "*.seg"))
+	fi, err := os.Stat(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(segs[0], fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	_, out, errOut := runCmd(t, "", append([]string{"stats", "--json", "--allow-damage"}, args...)...)
+	var r struct {
+		Summary  struct{ URLs int64 }
+		Problems map[string]int64
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	lost := int64(len(storetest.Pages())) - r.Summary.URLs
+	if lost < 2 || r.Problems["lost_pages"] != lost || !strings.Contains(errOut, fmt.Sprintf("%d pages known lost", lost)) {
+		t.Errorf("problems %v with %d of %d pages reported; want lost_pages %d\n%s", r.Problems, r.Summary.URLs, len(storetest.Pages()), lost, errOut)
+	}
+	_, out, _ = runCmd(t, "", append([]string{"stats", "--allow-damage"}, args...)...)
+	if !regexp.MustCompile(fmt.Sprintf(`\n  pages known lost to damage +%d\n`, lost)).MatchString(out) {
+		t.Errorf("the text report does not count the %d pages lost:\n%s", lost, out)
 	}
 }
 

@@ -26,6 +26,7 @@ func (c *Collector) Report() *Report {
 	}
 	r.Problems = all.problems
 	r.Problems.BadRecords = c.bad.Load()
+	r.Problems.LostPages = c.lost.Load()
 
 	statuses := make([]Count, 0, len(all.status))
 	for code, n := range all.status {

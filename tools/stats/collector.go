@@ -64,7 +64,8 @@ type Collector struct {
 	mu    sync.Mutex
 	all   []*partial
 	count PageCount
-	bad   atomic.Int64
+	bad   atomic.Int64 // damaged regions the store skipped
+	lost  atomic.Int64 // pages known lost in them
 }
 
 // New returns an empty Collector.
@@ -100,9 +101,12 @@ func (c *Collector) Add(p *storage.Page) {
 	}
 }
 
-// AddBadRecords counts n records the store could not read (see
-// storage.ScanStats.Skipped).
-func (c *Collector) AddBadRecords(n int64) { c.bad.Add(n) }
+// AddDamage counts the damage the store met: regions it skipped and the
+// pages known lost (storage.ScanStats.Skipped and Lost).
+func (c *Collector) AddDamage(regions, lostPages int64) {
+	c.bad.Add(regions)
+	c.lost.Add(lostPages)
+}
 
 // Progress returns the pages and bytes added so far, for a progress display.
 func (c *Collector) Progress() (pages, bytes int64) { return c.count.Progress() }

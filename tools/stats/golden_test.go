@@ -29,7 +29,7 @@ func scanStore(t *testing.T, dirs []string, opts Options) *Report {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c.AddBadRecords(r.Stats().Skipped)
+	c.AddDamage(r.Stats().Skipped, r.Stats().Lost)
 	return c.Report()
 }
 

@@ -46,7 +46,8 @@ func (r *Report) WriteHTML(w io.Writer, title string) error {
 		Matrix:      newHeatmap(r.LinkMatrix),
 		Compression: r.Compression,
 		Problems: []htmlRow{
-			{"records the store skipped", r.Problems.BadRecords},
+			{"damaged regions the store skipped", r.Problems.BadRecords},
+			{"pages known lost to damage", r.Problems.LostPages},
 			{"unparseable header blocks", r.Problems.BadHeaders},
 			{"URLs without a host", r.Problems.BadURLs},
 			{"HTML documents not valid UTF-8", r.Problems.HTMLNotUTF8},

@@ -90,5 +90,8 @@ type Problems struct {
 	BadURLs     int64 `json:"bad_urls"`      // stored URL without a host
 	HTMLNotUTF8 int64 `json:"html_not_utf8"` // HTML documents whose body is not valid UTF-8
 	LinkErrors  int64 `json:"link_errors"`   // link extraction refused the page
-	BadRecords  int64 `json:"bad_records"`   // records the store skipped as corrupt
+	BadRecords  int64 `json:"bad_records"`   // damaged regions of segments the store skipped
+	// LostPages counts pages the store's index knew of whose records are
+	// damaged or gone: a region may hold many (a segment cut short).
+	LostPages int64 `json:"lost_pages"`
 }

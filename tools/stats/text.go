@@ -44,7 +44,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p := r.Problems
 	tw.table("Problems", []string{"", "count"}, [][]string{
-		{"records the store skipped", itoa(p.BadRecords)},
+		{"damaged regions the store skipped", itoa(p.BadRecords)},
+		{"pages known lost to damage", itoa(p.LostPages)},
 		{"unparseable header blocks", itoa(p.BadHeaders)},
 		{"URLs without a host", itoa(p.BadURLs)},
 		{"HTML documents not valid UTF-8", itoa(p.HTMLNotUTF8)},
