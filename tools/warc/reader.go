@@ -13,9 +13,12 @@ import (
 
 // Limits a Reader enforces, so a hostile or corrupt file costs bounded memory.
 const (
-	maxFieldLine = 64 << 10 // bytes in one header line
-	maxFields    = 1000     // fields in one record header
-	maxBlock     = 1 << 30  // bytes in one record block
+	// bytes in one header line: a WARC-Target-URI of the longest URL a
+	// store holds (64 KiB), its bytes that are not UTF-8 percent-encoded
+	// into three each, takes 192 KiB
+	maxFieldLine = 256 << 10
+	maxFields    = 1000    // fields in one record header
+	maxBlock     = 1 << 30 // bytes in one record block
 )
 
 // Record is one record as read back.

@@ -276,6 +276,29 @@ func TestTargetURIIsNeverInvalidUTF8(t *testing.T) {
 	}
 }
 
+// The longest URL a store holds (64 KiB) with bytes that are not UTF-8,
+// each percent-encoded into three, makes a WARC-Target-URI line of about
+// 192 KiB, which warcio reads; the package's own Reader refused it, 'header
+// line longer than 65536 bytes', so a test reading an export back failed on
+// a record the writer wrote.
+func TestReaderTakesTheLongestTargetURI(t *testing.T) {
+	u := "http://x.example/" + strings.Repeat("\xff", 64<<10-len("http://x.example/"))
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if _, err := w.WriteResponse(&storage.Page{URLID: 1, URL: u, Status: 200, FetchTime: fetched}, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	r, _ := NewReader(&buf)
+	rec, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Get("WARC-Target-URI"); got != targetURI(u) {
+		t.Errorf("WARC-Target-URI of %d bytes read back as %d bytes", len(targetURI(u)), len(got))
+	}
+}
+
 // TestMalformedHeaderLinesAreDropped checks that a page whose stored header
 // block has broken lines is still written, without them, and that they are
 // reported.
