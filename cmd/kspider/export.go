@@ -52,10 +52,12 @@ as X-Crawler-Transfer-Encoding, a Content-Length that does not match the body
 as X-Crawler-Content-Length, and a correct Content-Length is added.
 
 Header lines that would break the HTTP block (no colon, control characters)
-are left out and logged. Pages that cannot be written as WARC at all (a URL
-with spaces, a status that is not three digits: only a damaged or foreign
-store holds such) are skipped and logged, and, being missing from the file,
-make the exit status 1 unless --allow-damage is given.
+are left out, logged and counted in the last line. Pages that cannot be
+written as WARC at all (a URL with spaces, a status that is not three
+digits: only a damaged or foreign store holds such) are skipped and logged,
+and, being missing from the file, make the exit status 1 unless
+--allow-damage is given. The first 100 lines about single pages are logged,
+the rest counted.
 
 Damage met in the store (records failing their checksums, a damaged index,
 truncated segments) is skipped and reported on stderr with file and offset;
@@ -94,7 +96,7 @@ The file is written under a temporary name and renamed when complete.`)
 	if err := checkStoreTree(e.stderr, "export", dirs, r); err != nil {
 		return err
 	}
-	var written, refused int
+	var n exportCounts
 	err = func() error {
 		w := warc.NewWriter(f)
 		infoID, err := w.WriteInfo(filepath.Base(*out), time.Now(), []warc.Field{
@@ -106,7 +108,7 @@ The file is written under a temporary name and renamed when complete.`)
 		if err != nil {
 			return err
 		}
-		written, refused, err = exportPages(ctx, e, r, w, infoID)
+		n, err = exportPages(ctx, e, r, w, infoID)
 		if err != nil {
 			return err
 		}
@@ -119,31 +121,62 @@ The file is written under a temporary name and renamed when complete.`)
 	if err != nil {
 		reportDamageOnFailure(e.stderr, "export", scan)
 		if interrupted(ctx, err) {
-			return fmt.Errorf("interrupted after %d pages: %s not written (a file of that name before is left as it was)", written, *out)
+			return fmt.Errorf("interrupted after %d pages: %s not written (a file of that name before is left as it was)", n.written, *out)
 		}
 		return err
 	}
 	// A damaged region may hold many pages (a segment cut short loses
 	// all after the cut): the pages known lost are counted, not regions.
-	fmt.Fprintf(e.stdout, "wrote %d pages to %s; not in it: %d pages known lost to damage (%d damaged regions, %d bytes, skipped) and %d unwritable pages\n",
-		written, *out, scan.Lost, scan.Skipped, scan.SkippedBytes, refused)
+	fmt.Fprintf(e.stdout, "wrote %d pages to %s; not in it: %d pages known lost to damage (%d damaged regions, %d bytes, skipped) and %d unwritable pages",
+		n.written, *out, scan.Lost, scan.Skipped, scan.SkippedBytes, n.refused)
+	if n.droppedLines > 0 {
+		fmt.Fprintf(e.stdout, "; %d malformed header lines of %d pages left out", n.droppedLines, n.droppedPages)
+	}
+	fmt.Fprintln(e.stdout)
+	if n.notShown > 0 {
+		fmt.Fprintf(e.stderr, "kspider export: %d more lines about single pages not shown (the first %d are above)\n", n.notShown, maxPageLogLines)
+	}
 	derr := reportDamage(e.stderr, "export", scan, *allowDamage)
 	switch {
-	case refused == 0 || derr != nil:
+	case n.refused == 0 || derr != nil:
 	case *allowDamage:
-		fmt.Fprintf(e.stderr, "kspider export: %d stored pages could not be written as WARC and are not in %s (allowed by --allow-damage)\n", refused, *out)
+		fmt.Fprintf(e.stderr, "kspider export: %d stored pages could not be written as WARC and are not in %s (allowed by --allow-damage)\n", n.refused, *out)
 	default:
-		return fmt.Errorf("%d stored pages could not be written as WARC and are not in %s (logged above); --allow-damage to accept", refused, *out)
+		return fmt.Errorf("%d stored pages could not be written as WARC and are not in %s (logged above); --allow-damage to accept", n.refused, *out)
 	}
 	return derr
+}
+
+// maxPageLogLines bounds the lines an export logs about single pages (one
+// refused, a header line left out): a crawl of the real web has such pages
+// by the hundred thousand, which would bury the summary; the rest are
+// counted.
+const maxPageLogLines = 100
+
+// exportCounts is what exportPages did.
+type exportCounts struct {
+	written, refused int // pages written, pages that could not be (warc.PageError)
+	droppedLines     int // malformed header lines left out of pages written
+	droppedPages     int // pages with such lines
+	logged, notShown int // lines logged about single pages, and left unlogged past maxPageLogLines
+}
+
+// logPage logs a line about a single page, the first maxPageLogLines only.
+func (n *exportCounts) logPage(w io.Writer, format string, a ...any) {
+	if n.logged == maxPageLogLines {
+		n.notShown++
+		return
+	}
+	n.logged++
+	fmt.Fprintf(w, format, a...)
 }
 
 // exportPages writes every page of r as a response record. Workers compress
 // records into gzip members, nearly all of the work, and take turns writing
 // them (see stats.ScanWorkers), so the export uses every core however many
 // directories the store has. Records come out in no particular order.
-func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, infoID string) (written, refused int, err error) {
-	var mu sync.Mutex // guards w, written and refused
+func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, infoID string) (n exportCounts, err error) {
+	var mu sync.Mutex // guards w and n
 	var count stats.PageCount
 	terminal := stats.IsTerminal(e.stderr)
 	stderr := &lockedWriter{w: e.stderr} // shared with the progress line's goroutine
@@ -162,24 +195,28 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 			var pe *warc.PageError
 			switch {
 			case errors.As(err, &pe):
-				refused++
-				fmt.Fprintf(stderr, "%skspider export: skipped: %v\n", clearLine, err)
+				n.refused++
+				n.logPage(stderr, "%skspider export: skipped: %v\n", clearLine, err)
 				return nil
 			case err != nil:
 				return err
 			}
 			for _, d := range dropped {
-				fmt.Fprintf(stderr, "%skspider export: page %d (%s): left out malformed %s\n", clearLine, p.URLID, p.URL, d)
+				n.logPage(stderr, "%skspider export: page %d (%s): left out malformed %s\n", clearLine, p.URLID, p.URL, d)
+			}
+			if len(dropped) > 0 {
+				n.droppedLines += len(dropped)
+				n.droppedPages++
 			}
 			if err := w.WriteMember(member); err != nil {
 				return err
 			}
 			count.Add(p)
-			written++
+			n.written++
 			return nil
 		}
 	})
-	return written, refused, err
+	return n, err
 }
 
 // writeFileAtomic writes path through fill with createAtomic: path is

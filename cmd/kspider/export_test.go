@@ -199,6 +199,28 @@ func TestExportCountsPagesLostToDamage(t *testing.T) {
 	}
 }
 
+// Every malformed header line left out was logged, one stderr line each,
+// and the summary did not count them: a crawl of the real web, with such
+// pages by the hundred thousand, buried the summary under them. Now the
+// first 100 lines about single pages are logged, the rest counted, and the
+// summary counts the lines and pages.
+func TestExportBoundsItsLinesAboutPages(t *testing.T) {
+	dir := t.TempDir()
+	var pages []*storage.Page
+	for i := range 150 {
+		pages = append(pages, &storage.Page{URLID: uint64(i + 1), URL: fmt.Sprintf("http://www.ku.ac.th/%d", i), Status: 200,
+			FetchTime: storetest.Fetched(), Header: []byte("Content-Type: text/html\r\nno colon here\r\nX-Bad\x01: 1\r\n"), Body: []byte("x")})
+	}
+	storetest.Build(t, []string{dir}, "lzo", pages)
+	_, out, errOut := exportWARC(t, []string{"--data", dir})
+	if n := strings.Count(errOut, "left out malformed"); n != 100 || !strings.Contains(errOut, "kspider export: 200 more lines about single pages not shown (the first 100 are above)") {
+		t.Errorf("%d lines about malformed header lines on stderr, want 100 and the rest counted:\n%s", n, errOut)
+	}
+	if !strings.Contains(out, "; 300 malformed header lines of 150 pages left out\n") {
+		t.Errorf("stdout %q does not count the header lines left out", out)
+	}
+}
+
 // A page that cannot be written as WARC (only a damaged or foreign store
 // holds one) was skipped with exit status 0: a script saw a complete
 // export with the page missing. Now it is exit 1 unless --allow-damage.
