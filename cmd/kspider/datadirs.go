@@ -64,8 +64,12 @@ func storeDirs(dirs []string) ([]string, error) {
 			}
 			continue
 		}
-		if fi, err := os.Stat(filepath.Join(d, "pages")); err == nil && fi.IsDir() {
-			d = filepath.Join(d, "pages")
+		pages, err := nodeStoreDir(d)
+		if err != nil {
+			return nil, err
+		}
+		if pages != "" {
+			d = pages
 		}
 		list = append(list, named{d, d, false})
 	}
@@ -111,6 +115,32 @@ func checkDataDir(d string) error {
 		return fmt.Errorf("--data %s: %s, not a directory: give a page store directory or a node's data directory", d, fileKind(fi.Mode()))
 	}
 	return nil
+}
+
+// nodeStoreDir returns the page store of node data directory d, d/pages,
+// or "" when d has none. A d/pages that is not a directory (a link to a
+// disk not mounted, a FIFO, a link looping to itself) is an error saying
+// so: read past, it was refused as 'd: no page store', d itself blamed.
+func nodeStoreDir(d string) (string, error) {
+	pages := filepath.Join(d, "pages")
+	li, err := os.Lstat(pages)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	fi, err := os.Stat(pages)
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && li.Mode()&fs.ModeSymlink != 0:
+		to, _ := os.Readlink(pages)
+		return "", fmt.Errorf("--data %s: its page store %s is a symbolic link to %s, which does not exist (a disk not mounted?)", d, pages, to)
+	case errors.As(err, &pe):
+		return "", fmt.Errorf("--data %s: its page store %s: %v", d, pages, pe.Err)
+	case err != nil:
+		return "", fmt.Errorf("--data %s: its page store %s: %w", d, pages, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("--data %s: its page store %s is %s, not a directory", d, pages, fileKind(fi.Mode()))
+	}
+	return pages, nil
 }
 
 // fileKind says what a file of mode m is, for an error about a file that

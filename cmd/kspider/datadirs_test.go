@@ -74,6 +74,38 @@ func TestDataThatIsNoDirectory(t *testing.T) {
 	}
 }
 
+// A node's data directory whose pages/ is a link to a disk not mounted, a
+// FIFO, a file or a link looping to itself was refused as 'DIR: no page
+// store: no segment files (*.seg) and no index (url.idx)', DIR blamed and
+// pages/ not named; now the error says what DIR/pages is.
+func TestNodePagesThatIsNoDirectory(t *testing.T) {
+	node := t.TempDir()
+	pages := filepath.Join(node, "pages")
+	for _, c := range []struct {
+		make func() error
+		want string
+	}{
+		{func() error { return os.Symlink("/nonexistent/disk9/pages", pages) }, "its page store " + pages + " is a symbolic link to /nonexistent/disk9/pages, which does not exist (a disk not mounted?)"},
+		{func() error { return syscall.Mkfifo(pages, 0o644) }, "its page store " + pages + " is a named pipe, not a directory"},
+		{func() error { return os.WriteFile(pages, []byte("x"), 0o644) }, "its page store " + pages + " is a regular file, not a directory"},
+		{func() error { return os.Symlink("pages", pages) }, "its page store " + pages + ": too many levels of symbolic links"},
+	} {
+		os.Remove(pages)
+		if err := c.make(); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"get", "--data", node, "2"},
+			{"stats", "--data", node},
+			{"export", "warc", "--data", node, "--out", filepath.Join(t.TempDir(), "x.warc.gz")},
+		} {
+			if code, _, errOut := runCmd(t, "", args...); code != 1 || !strings.Contains(errOut, "--data "+node+": "+c.want) {
+				t.Errorf("%s: exit %d, want 1 and %q\n%s", strings.Join(args, " "), code, c.want, errOut)
+			}
+		}
+	}
+}
+
 // One store named twice - as a node's directory and as its pages/, or
 // through a symbolic link - is a usage error. Before, it was read twice
 // and stats counted its segment bytes twice (half the compression ratio).
