@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -68,10 +66,10 @@ the report covers the intact pages and the exit status is 1 unless
 	if err := checkStoreTree(e.stderr, "stats", given, r); err != nil {
 		return err
 	}
-	stored, err := segmentBytes(dirs)
-	if err != nil {
-		return err
-	}
+	// The segments the reader reads, as it found them: a stray name
+	// like one (a link, a FIFO, a directory), which the store ignores,
+	// neither counted nor, when it cannot be looked at, failing stats.
+	_, stored := r.Progress()
 	c := stats.New(stats.Options{Limit: *top, NewLinkFunc: stats.CrawlerLinks, StoredBytes: stored})
 	stopProgress := startScanProgress(e.stderr, stats.IsTerminal(e.stderr), c, r)
 	err = c.AddAll(ctx, r, 0)
@@ -186,25 +184,4 @@ func printDamage(w io.Writer, cmd string, s storage.ScanStats) (summary string) 
 	}
 	return fmt.Sprintf("store damaged: %d problems, %d damaged regions (%d bytes) skipped, %d pages known lost",
 		s.Damage, s.Skipped, s.SkippedBytes, s.Lost)
-}
-
-// segmentBytes is the size of the segment files of the data directories:
-// what the pages take on disk, superseded records of re-crawled URLs
-// included (the index is not counted).
-func segmentBytes(dirs []string) (int64, error) {
-	var n int64
-	for _, dir := range dirs {
-		segs, err := filepath.Glob(filepath.Join(dir, "*.seg"))
-		if err != nil {
-			return 0, err
-		}
-		for _, s := range segs {
-			fi, err := os.Stat(s)
-			if err != nil {
-				return 0, err
-			}
-			n += fi.Size()
-		}
-	}
-	return n, nil
 }
