@@ -103,7 +103,7 @@ The file is written under a temporary name and renamed when complete.`)
 			{Name: "software", Value: "kspider"},
 			{Name: "format", Value: "WARC File Format 1.1"},
 			{Name: "conformsTo", Value: "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"},
-			{Name: "description", Value: "pages exported from the kspider store " + strings.Join(dirs, ", ")},
+			{Name: "description", Value: "pages exported from the kspider store " + fieldText(strings.Join(dirs, ", "))},
 		})
 		if err != nil {
 			return err
@@ -145,6 +145,16 @@ The file is written under a temporary name and renamed when complete.`)
 		return fmt.Errorf("%d stored pages could not be written as WARC and are not in %s (logged above); --allow-damage to accept", n.refused, *out)
 	}
 	return derr
+}
+
+// fieldText is s as the value of a WARC field, which cannot hold a line
+// break: quoted (Go syntax) when s has a control character, as a directory
+// name may.
+func fieldText(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // maxPageLogLines bounds the lines an export logs about single pages (one

@@ -221,6 +221,29 @@ func TestExportBoundsItsLinesAboutPages(t *testing.T) {
 	}
 }
 
+// A store directory whose name holds a line break (a legal name) could not
+// be exported at all: its name went into the warcinfo record's description,
+// which refused it, 'warc: field description: value contains a line
+// break'. Now the name is quoted there.
+func TestExportOfADirectoryNamedWithALineBreak(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "disk\n2")
+	storetest.Build(t, []string{dir}, "lzo", storetest.Pages()[:2])
+	file, _, _ := exportWARC(t, []string{"--data", dir})
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := warc.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := r.Next()
+	if err != nil || !bytes.Contains(info.Block, []byte("description: pages exported from the kspider store "+strconv.Quote(dir)+"\r\n")) {
+		t.Errorf("warcinfo %v: %q", err, info)
+	}
+}
+
 // A page that cannot be written as WARC (only a damaged or foreign store
 // holds one) was skipped with exit status 0: a script saw a complete
 // export with the page missing. Now it is exit 1 unless --allow-damage.
