@@ -315,7 +315,8 @@ func (a *atomicFile) commit() error {
 // is followed, so the file it names is replaced and the link kept.
 // Anything but a regular file or a new name is refused: renaming over a
 // directory would fail only after all the work, and over a device
-// (/dev/stdout is a link to one) would replace it with a plain file.
+// (/dev/stdout is a link to one) would replace it with a plain file. So is
+// a write-protected file.
 func outputPath(path string) (string, error) {
 	if path == "-" {
 		return "", usagef("cannot write to standard output (-): the file is written under a temporary name and renamed; name a file")
@@ -338,6 +339,10 @@ func outputPath(path string) (string, error) {
 		return "", fmt.Errorf("cannot write %s: it is a directory", path)
 	case !fi.Mode().IsRegular():
 		return "", fmt.Errorf("cannot write %s: %s; the output is written under a temporary name and renamed over its path", path, fileKind(fi.Mode()))
+	case fi.Mode().Perm()&0o222 == 0:
+		// The rename needs only the directory's permission: it would
+		// replace a file kept from being overwritten, as '>' and cp do not.
+		return "", fmt.Errorf("cannot write %s: it is write-protected (mode %v), and the output would replace it; remove it or chmod u+w it first", path, fi.Mode())
 	}
 	return target, nil
 }

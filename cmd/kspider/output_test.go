@@ -53,6 +53,28 @@ func TestOutputPathIsCheckedFirst(t *testing.T) {
 	}
 }
 
+// An output file write-protected (chmod a-w: an archive kept from being
+// overwritten) was replaced all the same: the rename into place needs
+// only the directory's permission, so export and stats --html did what
+// '>' and cp refuse, and left the new file mode 644. Now such a file is
+// refused, before the store is read, and left as it was.
+func TestWriteProtectedOutputIsRefused(t *testing.T) {
+	_, args := buildTestStore(t, 1, "lzo")
+	out := filepath.Join(t.TempDir(), "kept.warc.gz")
+	if err := os.WriteFile(out, []byte("the archive"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"export", "warc", "--out", out}, {"stats", "--html", out}} {
+		code, _, errOut := runCmd(t, "", append(cmd, args...)...)
+		if want := "cannot write " + out + ": it is write-protected (mode -r--r--r--)"; code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", cmd, code, errOut, want)
+		}
+		if b, _ := os.ReadFile(out); string(b) != "the archive" {
+			t.Fatalf("%v replaced the write-protected %s", cmd, out)
+		}
+	}
+}
+
 // An output named through a symbolic link replaces the file the link
 // names; the link stays.
 func TestOutputThroughSymlink(t *testing.T) {
