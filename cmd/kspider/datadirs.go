@@ -173,7 +173,8 @@ func holdsStore(dir string) bool {
 }
 
 // checkOutsideStores refuses an output path whose file would land in one
-// of dirs (the --data directories and the stores they stand for): renamed
+// of dirs (the --data directories and the stores they stand for) or in a
+// node's urls/, sched/ or comm/ among them: renamed
 // into place, the output would replace a file of the store or the node
 // of the same name (a segment, url.idx, IDENTITY) after the scan.
 func checkOutsideStores(out string, dirs ...[]string) error {
@@ -187,8 +188,12 @@ func checkOutsideStores(out string, dirs ...[]string) error {
 	}
 	for _, ds := range dirs {
 		for _, d := range ds {
-			if di, err := os.Stat(d); err == nil && os.SameFile(fi, di) {
-				return usagef("%s would be written into the data directory %s, over any file of that name there; write it elsewhere", out, d)
+			// A node's state directories too: --html DIR/sched/sched.meta
+			// would replace the scheduler's file.
+			for _, in := range []string{d, filepath.Join(d, "urls"), filepath.Join(d, "sched"), filepath.Join(d, "comm")} {
+				if di, err := os.Stat(in); err == nil && os.SameFile(fi, di) {
+					return usagef("%s would be written into the data directory %s, over any file of that name there; write it elsewhere", out, in)
+				}
 			}
 		}
 	}

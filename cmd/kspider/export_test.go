@@ -467,6 +467,11 @@ func TestKilledExportLeavesNoStrayFile(t *testing.T) {
 // is now refused before anything is read or written.
 func TestOutputIntoTheStoreIsRefused(t *testing.T) {
 	node := t.TempDir()
+	for _, sub := range []string{"sched", "urls"} {
+		if err := os.Mkdir(filepath.Join(node, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	store := filepath.Join(node, "pages")
 	storetest.Build(t, []string{store}, "lzo", storetest.Pages()[:3])
 	seg := filepath.Join(store, "00000001.seg")
@@ -479,6 +484,8 @@ func TestOutputIntoTheStoreIsRefused(t *testing.T) {
 		{"export", "warc", "--data", node, "--out", seg},
 		{"export", "warc", "--data", node, "--out", filepath.Join(node, "IDENTITY")},
 		{"stats", "--data", store, "--html", filepath.Join(store, "url.idx")},
+		{"stats", "--data", node, "--html", filepath.Join(node, "sched", "sched.meta")},
+		{"export", "warc", "--data", node, "--out", filepath.Join(node, "urls", "tree.meta")},
 	} {
 		code, _, errOut := runCmd(t, "", args...)
 		if code != 2 || !strings.Contains(errOut, "would be written into the data directory") {
