@@ -246,9 +246,9 @@ func writeFileAtomic(path string, fill func(io.Writer) error) error {
 // atomicFile is an output file written into a temporary file in the same
 // directory, synced and renamed over its path only by commit, so the path
 // is never seen half written. The temporary file is named
-// .BASE.kspider-tmp.PID.RANDOM; a process killed while writing leaves it
-// behind, so createAtomic first removes temporaries of the path whose
-// process is gone.
+// .BASE.kspider-tmp.PID.RANDOM and flocked while its process lives; a
+// process killed while writing leaves it behind, so createAtomic first
+// removes temporaries of the path that no process holds.
 type atomicFile struct {
 	path      string // what commit renames over: the operator's path, links followed
 	f         *os.File
@@ -268,6 +268,13 @@ func createAtomic(path string) (*atomicFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(target), tempPrefix(target)+strconv.Itoa(os.Getpid())+".*")
 	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	// Held until the file is closed, the flock tells another export's
+	// removeStaleTemps that this temporary is live.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		os.Remove(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("cannot write %s: locking its temporary file %s: %w", path, f.Name(), err)
 	}
 	return &atomicFile{path: target, f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
 }
@@ -352,7 +359,8 @@ func tempPrefix(path string) string { return "." + filepath.Base(path) + ".kspid
 
 // removeStaleTemps removes writeFileAtomic's temporaries for path left by
 // processes that no longer run (killed mid-write). Those of a live process
-// - another export to the same file - are left alone.
+// - another export to the same file - are left alone: its flock on the
+// file says so.
 func removeStaleTemps(path string) {
 	prefix := tempPrefix(path)
 	ents, err := os.ReadDir(filepath.Dir(path))
@@ -364,13 +372,30 @@ func removeStaleTemps(path string) {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		pidText, _, ok := strings.Cut(rest, ".")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 {
+		if _, _, ok := strings.Cut(rest, "."); !ok {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			os.Remove(filepath.Join(filepath.Dir(path), e.Name()))
+		name := filepath.Join(filepath.Dir(path), e.Name())
+		if unlock, ok := lockTemp(name); ok {
+			os.Remove(name)
+			unlock()
 		}
 	}
+}
+
+// lockTemp takes the flock(2) that createAtomic's process holds on its
+// temporary file while it lives: ok means no live process writes it. The
+// PID in the name is not asked (kill(PID, 0)): an export in another PID
+// namespace (a container sharing the directory) is no process here, and
+// a PID reused since names a process that is not the writer.
+func lockTemp(name string) (unlock func(), ok bool) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, false
+	}
+	return func() { f.Close() }, true
 }

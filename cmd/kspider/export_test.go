@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -442,10 +443,21 @@ func TestKilledExportLeavesNoStrayFile(t *testing.T) {
 	if ents, _ := os.ReadDir(outDir); len(ents) != 1 || !strings.Contains(ents[0].Name(), ".kspider-tmp.") {
 		t.Fatalf("the killed child left %v, want its one temporary file", ents)
 	}
-	// Another process's temporary, still running (this one): kept.
+	// Another process's temporaries, still being written (flocked, as
+	// createAtomic's are): this process's, and one of a PID that is no
+	// process here (an export in another PID namespace, a container
+	// sharing the directory). Both kept.
 	mine := filepath.Join(outDir, tempPrefix(out)+strconv.Itoa(os.Getpid())+".1")
-	if err := os.WriteFile(mine, nil, 0o644); err != nil {
-		t.Fatal(err)
+	elsewhere := filepath.Join(outDir, tempPrefix(out)+"2147483646.1")
+	for _, name := range []string{mine, elsewhere} {
+		f, err := os.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if code, _, errOut := runCmd(t, "", "export", "warc", "--data", dir, "--out", out); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errOut)
@@ -455,8 +467,8 @@ func TestKilledExportLeavesNoStrayFile(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if len(names) != 2 || !slices.Contains(names, "crawl.warc.gz") || !slices.Contains(names, filepath.Base(mine)) {
-		t.Fatalf("after the next export: %v, want the export and the live process's temporary", names)
+	if len(names) != 3 || !slices.Contains(names, "crawl.warc.gz") || !slices.Contains(names, filepath.Base(mine)) || !slices.Contains(names, filepath.Base(elsewhere)) {
+		t.Fatalf("after the next export: %v, want the export and the live processes' temporaries", names)
 	}
 }
 
