@@ -29,7 +29,9 @@ node with --data; a node's data directory holds its store to its URL tree
 is printed. A page is printed only if its record passes its checksum; damage
 met elsewhere in the store (a damaged index, which is then rebuilt from the
 segments in memory) is reported on stderr and makes the exit status 1 unless
---allow-damage is given.`)
+--allow-damage is given. On a terminal, a page holding control bytes (ESC and
+the others but tab, CR and LF) is refused, naming the first: redirect the
+output to have its bytes as stored.`)
 	var dirs dataDirsFlag
 	fs.Var(&dirs, "data", "a store `DIR`ectory, or a node's data directory (its store is DIR/pages); repeat for each disk")
 	withHeaders := fs.Bool("i", false, "print the status line and headers before the body")
@@ -69,6 +71,11 @@ segments in memory) is reported on stderr and makes the exit status 1 unless
 	if err != nil {
 		reportDamageOnFailure(e.stderr, "get", r.Stats())
 		return err
+	}
+	if stats.IsTerminal(e.stdout) {
+		if err := terminalSafe(p, *withHeaders); err != nil {
+			return err
+		}
 	}
 	if *withHeaders {
 		head := fmt.Appendf(nil, "HTTP/1.1 %d %s\r\n", p.Status, http.StatusText(p.Status))
@@ -162,4 +169,45 @@ func findByURL(ctx context.Context, stderr io.Writer, r *storage.Reader, rawURL 
 		return nil, fmt.Errorf("no stored page for URL %q", rawURL)
 	}
 	return found, nil
+}
+
+// terminalSafe refuses a page whose bytes a terminal would act on (ESC and
+// the other control bytes but tab, line feed and carriage return; C1
+// controls in UTF-8), as curl refuses binary output to one: a hostile
+// page could retitle the window, rewrite what was printed before or, on
+// some terminals, have keys typed. Redirected to a file or a pipe, the
+// bytes go out as stored.
+func terminalSafe(p *storage.Page, withHeaders bool) error {
+	parts := []struct {
+		what  string
+		bytes []byte
+	}{{"body", p.Body}}
+	if withHeaders {
+		parts = append([]struct {
+			what  string
+			bytes []byte
+		}{{"headers", p.Header}}, parts...)
+	}
+	for _, part := range parts {
+		if off, c := controlByte(part.bytes); off >= 0 {
+			return fmt.Errorf("the page of %q holds a control byte (0x%02x at offset %d of its %s) that a terminal would act on: not printed to one; redirect the output (kspider get ... > page) to have its bytes as stored", p.URL, c, off, part.what)
+		}
+	}
+	return nil
+}
+
+// controlByte returns the offset and value of b's first byte that a
+// terminal would take as a control (C0 but tab, LF and CR; DEL; the
+// UTF-8 encodings of C1, U+0080 to U+009F, given by their second byte),
+// or -1.
+func controlByte(b []byte) (int, byte) {
+	for i, c := range b {
+		switch {
+		case c < 0x20 && c != '\t' && c != '\n' && c != '\r', c == 0x7f:
+			return i, c
+		case c == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f:
+			return i, b[i+1]
+		}
+	}
+	return -1, 0
 }

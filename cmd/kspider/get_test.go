@@ -234,3 +234,52 @@ func TestGetWithHeadersOnAFullDisk(t *testing.T) {
 		t.Errorf("get -i of a page with no body, stdout failing: exit %d, stderr %q; want 1 and the write's error", code, errb.String())
 	}
 }
+
+// A stored page printed to a terminal went out byte for byte, so a
+// hostile page's escape sequences (retitle the window, clear what was
+// printed, on some terminals answer with typed keys) reached the
+// operator's terminal; curl refuses binary output to one. Now get refuses
+// a page with control bytes on a terminal, naming the first, and prints
+// it as stored when redirected.
+func TestGetRefusesControlBytesOnATerminal(t *testing.T) {
+	pages := []struct {
+		body string
+		bad  string // what the error names; "" when printed
+	}{
+		{"<html>\x1b]0;owned\x07</html>", "0x1b at offset 6 of its body"},
+		{"caf\u00e9 \u0085 next", "0x85 at offset 6 of its body"},
+		{"<html>\ttab\r\nlines\n</html>", ""},
+	}
+	dir := t.TempDir()
+	s, err := storage.Open(storage.Config{Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pages {
+		if err := s.Put(context.Background(), &storage.Page{URLID: uint64(i + 1), URL: fmt.Sprintf("http://example.test/%d", i+1),
+			FetchTime: time.Date(2026, 11, 25, 10, 0, i, 0, time.UTC), Status: 200, Header: []byte("Content-Type: text/html\r\n"),
+			ServerIP: netip.MustParseAddr("127.0.0.1"), Body: []byte(p.body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pages {
+		id := fmt.Sprint(i + 1)
+		tty, output := openPTY(t)
+		var errb bytes.Buffer
+		code := run(context.Background(), env{stdout: tty, stderr: &errb}, []string{"get", "--data", dir, id})
+		got := output()
+		switch {
+		case p.bad != "" && (code != 1 || !strings.Contains(errb.String(), p.bad) || strings.Contains(got, "html")):
+			t.Errorf("page %s on a terminal: exit %d, stderr %q, printed %q; want exit 1 naming %q, nothing printed", id, code, errb.String(), got, p.bad)
+		case p.bad == "" && (code != 0 || !strings.Contains(got, "lines")):
+			t.Errorf("page %s (tab, CR, LF only) on a terminal: exit %d, stderr %q, printed %q; want it printed", id, code, errb.String(), got)
+		}
+		code, out, errOut := runCmd(t, "", "get", "--data", dir, id)
+		if code != 0 || out != p.body {
+			t.Errorf("page %s redirected: exit %d, %q (%s); want its bytes as stored", id, code, out, errOut)
+		}
+	}
+}
