@@ -225,7 +225,7 @@ func (n *Node) outOfFiles(r *collector.Result) {
 // count counts result r, processed into p, in the node's figures, after
 // Fetch and in list order.
 func (n *Node) count(r *collector.Result, p *pageResult) {
-	n.ss.countResult(r)
+	n.ss.countResult(r, p.o.Kind)
 	n.outOfFiles(r)
 	if r.Status == 0 || r.Kind == collector.Canceled {
 		switch p.o.Kind {

@@ -48,7 +48,9 @@ package spider
 //	storage []         dir, bytes, records, free_bytes, size_bytes,
 //	                   write_bytes_per_second, failed
 //	http_statuses      {"200": count, ...} responses by status code
-//	errors             {kind: count} failed fetches by collector.Kind name
+//	errors             {kind: count} failed fetches by collector.Kind name;
+//	                   not-tried: URLs of a list never sent, whatever
+//	                   ended the list (listed again, no retry spent)
 //	fetch_seconds      buckets [{le, count}] (cumulative), count, sum
 //	top_queued_hosts   [{host, queued}] most ids queued in the window first
 //	slowest_hosts      [{host, seconds_per_page, pages, at}] slowest first
@@ -130,13 +132,21 @@ type slowHost struct {
 	at    time.Time
 }
 
-// countResult counts one response or failure of the collector.
-func (s *statusState) countResult(r *collector.Result) {
+// countResult counts one response or failure of the collector, whose
+// outcome for the scheduler is o. A URL never sent that carries its list's
+// failure (a list ended by a host's timeout: the rest come back with its
+// kind and no attempt) is counted not-tried, as the node treats it:
+// counted by that kind, a stalled list of 20 showed 20 timeouts for one.
+func (s *statusState) countResult(r *collector.Result, o scheduler.Kind) {
 	if r.Status > 0 && r.Status < len(s.statuses) {
 		s.statuses[r.Status].Add(1)
 	}
-	if r.Kind != collector.OK && int(r.Kind) < len(s.kinds) {
-		s.kinds[r.Kind].Add(1)
+	k := r.Kind
+	if k != collector.OK && r.Status == 0 && r.Attempts == 0 && o == scheduler.NotTried {
+		k = collector.NotTried
+	}
+	if k != collector.OK && int(k) < len(s.kinds) {
+		s.kinds[k].Add(1)
 	}
 	if r.Status > 0 {
 		d := r.Timings.Total
