@@ -49,7 +49,8 @@ type List struct {
 	Linger bool
 	// Stop, when closed, ends the list gently: no further request is sent,
 	// and the responses to those already sent are read (within the usual
-	// timeouts); the rest come back NotTried. Cancelling Fetch's context
+	// timeouts); the rest come back unsent (NotTried, or the Kind of a
+	// failure earlier in the list: see Kind). Cancelling Fetch's context
 	// instead cuts the response being read. A node stops this way so that
 	// a stop costs no page fetched twice.
 	Stop <-chan struct{}
@@ -66,7 +67,12 @@ type Batch struct {
 	Writes      int      // write calls
 }
 
-// Kind classifies what went wrong with a URL; OK is the empty kind.
+// Kind classifies what went wrong with a URL; OK is the empty kind. The
+// URLs a list never sent come back NotTried when its context ended; a
+// failure that ended the list (dns, connect, tls, a response that timed
+// out, two connections in a row that answered nothing), or one earlier in
+// a list that List.Stop ended, gives them its own Kind and Err instead,
+// with Attempts 0 saying they were not sent.
 type Kind uint8
 
 const (
@@ -81,7 +87,7 @@ const (
 	BadEncoding      // Content-Encoding unknown or corrupt (WireBody kept)
 	BadURL           // not an http(s) URL of the list's origin
 	Canceled         // the list was cancelled while this response was read
-	NotTried         // the list ended (cancelled, or its host failed) before this URL was sent
+	NotTried         // the list ended (cancelled, its deadline, List.Stop) before this URL was sent, no failure before
 	Skipped          // List.AfterRobots asked for it not to be sent
 )
 
