@@ -38,8 +38,9 @@ import (
 //   - robots.txt unreachable (5xx, 429, a connection failure, a body cut
 //     short or of which nothing decoded) with no stale copy to use: every URL is reported FailedTemp,
 //     as before; with a stale copy the list goes on under it;
-//   - the crawl stopping (context cancelled): nothing is recorded, the URLs
-//     come back NotTried.
+//   - the crawl stopping (context cancelled): nothing is recorded (the
+//     fetch counts in Source.Abandoned, as one on a connection of its
+//     own), the URLs come back NotTried.
 //
 // A robots.txt body is read up to robots.DefaultMaxSize+1 bytes
 // (List.RobotsMaxBody), what robots.ParseLimit needs; a longer one is cut
@@ -188,7 +189,11 @@ func (h *robotsHook) after(r *collector.Result) []bool {
 		return skip
 	}
 	if h.ctx.Err() != nil {
-		return all() // the crawl stops: nothing learnt
+		// The crawl stops or the slot ended: nothing learnt. Handed to
+		// the Source all the same, so that its Abandoned counts this
+		// fetch as it counts one on a connection of its own.
+		h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, &primedRobots{err: h.ctx.Err()}), h.url)
+		return all()
 	}
 	p := primeRobots(r)
 	if p.err == nil && r.Status/100 == 3 {
