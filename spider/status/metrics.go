@@ -41,7 +41,7 @@ func newMetrics(src Source) *nodeCollector {
 		pagesFetched:     newMetric("pages_fetched_total", "Responses received.", counterValue),
 		pagesStored:      newMetric("pages_stored_total", "Pages the page store made durable.", counterValue),
 		bytes:            newMetric("bytes_total", "Body bytes of the pages made durable.", counterValue),
-		fetchErrors:      newMetric("fetch_errors_total", "Failed fetches by kind.", counterValue, "kind"),
+		fetchErrors:      newMetric("fetch_errors_total", "Fetches that got no response, by collector kind (dns, connect, timeout, ...; not-tried: URLs of a list never sent, canceled: a fetch cut by the crawl stopping or a slot ending).", counterValue, "kind"),
 		responses:        newMetric("http_responses_total", "Responses by HTTP status code.", counterValue, "code"),
 		urlsKnown:        newMetric("urls_known", "URLs in the URL tree.", gaugeValue),
 		queue:            newMetric("urls_unfinished", "URLs waiting to be fetched.", gaugeValue),
