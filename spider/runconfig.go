@@ -297,17 +297,31 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	var unknownErr, scalarErr error
 	if !lines.failed {
 		known, text := runConfigKeys()
-		unknownErr, scalarErr = lines.unknown(name, known), lines.textScalars(name, text)
+		var unknownN int
+		unknownN, unknownErr = lines.unknown(name, known)
+		scalarErr = lines.textScalars(name, text)
 		reported = append(reported, unknownErr, scalarErr)
+		if unknownN > maxConfigErrors {
+			// go-toml checks each key of a table for a duplicate against
+			// every key before it, quadratic in a file of unknown keys
+			// (300,000 took minutes): past a mistyped config's few, the
+			// values are not decoded.
+			return nil, joinFlat(append(reported, fmt.Errorf("%s: values not checked: %d unknown keys, more than a kspider config mistyped has (is it one?)", name, unknownN))...)
+		}
 	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if unknownErr == nil {
+		// Unknown keys found above are reported from there: go-toml's
+		// strict mode, left on, built each one's error context from the
+		// whole document before its result was set aside, quadratic in a
+		// file of them (40,000 took minutes).
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(&cfg); err != nil {
 		var strict *toml.StrictMissingError
 		switch {
-		case errors.As(err, &strict) && unknownErr != nil:
-			// Every key decoded; the unknown ones are reported above.
 		case errors.As(err, &strict):
+			// A key the pass above took for known: a safety net.
 			reported = append(reported, decodeError(err, name, lines))
 		case scalarErr != nil:
 			// The decoder's error for such a value names neither line

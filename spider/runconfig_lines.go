@@ -153,15 +153,17 @@ func (x *keyIndex) lineFor(key string) int {
 // unknown reports the document's keys that are not in known (keys with
 // their array indexes removed: "cluster.nodes.udp"), each with its line.
 // go-toml's strict mode finds them too, but builds each error's context
-// from the whole document, which is quadratic in a long file of them.
-func (x *keyIndex) unknown(name string, known map[string]bool) error {
+// from the whole document, which is quadratic in a long file of them. n
+// is how many there are.
+func (x *keyIndex) unknown(name string, known map[string]bool) (n int, err error) {
 	k := &checker{name: name}
 	for _, key := range x.keys {
 		if !known[stripIndexes(key)] {
+			n++
 			k.add(fmt.Errorf("%s:%d: unknown key %s", name, x.lineFor(key), key))
 		}
 	}
-	return k.err()
+	return n, k.err()
 }
 
 // textScalars reports the keys whose value is a number or a boolean where
