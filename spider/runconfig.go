@@ -207,6 +207,17 @@ func Defaults() RunConfig {
 // utf8BOM is the byte order mark some editors start a text file with.
 const utf8BOM = "\ufeff"
 
+// notUTF16 refuses the start of a config or seeds file saved as UTF-16
+// (Windows Notepad's "Unicode"), which was refused as "invalid character
+// at start of key: U+00FF 'ÿ'", or, a seeds file, at its every line as
+// not a URL, naming characters the operator cannot see.
+func notUTF16(name string, start []byte) error {
+	if bytes.HasPrefix(start, []byte{0xff, 0xfe}) || bytes.HasPrefix(start, []byte{0xfe, 0xff}) {
+		return fmt.Errorf("%s is UTF-16 text (it starts with a UTF-16 byte order mark): save it as UTF-8", name)
+	}
+	return nil
+}
+
 // maxConfigSize bounds a config file: a real one is a few KiB (long seed
 // lists belong in seeds_file).
 const maxConfigSize = 4 << 20
@@ -285,6 +296,9 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 	// go-toml refused it as "invalid character ... U+00EF", which the
 	// operator cannot see. Lines and keys are where they were.
 	data = bytes.TrimPrefix(data, []byte(utf8BOM))
+	if err := notUTF16(name, data); err != nil {
+		return nil, err
+	}
 	cfg := Defaults()
 	// Array tables ([[cluster.nodes]]) append to a slice: start from none.
 	cfg.Cluster.Nodes = nil
@@ -514,6 +528,9 @@ func (c *RunConfig) loadSeeds(ctx context.Context, maxBytes int64) ([]string, er
 		text := sc.Text()
 		if line == 1 {
 			text = strings.TrimPrefix(text, utf8BOM)
+			if err := notUTF16(c.SeedsFile, []byte(text)); err != nil {
+				return nil, fmt.Errorf("seeds_file: %w", err)
+			}
 		}
 		s := strings.TrimSpace(text)
 		if s == "" || s[0] == '#' {
