@@ -369,9 +369,11 @@ func joinFlat(errs ...error) error {
 	var flat []error
 	for _, err := range errs {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			flat = append(flat, j.Unwrap()...)
+			for _, e := range j.Unwrap() {
+				flat = append(flat, shortError(e))
+			}
 		} else if err != nil {
-			flat = append(flat, err)
+			flat = append(flat, shortError(err))
 		}
 	}
 	return errors.Join(flat...)

@@ -48,7 +48,23 @@ func (k *checker) add(err error) {
 		k.more++
 		return
 	}
-	k.errs = append(k.errs, err)
+	k.errs = append(k.errs, shortError(err))
+}
+
+// maxErrorText bounds the text of one error of a config or seeds file.
+const maxErrorText = 1024
+
+// shortError cuts the middle out of an error's text over maxErrorText,
+// keeping its start (file, line, key, the value's start) and its end (what
+// is wrong): a value of megabytes (a seed, a contact, an unknown key) was
+// quoted whole, one line of 3 MB on the operator's terminal for each.
+func shortError(err error) error {
+	msg := err.Error()
+	if len(msg) <= maxErrorText {
+		return err
+	}
+	head, tail := maxErrorText*3/4, maxErrorText/4
+	return errors.New(strings.ToValidUTF8(msg[:head], "") + fmt.Sprintf(" [... %d bytes ...] ", len(msg)-head-tail) + strings.ToValidUTF8(msg[len(msg)-tail:], ""))
 }
 
 func (k *checker) err() error {

@@ -2,6 +2,7 @@ package spider
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"unicode/utf16"
 )
@@ -34,5 +35,35 @@ func TestRunConfigUTF16(t *testing.T) {
 	c.SeedsFile = seeds
 	if got, err := c.LoadSeeds(context.Background()); err == nil || err.Error() != "seeds_file: "+seeds+" is UTF-16 text (it starts with a UTF-16 byte order mark): save it as UTF-8" {
 		t.Errorf("seeds file in UTF-16: %q, %v", got, err)
+	}
+}
+
+// TestRunConfigLongValues: a value of megabytes (a contact, a duration, an
+// unknown key, a seed of a seeds file) was quoted whole in its error, a
+// line of 3 MB on the operator's terminal for each (up to 50 of them);
+// now an error's text is at most maxErrorText bytes (and a marker), its
+// start (file, line, key) and end (what is wrong) kept.
+func TestRunConfigLongValues(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, c := range []struct{ doc, start, end string }{
+		{"contact = \"" + long + "\"\n", "big.toml:1: contact: \"xxx", "\" is not an http(s) or mailto URL"},
+		{"[politeness]\ndelay = \"" + long + "s\"\n", "big.toml:2:9: politeness.delay: not a duration", "xxxs\""},
+		{long + " = 1\n", "big.toml:1: unknown key xxx", "xxx"},
+		{"seeds = [\"http://a.example/\", \"" + long + "\"]\n", "big.toml:1: seeds[1]: \"xxx", "\" is not an absolute http(s) URL"},
+	} {
+		_, err := ParseRunConfig([]byte(c.doc), "big.toml")
+		if err == nil {
+			t.Fatalf("%.40q: no error", c.doc)
+		}
+		msg := err.Error()
+		if len(msg) > maxErrorText+40 || !strings.HasPrefix(msg, c.start) || !strings.HasSuffix(msg, c.end) || !strings.Contains(msg, " bytes ...] ") {
+			t.Errorf("%.40q: error of %d bytes: %.200s ... %s", c.doc, len(msg), msg, msg[max(0, len(msg)-100):])
+		}
+	}
+	dir := t.TempDir()
+	c := Defaults()
+	c.SeedsFile = writeFile(t, dir, "seeds.txt", "a.example/"+strings.Repeat("x", 60000)+"\n")
+	if _, err := c.LoadSeeds(context.Background()); err == nil || len(err.Error()) > maxErrorText+40 || !strings.HasSuffix(err.Error(), "is not an absolute http(s) URL") {
+		t.Errorf("seeds file of a long bad line: %.200v", err)
 	}
 }
