@@ -336,13 +336,13 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 		switch {
 		case errors.As(err, &strict):
 			// A key the pass above took for known: a safety net.
-			reported = append(reported, decodeError(err, name, lines))
+			reported = append(reported, decodeError(err, name, data, lines))
 		case scalarErr != nil:
 			// The decoder's error for such a value names neither line
 			// nor key: it is reported above.
 			return nil, joinFlat(reported...)
 		default:
-			return nil, joinFlat(append(reported, decodeError(err, name, lines))...)
+			return nil, joinFlat(append(reported, decodeError(err, name, data, lines))...)
 		}
 	}
 	if len(cfg.Cluster.Nodes) == 0 {
@@ -389,7 +389,7 @@ func runConfigKeys() (map[string]bool, map[string]string) {
 
 // decodeError turns the TOML library's errors into ones naming the file,
 // line and key.
-func decodeError(err error, name string, lines *keyIndex) error {
+func decodeError(err error, name string, data []byte, lines *keyIndex) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		k := &checker{name: name}
@@ -403,7 +403,14 @@ func decodeError(err error, name string, lines *keyIndex) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, col := de.Position()
-		msg := friendlier(strings.TrimPrefix(de.Error(), "toml: "))
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		f := friendlier(msg)
+		if v := lines.valueAt(data, line, col); v != "" && f != msg && typeMismatch.MatchString(msg) {
+			// "a TOML string where an integer is wanted" named the line
+			// and column of the value, not the value.
+			f += ": " + v
+		}
+		msg = f
 		if key := lines.keyAt(line); key != "" {
 			return fmt.Errorf("%s:%d:%d: %s: %s", name, line, col, key, msg)
 		}

@@ -67,3 +67,23 @@ func TestRunConfigLongValues(t *testing.T) {
 		t.Errorf("seeds file of a long bad line: %.200v", err)
 	}
 }
+
+// TestRunConfigWrongTypeNamesValue: a value of the wrong type was said
+// 'fetchers: a TOML string where an integer is wanted', by line and
+// column only; now the value is quoted too.
+func TestRunConfigWrongTypeNamesValue(t *testing.T) {
+	for doc, want := range map[string]string{
+		"fetchers = \"300\"\n":                         `x.toml:1:12: fetchers: a TOML string where an integer is wanted: "300"`,
+		"fetchers = 'x\"y' # no\n":                     `x.toml:1:12: fetchers: a TOML string where an integer is wanted: 'x"y'`,
+		"[limits]\nmax_body = 1.5 # half\n":            `x.toml:2:12: limits.max_body: a TOML float where an integer is wanted: 1.5`,
+		"fetchers = true\n":                            `x.toml:1:12: fetchers: a TOML boolean where an integer is wanted: true`,
+		"seeds = [1, 2]\n":                             `x.toml:1:10: seeds: a TOML integer where a string is wanted: 1`,
+		"status = 7411\n":                              `x.toml:1:10: status: a TOML integer where a string is wanted: 7411`,
+		"[[cluster.nodes]]\nid = \"0\"\n":              `x.toml:2:6: cluster.nodes[0].id: a TOML string where an integer is wanted: "0"`,
+		"seeds = \"" + strings.Repeat("a", 200) + "\"": `x.toml:1:9: seeds: a TOML string where a list of strings is wanted: "` + strings.Repeat("a", 79) + `...`,
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || err.Error() != want {
+			t.Errorf("%.40q: %v\nwant %s", doc, err, want)
+		}
+	}
+}

@@ -244,6 +244,52 @@ func (x *keyIndex) localTime(key string) bool {
 }
 
 // keyAt is the first key on line, "" if none.
+// valueAt is the TOML value in data at line and column (1-based, in
+// bytes), at most 80 bytes of it, for an error quoting it: a string to
+// its closing quote, an array or inline table to the end of the line, a
+// number or boolean to the next separator; "" when the position is not
+// in data or is a line's start (where go-toml puts some errors).
+func (x *keyIndex) valueAt(data []byte, line, col int) string {
+	if x == nil || line < 1 || line > len(x.nl)+1 || col < 2 {
+		return ""
+	}
+	start, end := 0, len(data)
+	if line > 1 {
+		start = x.nl[line-2] + 1
+	}
+	if line <= len(x.nl) {
+		end = x.nl[line-1]
+	}
+	start += col - 1
+	if start >= end {
+		return ""
+	}
+	text := strings.TrimRight(string(data[start:end]), " \t\r")
+	if text == "" {
+		return ""
+	}
+	switch q := text[0]; q {
+	case '"', '\'':
+		for i := 1; i < len(text); i++ {
+			if text[i] == '\\' && q == '"' {
+				i++
+			} else if text[i] == q {
+				text = text[:i+1]
+				break
+			}
+		}
+	case '[', '{':
+	default:
+		if i := strings.IndexAny(text, " \t,]}#"); i > 0 {
+			text = text[:i]
+		}
+	}
+	if len(text) > 80 {
+		return strings.ToValidUTF8(text[:80], "") + "..."
+	}
+	return text
+}
+
 func (x *keyIndex) keyAt(line int) string {
 	if x == nil {
 		return ""
