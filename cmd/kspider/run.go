@@ -66,16 +66,24 @@ a peer were lost): the summary names what.`)
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	var badNode error
+	var badFlag error
 	fs.Visit(func(f *flag.Flag) {
-		// The default, -1, is "not given"; a negative one given was taken
-		// for none, and the process ran as the config's cluster.node.
-		if f.Name == "node" && *nodeFlag < 0 {
-			badNode = usagef("--node %d: node ids are 0 or more", *nodeFlag)
+		switch {
+		case badFlag != nil:
+		case f.Name == "node" && *nodeFlag < 0:
+			// The default, -1, is "not given"; a negative one given was
+			// taken for none, and the process ran as the config's
+			// cluster.node.
+			badFlag = usagef("--node %d: node ids are 0 or more", *nodeFlag)
+		case f.Value.String() == "" && f.DefValue == "":
+			// An empty value (--dir "$DIR", DIR unset) was taken for a
+			// flag not given: the crawl went into the config's data_dir,
+			// from its seeds.
+			badFlag = usagef("--%s is given empty (a variable unset?): give a value, or leave the flag out", f.Name)
 		}
 	})
-	if badNode != nil {
-		return badNode
+	if badFlag != nil {
+		return badFlag
 	}
 	if *config == "" {
 		return usagef("--config FILE is required (write one with 'kspider init > crawl.toml')")

@@ -51,6 +51,26 @@ func TestRunBadSeeds(t *testing.T) {
 	}
 }
 
+// TestRunEmptyFlags: a flag given an empty value (--dir "$DIR" in a
+// script, DIR unset) was taken for one not given: --dir= crawled into
+// the config's data_dir, --seeds= crawled the config's seeds, --status=
+// served the config's status, --ca= ran without the test web's CA. Now
+// each is a usage error naming the flag, exit 2, nothing created.
+func TestRunEmptyFlags(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	conf := writeRunConfig(t, tmp, dir, "127.0.0.1:53", "http://127.0.0.1:1/")
+	for _, flag := range []string{"dir", "seeds", "status", "ca", "cpuprofile"} {
+		code, _, errOut := runCmd(t, "", "run", "--config", conf, "--quiet", "--"+flag+"=")
+		if code != 2 || !strings.Contains(errOut, "--"+flag+" is given empty") {
+			t.Errorf("--%s=: exit %d, want 2 naming it:\n%s", flag, code, errOut)
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the data directory was created for a run that never started")
+	}
+}
+
 // TestRunDNSNoAnswer: a DNS server that never answers stops the run at
 // once (exit 1) saying so, before the data directory is touched.
 func TestRunDNSNoAnswer(t *testing.T) {
