@@ -60,7 +60,8 @@ a peer were lost): the summary names what.`)
 	}
 	stopProfile, err := startCPUProfile(*cpuProfile)
 	if err != nil {
-		return err
+		// "kspider run: open /x/cpu.prof: ..." named no flag.
+		return fmt.Errorf("--cpuprofile: %w", err)
 	}
 	defer stopProfile()
 	if fs.NArg() > 0 {

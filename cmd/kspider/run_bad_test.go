@@ -71,6 +71,18 @@ func TestRunEmptyFlags(t *testing.T) {
 	}
 }
 
+// TestRunCPUProfileUnwritable: a --cpuprofile that cannot be created was
+// said 'kspider run: open DIR/cpu.prof: no such file or directory',
+// naming no flag; now '--cpuprofile: open ...', exit 1.
+func TestRunCPUProfileUnwritable(t *testing.T) {
+	tmp := t.TempDir()
+	conf := writeRunConfig(t, tmp, filepath.Join(tmp, "data"), "127.0.0.1:53", "http://127.0.0.1:1/")
+	bad := filepath.Join(tmp, "none", "cpu.prof")
+	if code, _, errOut := runCmd(t, "", "run", "--config", conf, "--quiet", "--cpuprofile", bad); code != 1 || !strings.Contains(errOut, "kspider run: --cpuprofile: open "+bad) {
+		t.Errorf("--cpuprofile in a directory that does not exist: exit %d, want 1 naming the flag:\n%s", code, errOut)
+	}
+}
+
 // TestRunDNSNoAnswer: a DNS server that never answers stops the run at
 // once (exit 1) saying so, before the data directory is touched.
 func TestRunDNSNoAnswer(t *testing.T) {
