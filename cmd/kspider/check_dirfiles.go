@@ -102,7 +102,8 @@ func reportDirFile(w io.Writer, name, dir, file, says string, err error) (int, e
 	case errors.Is(err, fs.ErrNotExist):
 		return 0, err
 	}
-	fmt.Fprintf(w, "%s: %v\n", name, err)
+	// The start's own reader may name the part already ("lock: ...").
+	fmt.Fprintf(w, "%s: %s\n", name, strings.TrimPrefix(err.Error(), name+": "))
 	fmt.Fprintf(w, "%s: %s: cannot repair here: the node refuses to start with it (what to do is said above)\n", name, path)
 	return 1, nil
 }

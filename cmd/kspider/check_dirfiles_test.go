@@ -186,6 +186,9 @@ func TestCheckLock(t *testing.T) {
 		if c.code == 1 && !strings.Contains(out, "lock: "+path+": cannot repair here") {
 			t.Errorf("check with a LOCK %s: not counted as the lock's problem:\n%s", c.what, out)
 		}
+		if strings.Contains(out, "lock: lock:") {
+			t.Errorf("check with a LOCK %s: the part named twice:\n%s", c.what, out)
+		}
 	}
 	// --repair, which takes the lock, told the operator to stop a node
 	// that does not run.
