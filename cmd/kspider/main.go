@@ -14,7 +14,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -126,7 +128,69 @@ func parseFlags(e env, fs *flag.FlagSet, args []string) error {
 		}
 		return usageError{err.Error()}
 	}
+	return checkGivenFlags(fs, args[:len(args)-fs.NArg()])
+}
+
+// checkGivenFlags refuses what flag.Parse takes silently: a flag that
+// holds one value given twice, differently (run --config a --config b ran
+// with b), and
+// one given empty whose default is empty (--dir "$DIR" with DIR unset, or
+// init --check= printing the sample and exiting 0), which reads as a flag
+// not given. flags is the parsed part of the arguments.
+func checkGivenFlags(fs *flag.FlagSet, flags []string) error {
+	given := map[string][]string{}
+	var order []string
+	for i := 0; i < len(flags); i++ {
+		a := flags[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if !hasValue {
+				value = "true"
+			}
+		} else if !hasValue && i+1 < len(flags) {
+			i++
+			value = flags[i]
+		}
+		if given[name] == nil {
+			order = append(order, name)
+		}
+		given[name] = append(given[name], value)
+	}
+	for _, name := range order {
+		values := given[name]
+		f := fs.Lookup(name)
+		switch f.Value.(type) {
+		case *dataDirsFlag, *headerFlags, *serverList: // repeatable
+			continue
+		}
+		dash := "--"
+		if len(name) == 1 {
+			dash = "-"
+		}
+		if slices.ContainsFunc(values, func(v string) bool { return v != values[0] }) {
+			return usagef("%s%s is given %d times, with different values (%s): give it once", dash, name, len(values), quoteList(values))
+		}
+		if values[0] == "" && f.DefValue == "" {
+			return usagef("%s%s is given empty (a variable unset?): give a value, or leave the flag out", dash, name)
+		}
+	}
 	return nil
+}
+
+// quoteList quotes each of values, comma-separated.
+func quoteList(values []string) string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
 }
 
 func printHelp(w io.Writer) {

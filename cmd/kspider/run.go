@@ -76,11 +76,6 @@ a peer were lost): the summary names what.`)
 			// taken for none, and the process ran as the config's
 			// cluster.node.
 			badFlag = usagef("--node %d: node ids are 0 or more", *nodeFlag)
-		case f.Value.String() == "" && f.DefValue == "":
-			// An empty value (--dir "$DIR", DIR unset) was taken for a
-			// flag not given: the crawl went into the config's data_dir,
-			// from its seeds.
-			badFlag = usagef("--%s is given empty (a variable unset?): give a value, or leave the flag out", f.Name)
 		}
 	})
 	if badFlag != nil {

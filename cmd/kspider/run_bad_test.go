@@ -317,3 +317,37 @@ func TestRunLogsNodeLines(t *testing.T) {
 		t.Errorf("--verbose: exit %d, want 0 and the redirect chain's cut logged:\n%s", code, errOut)
 	}
 }
+
+// A flag that holds one value given twice took the last silently (run
+// --config a.toml --config b.toml crawled by b), and one given empty
+// read as not given in every command but run (init --check= printed the
+// sample config and exited 0: a CI step checking "$CONF", unset, passed).
+// Now both are usage errors naming the flag, exit 2, in every command;
+// the repeatable flags (--data, --header, --server) still repeat, and one
+// given twice alike is no ambiguity.
+func TestFlagsGivenTwiceOrEmpty(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--config", "a.toml", "--config=b.toml"}, `--config is given 2 times, with different values ("a.toml", "b.toml"): give it once`},
+		{[]string{"init", "--check="}, "--check is given empty"},
+		{[]string{"init", "--check", ""}, "--check is given empty"},
+		{[]string{"run", "--dir="}, "--dir is given empty"},
+		{[]string{"export", "warc", "--data", "x", "--out", "a", "--out", "b"}, "--out is given 2 times"},
+		{[]string{"get", "-i", "-i=false", "--data", "x", "1"}, `get: -i is given 2 times`},
+	} {
+		code, out, errOut := runCmd(t, "", c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr %q, stdout %.80q; want exit 2 and %q", c.args, code, errOut, out, c.want)
+		}
+	}
+	if code, _, errOut := runCmd(t, "", "init", "--check", "/nonexistent/c.toml", "--check=/nonexistent/c.toml"); code == 2 {
+		t.Errorf("init --check twice alike: exit 2: %s", errOut)
+	}
+	// Repeatable: both directories are read (neither exists: named).
+	code, _, errOut := runCmd(t, "", "stats", "--data", "/nonexistent/a", "--data", "/nonexistent/b")
+	if code == 2 || strings.Contains(errOut, "given 2 times") {
+		t.Errorf("stats --data twice: exit %d: %s", code, errOut)
+	}
+}
