@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,8 +90,9 @@ another user's process may hold its port).`)
 	}
 	// Checked before the token goes out: "host:port/x?" would send it, to
 	// another path, wherever that names.
-	if _, _, err := net.SplitHostPort(*addr); err != nil || strings.ContainsAny(*addr, "/?#@ ") {
-		return usagef("--status %q is not host:port", *addr)
+	_, port, err := net.SplitHostPort(*addr)
+	if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 || strings.ContainsAny(*addr, "/?#@ ") {
+		return usagef("--status %q is not host:port (a port from 1 to 65535)", *addr)
 	}
 	tok, err := status.ReadToken(*dir)
 	if err != nil {

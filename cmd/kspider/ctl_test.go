@@ -322,3 +322,16 @@ func TestCtlStaleStatusAddrOtherServer(t *testing.T) {
 		}
 	}
 }
+
+// A --status whose port is out of range (127.0.0.1:99999) passed the
+// host:port check, and the error that followed was about the control
+// token, not the address; now it is a usage error naming it.
+func TestCtlStatusPortOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	for _, addr := range []string{"127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:http"} {
+		code, _, errOut := runCmd(t, "", "ctl", "pause", "--status", addr, "--dir", dir)
+		if code != 2 || !strings.Contains(errOut, "is not host:port (a port from 1 to 65535)") {
+			t.Errorf("ctl --status %s: exit %d: %s; want 2 naming the address", addr, code, errOut)
+		}
+	}
+}
