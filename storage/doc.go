@@ -196,7 +196,10 @@
 // After a full Scan, the index is checked entry by entry (verifyIndex), so
 // damage in entries of pages whose records are gone is reported too, and
 // so are entries pointing at no record of their URL id (counted against
-// the records the Scan found where the index points).
+// the records the Scan found where the index points). An index found
+// damaged, the view rebuilt, still counts the pages its entries that pass
+// their CRC name in damaged or missing bytes, the segments holding no
+// other record of them.
 // kspider check (Check) runs all of this over a directory and, with
 // repair, rewrites what can be rebuilt.
 package storage

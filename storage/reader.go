@@ -115,7 +115,9 @@ type ScanStats struct {
 	// headers, a damaged or missing index, truncated or missing segments.
 	Damage int64
 	// Lost counts pages the index knew of whose records are damaged or
-	// gone (known after a Scan, when the index could be trusted).
+	// gone (known after a Scan). An index found damaged counts through
+	// its entries that pass their CRC; one missing or unreadable as a
+	// whole knows of no page, so none is counted lost.
 	Lost int64
 	// Errors describes the first damage found (at most 100): *Corruption
 	// for a damaged region, other errors naming the file and offset.

@@ -261,13 +261,18 @@ func (e *TornEntries) Error() string {
 func (e *TornEntries) Unwrap() error { return ErrCorrupt }
 
 // verifyIndex runs after a Scan of dr: it checks every entry of the index
-// (unless the view was rebuilt, the index being known damaged) and counts
-// the pages the index knew whose records Scan could not read: in a damaged
-// region (counted in its Corruption's Lost), beyond the end of a truncated
-// segment, or in a missing one. Entries failing their checksum are damage.
+// and counts the pages the index knew whose records Scan could not read: in
+// a damaged region (counted in its Corruption's Lost), beyond the end of a
+// truncated segment, or in a missing one. Entries failing their checksum
+// are damage. When the view was rebuilt, the index known damaged, its
+// intact entries still name pages: one whose id the segments hold no
+// record of, pointing where the bytes are gone, is a page lost as it would
+// be with the index sound (else the tools would report none lost while
+// skipping damaged regions); the rest of the index is not judged again.
 func (r *Reader) verifyIndex(dr *dirReader) {
 	v := dr.view.Load()
-	if v.ix == nil || v.rebuilt {
+	ix := dr.ix
+	if ix == nil {
 		return
 	}
 	regions := dr.regions
@@ -284,7 +289,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		lost       int64
 		rereads    int   // entries read again, up to maxVerifyRereads
 		intact     int64 // entries pointing at a record Scan should have met
-		torn       = &TornEntries{Index: v.ix.path}
+		torn       = &TornEntries{Index: ix.path}
 	)
 	// Entries at or after the end of the last segment as OpenReader saw it
 	// may be a live writer's: not judged here. Those before the
@@ -295,7 +300,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	// record is synced, so a crash's torn tail has none, and one beyond
 	// the end names a durable page lost (the segment cut, or a damaged
 	// record a writer's recovery took for a torn one and cut away).
-	tailExcused := dr.live || v.ix.checkpointedSince()
+	tailExcused := dr.live || ix.checkpointedSince()
 	var end location
 	segs := map[uint32]*segmentFile{}
 	for _, sf := range dr.order {
@@ -305,21 +310,38 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	if end.before(dr.ck) {
 		end = dr.ck
 	}
-	n := v.ix.entries()
-	err := v.ix.touch(func() {
-		data := v.ix.data[indexHeaderSize:]
+	n := ix.entries()
+	err := ix.touch(func() {
+		data := ix.data[indexHeaderSize:]
 		for id := uint64(0); id < n; id++ {
 			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
-			if id >= v.ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
+			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
 				continue // the unwritten tail: skip it fast
 			}
 			seg, off, st := decodeEntry(id, e)
+			if v.rebuilt {
+				// extra holds every record the segments have: a page
+				// there is not lost, wherever the entry points.
+				if _, held := v.extra[id]; held || ix.judge(id, st) != entrySet {
+					continue
+				}
+				if tailExcused && !(location{seg, off}).before(end) {
+					continue
+				}
+				if lostAt(seg, off, segs, bySeg, missing, beyond) {
+					lost++
+				}
+				// Else it points at intact bytes holding no record of
+				// it: a damaged index may say anything there, so it
+				// is not taken for a page lost.
+				continue
+			}
 			for try := 0; dr.live && st == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
 				rereads++ // one a live writer is storing reads whole once it is done (find)
 				r.rereadWait()
 				seg, off, st = decodeEntry(id, e)
 			}
-			if _, later := v.extra[id]; (id >= v.ix.dense && st == entryTorn) || (st == entryBad && later) {
+			if _, later := v.extra[id]; (id >= ix.dense && st == entryTorn) || (st == entryBad && later) {
 				// Torn by a writer killed mid-put: written after the
 				// checkpoint fresh (the CRC field still zero), or over an
 				// earlier entry (a refetch's, a "none" entry put when a
@@ -332,7 +354,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 				torn.N++
 				continue
 			}
-			switch v.ix.judge(id, st) {
+			switch ix.judge(id, st) {
 			case entryEmpty:
 				continue
 			case entryBad:
@@ -348,21 +370,9 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 			if tailExcused && !(location{seg, off}).before(end) {
 				continue // written after OpenReader, by a live writer
 			}
-			sf := segs[seg]
-			switch {
-			case sf == nil:
-				missing[seg]++
-			case off+recordHeaderSize > sf.size:
-				beyond[seg]++
-			default:
-				rs := bySeg[sf.path]
-				k := sort.Search(len(rs), func(k int) bool { return rs[k].Offset > off }) - 1
-				if k >= 0 && off < rs[k].Offset+rs[k].Skipped {
-					rs[k].Lost++
-				} else {
-					intact++
-					continue
-				}
+			if !lostAt(seg, off, segs, bySeg, missing, beyond) {
+				intact++
+				continue
 			}
 			lost++
 		}
@@ -377,10 +387,10 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	// damaged one was cut away. The page has no record here then (one
 	// elsewhere in the segments would have made the view be rebuilt).
 	// A live writer's entries may name records beyond OpenReader's view.
-	if dangling := intact - dr.indexed; dangling > 0 && !dr.live {
+	if dangling := intact - dr.indexed; dangling > 0 && !dr.live && !v.rebuilt {
 		lost += dangling
 		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries point at no record of their URL id in the segments: %d pages lost (kspider check --repair rebuilds the index)",
-			v.ix.path, ErrCorrupt, dangling, dangling))
+			ix.path, ErrCorrupt, dangling, dangling))
 	}
 	r.lost.Add(lost)
 	if torn.N > 0 {
@@ -388,7 +398,7 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	}
 	if badEntries > 0 {
 		r.noteDamage(fmt.Errorf("storage: index %s: %w: %d entries fail their CRC-32C or are zeroed, the first of URL id %d at offset %d (kspider check --repair rebuilds the index)",
-			v.ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
+			ix.path, ErrCorrupt, badEntries, firstBad, entryOffset(firstBad)))
 	}
 	for seg, k := range missing {
 		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them in segment %s, which %s", dr.dir, ErrCorrupt, k, segmentPath(dr.dir, seg), segmentAbsent(dr.dir, seg)))
@@ -397,6 +407,27 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		sf := segs[seg]
 		r.noteDamage(fmt.Errorf("storage: %s: %w: %d pages lost: the index has them beyond the end of the file (%d bytes); truncated?", sf.path, ErrCorrupt, k, sf.size))
 	}
+}
+
+// lostAt reports whether an index entry's record at (seg, off) is gone,
+// counting it where: in segment seg missing, beyond its end, or in one of
+// its damaged regions bySeg (that Corruption's Lost).
+func lostAt(seg uint32, off int64, segs map[uint32]*segmentFile, bySeg map[string][]*Corruption, missing, beyond map[uint32]int64) bool {
+	sf := segs[seg]
+	switch {
+	case sf == nil:
+		missing[seg]++
+	case off+recordHeaderSize > sf.size:
+		beyond[seg]++
+	default:
+		rs := bySeg[sf.path]
+		k := sort.Search(len(rs), func(k int) bool { return rs[k].Offset > off }) - 1
+		if k < 0 || off >= rs[k].Offset+rs[k].Skipped {
+			return false
+		}
+		rs[k].Lost++
+	}
+	return true
 }
 
 // segmentAbsent says why segment n of dir is not among the segments read
