@@ -140,3 +140,68 @@ func TestSegmentNotAFileIsNamedByWriterAndGap(t *testing.T) {
 		}
 	})
 }
+
+// TestStraySegmentNameIsReported: a FIFO, a directory or a link under a
+// segment's name after the last segment file, named by no index entry nor
+// the checkpoint, was passed over in silence: the tools exited 0 and
+// kspider check said nothing. Now each is a problem naming its path and
+// what it is, and nothing hangs on the FIFO.
+func TestStraySegmentNameIsReported(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 60)
+	nums, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := nums[len(nums)-1]
+	fifo, sub, loop, link := segmentPath(dir, last+1), segmentPath(dir, last+2), segmentPath(dir, last+4), segmentPath(dir, 99999999)
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(loop), loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(segmentPath(dir, last), link); err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{
+		"segment " + fifo + " is a FIFO (named pipe), not a segment file",
+		"segment " + sub + " is a directory, not a segment file",
+		"segment " + loop + " is a symbolic link that leads to no file",
+		"segment " + link + " is a symbolic link, not a segment file of the store's own",
+	}
+	withinDeadline(t, "OpenReader with stray segment names", func() {
+		r, err := OpenReader([]string{dir})
+		if err != nil {
+			t.Errorf("OpenReader: %v", err)
+			return
+		}
+		defer r.Close()
+		pages := 0
+		if err := r.Scan(context.Background(), func(*Page) error { pages++; return nil }); err != nil || pages != 60 {
+			t.Errorf("scan saw %d pages, want 60 (%v)", pages, err)
+		}
+		st := r.Stats()
+		var said []string
+		for _, e := range st.Errors {
+			said = append(said, e.Error())
+		}
+		all := strings.Join(said, "\n")
+		if st.Damage != int64(len(wants)) {
+			t.Errorf("%d problems, want %d:\n%s", st.Damage, len(wants), all)
+		}
+		for _, want := range wants {
+			if !strings.Contains(all, want) {
+				t.Errorf("the reader does not say %q:\n%s", want, all)
+			}
+		}
+	})
+	withinDeadline(t, "kspider check with stray segment names", func() {
+		var out strings.Builder
+		if problems, err := Check(dir, false, &out); problems != len(wants) || err != nil {
+			t.Errorf("check: %d problems, %v, want %d:\n%s", problems, err, len(wants), out.String())
+		}
+	})
+}

@@ -188,6 +188,8 @@
 //     record of its URL id: the directory's index is rebuilt in memory
 //     from the segments (and the damage reported), so no page is dropped
 //     as "superseded" by a damaged entry;
+//   - a link, FIFO or directory under a segment's name (never opened):
+//     reported with what it is, whether in the numbering or after it;
 //   - segments shorter than the index checkpoint, missing from the
 //     numbering, or ending before records the index knows (after the
 //     checkpoint too, unless a writer is at work: an entry is set only

@@ -183,7 +183,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		seg, off := ix.checkpoint()
 		dr.ck = location{seg, off}
 	}
-	nums, err := listSegments(dir)
+	nums, odd, err := listSegmentNames(dir)
 	if err != nil {
 		dr.close()
 		return nil, err
@@ -211,6 +211,7 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 		return nil, err
 	}
 	r.checkCheckpoint(dr)
+	r.noteStrays(dr, nums, odd)
 	extra := map[uint64]location{}
 	for _, sf := range dr.order {
 		if dr.ix != nil && sf.num < dr.ck.seg {

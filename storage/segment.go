@@ -134,18 +134,30 @@ func readSegmentHeader(path string, n uint32) (segmentHeaderInfo, error) {
 // listSegments returns the numbers of the segment files in dir, ascending.
 // Files that merely look similar are ignored.
 func listSegments(dir string) ([]uint32, error) {
+	nums, _, err := listSegmentNames(dir)
+	return nums, err
+}
+
+// listSegmentNames returns the numbers of the segment files in dir and
+// those of the names of segments under which something else stands (a
+// link, a FIFO, a directory: never opened here), both ascending.
+func listSegmentNames(dir string) (nums, odd []uint32, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, nil, fmt.Errorf("storage: %w", err)
 	}
-	var nums []uint32
 	for _, e := range ents {
-		if n, ok := segmentNumber(e.Name()); ok && e.Type().IsRegular() {
+		n, ok := segmentNumber(e.Name())
+		switch {
+		case ok && e.Type().IsRegular():
 			nums = append(nums, n)
+		case ok:
+			odd = append(odd, n)
 		}
 	}
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
-	return nums, nil
+	sort.Slice(odd, func(i, j int) bool { return odd[i] < odd[j] })
+	return nums, odd, nil
 }
 
 // HoldsPages reports whether dir holds a segment with anything past its

@@ -465,6 +465,31 @@ func segmentAbsent(dir string, n uint32) string {
 	return "is " + what + ", not a segment file, so is read as missing"
 }
 
+// noteStrays notes as damage each name of a segment under which something
+// else stands (odd: a link, a FIFO, a directory) that no other report
+// names: after the last segment file (nums), not the one the index
+// checkpoint names. Those in a gap of the numbering gapAbsent names, and
+// the checkpoint's checkCheckpoint. Ignored, it left the tools exiting 0
+// and kspider check saying nothing, whether a segment of the store's had
+// been replaced by it or the name was a slip.
+func (r *Reader) noteStrays(dr *dirReader, nums, odd []uint32) {
+	var last uint32
+	if len(nums) > 0 {
+		last = nums[len(nums)-1]
+	}
+	for _, n := range odd {
+		if n < last || dr.ix != nil && n == dr.ck.seg {
+			continue
+		}
+		after := "there are no segment files"
+		if last > 0 {
+			after = "after the last segment file, " + segmentName(last)
+		}
+		r.noteDamage(fmt.Errorf("storage: %s: %w: segment %s %s (%s); if it is not this store's, move it out of the directory",
+			dr.dir, ErrCorrupt, segmentPath(dr.dir, n), segmentAbsent(dr.dir, n), after))
+	}
+}
+
 // maxGapNamed bounds the files gapAbsent describes in one gap.
 const maxGapNamed = 3
 

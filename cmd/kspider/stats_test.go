@@ -184,7 +184,8 @@ func segmentFileBytes(t *testing.T, dirs []string) int64 {
 // itself named 00000009.seg (which export and get read past) failed stats,
 // 'stat DIR/00000009.seg: too many levels of symbolic links', exit 1, and
 // a directory so named was counted in the stored bytes. Now stats counts
-// the segments the store reads.
+// the segments the store reads (and the store reports both names as
+// damage, exit 1).
 func TestStatsCountsTheSegmentsTheStoreReads(t *testing.T) {
 	dirs, args := buildTestStore(t, 1, "lzo")
 	want := segmentFileBytes(t, dirs)
@@ -196,8 +197,9 @@ func TestStatsCountsTheSegmentsTheStoreReads(t *testing.T) {
 	}
 	code, out, errOut := runCmd(t, "", append([]string{"stats", "--json"}, args...)...)
 	var report stats.Report
-	if err := json.Unmarshal([]byte(out), &report); code != 0 || err != nil || report.Compression == nil || report.Compression.StoredBytes != want {
-		t.Fatalf("exit %d, %v, compression %+v; want exit 0 and %d stored bytes\n%s", code, err, report.Compression, want, errOut)
+	if err := json.Unmarshal([]byte(out), &report); code != 1 || err != nil || report.Compression == nil || report.Compression.StoredBytes != want ||
+		!strings.Contains(errOut, "00000008.seg is a directory") || !strings.Contains(errOut, "00000009.seg is a symbolic link") {
+		t.Fatalf("exit %d, %v, compression %+v; want exit 1, both names reported, and %d stored bytes\n%s", code, err, report.Compression, want, errOut)
 	}
 }
 
