@@ -144,13 +144,15 @@ const maxStandIns = 1024
 
 // checkStrayGap returns an error naming the segment after the first gap in
 // dir's numbering nums (ascending) longer than maxStandIns: a stray file,
-// which neither a repair nor a writer may take for the store's.
+// which neither a repair nor a writer may take for the store's. It names
+// what stands under names in the gap as a Reader does (gapAbsent): a FIFO
+// or a directory there was left out, though moving it may be the remedy.
 func checkStrayGap(dir string, nums []uint32) error {
 	var prev uint32
 	for _, n := range nums {
 		if n-prev-1 > maxStandIns {
-			return fmt.Errorf("storage: %s: segments %s to %s are missing, %d of them: if %s is not this store's, move it out of the directory",
-				dir, segmentName(prev+1), segmentName(n-1), n-prev-1, segmentPath(dir, n))
+			return fmt.Errorf("storage: %s: %s (%d of them); if %s is not this store's, move it out of the directory",
+				dir, gapAbsent(dir, prev+1, n-1), n-prev-1, segmentPath(dir, n))
 		}
 		prev = n
 	}

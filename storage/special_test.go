@@ -177,6 +177,50 @@ func TestRepairRefusesAHugeGap(t *testing.T) {
 	checkStore(t, []string{dir}, 0, 40)
 }
 
+// The refusal of a huge gap said "segments A to B are missing" when a
+// FIFO or a directory stood in it under a segment's name, which a Reader
+// names; now the refusal, of a repair and of a writer, names them too.
+func TestHugeGapNamesWhatStandsInIt(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 40)
+	nums, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stray, fifo, sub := segmentPath(dir, 99999999), segmentPath(dir, 5000), segmentPath(dir, 99999990)
+	if err := os.WriteFile(stray, encodeSegmentHeader(99999999, storeID{}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{
+		fmt.Sprintf("segments %s to %s are missing or not segment files: ", segmentName(nums[len(nums)-1]+1), segmentName(99999998)),
+		fifo + " is a FIFO (named pipe), not a segment file",
+		sub + " is a directory, not a segment file",
+		"if " + stray + " is not this store's, move it out of the directory",
+	}
+	withinDeadline(t, "check --repair and a writer with a huge gap", func() {
+		_, err := Check(dir, true, io.Discard)
+		for _, want := range wants {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("check --repair: %v, want an error saying %q", err, want)
+			}
+		}
+		s, err := Open(Config{Dirs: []string{dir}})
+		if err == nil {
+			s.Close()
+		}
+		for _, want := range wants {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Open: %v, want an error saying %q", err, want)
+			}
+		}
+	})
+}
+
 // The same stray file was taken in by a writer: an empty one got a
 // segment header and the next pages, so the store's numbering jumped for
 // good and every read reported the gap as damage, which no repair can
