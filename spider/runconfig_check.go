@@ -90,6 +90,9 @@ func (k *checker) intRange(key string, v, lo, hi int64) {
 }
 
 // duration checks lo <= d; positive durations must be > 0.
+// maxPhaseLength bounds cluster.phase_length.
+const maxPhaseLength = 24 * time.Hour
+
 func (k *checker) duration(key string, d Duration, positive bool) {
 	switch {
 	case d.Duration < 0:
@@ -281,6 +284,12 @@ func (c *RunConfig) validateCluster(k *checker) {
 	}
 	k.intRange("cluster.phases", int64(cl.Phases), 1, 1<<16)
 	k.duration("cluster.phase_length", cl.PhaseLength, true)
+	if d := cl.PhaseLength.Duration; d > maxPhaseLength {
+		// Each host's turn comes once in phases × phase_length: past a
+		// day, the hosts of the other phases wait days (292 years were
+		// taken) while the crawl looks alive.
+		k.errorf("cluster.phase_length", "%v is longer than %v: a host's turn comes once in phases × phase_length (%d × %v)", d, maxPhaseLength, cl.Phases, d)
+	}
 	if d := cl.PhaseLength.Duration; c.clusterTurns() && d > 0 && scheduler.StartWindow(d, cluster.Guard) <= 0 {
 		k.errorf("cluster.phase_length", "%v leaves no time to fetch: with partition \"url\" the nodes take turns, and no fetch starts within %v of either end of a slot",
 			d, cluster.Guard)

@@ -219,6 +219,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"[cluster]\nphases = 0\n", "x.toml:2: cluster.phases: 0 phases for 1 nodes"},
 		{"[cluster]\nphase_length = \"0s\"\n", "x.toml:2: cluster.phase_length: must be longer than 0"},
 		{"[cluster]\nphases = 2\nphase_length = \"400ms\"\n", `x.toml:3: cluster.phase_length: 400ms leaves no time to fetch: with partition "url" the nodes take turns, and no fetch starts within 200ms of either end of a slot`},
+		{"[cluster]\nphase_length = \"2562047h\"\n", "x.toml:2: cluster.phase_length: 2562047h0m0s is longer than 24h0m0s: a host's turn comes once in phases × phase_length"},
 		{"[cluster]\nepoch = 9999-12-31T00:00:00Z\n", "x.toml:2: cluster.epoch: 9999-12-31T00:00:00Z is more than 100 years from now"},
 		{"[cluster]\nepoch = 1000-01-01T00:00:00Z\n", "x.toml:2: cluster.epoch: 1000-01-01T00:00:00Z is more than 100 years from now"},
 		{"[cluster]\npartition = \"ip\"\n", `x.toml:2: cluster.partition: "ip" is not "url", "host" or "domain"`},
