@@ -40,7 +40,11 @@ import (
 //     as before; with a stale copy the list goes on under it;
 //   - the crawl stopping (context cancelled): nothing is recorded (the
 //     fetch counts in Source.Abandoned, as one on a connection of its
-//     own), the URLs come back NotTried.
+//     own), the URLs come back NotTried;
+//   - a gentle stop (List.Stop) before robots.txt was sent, the context
+//     still live for StopGrace: robots.txt comes back NotTried, which says
+//     nothing of the host; nothing is recorded (no back-off, no
+//     "unreachable"), the URLs come back NotTried, no retry spent.
 //
 // A robots.txt body is read up to robots.DefaultMaxSize+1 bytes
 // (List.RobotsMaxBody), what robots.ParseLimit needs; a longer one is cut
@@ -114,7 +118,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string,
 		n.unreserve(k)
 		n.coll.Release(b)
 	}
-	if h.called && h.redirect == nil && !n.recordRobots(l.Host, h.verdict) && ctx.Err() == nil {
+	if h.called && h.redirect == nil && !h.unsent && !n.recordRobots(l.Host, h.verdict) && ctx.Err() == nil {
 		drop()
 		return robotsList{}
 	}
@@ -126,7 +130,7 @@ func (n *Node) robotsFirst(ctx context.Context, l scheduler.List, urls []string,
 		drop()
 		rules, fetched, ok := n.rulesFor(context.WithValue(ctx, primedKey{}, h.redirect), l.Host, urls[0])
 		return robotsList{rules: rules, fetched: fetched, ok: ok}
-	case h.later:
+	case h.later || h.unsent:
 		drop()
 		return robotsList{later: true}
 	case !h.called:
@@ -171,6 +175,7 @@ type robotsHook struct {
 	called   bool
 	verdict  robotsVerdict // for recordRobots once the connection is closed
 	later    bool
+	unsent   bool          // robots.txt never sent (a gentle stop): nothing learnt
 	redirect *primedRobots // robots.txt redirects: followed after the list
 	checked  []robotsCheck // by URL index: reqs checked against verdict.rules
 }
@@ -193,6 +198,13 @@ func (h *robotsHook) after(r *collector.Result) []bool {
 		// the Source all the same, so that its Abandoned counts this
 		// fetch as it counts one on a connection of its own.
 		h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, &primedRobots{err: h.ctx.Err()}), h.url)
+		return all()
+	}
+	if r.Kind == collector.NotTried {
+		// The list stopped (List.Stop) before robots.txt went out. Taken
+		// for an unreachable one, it set the host's back-off and spent a
+		// retry of each URL at every stop: stops in a row lost pages.
+		h.unsent = true
 		return all()
 	}
 	p := primeRobots(r)
