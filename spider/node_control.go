@@ -70,7 +70,7 @@ func (n *Node) startControl(runCtx, nextCtx context.Context, endNext context.Can
 	graceCtx, cutAll := context.WithCancel(context.WithoutCancel(runCtx))
 	context.AfterFunc(runCtx, func() { time.AfterFunc(n.cfg.StopGrace, cutAll) })
 	c.endNext, c.runCtx, c.stopping = endNext, graceCtx, runCtx.Done()
-	c.listCtx, c.cutLists = context.WithCancel(runCtx)
+	c.listCtx, c.cutLists = context.WithCancel(graceCtx)
 	if c.paused {
 		c.cutLists()
 	}

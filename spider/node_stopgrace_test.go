@@ -1,0 +1,61 @@
+package spider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/kspider/kspider/collector"
+	"github.com/kspider/kspider/scheduler"
+)
+
+// TestNodeStopGraceFirstLists: the lists handed out before any pause ran
+// under a context cut at the stop itself, not StopGrace after it (only a
+// list handed out after a Resume had the grace), so a stop (SIGTERM,
+// kspider ctl stop) threw away the responses the first lists had asked
+// for, fetched again after the restart: what 0eee218 meant to stop. Now
+// every list gets the grace: a response asked for before the stop is
+// read and stored.
+func TestNodeStopGraceFirstLists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		cancel() // the stop, while this response is on its way
+		time.Sleep(300 * time.Millisecond)
+		fmt.Fprint(w, "<html>leaf</html>")
+	})}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	seed := fmt.Sprintf("http://site.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	cfg := nodeConfigFor(t, t.TempDir(), []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}, nil, 1)
+	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond, FirstByte: 30 * time.Second, ResponseTimeout: 30 * time.Second}
+	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond, MaxRetries: 5}
+	cfg.StopGrace = 20 * time.Second
+	n, err := OpenNode(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	sum, err := n.Run(ctx)
+	if !errors.Is(err, ErrInterrupted) || sum == nil {
+		t.Fatalf("crawl: %+v, %v; want it interrupted", sum, err)
+	}
+	if sum.Stored != 1 {
+		t.Errorf("stored %d pages, fetched %d; want the page whose response was asked for before the stop", sum.Stored, sum.Fetched)
+	}
+}
