@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/kspider/kspider/collector"
-	"github.com/kspider/kspider/scheduler"
 )
 
 // TestNodeRobotsAbandonedShown: a robots.txt fetch cut short by the end of
@@ -24,7 +19,7 @@ import (
 func TestNodeRobotsAbandonedShown(t *testing.T) {
 	asked := make(chan struct{})
 	var once sync.Once
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
 			// Followed after the list, on a connection of its own.
@@ -38,19 +33,8 @@ func TestNodeRobotsAbandonedShown(t *testing.T) {
 		default:
 			fmt.Fprint(w, "leaf")
 		}
-	})}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	seed := fmt.Sprintf("http://site.test:%d/", ln.Addr().(*net.TCPAddr).Port)
-	cfg := nodeConfigFor(t, t.TempDir(), []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}, nil, 1)
-	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond, FirstByte: 30 * time.Second, ResponseTimeout: 30 * time.Second}
-	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond}
+	cfg, _ := siteNodeConfig(t, handler)
 	n, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +73,7 @@ func TestNodeRobotsAbandonedShown(t *testing.T) {
 func TestNodeRobotsAbandonedOnListConnection(t *testing.T) {
 	asked := make(chan struct{})
 	var once sync.Once
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/robots.txt" {
 			fmt.Fprint(w, "leaf")
 			return
@@ -99,19 +83,8 @@ func TestNodeRobotsAbandonedOnListConnection(t *testing.T) {
 		case <-r.Context().Done():
 		case <-time.After(20 * time.Second):
 		}
-	})}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	seed := fmt.Sprintf("http://site.test:%d/", ln.Addr().(*net.TCPAddr).Port)
-	cfg := nodeConfigFor(t, t.TempDir(), []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}, nil, 1)
-	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond, FirstByte: 30 * time.Second, ResponseTimeout: 30 * time.Second}
-	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond}
+	cfg, _ := siteNodeConfig(t, handler)
 	n, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kspider/kspider/collector"
 	"github.com/kspider/kspider/scheduler"
 	"github.com/kspider/kspider/spider/robots"
 )
@@ -27,29 +25,20 @@ import (
 // back NotTried.
 func TestNodeRobotsUnsentAtStop(t *testing.T) {
 	var hits atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cfg, seed := siteNodeConfig(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		fmt.Fprint(w, "leaf")
-	})}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	seed := fmt.Sprintf("http://site.test:%d/", ln.Addr().(*net.TCPAddr).Port)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// The stop comes while the list's connection is being dialled: the
 	// collector's lookup is the first thing the list does, and robots.txt
 	// is sent only after it.
 	var stopOnce sync.Once
-	cfg := nodeConfigFor(t, t.TempDir(), []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
+	cfg.Lookup = func(context.Context, string) ([]netip.Addr, error) {
 		stopOnce.Do(cancel)
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}, nil, 1)
-	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond, FirstByte: 30 * time.Second, ResponseTimeout: 30 * time.Second}
-	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond, MaxRetries: 5}
+	}
 	// Long enough that the list's context outlives the test's stop: only
 	// List.Stop ends the list.
 	cfg.StopGrace = 30 * time.Second

@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/kspider/kspider/collector"
-	"github.com/kspider/kspider/scheduler"
 )
 
 // TestNodeStopGraceFirstLists: the lists handed out before any pause ran
@@ -24,7 +19,7 @@ import (
 func TestNodeStopGraceFirstLists(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cfg, _ := siteNodeConfig(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
 			http.NotFound(w, r)
 			return
@@ -32,19 +27,7 @@ func TestNodeStopGraceFirstLists(t *testing.T) {
 		cancel() // the stop, while this response is on its way
 		time.Sleep(300 * time.Millisecond)
 		fmt.Fprint(w, "<html>leaf</html>")
-	})}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	seed := fmt.Sprintf("http://site.test:%d/", ln.Addr().(*net.TCPAddr).Port)
-	cfg := nodeConfigFor(t, t.TempDir(), []string{seed}, func(context.Context, string) ([]netip.Addr, error) {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}, nil, 1)
-	cfg.Collector = collector.Config{Fetchers: 2, ReconnectGap: 10 * time.Millisecond, FirstByte: 30 * time.Second, ResponseTimeout: 30 * time.Second}
-	cfg.Scheduler = scheduler.Config{PartialWait: time.Millisecond, MinDelay: 10 * time.Millisecond, MaxRetries: 5}
+	})
 	cfg.StopGrace = 20 * time.Second
 	n, err := OpenNode(cfg)
 	if err != nil {
