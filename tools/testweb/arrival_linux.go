@@ -68,11 +68,22 @@ func establishedAt(rc syscall.RawConn) int64 {
 	rc.Control(func(fd uintptr) {
 		now := nanos(time.Now())
 		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			at = now - int64(ti.Last_data_sent)*int64(time.Millisecond)
+			// A jiffy later than the kernel says: its time is to a
+			// jiffy either way, and an open stamped early would make
+			// two clients' connections overlap that did not.
+			at = now - int64(ti.Last_data_sent)*int64(time.Millisecond) + int64(kernelStampSlack)
 		}
 	})
 	return at
 }
+
+// kernelStampSlack is the most a time TCP_INFO gives (in milliseconds ago,
+// counted in jiffies) can be off: a jiffy, 10 ms at the smallest HZ
+// Linux has (100). An open is moved later and a FIN earlier by it, so
+// that the audit's overlaps of connections are never invented by the
+// stamps, only hidden up to twice this; the requests' stamps
+// (SO_TIMESTAMPNS) are exact.
+const kernelStampSlack = 10 * time.Millisecond
 
 // arrivalConn is a TCP connection read with recvmsg, keeping the stamp of
 // the newest bytes read.
@@ -103,7 +114,7 @@ func finArrived(rc syscall.RawConn) int64 {
 	rc.Control(func(fd uintptr) {
 		now := nanos(time.Now())
 		if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
-			fin = now - int64(ti.Last_ack_recv)*int64(time.Millisecond)
+			fin = now - int64(ti.Last_ack_recv)*int64(time.Millisecond) - int64(kernelStampSlack) // (kernelStampSlack)
 		}
 	})
 	return fin

@@ -264,3 +264,36 @@ func connOpenIsEstablishment(t *testing.T, request bool) {
 		t.Errorf("the connection opened %v after its first request started", time.Duration(conn.Start-req.Start))
 	}
 }
+
+// TestConnOpenNeverBeforeDial: a connection's open, from TCP_INFO in
+// jiffies, was stamped up to a jiffy before the handshake, so two
+// clients' connections to one address, one closed just before the other
+// opened, were logged open together (TestNodePerIPLimit: "open together
+// for 3.04 ms"). Now the open is never before the client began its
+// connect; across accepts made a few milliseconds after the handshake,
+// some straddle a jiffy.
+func TestConnOpenNeverBeforeDial(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := stampArrivals(ln)
+	defer sl.Close()
+	for i := range 40 {
+		before := nanos(time.Now())
+		cc, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(1+i%5) * time.Millisecond)
+		sc, err := sl.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opened := connOpened(sc); opened < before {
+			t.Errorf("connection %d logged open %v before its client began to connect", i, time.Duration(before-opened))
+		}
+		cc.Close()
+		sc.Close()
+	}
+}
