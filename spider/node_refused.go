@@ -90,13 +90,7 @@ func lockStoreDir(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: not removed: %w", dir, err)
 	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := flock(f); err != nil { // lock.go
 		f.Close()
 		return nil, fmt.Errorf("%s: not removed: another store is writing it (its LOCK: %w)", dir, err)
 	}
