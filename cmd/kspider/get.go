@@ -178,20 +178,19 @@ func findByURL(ctx context.Context, stderr io.Writer, r *storage.Reader, rawURL 
 // some terminals, have keys typed. Redirected to a file or a pipe, the
 // bytes go out as stored.
 func terminalSafe(p *storage.Page, withHeaders bool) error {
-	parts := []struct {
-		what  string
-		bytes []byte
-	}{{"body", p.Body}}
 	if withHeaders {
-		parts = append([]struct {
-			what  string
-			bytes []byte
-		}{{"headers", p.Header}}, parts...)
-	}
-	for _, part := range parts {
-		if off, c := controlByte(part.bytes); off >= 0 {
-			return fmt.Errorf("the page of %q holds a control byte (0x%02x at offset %d of its %s) that a terminal would act on: not printed to one; redirect the output (kspider get ... > page) to have its bytes as stored", p.URL, c, off, part.what)
+		if err := noControlBytes(p, "headers", p.Header); err != nil {
+			return err
 		}
+	}
+	return noControlBytes(p, "body", p.Body)
+}
+
+// noControlBytes refuses b, the part what of p's page, if it holds a
+// control byte (controlByte).
+func noControlBytes(p *storage.Page, what string, b []byte) error {
+	if off, c := controlByte(b); off >= 0 {
+		return fmt.Errorf("the page of %q holds a control byte (0x%02x at offset %d of its %s) that a terminal would act on: not printed to one; redirect the output (kspider get ... > page) to have its bytes as stored", p.URL, c, off, what)
 	}
 	return nil
 }
