@@ -194,7 +194,7 @@ func exportPages(ctx context.Context, e env, r *storage.Reader, w *warc.Writer, 
 	defer stopProgress()
 	var clearLine string // a line logged on a terminal first clears the progress line, redrawn after it
 	if terminal {
-		clearLine = "\r\x1b[K"
+		clearLine = clearProgressLine
 	}
 	err = stats.ScanWorkers(ctx, r, 0, func() func(*storage.Page) error {
 		enc := warc.NewEncoder()

@@ -20,6 +20,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// clearProgressLine starts a line logged on a terminal: it clears the
+// progress line drawn in place there, which is redrawn after it.
+const clearProgressLine = "\r\x1b[K"
+
 // nodeLogs returns the NodeConfig.Logf and URLLogf of a node run from the
 // command line: the node's own lines go to w, each starting with prefix;
 // the lines about single URLs, thousands on a large crawl, only when
@@ -27,7 +31,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // (spider.Progress), a line first clears it: the next second redraws it.
 func nodeLogs(w io.Writer, prefix string, verbose, terminal bool) (logf, urlLogf func(string, ...any)) {
 	if terminal {
-		prefix = "\r\x1b[K" + prefix
+		prefix = clearProgressLine + prefix
 	}
 	logf = func(format string, a ...any) {
 		fmt.Fprintf(w, "%s%s\n", prefix, fmt.Sprintf(format, a...))
