@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -60,7 +61,7 @@ func CgroupMemoryLimit(root string) (limit uint64, from string, err error) {
 		switch {
 		case f[0] == "0" && f[1] == "":
 			base, file = filepath.Join(root, "sys/fs/cgroup"), "memory.max"
-		case f[1] != "" && containsWord(f[1], "memory"):
+		case f[1] != "" && slices.Contains(strings.Split(f[1], ","), "memory"):
 			base, file = filepath.Join(root, "sys/fs/cgroup/memory"), "memory.limit_in_bytes"
 		default:
 			continue
@@ -83,15 +84,6 @@ func CgroupMemoryLimit(root string) (limit uint64, from string, err error) {
 		}
 	}
 	return limit, from, nil
-}
-
-func containsWord(list, word string) bool {
-	for _, w := range strings.Split(list, ",") {
-		if w == word {
-			return true
-		}
-	}
-	return false
 }
 
 // readCgroupLimit reads a cgroup memory limit file: 0 when it is
