@@ -19,45 +19,18 @@ import (
 func TestNodeRobotsAbandonedShown(t *testing.T) {
 	asked := make(chan struct{})
 	var once sync.Once
-	handler := func(w http.ResponseWriter, r *http.Request) {
+	n, sum := runStoppedAtStall(t, asked, "robots.txt's redirect target", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/robots.txt":
 			// Followed after the list, on a connection of its own.
 			http.Redirect(w, r, "/real-robots.txt", http.StatusMovedPermanently)
 		case "/real-robots.txt":
 			once.Do(func() { close(asked) })
-			select { // stalled until the crawl gives up (or 20 s)
-			case <-r.Context().Done():
-			case <-time.After(20 * time.Second):
-			}
+			stallUntilGivenUp(r)
 		default:
 			fmt.Fprint(w, "leaf")
 		}
-	}
-	cfg, _ := siteNodeConfig(t, handler)
-	n, err := OpenNode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	go func() {
-		select {
-		case <-asked:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	sum, err := n.Run(ctx)
-	if !errors.Is(err, ErrInterrupted) || sum == nil {
-		t.Fatalf("crawl: %+v, %v; want it interrupted", sum, err)
-	}
-	select {
-	case <-asked:
-	default:
-		t.Fatal("robots.txt's redirect target never asked for")
-	}
+	})
 	if got := n.robots.src.Abandoned(); got != 1 || sum.RobotsAbandoned != 1 {
 		t.Errorf("robots.txt fetches abandoned: summary %d, counted %d; want 1", sum.RobotsAbandoned, got)
 	}
@@ -73,23 +46,39 @@ func TestNodeRobotsAbandonedShown(t *testing.T) {
 func TestNodeRobotsAbandonedOnListConnection(t *testing.T) {
 	asked := make(chan struct{})
 	var once sync.Once
-	handler := func(w http.ResponseWriter, r *http.Request) {
+	n, sum := runStoppedAtStall(t, asked, "robots.txt", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/robots.txt" {
 			fmt.Fprint(w, "leaf")
 			return
 		}
 		once.Do(func() { close(asked) })
-		select { // stalled until the crawl gives up (or 20 s)
-		case <-r.Context().Done():
-		case <-time.After(20 * time.Second):
-		}
+		stallUntilGivenUp(r)
+	})
+	if got := n.robots.src.Abandoned(); got != 1 || sum.RobotsAbandoned != 1 {
+		t.Errorf("robots.txt fetches abandoned: summary %d, counted %d; want 1", sum.RobotsAbandoned, got)
 	}
-	cfg, _ := siteNodeConfig(t, handler)
+}
+
+// stallUntilGivenUp answers r with nothing until the client gives up (or
+// 20 s pass).
+func stallUntilGivenUp(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(20 * time.Second):
+	}
+}
+
+// runStoppedAtStall crawls the site h serves with one node and stops the
+// crawl once asked is closed (h's stalled request, named what, came); it
+// fails the test unless the crawl was interrupted after that request.
+func runStoppedAtStall(t *testing.T, asked chan struct{}, what string, h http.HandlerFunc) (*Node, *NodeSummary) {
+	t.Helper()
+	cfg, _ := siteNodeConfig(t, h)
 	n, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.Close()
+	t.Cleanup(func() { n.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	go func() {
@@ -106,9 +95,7 @@ func TestNodeRobotsAbandonedOnListConnection(t *testing.T) {
 	select {
 	case <-asked:
 	default:
-		t.Fatal("robots.txt never asked for")
+		t.Fatalf("%s never asked for", what)
 	}
-	if got := n.robots.src.Abandoned(); got != 1 || sum.RobotsAbandoned != 1 {
-		t.Errorf("robots.txt fetches abandoned: summary %d, counted %d; want 1", sum.RobotsAbandoned, got)
-	}
+	return n, sum
 }
