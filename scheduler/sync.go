@@ -75,7 +75,16 @@ func (s *Scheduler) commit(flags uint32) error {
 
 // Close syncs with a clean mark and releases the files. URLs in lists
 // still out stay in progress on disk and are in-list again at the next Open.
-func (s *Scheduler) Close() error {
+func (s *Scheduler) Close() error { return s.close(flagClean) }
+
+// CloseUnclean is Close without the clean mark: the next Open finds what a
+// crash right after this sync leaves (Opened().Clean false). A user that
+// has not yet settled what an unclean Open told it (a node's pages stored
+// but not reported before the crash) closes so, to be told again: closed
+// clean, it was not, and those pages were fetched and stored again.
+func (s *Scheduler) CloseUnclean() error { return s.close(0) }
+
+func (s *Scheduler) close(flags uint32) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.mu.Lock()
@@ -85,7 +94,7 @@ func (s *Scheduler) Close() error {
 	}
 	var err error
 	if s.broken == nil {
-		if err = s.commit(flagClean); err == nil {
+		if err = s.commit(flags); err == nil && flags&flagClean != 0 {
 			err = s.trim()
 		}
 	}

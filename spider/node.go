@@ -154,6 +154,8 @@ type Node struct {
 	// response reports (storedOutcome) when handed out, not fetched again.
 	// Read-only after OpenNode.
 	stored map[uint32]scheduler.Outcome
+	// recovered: recover has looked for them (node_recover.go).
+	recovered bool
 
 	// raiseFrom is the depth limit the directory was crawled to when this
 	// run's is higher (node_depthlimit.go), else -1. Read-only after
@@ -324,19 +326,19 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return refuse(err)
 	}
 	if err = checkStoreGone(cfg.Dir, cfg.StorageDirs, n.sched); err != nil { // identity.go
-		n.sched.Close()
+		n.closeSched()
 		n.tree.Close()
 		return refuse(err)
 	}
 	if n.stores, err = openStores(cfg.Dir, cfg.StorageDirs, n.freshDir, cfg.Logf); err != nil { // node_stores.go
-		n.sched.Close()
+		n.closeSched()
 		n.tree.Close()
 		return refuse(err)
 	}
 	// The store's records are by this tree's ids too: one of another
 	// tree (storage directories swapped between nodes) is refused.
 	if n.store, err = storage.Open(storage.Config{Dirs: cfg.StorageDirs, Codec: cfg.Codec, TreeID: n.tree.ID(), Logf: cfg.Logf, OnDurable: n.durable}); err != nil {
-		n.sched.Close()
+		n.closeSched()
 		n.tree.Close()
 		return refuse(err)
 	}
@@ -389,7 +391,7 @@ func (n *Node) Close() error {
 	// Pages made durable as the store closed are done in the scheduler's
 	// last commit.
 	errR = errors.Join(errR, n.stores.note(false))
-	return errors.Join(errC, errT, errR, errS, errSt, n.sched.Close(), n.tree.Close(), errD, n.lock.Release())
+	return errors.Join(errC, errT, errR, errS, errSt, n.closeSched(), n.tree.Close(), errD, n.lock.Release())
 }
 
 // serialLogf returns logf and urlLogf behind one mutex (the two may write

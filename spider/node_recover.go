@@ -53,7 +53,40 @@ func (n *Node) recover() error {
 			len(n.stored), o.Dropped, o.PagesTrimmed+o.PagesRaised)
 	}
 	n.syncedLen = n.tree.Len()
+	n.recovered = true
 	return nil
+}
+
+// closeSched closes the scheduler, with its clean mark only once what an
+// unclean stop left is settled: recover has run and every page it found
+// stored but unreported has been reported (its list handed out). Marked
+// clean before, the next start, seeing a clean close, looked in the store
+// for nothing and fetched and stored those pages again: a run that
+// recovered after a kill -9 and was drained or stopped before their lists
+// came up (the soak's steered rounds), or a start refused after the
+// scheduler opened (a config error fixed and the node started again).
+func (n *Node) closeSched() error {
+	if n.settled() {
+		return n.sched.Close()
+	}
+	return n.sched.CloseUnclean()
+}
+
+// settled reports whether the scheduler holds everything an unclean stop
+// before this run left unsaid (see closeSched).
+func (n *Node) settled() bool {
+	if o := n.sched.Opened(); o.Clean || o.Created {
+		return true
+	}
+	if !n.recovered {
+		return false
+	}
+	for id := range n.stored {
+		if n.sched.URL(id).State.Unfinished() {
+			return false
+		}
+	}
+	return true
 }
 
 // linksInStore reports whether id's page, and so its links, can be read
