@@ -35,8 +35,11 @@ fuzz:
 # finish and compares the store with the web's truth (spider/node_soak_test.go).
 # Rounds run for SOAKTIME, each bounded at 10 minutes; a failed round keeps its
 # data directory and the node's log under $TMPDIR/kspider-soak-*.
+# SOAKARGS="-node.soak.seed=S -node.soak.round=R" runs one failed round again
+# and again (its kills land at other moments each time).
 # SOAKFLAGS=-race runs it with the race detector.
 SOAKTIME ?= 10m
 SOAKFLAGS ?=
+SOAKARGS ?=
 soak:
-	$(GO) test $(SOAKFLAGS) -count=1 -run '^TestNodeSoak$$' -timeout 30m ./spider/ -node.soak=$(SOAKTIME) -test.v
+	$(GO) test $(SOAKFLAGS) -count=1 -run '^TestNodeSoak$$' -timeout 30m ./spider/ -node.soak=$(SOAKTIME) -test.v $(SOAKARGS)

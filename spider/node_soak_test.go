@@ -189,7 +189,8 @@ func TestNodeCrashDeep(t *testing.T) {
 
 // TestNodeSoak runs soak rounds for -node.soak, each on a web and with a
 // kill schedule drawn at random (the seed is logged: a failure can be
-// run again with -node.soak.seed).
+// run again with -node.soak.seed, and its round alone, again and again,
+// with -node.soak.round).
 func TestNodeSoak(t *testing.T) {
 	if os.Getenv(nodeSoakChildEnv) != "" {
 		t.Skip("child")
@@ -205,7 +206,11 @@ func TestNodeSoak(t *testing.T) {
 	t.Logf("soak seed %d (-node.soak.seed)", seed)
 	// A failed round keeps its evidence and the soak goes on: one run
 	// may find more than one bug.
-	for round := 0; time.Now().Before(end); round++ {
+	for i := 0; time.Now().Before(end); i++ {
+		round := i
+		if *nodeSoakRound >= 0 {
+			round = *nodeSoakRound // the same round again and again: its kills land at other moments
+		}
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		sh := soakShape{Kills: 3 + rng.IntN(8), Hostile: rng.IntN(3) == 0, Vary: rng.IntN(3) == 0, Steer: rng.IntN(3) == 0}
 		sh.Web = testweb.Config{Hosts: 5 + rng.IntN(40), Seed: rng.Int64N(1 << 30), MaxPages: 20 + rng.IntN(100),
@@ -217,13 +222,16 @@ func TestNodeSoak(t *testing.T) {
 			sh.Web.MaxPages = min(sh.Web.MaxPages, soakMaxPages)
 			sh.Depth = min(sh.Depth, 5)
 		}
-		t.Run(fmt.Sprintf("round%d", round), func(t *testing.T) {
+		t.Run(fmt.Sprintf("round%d", i), func(t *testing.T) {
 			soakRound(t, sh, seed+uint64(round)<<32, 10*time.Minute)
 		})
 	}
 }
 
-var nodeSoakSeed = flag.Uint64("node.soak.seed", 0, "TestNodeSoak's random seed (0: the time)")
+var (
+	nodeSoakSeed  = flag.Uint64("node.soak.seed", 0, "TestNodeSoak's random seed (0: the time)")
+	nodeSoakRound = flag.Int("node.soak.round", -1, "TestNodeSoak runs only this round of -node.soak.seed, again and again")
+)
 
 // soakRound crawls sh's web in a child process, killing it sh.Kills times,
 // then lets it finish within limit, and checks the store.
