@@ -1,7 +1,10 @@
 # make test: everything CI runs. It installs the real servers the tests use
 # when they are missing (see tools/testdeps.sh), then vets and runs every test
 # with the race detector. KSPIDER_REQUIRE_SERVERS=1 turns a missing server
-# binary from a skip into a failure (see tools/testenv).
+# binary from a skip into a failure (see tools/testenv). The tests run in a
+# network namespace of their own with only loopback (tools/loopback-only.sh,
+# as root): nothing they do can reach beyond this machine. deps and vet run
+# before it, with the network they need (apt, npm, Go modules).
 
 GO ?= go
 TEST_TIMEOUT ?= 40m
@@ -9,7 +12,7 @@ TEST_TIMEOUT ?= 40m
 .PHONY: test deps vet build fuzz soak
 
 test: deps vet
-	KSPIDER_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	KSPIDER_REQUIRE_SERVERS=1 tools/loopback-only.sh $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 deps:
 	@bash tools/testdeps.sh
