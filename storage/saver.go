@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -344,6 +346,9 @@ func (sv *saver) createSegment(n uint32) error {
 	}
 	path := segmentPath(sv.dir, n)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return segmentInTheWay(sv.dir, path, n)
+	}
 	if err != nil {
 		return err
 	}
@@ -369,6 +374,20 @@ func (sv *saver) createSegment(n uint32) error {
 	sv.seg, sv.segNum = f, n
 	sv.segOff, sv.synced = segmentHeaderSize, segmentHeaderSize
 	return nil
+}
+
+// segmentInTheWay is the error of a saver that cannot create segment n
+// at path because something stands under its name: one the writer's open
+// did not take for a segment (a directory, a FIFO, a link), or a file put
+// there since. The saver overwrites nothing it did not write, so it
+// stops, and the directory takes no more pages until it is moved out.
+func segmentInTheWay(dir, path string, n uint32) error {
+	what := "something"
+	if fi, err := os.Lstat(path); err == nil {
+		what = fileKind(fi.Mode())
+	}
+	return fmt.Errorf("creating segment %s, the next after %s: %s stands under its name, not a segment this store wrote (a file put there since the store was opened, or one it does not take for a segment): it is left as it is, and %s takes no more pages; move it out of the directory and start again",
+		path, segmentName(n-1), what, dir)
 }
 
 // finish makes everything durable and closes the directory's files.

@@ -502,3 +502,55 @@ func TestSegmentCutDuringAResync(t *testing.T) {
 		t.Fatalf("lost %d, want %d, and the cut reported: %v", st.Lost, lost, st.Errors)
 	}
 }
+
+// A directory or a FIFO under the name of the segment a writer rolls to
+// next (which its open does not take for a segment) stopped the saver
+// with a bare 'open DIR/00000002.seg: file exists', hours into a crawl,
+// saying neither what stood there nor what it meant. Now the error names
+// the file, what it is, and that the directory takes no more pages until
+// it is moved out; the thing in the way is left as it was.
+func TestSegmentNameTakenWhenRolling(t *testing.T) {
+	for _, kind := range []string{"a directory", "a FIFO (named pipe)"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := smallSegments()
+			cfg.Dirs = []string{dir}
+			writeStore(t, cfg, 0, 5)
+			nums, err := listSegments(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := segmentPath(dir, nums[len(nums)-1]+1)
+			if kind == "a directory" {
+				err = os.Mkdir(next, 0o755)
+			} else {
+				err = unix.Mkfifo(next, 0o644)
+			}
+			if err != nil {
+				t.Skipf("cannot make %s: %v", kind, err)
+			}
+			s, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var putErr error
+			for id := uint64(5); id < 1000 && putErr == nil; id++ {
+				putErr = s.Put(context.Background(), testPage(id))
+			}
+			closeErr := s.Close()
+			for _, err := range []error{putErr, closeErr} {
+				if err == nil {
+					t.Fatal("the writer rolled over the stray name without an error")
+				}
+				for _, want := range []string{next, kind + " stands under its name", "takes no more pages", "move it out"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error does not say %q: %v", want, err)
+					}
+				}
+			}
+			if fi, err := os.Lstat(next); err != nil || fi.Mode().IsRegular() {
+				t.Errorf("the stray name was touched: %v, %v", fi, err)
+			}
+		})
+	}
+}

@@ -457,12 +457,22 @@ func segmentAbsent(dir string, n uint32) string {
 		// Made between the listing and now: a live writer's.
 		return "was not there when the store was opened"
 	}
-	what := map[fs.FileMode]string{fs.ModeDir: "a directory", fs.ModeNamedPipe: "a FIFO (named pipe)",
-		fs.ModeSocket: "a socket", fs.ModeDevice: "a device", fs.ModeDevice | fs.ModeCharDevice: "a character device"}[fi.Mode().Type()]
-	if what == "" {
-		what = fmt.Sprintf("a file of type %v", fi.Mode().Type())
+	return "is " + fileKind(fi.Mode()) + ", not a segment file, so is read as missing"
+}
+
+// fileKind names what a file of mode m is, for a message about something
+// standing where a store file should be.
+func fileKind(m fs.FileMode) string {
+	if m.IsRegular() {
+		return "a file"
 	}
-	return "is " + what + ", not a segment file, so is read as missing"
+	what := map[fs.FileMode]string{fs.ModeDir: "a directory", fs.ModeNamedPipe: "a FIFO (named pipe)",
+		fs.ModeSymlink: "a symbolic link", fs.ModeSocket: "a socket", fs.ModeDevice: "a device",
+		fs.ModeDevice | fs.ModeCharDevice: "a character device"}[m.Type()]
+	if what == "" {
+		what = fmt.Sprintf("a file of type %v", m.Type())
+	}
+	return what
 }
 
 // noteStrays notes as damage each name of a segment under which something
