@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -107,8 +108,20 @@ var ErrNoStore = errors.New("no page store")
 // of a directory whose index is missing or damaged. A directory without
 // segments and index is an error wrapping ErrNoStore.
 func OpenReader(dirs []string) (*Reader, error) {
+	return OpenReaderContext(context.Background(), dirs, nil)
+}
+
+// OpenReaderContext is OpenReader that gives up reading the segments,
+// returning an error wrapping ctx's, when ctx ends, and counts in progress (if not nil) the
+// segment bytes it reads. Without a usable index a directory's segments
+// are read whole, as long as a Scan of them takes (hours for terabytes):
+// an interactive tool shows that and lets Ctrl-C end it.
+func OpenReaderContext(ctx context.Context, dirs []string, progress *OpenProgress) (*Reader, error) {
 	if len(dirs) == 0 {
 		return nil, errors.New("storage: no data directory given")
+	}
+	if progress == nil {
+		progress = new(OpenProgress)
 	}
 	r := &Reader{rereadWait: func() { time.Sleep(entryRereadWait) }}
 	r.decoders.New = func() any { return new(decoder) }
@@ -117,15 +130,92 @@ func OpenReader(dirs []string) (*Reader, error) {
 	if r.store, r.storeFrom, err = storeIDOf(dirs, r.noteDamage); err != nil {
 		return nil, err
 	}
-	for _, d := range dirs {
-		dr, err := r.openDir(d)
+	// Every directory is opened before any is read, so that progress
+	// has its total from the start.
+	noIndex := make([]func(records int), len(dirs))
+	for i, d := range dirs {
+		dr, why, err := r.openDir(d)
 		if err != nil {
 			r.Close()
 			return nil, err
 		}
 		r.dirs = append(r.dirs, dr)
+		noIndex[i] = why
+		for _, sf := range dr.order {
+			if start := dr.unindexedFrom(sf); start >= 0 {
+				progress.total.Add(sf.size - start)
+			}
+		}
+	}
+	for i, dr := range r.dirs {
+		extra, err := r.indexUnindexed(ctx, dr, progress)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		dr.view.Store(&dirView{ix: dr.ix, extra: extra})
+		if noIndex[i] != nil {
+			noIndex[i](len(extra))
+		}
 	}
 	return r, nil
+}
+
+// OpenProgress counts how far an OpenReaderContext has got: the segment
+// bytes it has read of those it reads. It may be read from any goroutine
+// while the open runs.
+type OpenProgress struct {
+	read, total atomic.Int64
+}
+
+// Progress returns the segment bytes read so far and those to read in
+// all (zero when the index covers every record).
+func (p *OpenProgress) Progress() (read, total int64) { return p.read.Load(), p.total.Load() }
+
+// unindexedFrom returns where the records of segment sf that dr's index
+// does not cover begin (0: all of them), or -1 when it covers them all.
+func (dr *dirReader) unindexedFrom(sf *segmentFile) int64 {
+	switch {
+	case dr.ix == nil:
+		return 0
+	case sf.num < dr.ck.seg:
+		return -1
+	case sf.num == dr.ck.seg && dr.ck.off <= sf.size:
+		return dr.ck.off
+	}
+	return 0
+}
+
+// indexUnindexed indexes in memory the records of dr its index does not
+// cover (unindexedFrom), counting the bytes it reads in progress, until
+// ctx ends.
+func (r *Reader) indexUnindexed(ctx context.Context, dr *dirReader, progress *OpenProgress) (map[uint64]location, error) {
+	done := ctx.Done()
+	extra := map[uint64]location{}
+	for _, sf := range dr.order {
+		start := dr.unindexedFrom(sf)
+		if start < 0 {
+			continue
+		}
+		n, pos := sf.num, start
+		err := r.eachRecord(sf, start, nil, func(off int64, h recordHeader, _ []byte) error {
+			select {
+			case <-done:
+				return fmt.Errorf("storage: opening %s: indexing the records of %s: %w", dr.dir, sf.path, ctx.Err())
+			default:
+			}
+			extra[h.urlID] = location{n, off}
+			end := off + int64(h.length)
+			progress.read.Add(end - pos)
+			pos = end
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		progress.read.Add(sf.size - pos) // damage, or a tail cut meanwhile
+	}
+	return extra, nil
 }
 
 // StoreID returns the ID of the store the directories belong to and the
@@ -134,13 +224,17 @@ func OpenReader(dirs []string) (*Reader, error) {
 // stored by, as Open does with Config.TreeID: a Reader reads any store.
 func (r *Reader) StoreID() (id [16]byte, from string) { return r.store, r.storeFrom }
 
-func (r *Reader) openDir(dir string) (*dirReader, error) {
+// openDir opens dir's index and segments, noting the damage it finds
+// there. The records the index does not cover are read afterwards
+// (indexUnindexed); the function it returns, if not nil, says then why
+// all of them were, given how many.
+func (r *Reader) openDir(dir string) (*dirReader, func(records int), error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, nil, fmt.Errorf("storage: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("storage: %s is not a directory", dir)
+		return nil, nil, fmt.Errorf("storage: %s is not a directory", dir)
 	}
 	dr := &dirReader{dir: dir, segs: map[uint32]*segmentFile{}, live: locked(dir), store: r.store}
 	// The index first: a live writer only moves its checkpoint forward
@@ -155,11 +249,11 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	nums, odd, err := listSegmentNames(dir)
 	if err != nil {
 		dr.close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := r.openSegments(dr, nums); err != nil {
 		dr.close()
-		return nil, err
+		return nil, nil, err
 	}
 	var noIndex func(records int) // says why the segments are read instead, once read
 	switch err := ixErr; {
@@ -170,41 +264,18 @@ func (r *Reader) openDir(dir string) (*dirReader, error) {
 	case err == nil:
 	case errors.Is(err, os.ErrNotExist) && len(nums) == 0:
 		dr.close()
-		return nil, fmt.Errorf("storage: %s: %w: no segment files (%s) and no index (%s)", dir, ErrNoStore, "*"+segmentSuffix, indexName)
+		return nil, nil, fmt.Errorf("storage: %s: %w: no segment files (%s) and no index (%s)", dir, ErrNoStore, "*"+segmentSuffix, indexName)
 	case errors.Is(err, errOldIndex):
 		noIndex = func(n int) { r.note(fmt.Sprintf("%v; reading the segments instead (%s)", err, inMemory(n))) }
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrCorrupt):
 		noIndex = func(n int) { r.noteDamage(fmt.Errorf("%w; reading the segments instead (%s)", err, inMemory(n))) }
 	default:
 		dr.close()
-		return nil, err
+		return nil, nil, err
 	}
 	r.checkCheckpoint(dr)
 	r.noteStrays(dr, nums, odd)
-	extra := map[uint64]location{}
-	for _, sf := range dr.order {
-		if dr.ix != nil && sf.num < dr.ck.seg {
-			continue
-		}
-		start := int64(0) // the first record
-		if dr.ix != nil && sf.num == dr.ck.seg && dr.ck.off <= sf.size {
-			start = dr.ck.off
-		}
-		n := sf.num
-		err := r.eachRecord(sf, start, nil, func(off int64, h recordHeader, _ []byte) error {
-			extra[h.urlID] = location{n, off}
-			return nil
-		})
-		if err != nil {
-			dr.close()
-			return nil, err
-		}
-	}
-	dr.view.Store(&dirView{ix: dr.ix, extra: extra})
-	if noIndex != nil {
-		noIndex(len(extra))
-	}
-	return dr, nil
+	return dr, noIndex, nil
 }
 
 // inMemoryBytesPerRecord is about what a record indexed in memory (a

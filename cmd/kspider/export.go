@@ -88,7 +88,7 @@ The file is written under a temporary name and renamed when complete.`)
 		return err
 	}
 	defer f.abort()
-	r, err := storage.OpenReader(sdirs)
+	r, err := openStore(ctx, e.stderr, "export", sdirs)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ output to have its bytes as stored.`)
 	if err != nil {
 		return err
 	}
-	r, err := storage.OpenReader(sdirs)
+	r, err := openStore(ctx, e.stderr, "get", sdirs)
 	if err != nil {
 		return err
 	}

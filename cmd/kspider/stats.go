@@ -58,7 +58,7 @@ the report covers the intact pages and the exit status is 1 unless
 		}
 		defer html.abort()
 	}
-	r, err := storage.OpenReader(dirs)
+	r, err := openStore(ctx, e.stderr, "stats", dirs)
 	if err != nil {
 		return err
 	}
