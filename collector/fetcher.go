@@ -87,6 +87,8 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 	// stalled the next response held a fetcher for a timeout and a linger
 	// per two URLs, its good first responses clearing barren.
 	timedOut := false
+	// lastKind, lastErr: the list's latest failure, given to the URLs it
+	// did not answer when that failure ended it.
 	var lastKind Kind
 	var lastErr error
 	out := f.out[:0]
@@ -179,6 +181,10 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			continue // the loop's test again: nothing may be left to send
 		}
 		if f.ctx.Err() != nil || len(out) == 0 && f.stopped() {
+			// Cut short, not ended by a failure: a failure the list got
+			// over (a connection that died, its requests to be sent
+			// again) is not why the rest are unsent.
+			lastErr = nil
 			return
 		}
 		if c == nil {

@@ -49,8 +49,9 @@ type List struct {
 	Linger bool
 	// Stop, when closed, ends the list gently: no further request is sent,
 	// and the responses to those already sent are read (within the usual
-	// timeouts); the rest come back unsent (NotTried, or the Kind of a
-	// failure earlier in the list: see Kind). Cancelling Fetch's context
+	// timeouts); the rest come back NotTried (also those sent once on a
+	// connection that died and not yet sent again), whatever failed
+	// earlier in the list. Cancelling Fetch's context
 	// instead cuts the response being read. A node stops this way so that
 	// a stop costs no page fetched twice.
 	Stop <-chan struct{}
@@ -68,11 +69,11 @@ type Batch struct {
 }
 
 // Kind classifies what went wrong with a URL; OK is the empty kind. The
-// URLs a list never sent come back NotTried when its context ended; a
-// failure that ended the list (dns, connect, tls, a response that timed
-// out, two connections in a row that answered nothing), or one earlier in
-// a list that List.Stop ended, gives them its own Kind and Err instead,
-// with Attempts 0 saying they were not sent.
+// URLs a list never sent come back NotTried when its context ended or
+// List.Stop stopped it; a failure that ended the list (dns, connect, tls,
+// a response that timed out, two connections in a row that answered
+// nothing) gives them its own Kind and Err instead, with Attempts 0
+// saying they were not sent.
 type Kind uint8
 
 const (
@@ -87,7 +88,7 @@ const (
 	BadEncoding      // Content-Encoding unknown or corrupt (WireBody kept)
 	BadURL           // not an http(s) URL of the list's origin
 	Canceled         // the list was cancelled while this response was read
-	NotTried         // the list ended (cancelled, its deadline, List.Stop) before this URL was sent, no failure before
+	NotTried         // the list was cut short (cancelled, its deadline, List.Stop) before this URL was sent (or sent again)
 	Skipped          // List.AfterRobots asked for it not to be sent
 )
 
