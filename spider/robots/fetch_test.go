@@ -539,7 +539,19 @@ func TestSourceAbandonedFetchNotHandedOn(t *testing.T) {
 		}
 		fmt.Fprint(w, "user-agent: *\ndisallow: /x\n")
 	})
-	s := &Source{Fetcher: newFetcher(5 * time.Second), Cache: NewCache(10, 0)}
+	// Each caller reads the clock twice before it fetches or joins a
+	// fetch, the second time under the Source's lock, which the leader's
+	// abandoned fetch takes before it leaves: the waiter's second read
+	// (the fourth) says it joins the leader's fetch however late it runs.
+	joined := make(chan struct{})
+	var reads atomic.Int32
+	now := func() time.Time {
+		if reads.Add(1) == 4 {
+			close(joined)
+		}
+		return time.Now()
+	}
+	s := &Source{Fetcher: newFetcher(5 * time.Second), Cache: NewCache(10, 0), Now: now}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	leader := make(chan bool)
@@ -547,7 +559,7 @@ func TestSourceAbandonedFetchNotHandedOn(t *testing.T) {
 	<-arrived
 	waiter := make(chan bool)
 	go func() { waiter <- s.Allowed(context.Background(), srv.URL+"/y") }()
-	time.Sleep(50 * time.Millisecond) // let the waiter join the fetch
+	<-joined
 	cancel()
 	if <-leader {
 		t.Error("the caller that gave up was told allowed")
