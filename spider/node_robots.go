@@ -130,7 +130,10 @@ func (n *Node) robotsVerdictFor(ctx context.Context, u string) robotsVerdict {
 	v.rules = n.robots.src.Rules(context.WithValue(ctx, robotsChainKey{}, chain), v.origin)
 	// The list's own origin: processList waits the gap after it.
 	v.fetched = n.robots.endChain(chain, v.origin)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && v.rules == robots.DisallowAll() {
+		// Abandoned (or unreachable, which an ended context cannot
+		// tell): nothing learnt. An answer that came whole before the
+		// end is the Source's, cached: recorded as any other.
 		v.rules = nil
 		return v
 	}

@@ -38,9 +38,11 @@ import (
 //   - robots.txt unreachable (5xx, 429, a connection failure, a body cut
 //     short or of which nothing decoded) with no stale copy to use: every URL is reported FailedTemp,
 //     as before; with a stale copy the list goes on under it;
-//   - the crawl stopping (context cancelled): nothing is recorded (the
-//     fetch counts in Source.Abandoned, as one on a connection of its
-//     own), the URLs come back NotTried;
+//   - the crawl stopping (context cancelled): the URLs come back
+//     NotTried; a robots.txt read whole (an answer, not a redirect) is
+//     cached and recorded all the same, and one cut short records nothing
+//     (the fetch counts in Source.Abandoned, as one on a connection of
+//     its own);
 //   - a gentle stop (List.Stop) before robots.txt was sent, the context
 //     still live for StopGrace: robots.txt comes back NotTried, which says
 //     nothing of the host; nothing is recorded (no back-off, no
@@ -193,10 +195,13 @@ func (h *robotsHook) after(r *collector.Result) []bool {
 		}
 		return skip
 	}
-	if h.ctx.Err() != nil {
-		// The crawl stops or the slot ended: nothing learnt. Handed to
+	if h.ctx.Err() != nil && (r.Kind == collector.Canceled || r.Kind == collector.NotTried || r.Status/100 == 3) {
+		// The crawl stops or the slot ended, robots.txt not read whole
+		// (or a redirect, not followed now): nothing learnt. Handed to
 		// the Source all the same, so that its Abandoned counts this
-		// fetch as it counts one on a connection of its own.
+		// fetch as it counts one on a connection of its own. One read
+		// whole goes on below: it is the host's answer, cached and
+		// recorded; thrown away, it was fetched again at the next list.
 		h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, &primedRobots{err: h.ctx.Err()}), h.url)
 		return all()
 	}

@@ -101,7 +101,7 @@
 // patterns; origins of the largest sets are evicted first and counted), and
 // forgets each after at most its time to live (24 hours by default).
 // Source fetches an origin's file once for all its callers; a fetch whose
-// caller's context ended first caches nothing, is counted
-// (Source.Abandoned), and callers that waited for it fetch again rather
-// than take its DisallowAll, which said only "the caller gave up".
+// caller's context ended before its answer came whole caches nothing, is
+// counted (Source.Abandoned), and callers that waited for it fetch again
+// rather than take its DisallowAll, which said only "the caller gave up".
 package robots

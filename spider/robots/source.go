@@ -74,8 +74,11 @@ func (s *Source) Allowed(ctx context.Context, rawURL string) bool {
 // Rules returns the rules for origin ("scheme://authority"). When ctx
 // ends before they are known, it returns DisallowAll and caches nothing
 // (Abandoned counts the fetch it cut short): the caller tells that "not
-// now" from an unreachable robots.txt by ctx.Err(), and must not take the
-// origin's URLs as disallowed by its rules.
+// now" from an unreachable robots.txt by ctx.Err() and the DisallowAll,
+// and must not take the origin's URLs as disallowed by its rules. An
+// answer that came whole before ctx ended is cached and returned as
+// usual, so a caller that records what a fetch found (a Crawl-delay)
+// records it whether or not ctx has ended.
 func (s *Source) Rules(ctx context.Context, origin string) *Rules {
 	if origin == "" {
 		return DisallowAll() // not an absolute URL: nothing to fetch
@@ -131,11 +134,8 @@ func (s *Source) rules(ctx context.Context, origin string) (r *Rules, ok bool) {
 // when ctx ended first (nothing cached, the rules DisallowAll).
 func (s *Source) refresh(ctx context.Context, origin string) (r *Rules, abandoned bool) {
 	res := s.Fetcher.Fetch(ctx, origin)
-	if ctx.Err() != nil {
-		// The caller gave up; that says nothing about the origin. (Not
-		// cached even when the file came whole: the caller drops the
-		// answer, and one that records what a fetch found, a Crawl-delay
-		// say, would never hear of rules it then found cached.)
+	if ctx.Err() != nil && !answered(res) {
+		// The caller gave up; that says nothing about the origin.
 		s.abandoned.Add(1)
 		return DisallowAll(), true
 	}
@@ -167,6 +167,16 @@ func (s *Source) refresh(ctx context.Context, origin string) (r *Rules, abandone
 		s.Cache.Put(origin, res.Rules, now, ttl, 0)
 	}
 	return res.Rules, false
+}
+
+// answered reports whether res is an answer that came whole, which a
+// caller's context ending after it does not make less true: a file read
+// to its end (or to the limit), a 4xx. A file read whole just as a slot
+// ended was thrown away and fetched again at the host's next list. An
+// unreachable one may be the context's doing (a body or a redirect chain
+// cut short), and its back-off is for a caller that hears of it.
+func answered(res Result) bool {
+	return res.Outcome != Unreachable
 }
 
 // DefaultStaleFor is how long after its freshness ended a fetched
