@@ -233,12 +233,17 @@ func (d robotsDoer) Do(req *http.Request) (*http.Response, error) {
 	// A redirect to the same origin opens its next connection only after
 	// the gap.
 	if !n.robotsGap(req.Context(), origin) {
-		return nil, req.Context().Err()
+		return nil, fmt.Errorf("%w: %w", robots.ErrNotSent, req.Context().Err())
 	}
 	b := n.coll.Fetch(req.Context(), &collector.List{Requests: []collector.Request{{URL: u}}, Linger: true})
 	defer n.coll.Release(b)
 	n.robots.closedNow(chain, origin)
 	n.outOfFiles(&b.Results[0])
+	if r := &b.Results[0]; r.Kind == collector.NotTried && r.Attempts == 0 {
+		// The context ended before it went out (the Source does not
+		// count it abandoned: nothing was lost).
+		return nil, fmt.Errorf("%w: %s: %v", robots.ErrNotSent, u, r.Kind)
+	}
 	p := primeRobots(&b.Results[0])
 	if p.err != nil {
 		return nil, p.err

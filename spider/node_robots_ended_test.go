@@ -40,3 +40,30 @@ func TestNodeRobotsKeptAtEnd(t *testing.T) {
 		t.Errorf("cached: fresh %v; want the file's rules", fresh)
 	}
 }
+
+// TestNodeRobotsUnsentNotAbandoned: robots_abandoned counted a robots.txt
+// the list's end kept from being sent (the context ended while its
+// connection was made), on the list's connection or on one of its own,
+// as a fetch cut short: an operator read slots too short for a slow
+// robots.txt where nothing had been asked. Only fetches sent count now.
+func TestNodeRobotsUnsentNotAbandoned(t *testing.T) {
+	n := robotsTestNode(t)
+	h := endedHook(n, "http://unsent.test:81")
+	h.after(&collector.Result{URL: "http://unsent.test:81/robots.txt", Kind: collector.NotTried})
+	if a := n.robots.src.Abandoned(); a != 0 {
+		t.Errorf("on the list's connection: %d robots.txt fetches abandoned; want none", a)
+	}
+	// On a connection of its own (rulesFor): the collector is handed an
+	// ended context and sends nothing.
+	if v := n.robotsVerdictFor(h.ctx, "http://127.0.0.1:1/a"); v.ok {
+		t.Errorf("an ended context gave rules %v", v.rules)
+	}
+	if a := n.robots.src.Abandoned(); a != 0 {
+		t.Errorf("on a connection of its own: %d robots.txt fetches abandoned; want none", a)
+	}
+	// Sent and cut short: counted.
+	h.after(&collector.Result{URL: "http://unsent.test:81/robots.txt", Kind: collector.Canceled, Attempts: 1})
+	if a := n.robots.src.Abandoned(); a != 1 {
+		t.Errorf("cut short: %d robots.txt fetches abandoned; want 1", a)
+	}
+}

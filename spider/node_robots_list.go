@@ -199,10 +199,14 @@ func (h *robotsHook) after(r *collector.Result) []bool {
 		// The crawl stops or the slot ended, robots.txt not read whole
 		// (or a redirect, not followed now): nothing learnt. Handed to
 		// the Source all the same, so that its Abandoned counts this
-		// fetch as it counts one on a connection of its own. One read
-		// whole goes on below: it is the host's answer, cached and
-		// recorded; thrown away, it was fetched again at the next list.
-		h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, &primedRobots{err: h.ctx.Err()}), h.url)
+		// fetch as it counts one on a connection of its own, unless it
+		// never went out (the end came while the connection was made):
+		// that lost nothing. One read whole goes on below: it is the
+		// host's answer, cached and recorded; thrown away, it was
+		// fetched again at the next list.
+		if r.Attempts > 0 {
+			h.n.robotsVerdictFor(context.WithValue(h.ctx, primedKey{}, &primedRobots{err: h.ctx.Err()}), h.url)
+		}
 		return all()
 	}
 	if r.Kind == collector.NotTried {

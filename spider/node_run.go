@@ -34,9 +34,10 @@ type NodeSummary struct {
 	// patterns made too costly to check (robots.Rules.CheckURL), denied
 	// by no rule.
 	DeniedOverBudget uint64
-	// RobotsAbandoned: robots.txt fetches cut short because their list's
-	// context ended (a slot's cutoff, the crawl stopping), nothing cached:
-	// each is fetched again at its origin's next list.
+	// RobotsAbandoned: robots.txt fetches sent and cut short because their
+	// list's context ended (a slot's cutoff, the crawl stopping), nothing
+	// cached: each is fetched again at its origin's next list. One the end
+	// kept from being sent is not counted.
 	RobotsAbandoned uint64
 	TooDeep         uint64 // link sightings beyond the depth limit
 	Rejected        uint64 // link sightings the scope filters refused

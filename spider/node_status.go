@@ -26,8 +26,9 @@ package spider
 //	                   run because robots.txt was too costly to check, by
 //	                   no rule), robots_cache_bytes, robots_cache_evicted
 //	                   (origins evicted to bound them), robots_abandoned
-//	                   (robots.txt fetches cut short by their list's end,
-//	                   nothing cached), links, admitted, rejected,
+//	                   (robots.txt fetches sent and cut short by their
+//	                   list's end, nothing cached; one never sent is not
+//	                   counted), links, admitted, rejected,
 //	                   filtered {reason: count} (scope.Reason names, too-deep)
 //	rates              pages_per_second, mb_per_second (last 10 s),
 //	                   avg_pages_per_second, avg_mb_per_second (since started)

@@ -62,9 +62,9 @@ type StatusTotals struct {
 	RobotsOverBudget   uint64 `json:"robots_over_budget"`
 	RobotsCacheBytes   uint64 `json:"robots_cache_bytes"`   // rule sets held (robots.Cache.Bytes)
 	RobotsCacheEvicted uint64 `json:"robots_cache_evicted"` // origins evicted to bound them
-	// RobotsAbandoned: robots.txt fetches cut short because their list's
-	// context ended (a slot's cutoff, the crawl stopping), nothing cached
-	// (robots.Source.Abandoned).
+	// RobotsAbandoned: robots.txt fetches sent and cut short because their
+	// list's context ended (a slot's cutoff, the crawl stopping), nothing
+	// cached (robots.Source.Abandoned); one never sent is not counted.
 	RobotsAbandoned uint64 `json:"robots_abandoned"`
 }
 

@@ -102,6 +102,7 @@
 // forgets each after at most its time to live (24 hours by default).
 // Source fetches an origin's file once for all its callers; a fetch whose
 // caller's context ended before its answer came whole caches nothing, is
-// counted (Source.Abandoned), and callers that waited for it fetch again
-// rather than take its DisallowAll, which said only "the caller gave up".
+// counted when its request went out (Source.Abandoned), and callers that
+// waited for it fetch again rather than take its DisallowAll, which said
+// only "the caller gave up".
 package robots

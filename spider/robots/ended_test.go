@@ -2,6 +2,7 @@ package robots
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -53,6 +54,34 @@ func TestSourceKeepsAnswerReadBeforeEnd(t *testing.T) {
 		}
 		if c.abandoned == 0 && again != got {
 			t.Errorf("status %d: the answer was not cached", c.status)
+		}
+	}
+}
+
+// TestSourceUnsentNotAbandoned: a fetch whose request the caller's end
+// kept from going out (the Doer's error wraps ErrNotSent) lost nothing
+// and is not counted abandoned; a redirect chain whose next hop was not
+// sent was cut short and is.
+func TestSourceUnsentNotAbandoned(t *testing.T) {
+	for _, c := range []struct {
+		redirects int
+		abandoned int64
+	}{{0, 0}, {1, 1}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		hops := 0
+		doer := doerFunc(func(r *http.Request) (*http.Response, error) {
+			if hops++; hops <= c.redirects {
+				return &http.Response{StatusCode: 301, Header: http.Header{"Location": {"/moved.txt"}}, Body: http.NoBody}, nil
+			}
+			cancel()
+			return nil, fmt.Errorf("%w: %w", ErrNotSent, ctx.Err())
+		})
+		s := &Source{Fetcher: &Fetcher{Client: doer, UserAgent: "kspider", Timeout: 5 * time.Second}, Cache: NewCache(10, 0)}
+		if got := s.Rules(ctx, "http://example.test"); got != DisallowAll() {
+			t.Errorf("%d redirects: rules %p, want DisallowAll", c.redirects, got)
+		}
+		if n := s.Abandoned(); n != c.abandoned {
+			t.Errorf("%d redirects: Abandoned() = %d, want %d", c.redirects, n, c.abandoned)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package robots
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +40,8 @@ type Source struct {
 	mu       sync.Mutex
 	inflight map[string]*fetchCall
 	// abandoned counts fetches whose caller's context ended before they
-	// had an outcome: nothing was cached, the next caller fetches again.
+	// had an outcome, their request sent: nothing was cached, the next
+	// caller fetches again.
 	abandoned atomic.Int64
 }
 
@@ -51,10 +53,18 @@ type fetchCall struct {
 	abandoned bool
 }
 
-// Abandoned returns how many robots.txt fetches ended without an outcome
-// because their caller's context ended first (a crawl slot's cutoff, the
-// crawl stopping). Their origins are fetched again at their next use.
+// Abandoned returns how many robots.txt fetches were cut short: their
+// request went out and their caller's context ended (a crawl slot's
+// cutoff, the crawl stopping) before the answer came whole. Their origins
+// are fetched again at their next use. A fetch whose request the end kept
+// from going out (the Doer's error wraps ErrNotSent) is not counted: it
+// lost nothing but the turn.
 func (s *Source) Abandoned() int64 { return s.abandoned.Load() }
+
+// ErrNotSent, wrapped in a Doer's error, says that the request was never
+// sent (the caller's context ended first), so that Abandoned counts only
+// fetches cut short.
+var ErrNotSent = errors.New("robots: the request was not sent")
 
 func (s *Source) now() time.Time {
 	if s.Now != nil {
@@ -135,8 +145,11 @@ func (s *Source) rules(ctx context.Context, origin string) (r *Rules, ok bool) {
 func (s *Source) refresh(ctx context.Context, origin string) (r *Rules, abandoned bool) {
 	res := s.Fetcher.Fetch(ctx, origin)
 	if ctx.Err() != nil && !answered(res) {
-		// The caller gave up; that says nothing about the origin.
-		s.abandoned.Add(1)
+		// The caller gave up; that says nothing about the origin. A
+		// redirect's next hop not sent still cut the fetch short.
+		if !errors.Is(res.Err, ErrNotSent) || res.Redirects > 0 {
+			s.abandoned.Add(1)
+		}
 		return DisallowAll(), true
 	}
 	now := s.now()

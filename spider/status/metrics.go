@@ -88,7 +88,7 @@ func newMetrics(src Source) *nodeCollector {
 		robotsOverBudget: newMetric("robots_over_budget_total", "URLs denied because robots.txt was too costly to check against them, by no rule.", counterValue),
 		robotsCacheBytes: newMetric("robots_cache_bytes", "Bytes of the robots.txt rule sets cached.", gaugeValue),
 		robotsEvicted:    newMetric("robots_cache_evicted_total", "Origins evicted from the robots.txt cache to bound its bytes.", counterValue),
-		robotsAbandoned:  newMetric("robots_abandoned_total", "robots.txt fetches cut short because their list ended (a slot's cutoff, the crawl stopping): nothing cached, fetched again.", counterValue),
+		robotsAbandoned:  newMetric("robots_abandoned_total", "robots.txt fetches sent and cut short because their list ended (a slot's cutoff, the crawl stopping) before the answer came whole: nothing cached, fetched again. One never sent is not counted.", counterValue),
 		uptime:           newMetric("uptime_seconds", "Seconds since the crawl started.", gaugeValue),
 		fetchDur:         newMetric("fetch_duration_seconds", "Time to fetch one response.", histogramValue),
 	}

@@ -205,7 +205,7 @@ svg{background:#fff;border:1px solid #ccc} .pages{stroke:#1565c0} .mb{stroke:#c6
 <tr><td>failed URLs / failed fetches</td><td class="v" id="t-failed" data-value="{{.S.Totals.Failed}}">{{n .S.Totals.Failed}} / {{n .S.Totals.FetchErrors}}</td></tr>
 <tr><td>robots.txt denied</td><td class="v" id="t-denied" data-value="{{.S.Totals.RobotsDenied}}">{{n .S.Totals.RobotsDenied}}</td></tr>
 <tr><td>robots.txt too costly to check</td><td class="v" id="t-overbudget" data-value="{{.S.Totals.RobotsOverBudget}}">{{n .S.Totals.RobotsOverBudget}}</td></tr>
-<tr><td>robots.txt fetches abandoned (their list ended first)</td><td class="v" id="t-robotsabandoned" data-value="{{.S.Totals.RobotsAbandoned}}">{{n .S.Totals.RobotsAbandoned}}</td></tr>
+<tr><td>robots.txt fetches abandoned (sent, their list ended before the answer)</td><td class="v" id="t-robotsabandoned" data-value="{{.S.Totals.RobotsAbandoned}}">{{n .S.Totals.RobotsAbandoned}}</td></tr>
 <tr><td>robots.txt cache</td><td class="v" id="t-robotscache">{{bytes .S.Totals.RobotsCacheBytes}}, {{n .S.Totals.RobotsCacheEvicted}} evicted</td></tr>
 {{range .Filter}}{{if .V}}<tr><td>filtered: {{.K}}</td><td class="v">{{n .V}}</td></tr>{{end}}{{end}}
 </table></div>
