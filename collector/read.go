@@ -176,7 +176,11 @@ func (f *fetcher) readResponse(c *conn, x *exchange, r *Result, turn time.Time) 
 
 	maxBody := f.maxBody(r)
 	hint := 16 << 10
-	if resp.ContentLength >= 0 {
+	switch {
+	case resp.Body == http.NoBody:
+		// A HEAD's response announces the length of a body it has not.
+		hint = 0
+	case resp.ContentLength >= 0:
 		// One more byte than announced: EOF then arrives without a grow.
 		// Past the pool's largest class the buffer grows as bytes come:
 		// sized from the announced length alone, a server announcing
