@@ -232,6 +232,11 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 			}
 		}
 		now := time.Now()
+		// Before the requests are written: one longer than the write
+		// buffer is flushed while it is written, and under the last
+		// round's deadline, past when that round's response took longer
+		// than FirstByte, it failed at once.
+		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
 		fresh := len(out) // out[fresh:] are the requests this round sends
 		for len(out) < depth && len(f.pending) > 0 && !f.stopped() && !f.pastDeadline() {
 			i := f.pending[0]
@@ -263,7 +268,6 @@ func (f *fetcher) fetchAll(o *origin, b *Batch) {
 		if len(out) == 0 { // stopped between the checks: the loop's test ends it
 			continue
 		}
-		c.c.SetWriteDeadline(now.Add(cfg.FirstByte))
 		if err := c.bw.Flush(); err != nil {
 			if errors.Is(err, errPastCutoff) {
 				// The deadline passed since the loop looked: this round's
