@@ -145,15 +145,17 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
-	f, err := openNoLink(path, os.O_RDWR|os.O_APPEND)
+	// Not O_APPEND: flush writes each record at the offset its checksum
+	// names (see flush).
+	f, err := openNoLink(path, os.O_RDWR)
 	if errors.Is(err, fs.ErrNotExist) {
 		// O_EXCL: a dangling symbolic link there is refused, not
 		// followed to create its target.
-		if f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
 			return nil, fmt.Errorf("communicator: %w", err)
 		}
 		s.f = f
-		if _, err := f.Write(spillHeaderBytes(self, peer)); err != nil {
+		if _, err := f.WriteAt(spillHeaderBytes(self, peer), 0); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("communicator: %s: %w", path, err)
 		}
@@ -226,7 +228,7 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 		zeros := fi.Size() - sc.zerosFrom
 		if bad, err := s.cutTail(sc.good, sc.zerosFrom); err != nil {
 			// The tail is still there, and new records go after it
-			// (O_APPEND): it stays, skipped like damage in the middle.
+			// (end): it stays, skipped like damage in the middle.
 			msg += fmt.Sprintf("; keeping the damaged tail aside failed (%v): the %d bytes from there on stay in the file, skipped", err, fi.Size()-sc.good)
 			s.keepBad(r)
 			end = fi.Size()
@@ -278,12 +280,19 @@ func (s *spill) append(tag uint64, url []byte) error {
 	return nil
 }
 
-// flush writes the buffered records.
+// flush writes the buffered records, at flushed: where their checksums
+// (and the reader, and memory's offsets) place them, whatever the file's
+// size now. Appended (O_APPEND), records written after something else
+// cut the file (a truncate, a tool) and before a read saw the cut landed
+// at its new end, away from the offsets they were counted at, and were
+// read as damage: not delivered, in this run nor after a restart. Now
+// the bytes the cut took read as zeros, damage the reader skips to the
+// records after it.
 func (s *spill) flush() error {
 	if len(s.buf) == 0 {
 		return nil
 	}
-	n, err := s.f.Write(s.buf)
+	n, err := s.f.WriteAt(s.buf, s.flushed)
 	s.flushed += int64(n)
 	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
 	s.dirty = true

@@ -94,14 +94,13 @@ func badName(path string, off int64) string {
 }
 
 // shrank takes the file's size now that a read found it shorter than
-// what was written to it (cut by something else: a truncate, a tool).
-// What lay past the cut is lost; but the file is opened O_APPEND, so
-// records appended from now on land at the new end, and with the
-// offsets still counted from the old one (flushed, end; version 2
-// records' checksums bind their offsets) the reader looked for them
-// where they are not: every item spilled for the rest of the run was
-// read as damage and not delivered. So the offsets are taken from the
-// file as it is, and the cut is reported with what it took.
+// what was written to it (cut by something else since the last write: a
+// truncate, a tool). What lay past the cut is lost. flush writes at
+// flushed, so records written from there would leave the cut's bytes a
+// hole of zeros before them, damage every read skips; so the offsets
+// are taken from the file as it is, and the cut is reported with what it
+// took. (A cut no read saw before the next write is that hole: skipped as
+// damage, the records after it delivered.)
 // It returns the size (-1 with the error when the file cannot be
 // looked at), and the error saying what the cut took, if it shrank.
 func (s *spill) shrank() (int64, error) {

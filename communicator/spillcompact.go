@@ -104,11 +104,12 @@ func (s *spill) compactCreate() (*os.File, error) {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("spill file %s: %w", s.path, err)
 	}
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	// Not O_APPEND: it becomes the file, which flush writes at offsets.
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("spill file %s: %w", s.path, err)
 	}
-	if _, err := f.Write(hdr); err != nil {
+	if _, err := f.WriteAt(hdr, 0); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return nil, fmt.Errorf("spill file %s: writing %s: %w", s.path, tmp, err)
@@ -135,7 +136,7 @@ func (c *spillCompaction) copyTo(to int64) {
 		c.err = err
 		return
 	}
-	if _, err := c.tmp.Write(b); err != nil {
+	if _, err := c.tmp.WriteAt(b, c.copied-(c.off-spillHeader)); err != nil {
 		c.err = fmt.Errorf("spill file %s: rewriting without its %d acknowledged bytes: %w", c.path, c.off-spillHeader, err)
 		return
 	}

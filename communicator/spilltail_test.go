@@ -495,7 +495,7 @@ func TestSpillLengthDamagedUnderReader(t *testing.T) {
 
 // TestSpillAppendAfterShrink: a spill file cut short under the endpoint
 // (a truncate by something else) loses what lay past the cut, said with
-// the sizes; but the file is appended to (O_APPEND) at its new end, and
+// the sizes; but the file was appended to (O_APPEND then) at its new end, and
 // with the offsets still counted from the old one every item spilled for
 // the rest of the run was read as damage ('bad record length ... damaged
 // under the reader') and never delivered: 0 of 40. Now the reader takes

@@ -1,0 +1,166 @@
+package communicator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+)
+
+// TestSpillTruncatedAtRandom truncates a spill file under the endpoint at
+// random moments and places (between reads, between appends and their
+// write, at record boundaries and inside records), while items are
+// appended, written, read back and acknowledged. A truncation may lose
+// the items whose records it cut off, and no other: every item appended
+// after it, or still buffered when it came, is delivered, and none is
+// delivered twice. Records written after a truncation that no read had
+// seen landed at the file's new end (O_APPEND) while their checksums
+// bound them to the old offsets: read as damage, never delivered (from
+// the file: a peer down for long, or after a restart). Each seed runs a
+// bounded number of steps.
+func TestSpillTruncatedAtRandom(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { spillTruncatedAtRandom(t, seed) })
+	}
+}
+
+// truncItem is an item of spillTruncatedAtRandom: where its record ends,
+// the file's size written when it was appended, and what became of it.
+type truncItem struct {
+	end       int64
+	delivered int
+	mayLose   bool // a truncation cut its record off before it was read
+	afterCut  bool // appended after the last truncation
+	acked     bool // read before a mark
+}
+
+func spillTruncatedAtRandom(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.close() }()
+	if seed%2 == 0 {
+		s.mem.limit = 1 // as a peer down for long: read back from the file
+	}
+	items := map[string]*truncItem{}
+	var order []string
+	read := func(limit int) {
+		var q queue
+		s.readChunk(&q, limit) // errors are the damage the truncations made, reported
+		for _, it := range q.items[q.head:] {
+			u := string(q.bytesOf(it))
+			ti := items[u]
+			if ti == nil {
+				t.Fatalf("delivered %q, never appended", u)
+			}
+			ti.delivered++
+		}
+	}
+	next := 0
+	for range 300 {
+		switch op := rng.IntN(10); {
+		case op < 4:
+			for range 1 + rng.IntN(6) {
+				u := testURL(1, 2, next) + fmt.Sprintf("/%d", rng.IntN(1000))
+				next++
+				s.append(uint64(next), []byte(u))
+				items[u] = &truncItem{end: s.end, afterCut: true}
+				order = append(order, u)
+			}
+		case op < 5:
+			if err := s.flush(); err != nil {
+				t.Fatal(err)
+			}
+		case op < 8:
+			read(1 + rng.IntN(600))
+		case op < 9:
+			// Everything read is acknowledged.
+			for _, ti := range items {
+				ti.acked = ti.delivered > 0
+			}
+			s.mark(s.readOff, rng.IntN(2) == 0)
+		default:
+			fi, err := os.Stat(s.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() <= spillHeader {
+				continue
+			}
+			cut := spillHeader + rng.Int64N(fi.Size()-spillHeader)
+			if err := os.Truncate(s.path, cut); err != nil {
+				t.Fatal(err)
+			}
+			// In the file (not buffered), past the cut, not yet read.
+			for _, ti := range items {
+				ti.afterCut = false
+				if ti.delivered == 0 && ti.end > cut && ti.end <= s.flushed {
+					ti.mayLose = true
+				}
+			}
+		}
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; s.unread(); i++ {
+		if i > 1000 {
+			t.Fatal("reader does not advance")
+		}
+		read(500)
+	}
+	lost := 0
+	for _, u := range order {
+		ti := items[u]
+		switch {
+		case ti.delivered > 1:
+			t.Errorf("%s delivered %d times", u, ti.delivered)
+		case ti.delivered == 0 && !ti.mayLose:
+			lost++
+			if lost <= 5 {
+				t.Errorf("%s (record ending at %d) never delivered, though no truncation cut it off (errors %q)", u, ti.end, s.errs)
+			}
+		}
+	}
+	if lost > 5 {
+		t.Errorf("... %d items never delivered in all", lost)
+	}
+
+	// A restart delivers again what was not acknowledged: at least the
+	// items appended after the last truncation.
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range items {
+		ti.delivered = 0
+	}
+	lost = 0
+	for i := 0; s.unread(); i++ {
+		if i > 1000 {
+			t.Fatal("reader does not advance after the restart")
+		}
+		read(500)
+	}
+	for _, u := range order {
+		ti := items[u]
+		if ti.delivered > 1 {
+			t.Errorf("after the restart: %s delivered %d times", u, ti.delivered)
+		}
+		if ti.afterCut && !ti.acked && ti.delivered == 0 {
+			lost++
+			if lost > 5 {
+				continue
+			}
+			t.Errorf("after the restart: %s, appended after the last truncation and not acknowledged, not delivered (errors %q)", u, s.errs)
+		}
+	}
+	if lost > 5 {
+		t.Errorf("after the restart: ... %d such items not delivered in all", lost)
+	}
+}
