@@ -324,6 +324,20 @@ func (c *nodeCluster) backOff() {
 // file, or the answer from this node's). The answer is only queued, in
 // memory, when the probe is acknowledged: a kill loses it, and node 0
 // takes a peer restarted since its probe as busy (restartedUnanswered).
+//
+// That order is safe, for no answer needs to outlive the run that gave
+// it. While the run lives its communicator sends the answer until node 0
+// acknowledges it. A clean stop spills it, and the next run's sending it
+// again is a stale state, busy. A kill loses it, and node 0 then hears
+// the peer's new epoch, takes the round's answer as busy and probes the
+// new run; a run that is never heard from again is down, and the crawl
+// rightly waits. An idle answer claims nothing a crash can undo: every
+// item this node sent was acknowledged, so durable at its owner, and the
+// items it received that the writer took are acknowledged only once
+// synced (syncCluster), so their senders stay busy until then, and a
+// kill before has them sent again to the next run. An end needs two
+// idle rounds of the same runs (the states' epochs), so a run's answer
+// never pairs with its successor's.
 func (c *nodeCluster) answerProbe(from int, r, epoch uint64) {
 	c.lastProbe.Store(&probeOf{r, epoch})
 	c.owed.Store(true) // before the look: an idleNow meanwhile tells (twice at worst)
