@@ -215,7 +215,10 @@ func (c *nodeCluster) control(from int, it communicator.Item) {
 		c.hello(from, it) // node_cluster_hello.go
 	case cluster.TagProbe:
 		r, epoch, err := cluster.DecodeProbe(it.URL)
-		if err != nil {
+		if err != nil || from != 0 {
+			// Only node 0 probes: answered, a probe of another sender
+			// took the place of node 0's last (lastProbe), and the word
+			// owed to node 0 went out naming the wrong run.
 			c.badControl.Add(1)
 			return
 		}

@@ -70,3 +70,41 @@ func TestClusterProbeRoundsCountAnswers(t *testing.T) {
 		t.Errorf("node 0's status page: peers %+v; want node 1 with probe_rounds %d (the rounds it answered)", ps, answered)
 	}
 }
+
+// TestClusterProbeOnlyFromNodeZero: a probe that node 0 receives (from
+// node 1, a bare endpoint: a build that is wrong, or a sender with the
+// secret that should not have it) is a bad control message, counted;
+// node 0 answered it as a peer answers node 0, counted it as a probe
+// round with node 1 and took it for the last probe it had received.
+func TestClusterProbeOnlyFromNodeZero(t *testing.T) {
+	peer := newBarePeer(t, "")
+	cfgs, send := peer.cfgs, peer.send
+	cfgs[0].Cluster.RoundEvery = time.Hour
+	defer func() { peer.ep.Close() }()
+	peer.hello()
+	n0, err := OpenNode(cfgs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n0.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		n0.Run(ctx)
+	}()
+	defer func() { cancel(); <-ran }()
+	first := peer.next("node 0's first round")
+	send(cluster.TagProbe, cluster.EncodeProbe(first.round+5, peer.ep.Epoch()))
+	deadline := time.Now().Add(20 * time.Second)
+	for n0.ClusterStats().BadControl == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1's probe to node 0 not counted as a bad control message: %+v", n0.ClusterStats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p := n0.cl.lastProbe.Load(); p != nil {
+		t.Errorf("node 0 took node 1's probe for one it received: %+v", *p)
+	}
+}

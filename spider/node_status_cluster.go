@@ -19,7 +19,7 @@ type ClusterStats struct {
 	SentURLs          uint64 // links handed to the communicator for their owners
 	ReceivedURLs      uint64 // URLs received from peers
 	Misrouted         uint64 // URLs received that this node does not own (configs differ)
-	BadControl        uint64 // control messages that did not decode
+	BadControl        uint64 // control messages that did not decode, or that their sender may not send (a probe or "finished" but from node 0, a state or bye but to node 0)
 	StaleFinished     uint64 // "finished" of node 0's run before its restart, ignored
 	StaleBye          uint64 // node 0: a bye answering a "finished" of its run before, ignored
 	StaleState        uint64 // node 0: a state of a probe of its run before (an answer, or word its sender turned idle), ignored, or of its sender's run before a restart, taken as busy
