@@ -446,7 +446,7 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		s.readOff += int64(recHead + n)
 		b = b[recHead+n:]
 	}
-	if hungry && s.readOff == start && s.readOff < s.end {
+	if hungry && s.readOff == start && s.readOff < upTo {
 		// Nothing readable where something should be: never spin on it.
 		err := fmt.Errorf("spill file %s: no whole record at offset %d; %d bytes not delivered", s.path, s.readOff, upTo-s.readOff)
 		s.note(err.Error())

@@ -1,6 +1,8 @@
 package communicator
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -95,12 +97,15 @@ func badName(path string, off int64) string {
 
 // shrank takes the file's size now that a read found it shorter than
 // what was written to it (cut by something else since the last write: a
-// truncate, a tool). What lay past the cut is lost. flush writes at
-// flushed, so records written from there would leave the cut's bytes a
-// hole of zeros before them, damage every read skips; so the offsets
-// are taken from the file as it is, and the cut is reported with what it
-// took. (A cut no read saw before the next write is that hole: skipped as
-// damage, the records after it delivered.)
+// truncate, a tool). What lay past the cut is lost but for this run's
+// items memory holds (write-through): those are written again from the
+// new end. flush writes at flushed, so records written from there would
+// leave the cut's bytes a hole of zeros before them, damage every read
+// skips; so the offsets are taken from the file as it is, and the cut is
+// reported with what it took. (A cut no read saw before the next write is
+// that hole: skipped as damage, the records after it delivered.) A cut
+// into the header has the header written again: else the next start
+// would move the whole file aside.
 // It returns the size (-1 with the error when the file cannot be
 // looked at), and the error saying what the cut took, if it shrank.
 func (s *spill) shrank() (int64, error) {
@@ -112,8 +117,32 @@ func (s *spill) shrank() (int64, error) {
 	if size >= s.flushed {
 		return s.flushed, nil
 	}
-	cut := fmt.Errorf("spill file %s shrank under the endpoint from %d to %d bytes (cut by something else): the records written at offset %d and after are lost; items spilled from now on are written from offset %d", s.path, s.flushed, size, max(size, s.readOff), size)
-	s.note(cut.Error())
+	was, lostFrom := s.flushed, max(size, s.readOff)
+	var errs []error
+	if size < spillHeader {
+		if _, err := s.f.WriteAt(spillHeaderBytes(s.self, s.peer), 0); err != nil {
+			errs = append(errs, fmt.Errorf("spill file %s: writing its header again: %w", s.path, err))
+		}
+		size, s.version = spillHeader, spillVersion // no record of the old version is left
+	}
+	// Memory's items past the cut: their offsets are the old ones, and
+	// their records gone, but they are whole here. Those before the cut
+	// are read from the file.
+	type kept struct {
+		tag uint64
+		url []byte
+	}
+	var again []kept
+	if m := &s.mem; m.on {
+		for _, it := range m.items[m.head:] {
+			if it.recEnd > size {
+				again = append(again, kept{it.tag, bytes.Clone(m.slab[it.off : it.off+it.n])})
+			}
+		}
+	}
+	s.mem.on = false
+	s.mem.reset()
+	s.skipWin = nil
 	// s.buf is empty (readChunk flushed it), so no record is counted at
 	// offsets past the new end.
 	s.flushed, s.end = size, size+int64(len(s.buf))
@@ -127,11 +156,26 @@ func (s *spill) shrank() (int64, error) {
 		s.bad[i].end = min(r.end, size)
 	}
 	s.unlistedFrom, s.unlistedTo = min(s.unlistedFrom, size), min(s.unlistedTo, size)
-	// Its items' offsets are the old ones, and those past the cut are
-	// not in the file: kept again from the new end once the reader is
-	// there (append).
-	s.mem.on = false
-	s.mem.reset()
-	s.skipWin = nil
+	for _, k := range again {
+		// Counted unread and spilled already.
+		s.unreadItems--
+		if isControl(s.controlTag, k.tag) {
+			s.unreadControl--
+		}
+		s.spilledItems--
+		if err := s.append(k.tag, k.url); err != nil && len(errs) == 0 {
+			errs = append(errs, err)
+		}
+	}
+	msg := fmt.Sprintf("spill file %s shrank under the endpoint from %d to %d bytes (cut by something else): the records written at offset %d and after are lost", s.path, was, fi.Size(), lostFrom)
+	if len(again) > 0 {
+		msg += fmt.Sprintf(", but the %d items this run spilled from there on, whole in memory, are written again", len(again))
+	}
+	msg += fmt.Sprintf("; items spilled from now on are written from offset %d", size)
+	if fi.Size() < spillHeader {
+		msg += ", after the header, written again"
+	}
+	cut := errors.Join(append([]error{errors.New(msg)}, errs...)...)
+	s.note(cut.Error())
 	return size, cut
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -162,5 +163,97 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 	}
 	if lost > 5 {
 		t.Errorf("after the restart: ... %d such items not delivered in all", lost)
+	}
+}
+
+// TestSpillCutKeepsItemsInMemory: the reader is in an earlier run's
+// items, read from the file, while this run's are kept in memory too
+// (write-through); something cuts the file before this run's records.
+// The cut takes the earlier run's items past it, which exist nowhere
+// else; this run's are still whole in memory, and were given up with the
+// file's bytes (shrank dropped memory: its offsets were the old ones).
+// Now they are written again from the file's new end and delivered, and
+// a restart finds them there; a cut into the header has it written again
+// (the restart moved the whole file aside: "bad header").
+func TestSpillCutKeepsItemsInMemory(t *testing.T) {
+	// At the next record, inside it, inside the header.
+	for _, by := range []int64{0, 30, -1} {
+		t.Run(fmt.Sprint(by), func(t *testing.T) { spillCutKeepsItemsInMemory(t, by) })
+	}
+}
+
+func spillCutKeepsItemsInMemory(t *testing.T, by int64) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 40 {
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // an earlier run's items: read from the file
+		t.Fatal(err)
+	}
+	defer func() { s.close() }()
+	for k := 100; k < 110; k++ { // this run's: in memory too
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	seen := map[string]int{}
+	var errs []error
+	read := func() {
+		t.Helper()
+		var q queue
+		if err := s.readChunk(&q, 500); err != nil {
+			errs = append(errs, err)
+		}
+		for _, it := range q.items[q.head:] {
+			seen[string(q.bytesOf(it))]++
+		}
+	}
+	read()
+	cut := s.readOff + by // an earlier run's record
+	if by < 0 {
+		cut = 5
+	}
+	if err := os.Truncate(s.path, cut); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; s.unread(); i++ {
+		if i > 100 {
+			t.Fatal("reader does not advance")
+		}
+		read()
+	}
+	for k := 100; k < 110; k++ {
+		if c := seen[testURL(1, 2, k)]; c != 1 {
+			t.Errorf("item %d of this run, whole in memory, read %d times after the cut, want 1 (errors %v)", k, c, errs)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "the 10 items this run spilled from there on, whole in memory, are written again") {
+		t.Errorf("errors %v; want one saying the cut's loss and the 10 items written again", errs)
+	}
+	if s.unreadItems != 0 {
+		t.Errorf("%d items unread after reading all", s.unreadItems)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	clear(seen)
+	for i := 0; s.unread(); i++ {
+		if i > 100 {
+			t.Fatal("reader does not advance after the restart")
+		}
+		read()
+	}
+	for k := 100; k < 110; k++ {
+		if c := seen[testURL(1, 2, k)]; c != 1 {
+			t.Errorf("after the restart: item %d read %d times, want 1 (nothing acknowledged)", k, c)
+		}
 	}
 }
