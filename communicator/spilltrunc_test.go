@@ -60,9 +60,31 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			ti.delivered++
 		}
 	}
+	// cutRandom truncates the file at a random place past its header.
+	cutRandom := func() {
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() <= spillHeader {
+			return
+		}
+		cut := spillHeader + rng.Int64N(fi.Size()-spillHeader)
+		if err := os.Truncate(s.path, cut); err != nil {
+			t.Fatal(err)
+		}
+		// In the file (not buffered), past the cut, not yet read.
+		for _, ti := range items {
+			ti.afterCut = false
+			if ti.delivered == 0 && ti.end > cut && ti.end <= s.flushed {
+				ti.mayLose = true
+			}
+		}
+	}
+	s.compactAt = 1 << 10
 	next := 0
 	for range 300 {
-		switch op := rng.IntN(10); {
+		switch op := rng.IntN(11); {
 		case op < 4:
 			for range 1 + rng.IntN(6) {
 				u := testURL(1, 2, next) + fmt.Sprintf("/%d", rng.IntN(1000))
@@ -83,24 +105,25 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 				ti.acked = ti.delivered > 0
 			}
 			s.mark(s.readOff, rng.IntN(2) == 0)
+		case op < 10:
+			cutRandom()
 		default:
-			fi, err := os.Stat(s.path)
+			// A rewrite without the acknowledged part (spillcompact.go),
+			// perhaps cut under its copy, made without the peer's lock.
+			c, err := s.compactBegin(s.consumed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fi.Size() <= spillHeader {
+			if c == nil {
 				continue
 			}
-			cut := spillHeader + rng.Int64N(fi.Size()-spillHeader)
-			if err := os.Truncate(s.path, cut); err != nil {
-				t.Fatal(err)
+			c.copyTo(s.flushed)
+			if rng.IntN(2) == 0 {
+				cutRandom()
 			}
-			// In the file (not buffered), past the cut, not yet read.
+			gone, _ := s.compactFinish(c) // an error: the old file stays
 			for _, ti := range items {
-				ti.afterCut = false
-				if ti.delivered == 0 && ti.end > cut && ti.end <= s.flushed {
-					ti.mayLose = true
-				}
+				ti.end -= gone
 			}
 		}
 	}
