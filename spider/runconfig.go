@@ -320,7 +320,7 @@ func ParseRunConfig(data []byte, name string) (*RunConfig, error) {
 			// every key before it, quadratic in a file of unknown keys
 			// (300,000 took minutes): past a mistyped config's few, the
 			// values are not decoded.
-			return nil, joinFlat(append(reported, fmt.Errorf("%s: values not checked: %d unknown keys, more than a kspider config mistyped has (is it one?)", name, unknownN))...)
+			return nil, joinFlat(append(reported, &ValuesNotChecked{File: name, Unknown: unknownN})...)
 		}
 	}
 	dec := toml.NewDecoder(bytes.NewReader(data))

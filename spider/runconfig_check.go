@@ -83,6 +83,18 @@ type MoreErrors struct {
 
 func (e *MoreErrors) Error() string { return fmt.Sprintf("%s: %d more errors", e.File, e.N) }
 
+// ValuesNotChecked ends the report of a file with more unknown keys than
+// a mistyped config has: it says what the report lacks and is no error of
+// its own, so a count of the file's errors leaves it out.
+type ValuesNotChecked struct {
+	File    string
+	Unknown int // the file's unknown keys
+}
+
+func (e *ValuesNotChecked) Error() string {
+	return fmt.Sprintf("%s: values not checked: %d unknown keys, more than a kspider config mistyped has (is it one?)", e.File, e.Unknown)
+}
+
 func (k *checker) intRange(key string, v, lo, hi int64) {
 	if v < lo || v > hi {
 		k.errorf(key, "%d is out of range %d..%d", v, lo, hi)

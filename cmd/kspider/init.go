@@ -96,7 +96,8 @@ func checkConfig(ctx context.Context, e env, path string) error {
 }
 
 // printErrors prints each of a joined error's errors on its own line and
-// returns their number.
+// returns their number; a note that values were not checked is printed,
+// not counted.
 func printErrors(e env, err error) int {
 	var list []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -108,9 +109,12 @@ func printErrors(e env, err error) int {
 	for _, err := range list {
 		fmt.Fprintln(e.stderr, err)
 		var more *spider.MoreErrors
-		if errors.As(err, &more) {
+		var notChecked *spider.ValuesNotChecked
+		switch {
+		case errors.As(err, &more):
 			n += more.N
-		} else {
+		case errors.As(err, &notChecked):
+		default:
 			n++
 		}
 	}

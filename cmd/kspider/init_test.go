@@ -260,3 +260,27 @@ func TestInitCheckPipeNoWriter(t *testing.T) {
 		t.Fatal("init --check of a pipe nothing writes to went on after its context ended")
 	}
 }
+
+// TestInitCheckCountsUnknownKeysOnly: a file of more unknown keys than a
+// mistyped config has ends its report with a note that the values were not
+// checked; the summary counted that note as one more error ("201 errors"
+// for 200 unknown keys). It says 200 now, and still exits 1.
+func TestInitCheckCountsUnknownKeysOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "many.toml")
+	var doc strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&doc, "k%d = 1\n", i)
+	}
+	if err := os.WriteFile(path, []byte(doc.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "init", "--check", path)
+	if code != 1 || strings.Contains(out, "ok") {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{path + ":1: unknown key k0\n", "values not checked: 200 unknown keys", "is not a valid config (200 errors)\n"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
