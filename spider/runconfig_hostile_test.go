@@ -87,3 +87,22 @@ func TestRunConfigWrongTypeNamesValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigTableForTextValue: a table where a duration or a date-time
+// is wanted ("[politeness.delay]", "delay = {}") was taken without a word
+// and the default kept: 'init --check' said ok of a config that does not
+// say what the operator meant. Now it is an error naming line and key.
+func TestRunConfigTableForTextValue(t *testing.T) {
+	for doc, want := range map[string]string{
+		"[politeness.delay]\n":          `x.toml:1: politeness.delay: a TOML table where a duration string such as "250ms" is wanted`,
+		"[politeness]\ndelay = {}\n":    `x.toml:2: politeness.delay: a TOML inline table where a duration string such as "250ms" is wanted`,
+		"[cluster.epoch]\n":             `x.toml:1: cluster.epoch: a TOML table where a date-time is wanted`,
+		"[cluster]\nepoch = {}\n":       `x.toml:2: cluster.epoch: a TOML inline table where a date-time is wanted`,
+		"limits.idle_timeout = {}\n":    `x.toml:1: limits.idle_timeout: a TOML inline table where a duration`,
+		"[limits.response_timeout]\n\n": `x.toml:1: limits.response_timeout: a TOML table where a duration`,
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v\nwant %s", doc, err, want)
+		}
+	}
+}

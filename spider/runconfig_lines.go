@@ -44,12 +44,14 @@ func keyLines(data []byte) *keyIndex {
 			prefix, line = x.path(data, "", e.Key())
 			x.record(prefix, line)
 			x.keys = append(x.keys, prefix)
+			x.kind[prefix] = unstable.Table
 		case unstable.ArrayTable:
 			k, line := x.path(data, "", e.Key())
 			prefix = fmt.Sprintf("%s[%d]", k, x.tables[k])
 			x.tables[k]++
 			x.record(prefix, line)
 			x.keys = append(x.keys, prefix)
+			x.kind[prefix] = unstable.Table
 		case unstable.KeyValue:
 			k, line := x.path(data, prefix, e.Key())
 			x.record(k, line)
@@ -166,10 +168,12 @@ func (x *keyIndex) unknown(name string, known map[string]bool) (n int, err error
 	return n, k.err()
 }
 
-// textScalars reports the keys whose value is a number or a boolean where
-// text is wanted (want: a duration, a date-time, by key without indexes).
-// go-toml hands such a value's digits to UnmarshalText and returns its
-// error bare, so the decoder's message would name neither line nor key.
+// textScalars reports the keys whose value is a number, a boolean or a
+// table where text is wanted (want: a duration, a date-time, by key
+// without indexes). go-toml hands a number's digits to UnmarshalText and
+// returns its error bare, so the decoder's message would name neither
+// line nor key; and it takes a table ("[politeness.delay]", "delay = {}")
+// for the value without a word, which left the default in its place.
 func (x *keyIndex) textScalars(name string, want map[string]string) error {
 	k := &checker{name: name}
 	for _, key := range x.keys {
@@ -180,6 +184,12 @@ func (x *keyIndex) textScalars(name string, want map[string]string) error {
 		switch kind := x.kind[key]; kind {
 		case unstable.Integer, unstable.Float, unstable.Bool:
 			k.add(fmt.Errorf("%s:%d: %s: a TOML %s where %s is wanted", name, x.lineFor(key), key, strings.ToLower(kind.String()), w))
+		case unstable.Table, unstable.InlineTable:
+			what := "table"
+			if kind == unstable.InlineTable {
+				what = "inline table"
+			}
+			k.add(fmt.Errorf("%s:%d: %s: a TOML %s where %s is wanted", name, x.lineFor(key), key, what, w))
 		}
 	}
 	return k.err()
