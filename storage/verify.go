@@ -220,8 +220,59 @@ func (r *Reader) rebuild(dr *dirReader, why error) {
 			r.noteDamage(err)
 		}
 	}
+	bad := r.damagedEntries(dr, dr.view.Load())
 	dr.view.Store(&dirView{extra: m, rebuilt: true})
-	r.noteDamage(fmt.Errorf("%w; index rebuilt in memory from the segments, %s (kspider check --repair rewrites it)", why, inMemory(len(m))))
+	r.noteDamage(fmt.Errorf("%w%s; index rebuilt in memory from the segments, %s (kspider check --repair rewrites it)", why, bad, inMemory(len(m))))
+}
+
+// damagedEntries says how many entries of dr's index fail their checks
+// (judge), naming the first: a rebuild's cause names one entry, and the
+// damage may be one bit or the whole file. Entries torn by a put cut
+// short, over an earlier entry of an id with a record after the
+// checkpoint (in v, the view before the rebuild), are a crash's leftovers,
+// not counted; a live writer's entry caught mid-put is read again, up to
+// maxVerifyRereads pauses in all, as verifyIndex does.
+func (r *Reader) damagedEntries(dr *dirReader, v *dirView) string {
+	ix := dr.ix
+	if ix == nil {
+		return ""
+	}
+	var (
+		n       int64
+		first   uint64
+		rereads int
+	)
+	err := ix.touch(func() {
+		data := ix.data[indexHeaderSize:]
+		for id := range ix.entries() {
+			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
+			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
+				continue // the unwritten tail: skip it fast
+			}
+			_, _, st := decodeEntry(id, e)
+			for try := 0; dr.live && ix.judge(id, st) == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
+				rereads++
+				r.rereadWait()
+				_, _, st = decodeEntry(id, e)
+			}
+			if _, later := v.extra[id]; later || ix.judge(id, st) != entryBad {
+				continue
+			}
+			if n == 0 {
+				first = id
+			}
+			n++
+		}
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf(" (the index's entries cannot all be read: %v)", err)
+	case n == 1:
+		return fmt.Sprintf(" (1 entry of the index fails its CRC-32C or is zeroed: URL id %d's, at offset %d)", first, entryOffset(first))
+	case n > 1:
+		return fmt.Sprintf(" (%d entries of the index fail their CRC-32C or are zeroed, the first URL id %d's, at offset %d)", n, first, entryOffset(first))
+	}
+	return ""
 }
 
 // checkCheckpoint notes damage when the segments end before the index
