@@ -84,6 +84,9 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 	// their numbers must not be used again, or its entries would name
 	// other pages' records.
 	ckSeg, _ := sv.ix.checkpoint()
+	if err := checkStraysAhead(dir, max(lastSeg, ckSeg)); err != nil {
+		return nil, err
+	}
 	gone := ckSeg > lastSeg
 	if gone {
 		s.cfg.Logf("storage: %s: segment %s, which the index checkpoint names, %s: its pages are lost (kspider check counts them); new records go to %s",
@@ -108,6 +111,43 @@ func openSaver(s *Store, dir string) (_ *saver, err error) {
 		return nil, err
 	}
 	return sv, nil
+}
+
+// checkStraysAhead returns an error naming what stands under the name of
+// a segment after last, the highest number the writer knows, which is not
+// a segment file (listSegments takes none but those): a directory, a
+// FIFO, a link. The writer numbers its next segments from last on, and
+// would stop at that name, hours into a crawl, the directory taking no
+// more pages; a Reader reports it as damage (noteStrays).
+func checkStraysAhead(dir string, last uint32) error {
+	_, odd, err := listSegmentNames(dir)
+	if err != nil {
+		return err
+	}
+	var ahead []uint32
+	for _, n := range odd {
+		if n > last {
+			ahead = append(ahead, n)
+		}
+	}
+	if len(ahead) == 0 {
+		return nil
+	}
+	path := segmentPath(dir, ahead[0])
+	what := "something"
+	if fi, err := os.Lstat(path); err == nil {
+		what = fileKind(fi.Mode())
+	}
+	more := ""
+	if len(ahead) > 1 {
+		more = fmt.Sprintf(" (and %d more names after it)", len(ahead)-1)
+	}
+	after := "after the last segment, " + segmentName(last)
+	if last == 0 {
+		after = "and there are no segments"
+	}
+	return fmt.Errorf("storage: %s: %s stands under the name %s%s, %s: it is not a segment file, and the writer, numbering its next segments on, would stop on reaching it; if it is not this store's, move it out of the directory",
+		dir, what, path, more, after)
 }
 
 // reindexProgressEvery is how often a whole store's re-indexing says how

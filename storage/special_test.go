@@ -504,11 +504,11 @@ func TestSegmentCutDuringAResync(t *testing.T) {
 }
 
 // A directory or a FIFO under the name of the segment a writer rolls to
-// next (which its open does not take for a segment) stopped the saver
-// with a bare 'open DIR/00000002.seg: file exists', hours into a crawl,
-// saying neither what stood there nor what it meant. Now the error names
-// the file, what it is, and that the directory takes no more pages until
-// it is moved out; the thing in the way is left as it was.
+// next, put there while it runs, stopped the saver with a bare 'open
+// DIR/00000002.seg: file exists', saying neither what stood there nor
+// what it meant. Now the error names the file, what it is, and that the
+// directory takes no more pages until it is moved out; the thing in the
+// way is left as it was.
 func TestSegmentNameTakenWhenRolling(t *testing.T) {
 	for _, kind := range []string{"a directory", "a FIFO (named pipe)"} {
 		t.Run(kind, func(t *testing.T) {
@@ -520,6 +520,10 @@ func TestSegmentNameTakenWhenRolling(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			s, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
 			next := segmentPath(dir, nums[len(nums)-1]+1)
 			if kind == "a directory" {
 				err = os.Mkdir(next, 0o755)
@@ -527,11 +531,8 @@ func TestSegmentNameTakenWhenRolling(t *testing.T) {
 				err = unix.Mkfifo(next, 0o644)
 			}
 			if err != nil {
+				s.Close()
 				t.Skipf("cannot make %s: %v", kind, err)
-			}
-			s, err := Open(cfg)
-			if err != nil {
-				t.Fatal(err)
 			}
 			var putErr error
 			for id := uint64(5); id < 1000 && putErr == nil; id++ {
@@ -552,5 +553,53 @@ func TestSegmentNameTakenWhenRolling(t *testing.T) {
 				t.Errorf("the stray name was touched: %v, %v", fi, err)
 			}
 		})
+	}
+}
+
+// A directory, FIFO or link under a segment's name after the last segment
+// passed a writer's open, which takes only files for segments, and the
+// saver stopped on reaching its number, hours into a crawl (one disk's
+// directory then took no more pages); a Reader already called it damage.
+// Now the open refuses it, naming it and what it is; a name the writer
+// never reaches (below the last segment, in a gap) is left to the Reader.
+func TestWriterRefusesAStrayNameAhead(t *testing.T) {
+	for _, c := range []struct {
+		kind string
+		make func(path string) error
+	}{
+		{"a directory", func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"a FIFO (named pipe)", func(p string) error { return unix.Mkfifo(p, 0o644) }},
+		{"a symbolic link", func(p string) error { return os.Symlink("elsewhere", p) }},
+	} {
+		dir, _ := layoutStore(t, smallSegments(), 40)
+		nums, err := listSegments(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stray := segmentPath(dir, nums[len(nums)-1]+3)
+		if err := c.make(stray); err != nil {
+			t.Skipf("cannot make %s: %v", c.kind, err)
+		}
+		withinDeadline(t, "a writer's open with "+c.kind+" ahead", func() {
+			s, err := Open(Config{Dirs: []string{dir}})
+			if err == nil {
+				s.Close()
+				t.Errorf("%s under %s: the writer opened", c.kind, stray)
+				return
+			}
+			for _, want := range []string{c.kind + " stands under the name " + stray, "after the last segment, " + segmentName(nums[len(nums)-1]), "move it out"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%s: the error does not say %q: %v", c.kind, want, err)
+				}
+			}
+		})
+		if fi, err := os.Lstat(stray); err != nil || fi.Mode().IsRegular() {
+			t.Errorf("%s: the stray name was touched: %v, %v", c.kind, fi, err)
+		}
+		if err := os.Remove(stray); err != nil {
+			t.Fatal(err)
+		}
+		writeStore(t, Config{Dirs: []string{dir}}, 40, 50)
+		checkStore(t, []string{dir}, 0, 50)
 	}
 }
