@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -130,7 +131,9 @@ func (r *Reader) Get(urlID uint64) (*Page, error) {
 		found   bool
 	)
 	for _, dr := range r.dirs {
-		l, ok := r.find(dr, urlID)
+		// Not interruptible: a rebuild of the view, which reads every
+		// segment, runs to its end.
+		l, ok, _ := r.find(context.Background(), dr, urlID)
 		if !ok {
 			continue
 		}

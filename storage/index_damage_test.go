@@ -435,3 +435,42 @@ func TestRebuildSaysHowManyEntriesAreDamaged(t *testing.T) {
 		}
 	}
 }
+
+// A Scan meeting a damaged index entry rebuilds the directory's view from
+// every segment, as long as the Scan itself: kspider stats and export
+// could not be interrupted through it (Ctrl-C said 'stopping in order'
+// and the rebuild read on to its end). Now the rebuild ends with the
+// Scan's context, the view left as it was, and a later lookup rebuilds it.
+func TestRebuildEndsWithTheScan(t *testing.T) {
+	const n = 50
+	dir, _ := damagedStore(t, n)
+	flipByte(t, filepath.Join(dir, indexName), entryOffset(30)+2)
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	// The pause before a failing entry is read again comes just before
+	// the rebuild: the interrupt lands there.
+	r.rereadWait = cancel
+	if err := r.Scan(ctx, func(*Page) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted scan: %v, want context.Canceled", err)
+	}
+	if r.dirs[0].view.Load().rebuilt {
+		t.Fatal("the interrupted scan rebuilt the view from every segment")
+	}
+	for _, e := range r.Stats().Errors {
+		if strings.Contains(e.Error(), "rebuil") {
+			t.Errorf("an interrupted rebuild reported: %v", e)
+		}
+	}
+	r.rereadWait = func() {}
+	pages := 0
+	if err := r.Scan(context.Background(), func(*Page) error { pages++; return nil }); err != nil || pages != n {
+		t.Fatalf("scan after: %d pages, %v, want %d", pages, err, n)
+	}
+	if !r.dirs[0].view.Load().rebuilt {
+		t.Error("the view was not rebuilt by the scan after")
+	}
+}

@@ -68,7 +68,10 @@ func (r *Reader) scanDir(ctx context.Context, i int, fn func(p *Page) error) err
 			end := off + int64(h.length)
 			r.scanned.Add(end - pos)
 			pos = end
-			cur, viaIndex := r.current(i, location{n, off}, h, recordURL(h, rec))
+			cur, viaIndex, err := r.current(ctx, i, location{n, off}, h, recordURL(h, rec))
+			if err != nil {
+				return err
+			}
 			if !cur {
 				r.superseded.Add(1)
 				if viaIndex { // hidden by another directory's later fetch

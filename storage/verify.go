@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,8 +35,9 @@ const (
 	maxVerifyRereads = 256
 )
 
-// find is locate that rebuilds dr's view when id's index entry is damaged.
-func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
+// find is locate that rebuilds dr's view when id's index entry is damaged;
+// the error is ctx's, ending the rebuild.
+func (r *Reader) find(ctx context.Context, dr *dirReader, id uint64) (location, bool, error) {
 	l, ok, bad := dr.locate(id)
 	for try := 0; bad && try < entryRereads; try++ {
 		r.rereadWait()
@@ -50,11 +52,13 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 				why = fmt.Sprintf("is all zero, below URL id %d up to which every entry is set", v.ix.dense)
 			}
 		}
-		r.rebuild(dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d %s",
-			dr.ixPath(), ErrCorrupt, id, entryOffset(id), why))
+		if err := r.rebuild(ctx, dr, fmt.Errorf("storage: index %s: %w: entry of URL id %d at offset %d %s",
+			dr.ixPath(), ErrCorrupt, id, entryOffset(id), why)); err != nil {
+			return location{}, false, err
+		}
 		l, ok, _ = dr.locate(id)
 	}
-	return l, ok
+	return l, ok, nil
 }
 
 // current reports whether the record of h at (dir i, l) is the one Get
@@ -67,10 +71,13 @@ func (r *Reader) find(dr *dirReader, id uint64) (location, bool) {
 // caller counts it in dr.indexed (verifyIndex), once the page is decoded
 // if it is current, at once if another directory's later fetch hides it.
 // url is the record's URL: a later record of its id naming another URL
-// is reported (noteMixed).
-func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, viaIndex bool) {
+// is reported (noteMixed). The error is ctx's, ending a rebuild.
+func (r *Reader) current(ctx context.Context, i int, l location, h recordHeader, url []byte) (cur, viaIndex bool, err error) {
 	dr := r.dirs[i]
-	got, ok := r.find(dr, h.urlID)
+	got, ok, err := r.find(ctx, dr, h.urlID)
+	if err != nil {
+		return false, false, err
+	}
 	later, laterURL := dr.laterRecord(l, got, ok, h.urlID)
 	// Stored again after OpenReader by a live writer: a Scan, a snapshot,
 	// does not reach the later record, so this one stands for the page
@@ -90,8 +97,12 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 				dr.ixPath(), ErrCorrupt, h.urlID, entryOffset(h.urlID), segmentName(got.seg), got.off)
 		}
 		if why != nil {
-			r.rebuild(dr, why)
-			got, ok = r.find(dr, h.urlID)
+			if err := r.rebuild(ctx, dr, why); err != nil {
+				return false, false, err
+			}
+			if got, ok, err = r.find(ctx, dr, h.urlID); err != nil {
+				return false, false, err
+			}
 			later, laterURL = dr.laterRecord(l, got, ok, h.urlID)
 		}
 	}
@@ -99,7 +110,7 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 		if later == recordThere && !bytes.Equal(laterURL, url) {
 			r.noteMixed(dr.dir, dr.dir, h.urlID, url, laterURL)
 		}
-		return false, false
+		return false, false, nil
 	}
 	if v := dr.view.Load(); !v.rebuilt && !again {
 		_, later := v.extra[h.urlID]
@@ -109,7 +120,10 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 		if j == i {
 			continue
 		}
-		ol, ok := r.find(odr, h.urlID)
+		ol, ok, err := r.find(ctx, odr, h.urlID)
+		if err != nil {
+			return false, false, err
+		}
 		if !ok || !ol.before(odr.snapshotEnd()) {
 			continue // none, or one this Scan does not reach
 		}
@@ -121,10 +135,10 @@ func (r *Reader) current(i int, l location, h recordHeader, url []byte) (cur, vi
 			r.noteMixed(dr.dir, odr.dir, h.urlID, url, recordURL(oh, orec))
 		}
 		if oh.fetchTime > h.fetchTime || oh.fetchTime == h.fetchTime && j > i {
-			return false, viaIndex
+			return false, viaIndex, nil
 		}
 	}
-	return true, viaIndex
+	return true, viaIndex, nil
 }
 
 // mixedURLs counts the URL ids two directories (or two records of one)
@@ -201,21 +215,32 @@ func (dr *dirReader) laterRecord(l, got location, ok bool, id uint64) (recordAtE
 }
 
 // rebuild replaces dr's view by one built from all its segments, because
-// of the index damage why, and says so.
-func (r *Reader) rebuild(dr *dirReader, why error) {
+// of the index damage why, and says so. It reads every segment, as long as
+// a Scan takes: when ctx ends it gives up, returning ctx's error, the
+// view as it was (the index distrusted: a later lookup rebuilds it).
+func (r *Reader) rebuild(ctx context.Context, dr *dirReader, why error) error {
 	dr.rebuildMu.Lock()
 	defer dr.rebuildMu.Unlock()
 	if dr.view.Load().rebuilt {
-		return
+		return nil
 	}
 	dr.distrust.Store(true)
+	done := ctx.Done()
 	m := map[uint64]location{}
 	for _, sf := range dr.order {
 		n := sf.num
 		err := r.eachRecord(sf, 0, nil, func(off int64, h recordHeader, _ []byte) error {
+			select {
+			case <-done:
+				return fmt.Errorf("storage: %s: rebuilding the index's view from the segments: %w", dr.dir, ctx.Err())
+			default:
+			}
 			m[h.urlID] = location{n, off}
 			return nil
 		})
+		if err != nil && ctx.Err() != nil {
+			return err
+		}
 		if err != nil {
 			r.noteDamage(err)
 		}
@@ -223,6 +248,7 @@ func (r *Reader) rebuild(dr *dirReader, why error) {
 	bad := r.damagedEntries(dr, dr.view.Load())
 	dr.view.Store(&dirView{extra: m, rebuilt: true})
 	r.noteDamage(fmt.Errorf("%w%s; index rebuilt in memory from the segments, %s (kspider check --repair rewrites it)", why, bad, inMemory(len(m))))
+	return nil
 }
 
 // damagedEntries says how many entries of dr's index fail their checks
