@@ -147,7 +147,10 @@
 // beyond the index checkpoint are indexed in memory, and so are all of a
 // directory's without a usable index, about 50 bytes a record with no
 // bound (some 5 GB for 100 million pages): the Reader says how many and
-// how much, and kspider check --repair rewrites the index on disk. It may be opened on a
+// how much, and kspider check --repair rewrites the index on disk; such an
+// open reads every segment, and OpenReaderContext counts the bytes it
+// reads (OpenProgress) and ends with its context, as a Scan's rebuild of
+// a view ends with the Scan's. It may be opened on a
 // store that is being written: Scan then reads the segments as they were at
 // OpenReader (a record being appended at that moment may be reported
 // damaged; a segment cut meanwhile, as a writer's recovery cuts a torn
