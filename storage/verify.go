@@ -268,9 +268,14 @@ func (r *Reader) damagedEntries(dr *dirReader, v *dirView) string {
 		first   uint64
 		rereads int
 	)
+	skip := newHoleSkip(ix)
 	err := ix.touch(func() {
 		data := ix.data[indexHeaderSize:]
-		for id := range ix.entries() {
+		for id := uint64(0); id < ix.entries(); id++ {
+			if next := skip.next(id); next != id {
+				id = next - 1
+				continue
+			}
 			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
 			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
 				continue // the unwritten tail: skip it fast
@@ -388,9 +393,14 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 		end = dr.ck
 	}
 	n := ix.entries()
+	skip := newHoleSkip(ix)
 	err := ix.touch(func() {
 		data := ix.data[indexHeaderSize:]
 		for id := uint64(0); id < n; id++ {
+			if next := skip.next(id); next != id {
+				id = next - 1
+				continue
+			}
 			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
 			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
 				continue // the unwritten tail: skip it fast
