@@ -29,12 +29,23 @@ func cutResponse(p string) string {
 	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 }
 
-// cutServer answers /p0 on its first connection, reads the four requests
-// pipelined behind it, sends the first cut bytes of their four responses
-// and closes; on later connections it answers every request whole. Its
-// close comes after it read every request sent, so that it is a FIN, not
-// a reset that could drop what the client had not read yet.
-func cutServer(t *testing.T, cut int) (addr string, hits func() map[string]int) {
+// cutExchange is the responses to /p1../p4, and where each ends in it.
+func cutExchange() (all string, ends [5]int) {
+	for i := 1; i <= 4; i++ {
+		all += cutResponse("/p" + strconv.Itoa(i))
+		ends[i] = len(all)
+	}
+	return all, ends
+}
+
+// cutServer answers /p0 on its first connection, then sends the first cut
+// bytes of the responses to /p1../p4 (cutExchange) and closes: pipelined,
+// once it has read the four requests; otherwise each response's part as
+// its request comes. On later connections it answers every request whole.
+// Its close comes after it read every request sent, so that it is a FIN,
+// not a reset that could drop what the client had not read yet.
+func cutServer(t *testing.T, cut int, pipelined bool) (addr string, hits func() map[string]int) {
+	all, ends := cutExchange()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -71,14 +82,19 @@ func cutServer(t *testing.T, cut int) (addr string, hits func() map[string]int) 
 						}
 						continue
 					}
-					if n < 4 {
-						continue // the exchange goes out once all four are read
+					lo, hi := ends[n-1], ends[n]
+					if pipelined {
+						if n < 4 {
+							continue // the exchange goes out once all four are read
+						}
+						lo, hi = 0, ends[4]
 					}
-					var all strings.Builder
-					for i := 1; i <= 4; i++ {
-						all.WriteString(cutResponse("/p" + strconv.Itoa(i)))
+					if _, err := c.Write([]byte(all[lo:min(hi, cut)])); err != nil {
+						return
 					}
-					c.Write([]byte(all.String()[:cut]))
+					if cut > hi {
+						continue
+					}
 					c.(*net.TCPConn).CloseWrite()
 					for {
 						if _, err := br.ReadByte(); err != nil {
@@ -100,23 +116,24 @@ func cutServer(t *testing.T, cut int) (addr string, hits func() map[string]int) 
 	}
 }
 
-// TestPipelineCutAtEveryByte: a server that ends a pipelined exchange of
-// four responses (Content-Length, chunked with a trailer, one behind a
-// 100 Continue) after each of its byte offsets in turn. Whatever the
-// offset, the response it cut is that URL's failure with at most its own
-// body, asked once; every other URL gets its own page, those not started
-// asked again on a new connection; none gets another URL's body.
-func TestPipelineCutAtEveryByte(t *testing.T) {
-	var bounds []int // bounds[i-1], bounds[i]: where /p<i>'s response starts and ends
-	total := 0
-	bounds = append(bounds, 0)
-	for i := 1; i <= 4; i++ {
-		total += len(cutResponse("/p" + strconv.Itoa(i)))
-		bounds = append(bounds, total)
+// TestCutAtEveryByte: a server that ends an exchange of four responses
+// (Content-Length, chunked with a trailer, one behind a 100 Continue),
+// pipelined or one at a time, after each of its byte offsets in turn.
+// Whatever the offset, the response it cut is that URL's failure with at
+// most its own body, asked once; every other URL gets its own page, those
+// not started asked again on a new connection; none gets another URL's
+// body.
+func TestCutAtEveryByte(t *testing.T) {
+	for _, depth := range []int{1, 4} {
+		t.Run("pipeline="+strconv.Itoa(depth), func(t *testing.T) { cutAtEveryByte(t, depth) })
 	}
-	c := rawCollector(t, Config{Pipeline: 4, ReconnectGap: time.Millisecond})
-	for cut := 0; cut <= total; cut++ {
-		addr, hits := cutServer(t, cut)
+}
+
+func cutAtEveryByte(t *testing.T, depth int) {
+	all, bounds := cutExchange()
+	c := rawCollector(t, Config{Pipeline: depth, ReconnectGap: time.Millisecond})
+	for cut := 0; cut <= len(all); cut++ {
+		addr, hits := cutServer(t, cut, depth > 1)
 		l := &List{}
 		for i := range 5 {
 			l.Requests = append(l.Requests, Request{ID: uint64(i), URL: "http://" + addr + "/p" + strconv.Itoa(i)})
@@ -124,8 +141,8 @@ func TestPipelineCutAtEveryByte(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		b := c.Fetch(ctx, l)
 		cancel()
-		if !b.Pipelined {
-			t.Fatalf("cut at %d: nothing went pipelined", cut)
+		if b.Pipelined != (depth > 1) {
+			t.Fatalf("cut at %d: pipelined %v", cut, b.Pipelined)
 		}
 		h := hits()
 		for i := range b.Results {
@@ -145,7 +162,7 @@ func TestPipelineCutAtEveryByte(t *testing.T) {
 	}
 }
 
-// TestResponsesByteByByte: the same exchange as TestPipelineCutAtEveryByte,
+// TestResponsesByteByByte: the same exchange as TestCutAtEveryByte,
 // whole, read a byte at a time (a pipe hands each write to one read):
 // every head, chunk line, trailer and interim response split at every
 // offset across reads.
