@@ -266,15 +266,17 @@ func (f *fetcher) setup(ctx context.Context, c *conn) *conn {
 // close closes c. With linger (we gave up on the connection, the server may
 // still be writing or waiting), it first half-closes and drains for up to
 // Config.Linger, so that the server has closed its end before the list's
-// next connection opens.
+// next connection opens. The list's cancellation still closes the socket
+// meanwhile: a list cancelled while it drained waited the whole Linger for
+// a server that kept its end open.
 func (f *fetcher) close(c *conn, linger bool) {
-	c.stop()
 	f.release(c)
 	if linger {
 		closeLingering(c.raw, f.col.cfg.Linger)
 	} else {
 		c.raw.Close()
 	}
+	c.stop()
 	f.lastClose = time.Now()
 }
 
