@@ -217,8 +217,7 @@ func (p *idleConns) take(ctx context.Context, key, origin string, linger time.Du
 	}
 	ic.timer.Stop()
 	if ic.origin != origin {
-		closeLingering(ic.c.raw, linger)
-		return nil, true, true
+		return nil, true, closeLingeringCtx(ctx, ic.c.raw, linger)
 	}
 	switch peek(ic.c.raw) {
 	case peekIdle:
@@ -226,7 +225,7 @@ func (p *idleConns) take(ctx context.Context, key, origin string, linger time.Du
 	case peekEOF: // the server closed it: nothing to wait for
 		ic.c.raw.Close()
 	default: // bytes nobody asked for, or an error
-		closeLingering(ic.c.raw, linger)
+		return nil, true, closeLingeringCtx(ctx, ic.c.raw, linger)
 	}
 	return nil, true, true
 }
@@ -292,6 +291,17 @@ func peek(raw net.Conn) peekResult {
 		return peekBytes
 	}
 	return res
+}
+
+// closeLingeringCtx is closeLingering for a list, whose cancellation
+// closes raw at once: deaf to it, a list cancelled while it drained waited
+// the whole linger for a server that kept its end open. ok is false when
+// ctx ended.
+func closeLingeringCtx(ctx context.Context, raw net.Conn, linger time.Duration) (ok bool) {
+	stop := context.AfterFunc(ctx, func() { raw.Close() })
+	closeLingering(raw, linger)
+	stop()
+	return ctx.Err() == nil
 }
 
 // closeLingering half-closes raw and drains it for up to linger, so that
