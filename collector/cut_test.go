@@ -165,7 +165,7 @@ func cutAtEveryByte(t *testing.T, depth int) {
 // TestResponsesByteByByte: the same exchange as TestCutAtEveryByte,
 // whole, read a byte at a time (a pipe hands each write to one read):
 // every head, chunk line, trailer and interim response split at every
-// offset across reads.
+// offset across reads. No result's Header changes once it is final.
 func TestResponsesByteByByte(t *testing.T) {
 	for _, depth := range []int{1, 4} {
 		c := rawCollector(t, Config{Pipeline: depth})
@@ -194,8 +194,17 @@ func TestResponsesByteByByte(t *testing.T) {
 		for i := range 5 {
 			l.Requests = append(l.Requests, Request{ID: uint64(i), URL: "http://a.test/p" + strconv.Itoa(i)})
 		}
+		// Each result's Header is its own (ReadResponse's) map, still
+		// whole after the responses that follow it are parsed.
+		heads := map[*Result]string{}
+		l.Each = func(r *Result) { heads[r] = fmt.Sprint(r.Header) }
 		b := c.Fetch(context.Background(), l)
 		checkBodies(t, b)
+		for i := range b.Results {
+			if r := &b.Results[i]; fmt.Sprint(r.Header) != heads[r] {
+				t.Errorf("pipeline=%d: %s: header %v, was %s in Each", depth, r.URL, r.Header, heads[r])
+			}
+		}
 		if r := &b.Results[3]; r.Interim != 1 {
 			t.Errorf("pipeline=%d: /p3: %d interim responses, want 1", depth, r.Interim)
 		}
