@@ -362,6 +362,16 @@ func (s *spill) readChunk(q *queue, limit int) error {
 		w := s.skipWin
 		w.size = upTo
 		next, err := w.resync(s.readOff+1, s.maxURL)
+		if err != nil && shrinkErr == nil {
+			// The file may have shrunk under the reader since its read:
+			// the search met the end short of upTo, and gave up the
+			// intact records before the cut with what it took.
+			if size, cut := s.shrank(); size >= 0 && cut != nil {
+				shrinkErr, upTo = cut, min(upTo, size)
+				w.size = upTo
+				next, err = w.resync(s.readOff+1, s.maxURL)
+			}
+		}
 		if err != nil {
 			next = upTo // not even readable: the rest is lost
 		}

@@ -140,8 +140,11 @@ func (s *spill) shrank() (int64, error) {
 			}
 		}
 	}
-	s.mem.on = false
-	s.mem.reset()
+	// Nothing is at or after size: memory holds all there is from
+	// there, and takes the items written again (they were in memory, so
+	// they fit) and those spilled next. The reader's count then comes
+	// right at size (skipTo), with nothing between it and memory.
+	s.mem.start(size)
 	s.skipWin = nil
 	// s.buf is empty (readChunk flushed it), so no record is counted at
 	// offsets past the new end.
@@ -166,6 +169,12 @@ func (s *spill) shrank() (int64, error) {
 		if err := s.append(k.tag, k.url); err != nil && len(errs) == 0 {
 			errs = append(errs, err)
 		}
+	}
+	// Written now: the reader goes on with an empty buffer (readChunk),
+	// and another cut found before its end must not take records
+	// counted from this one's.
+	if err := s.flush(); err != nil && len(errs) == 0 {
+		errs = append(errs, err)
 	}
 	msg := fmt.Sprintf("spill file %s shrank under the endpoint from %d to %d bytes (cut by something else): the records written at offset %d and after are lost", s.path, was, fi.Size(), lostFrom)
 	if len(again) > 0 {

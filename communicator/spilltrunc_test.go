@@ -20,7 +20,13 @@ import (
 // the file: a peer down for long, or after a restart). Each seed runs a
 // bounded number of steps.
 func TestSpillTruncatedAtRandom(t *testing.T) {
-	for seed := range uint64(40) {
+	// 1254 and 1288 found the reader's search past damage meeting a cut
+	// (TestSpillDamageBeforeCut).
+	seeds := []uint64{1254, 1288}
+	for s := range uint64(40) {
+		seeds = append(seeds, s)
+	}
+	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { spillTruncatedAtRandom(t, seed) })
 	}
 }
@@ -125,6 +131,17 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			for _, ti := range items {
 				ti.end -= gone
 			}
+		}
+		// The count of items left (Backlog) never says less than is
+		// left: a node then took itself for idle with items unsent.
+		left := 0
+		for _, ti := range items {
+			if ti.delivered == 0 && !ti.mayLose {
+				left++
+			}
+		}
+		if s.unreadItems < int64(left) {
+			t.Fatalf("%d items unread by the count, but %d appended, not delivered and not cut off (errors %q)", s.unreadItems, left, s.errs)
 		}
 	}
 	if err := s.flush(); err != nil {
@@ -277,6 +294,90 @@ func spillCutKeepsItemsInMemory(t *testing.T, by int64) {
 	for k := 100; k < 110; k++ {
 		if c := seen[testURL(1, 2, k)]; c != 1 {
 			t.Errorf("after the restart: item %d read %d times, want 1 (nothing acknowledged)", k, c)
+		}
+	}
+}
+
+// TestSpillDamageBeforeCut: the reader meets damage (a record zeroed)
+// in an earlier run's items, read from the file, which something has
+// cut further on since the reader's last read. Its search for the next
+// intact record met the file's end short of where the file had ended and
+// gave up everything to there ('not even readable'): the intact records
+// between the damage and the cut were lost, and the count of items left
+// said 0 while this run's items waited (Backlog: a node took itself for
+// idle). Now the search sees the cut (shrank) and goes on to the new end.
+func TestSpillDamageBeforeCut(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64
+	for k := range 200 {
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+		ends = append(ends, s.end)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil { // read from the file
+		t.Fatal(err)
+	}
+	defer func() { s.close() }()
+	for k := 300; k < 310; k++ { // this run's: in memory too
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Item 10's record zeroed; the file cut inside item 150's record,
+	// far past what the reader reads at a time.
+	f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, ends[10]-ends[9]), ends[9]); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Truncate(s.path, ends[150]-5); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	var errs []error
+	for i := 0; s.unread(); i++ {
+		if i > 1000 {
+			t.Fatal("reader does not advance")
+		}
+		var q queue
+		if err := s.readChunk(&q, 1); err != nil {
+			errs = append(errs, err)
+		}
+		for _, it := range q.items[q.head:] {
+			seen[string(q.bytesOf(it))]++
+		}
+		left := 0
+		for k := 300; k < 310; k++ {
+			if seen[testURL(1, 2, k)] == 0 {
+				left++
+			}
+		}
+		if s.unreadItems < int64(left) {
+			t.Fatalf("the count says %d items left, but %d of this run's wait (errors %v)", s.unreadItems, left, errs)
+		}
+	}
+	for k := range 200 {
+		want := 1
+		if k == 10 || k >= 150 {
+			want = 0 // zeroed, cut off
+		}
+		if c := seen[testURL(1, 2, k)]; c != want {
+			t.Errorf("item %d read %d times, want %d (errors %v)", k, c, want, errs)
+		}
+	}
+	for k := 300; k < 310; k++ {
+		if c := seen[testURL(1, 2, k)]; c != 1 {
+			t.Errorf("item %d of this run read %d times, want 1 (errors %v)", k, c, errs)
 		}
 	}
 }
