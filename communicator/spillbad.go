@@ -118,6 +118,9 @@ func (s *spill) shrank() (int64, error) {
 		return s.flushed, nil
 	}
 	was, lostFrom := s.flushed, max(size, s.readOff)
+	if s.compacting != nil {
+		s.compacting.cut = true // its copy is of the file before the cut
+	}
 	var errs []error
 	if size < spillHeader {
 		if _, err := s.f.WriteAt(spillHeaderBytes(s.self, s.peer), 0); err != nil {

@@ -62,6 +62,10 @@ type spillCompaction struct {
 	bad     []spillRegion
 	err     error
 	hook    func() // tests: called before each copy without the lock
+	// cut: the file shrank under the rewrite (shrank, with the peer's
+	// lock held, as compactFinish reads it): the copy holds records the
+	// cut took, at offsets the endpoint counts no more.
+	cut bool
 }
 
 // compactBegin starts a rewrite of the file without its bytes before
@@ -213,6 +217,12 @@ func (s *spill) compactFinish(c *spillCompaction) (int64, error) {
 	gone := c.off - spillHeader
 	if c.err == nil && s.syncErr != nil {
 		c.err = s.syncErr // the old file's pages may be lost: not copied as sound
+	}
+	if c.err == nil && c.cut {
+		// Renamed over the file, it brought back what the cut took,
+		// under records written since, and the offsets moved below
+		// zero: every write failed for the rest of the run.
+		c.err = errors.New("the file shrank under the rewrite (cut by something else); the file stays as it is")
 	}
 	if c.err == nil {
 		if err := s.flush(); err != nil {

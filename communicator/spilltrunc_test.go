@@ -127,6 +127,9 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			if rng.IntN(2) == 0 {
 				cutRandom()
 			}
+			if rng.IntN(2) == 0 {
+				read(1 + rng.IntN(600)) // under the peer's lock, the copy without
+			}
 			gone, _ := s.compactFinish(c) // an error: the old file stays
 			for _, ti := range items {
 				ti.end -= gone
