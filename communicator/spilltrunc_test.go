@@ -17,8 +17,11 @@ import (
 // delivered twice. Records written after a truncation that no read had
 // seen landed at the file's new end (O_APPEND) while their checksums
 // bound them to the old offsets: read as damage, never delivered (from
-// the file: a peer down for long, or after a restart). Each seed runs a
-// bounded number of steps.
+// the file: a peer down for long, or after a restart). It also
+// overwrites stretches with junk or zeros, which may lose the items
+// whose records they hit, and no other, and rewrites the file without its
+// acknowledged part (compaction). Each seed runs a bounded number of
+// steps.
 func TestSpillTruncatedAtRandom(t *testing.T) {
 	// 1254 and 1288 found the reader's search past damage meeting a cut
 	// (TestSpillDamageBeforeCut).
@@ -34,11 +37,13 @@ func TestSpillTruncatedAtRandom(t *testing.T) {
 // truncItem is an item of spillTruncatedAtRandom: where its record ends,
 // the file's size written when it was appended, and what became of it.
 type truncItem struct {
+	start     int64 // where its record starts
 	end       int64
 	delivered int
 	mayLose   bool // a truncation cut its record off before it was read
 	afterCut  bool // appended after the last truncation
 	acked     bool // read before a mark
+	damaged   bool // its record overwritten with junk
 }
 
 func spillTruncatedAtRandom(t *testing.T, seed uint64) {
@@ -87,16 +92,51 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			}
 		}
 	}
+	// damageRandom overwrites up to 64 bytes at a random place past the
+	// header with junk or zeros.
+	damageRandom := func() {
+		fi, err := os.Stat(s.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() <= spillHeader {
+			return
+		}
+		at := spillHeader + rng.Int64N(fi.Size()-spillHeader)
+		junk := make([]byte, 1+rng.IntN(64))
+		if rng.IntN(2) == 0 {
+			for i := range junk {
+				junk[i] = byte(rng.Uint32())
+			}
+		}
+		f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(junk, at); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		for _, ti := range items {
+			if ti.start < at+int64(len(junk)) && ti.end > at && ti.end <= s.flushed {
+				ti.damaged = true
+				if ti.delivered == 0 {
+					ti.mayLose = true
+				}
+			}
+		}
+	}
 	s.compactAt = 1 << 10
 	next := 0
 	for range 300 {
-		switch op := rng.IntN(11); {
+		switch op := rng.IntN(12); {
 		case op < 4:
 			for range 1 + rng.IntN(6) {
 				u := testURL(1, 2, next) + fmt.Sprintf("/%d", rng.IntN(1000))
 				next++
+				start := s.end
 				s.append(uint64(next), []byte(u))
-				items[u] = &truncItem{end: s.end, afterCut: true}
+				items[u] = &truncItem{start: start, end: s.end, afterCut: true}
 				order = append(order, u)
 			}
 		case op < 5:
@@ -113,6 +153,8 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			s.mark(s.readOff, rng.IntN(2) == 0)
 		case op < 10:
 			cutRandom()
+		case op < 11:
+			damageRandom()
 		default:
 			// A rewrite without the acknowledged part (spillcompact.go),
 			// perhaps cut under its copy, made without the peer's lock.
@@ -132,6 +174,7 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			}
 			gone, _ := s.compactFinish(c) // an error: the old file stays
 			for _, ti := range items {
+				ti.start -= gone
 				ti.end -= gone
 			}
 		}
@@ -196,7 +239,7 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 		if ti.delivered > 1 {
 			t.Errorf("after the restart: %s delivered %d times", u, ti.delivered)
 		}
-		if ti.afterCut && !ti.acked && ti.delivered == 0 {
+		if ti.afterCut && !ti.acked && !ti.damaged && ti.delivered == 0 {
 			lost++
 			if lost > 5 {
 				continue
