@@ -113,6 +113,9 @@ func TestClusterNoNewsForARestartedCoordinator(t *testing.T) {
 		t.Fatalf("node 1's answer to the run before's probe: %+v; want busy, round 1, epoch %d", s, before)
 	}
 	waitFor(t, "node 1's answer acknowledged", 30*time.Second, func() bool { return n1.cl.ep.Backlog(0) == 0 })
+	// And the probe: node 1 acknowledges it after the datagram with its
+	// answer has left, and the close below reported it undelivered.
+	waitFor(t, "node 0's probe acknowledged", 30*time.Second, func() bool { return ep.Backlog(1) == 0 })
 
 	// Node 0's new run: the same block; node 1 turns idle.
 	if err := ep.Close(); err != nil {
