@@ -405,6 +405,14 @@ func decodeError(err error, name string, data []byte, lines *keyIndex) error {
 		line, col := de.Position()
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
 		f := friendlier(msg)
+		if line == 1 && col == 1 && strings.HasPrefix(msg, "cannot decode TOML array ") {
+			// An array in a list of strings or of nodes has no bytes of
+			// its own for go-toml to point at: it said line 1, column 1,
+			// and the key there. The key it names leads to the array.
+			if k, l := lines.nestedArray(strings.Join(de.Key(), ".")); l > 0 {
+				return fmt.Errorf("%s:%d: %s: %s", name, l, k, f)
+			}
+		}
 		if v := lines.valueAt(data, line, col); v != "" && f != msg && typeMismatch.MatchString(msg) {
 			// "a TOML string where an integer is wanted" named the line
 			// and column of the value, not the value.

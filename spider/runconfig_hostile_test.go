@@ -106,3 +106,22 @@ func TestRunConfigTableForTextValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigNestedArrayLine: an array inside a list of strings or of
+// nodes has no bytes of its own for go-toml to point at: the error said
+// line 1, column 1, and named the key there ("x.toml:1:1: scope: ..." of
+// a mistake on line 2 in scope.include). Now it names the element and its
+// line.
+func TestRunConfigNestedArrayLine(t *testing.T) {
+	for doc, want := range map[string]string{
+		"[scope]\ninclude = [[\"a\"]]\n":          `x.toml:2: scope.include[0]: a TOML array where a string is wanted`,
+		"\n\nseeds = [\n\"a\",\n[\"b\"]]\n":       `x.toml:5: seeds[1]: a TOML array where a string is wanted`,
+		"seeds = [[]]\n":                          `x.toml:1: seeds[0]: a TOML array where a string is wanted`,
+		"[cluster]\nnodes = [\n[1]]\n":            `x.toml:3: cluster.nodes[0]: a TOML array where a table is wanted`,
+		"storage = {dirs = [\n\"a\", [\"b\"]]}\n": `x.toml:2: storage.dirs[1]: a TOML array where a string is wanted`,
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || err.Error() != want {
+			t.Errorf("%q: %v\nwant %s", doc, err, want)
+		}
+	}
+}

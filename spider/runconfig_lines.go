@@ -23,6 +23,7 @@ type keyIndex struct {
 	kind   map[string]unstable.Kind
 	nl     []int    // offsets of the document's newlines, for lineOf
 	keys   []string // the document's keys and tables in order (no array elements)
+	elems  []string // the document's array elements in order ("seeds[2]")
 	failed bool     // the document has a syntax error
 }
 
@@ -82,10 +83,11 @@ func (x *keyIndex) path(data []byte, prefix string, it unstable.Iterator) (strin
 	return b.String(), line
 }
 
-// value records the lines of the elements of arrays and inline tables.
-func (x *keyIndex) value(data []byte, key string, v *unstable.Node) {
+// value records the lines of the elements of arrays and inline tables,
+// and returns the line of v's first element that has one (0 if none).
+func (x *keyIndex) value(data []byte, key string, v *unstable.Node) (first int) {
 	if v == nil {
-		return
+		return 0
 	}
 	x.kind[key] = v.Kind
 	switch v.Kind {
@@ -94,8 +96,19 @@ func (x *keyIndex) value(data []byte, key string, v *unstable.Node) {
 		for it := v.Children(); it.Next(); i++ {
 			n := it.Node()
 			k := fmt.Sprintf("%s[%d]", key, i)
-			x.record(k, x.lineOf(data, n.Raw))
-			x.value(data, k, n)
+			line := x.lineOf(data, n.Raw)
+			x.record(k, line)
+			x.elems = append(x.elems, k)
+			inner := x.value(data, k, n)
+			if line == 0 && n.Kind == unstable.Array {
+				// An array has no bytes of its own: it is on its first
+				// element's line, when that has one.
+				line = inner
+				x.adopt(k, line)
+			}
+			if first == 0 {
+				first = line
+			}
 		}
 	case unstable.InlineTable:
 		for it := v.Children(); it.Next(); {
@@ -105,8 +118,26 @@ func (x *keyIndex) value(data []byte, key string, v *unstable.Node) {
 				x.record(k, line)
 				x.keys = append(x.keys, k)
 				x.value(data, k, n.Value())
+				if first == 0 {
+					first = line
+				}
 			}
 		}
+	}
+	return first
+}
+
+// adopt gives key the line of its first element, recorded before it, and
+// makes key that line's first key in place of the element's.
+func (x *keyIndex) adopt(key string, line int) {
+	if line <= 0 {
+		return
+	}
+	if _, ok := x.line[key]; !ok {
+		x.line[key] = line
+	}
+	if strings.HasPrefix(x.key[line], key) {
+		x.key[line] = key
 	}
 }
 
@@ -298,6 +329,21 @@ func (x *keyIndex) valueAt(data []byte, line, col int) string {
 		return strings.ToValidUTF8(text[:80], "") + "..."
 	}
 	return text
+}
+
+// nestedArray is the first array element under key ("seeds[1]" of key
+// "seeds", "storage.dirs[0]" of key "storage") that is an array itself,
+// and its line; "" when there is none.
+func (x *keyIndex) nestedArray(key string) (string, int) {
+	if x == nil {
+		return "", 0
+	}
+	for _, k := range x.elems {
+		if len(k) > len(key) && strings.HasPrefix(k, key) && (k[len(key)] == '[' || k[len(key)] == '.') && x.kind[k] == unstable.Array {
+			return k, x.lineFor(k)
+		}
+	}
+	return "", 0
 }
 
 func (x *keyIndex) keyAt(line int) string {
