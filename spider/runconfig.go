@@ -419,7 +419,7 @@ func decodeError(err error, name string, data []byte, lines *keyIndex) error {
 			f += ": " + v
 		}
 		msg = f
-		if key := lines.keyAt(line); key != "" {
+		if key := lines.keyAt(line, col); key != "" {
 			return fmt.Errorf("%s:%d:%d: %s: %s", name, line, col, key, msg)
 		}
 		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)

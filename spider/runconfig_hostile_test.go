@@ -77,7 +77,7 @@ func TestRunConfigWrongTypeNamesValue(t *testing.T) {
 		"fetchers = 'x\"y' # no\n":                     `x.toml:1:12: fetchers: a TOML string where an integer is wanted: 'x"y'`,
 		"[limits]\nmax_body = 1.5 # half\n":            `x.toml:2:12: limits.max_body: a TOML float where an integer is wanted: 1.5`,
 		"fetchers = true\n":                            `x.toml:1:12: fetchers: a TOML boolean where an integer is wanted: true`,
-		"seeds = [1, 2]\n":                             `x.toml:1:10: seeds: a TOML integer where a string is wanted: 1`,
+		"seeds = [1, 2]\n":                             `x.toml:1:10: seeds[0]: a TOML integer where a string is wanted: 1`,
 		"status = 7411\n":                              `x.toml:1:10: status: a TOML integer where a string is wanted: 7411`,
 		"[[cluster.nodes]]\nid = \"0\"\n":              `x.toml:2:6: cluster.nodes[0].id: a TOML string where an integer is wanted: "0"`,
 		"seeds = \"" + strings.Repeat("a", 200) + "\"": `x.toml:1:9: seeds: a TOML string where a list of strings is wanted: "` + strings.Repeat("a", 79) + `...`,
@@ -119,6 +119,25 @@ func TestRunConfigNestedArrayLine(t *testing.T) {
 		"seeds = [[]]\n":                          `x.toml:1: seeds[0]: a TOML array where a string is wanted`,
 		"[cluster]\nnodes = [\n[1]]\n":            `x.toml:3: cluster.nodes[0]: a TOML array where a table is wanted`,
 		"storage = {dirs = [\n\"a\", [\"b\"]]}\n": `x.toml:2: storage.dirs[1]: a TOML array where a string is wanted`,
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || err.Error() != want {
+			t.Errorf("%q: %v\nwant %s", doc, err, want)
+		}
+	}
+}
+
+// TestRunConfigErrorNamesInnerKey: go-toml's error about a value inside an
+// inline table or a one-line array was put under the first key of its
+// line: "storage: a TOML integer where a string is wanted" of storage =
+// {dirs = [1]}, "cluster.nodes" of the udp of a node. Now it names the
+// key or element whose text holds the error's column.
+func TestRunConfigErrorNamesInnerKey(t *testing.T) {
+	for doc, want := range map[string]string{
+		"storage = {dirs = [1]}\n":                                   `x.toml:1:20: storage.dirs[0]: a TOML integer where a string is wanted: 1`,
+		"[cluster]\nnodes = [{id = 0, udp = 5}]\n":                   `x.toml:2:25: cluster.nodes[0].udp: a TOML integer where a string is wanted: 5`,
+		"[cluster]\nnodes = [{id = 0, udp = \"x\"}, {id = \"1\"}]\n": `x.toml:2:37: cluster.nodes[1].id: a TOML string where an integer is wanted: "1"`,
+		"seeds = [\"https://a.example/\", 1]\n":                      `x.toml:1:32: seeds[1]: a TOML integer where a string is wanted: 1`,
+		"fetchers = 1\nfetchers = 2\n":                               `x.toml:2:1: fetchers: key fetchers is already defined`,
 	} {
 		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || err.Error() != want {
 			t.Errorf("%q: %v\nwant %s", doc, err, want)

@@ -24,7 +24,15 @@ type keyIndex struct {
 	nl     []int    // offsets of the document's newlines, for lineOf
 	keys   []string // the document's keys and tables in order (no array elements)
 	elems  []string // the document's array elements in order ("seeds[2]")
+	spans  []span   // the bytes of each "key = value" and array element, in order
 	failed bool     // the document has a syntax error
+}
+
+// span is where the text of a key's "key = value", or of an array
+// element, is in the document.
+type span struct {
+	key        string
+	start, end int // byte offsets, end excluded
 }
 
 func keyLines(data []byte) *keyIndex {
@@ -57,6 +65,7 @@ func keyLines(data []byte) *keyIndex {
 			k, line := x.path(data, prefix, e.Key())
 			x.record(k, line)
 			x.keys = append(x.keys, k)
+			x.span(k, e.Raw)
 			x.value(data, k, e.Value())
 		}
 	}
@@ -99,6 +108,7 @@ func (x *keyIndex) value(data []byte, key string, v *unstable.Node) (first int) 
 			line := x.lineOf(data, n.Raw)
 			x.record(k, line)
 			x.elems = append(x.elems, k)
+			x.span(k, n.Raw)
 			inner := x.value(data, k, n)
 			if line == 0 && n.Kind == unstable.Array {
 				// An array has no bytes of its own: it is on its first
@@ -117,6 +127,7 @@ func (x *keyIndex) value(data []byte, key string, v *unstable.Node) (first int) 
 				k, line := x.path(data, key, n.Key())
 				x.record(k, line)
 				x.keys = append(x.keys, k)
+				x.span(k, n.Raw)
 				x.value(data, k, n.Value())
 				if first == 0 {
 					first = line
@@ -138,6 +149,14 @@ func (x *keyIndex) adopt(key string, line int) {
 	}
 	if strings.HasPrefix(x.key[line], key) {
 		x.key[line] = key
+	}
+}
+
+// span records where key's text is, when the parser gives it (not for an
+// array; for an inline table only its "{").
+func (x *keyIndex) span(key string, r unstable.Range) {
+	if r.Length > 0 {
+		x.spans = append(x.spans, span{key, int(r.Offset), int(r.Offset + r.Length)})
 	}
 }
 
@@ -284,7 +303,6 @@ func (x *keyIndex) localTime(key string) bool {
 	return false
 }
 
-// keyAt is the first key on line, "" if none.
 // valueAt is the TOML value in data at line and column (1-based, in
 // bytes), at most 80 bytes of it, for an error quoting it: a string to
 // its closing quote, an array or inline table to the end of the line, a
@@ -346,9 +364,29 @@ func (x *keyIndex) nestedArray(key string) (string, int) {
 	return "", 0
 }
 
-func (x *keyIndex) keyAt(line int) string {
+// keyAt is the innermost key whose text holds the byte at line and column
+// (1-based): "cluster.nodes[0].udp" in "nodes = [{id = 0, udp = 5}]",
+// "seeds[1]" in "seeds = ["a", 1]". Else it is the first key on line, ""
+// if none.
+func (x *keyIndex) keyAt(line, col int) string {
 	if x == nil {
 		return ""
+	}
+	if line >= 1 && line <= len(x.nl)+1 && col >= 1 {
+		off := col - 1
+		if line > 1 {
+			off += x.nl[line-2] + 1
+		}
+		key := ""
+		for _, s := range x.spans {
+			// Spans come in order, each key's before its elements'.
+			if s.start <= off && off < s.end {
+				key = s.key
+			}
+		}
+		if key != "" {
+			return key
+		}
 	}
 	return x.key[line]
 }
