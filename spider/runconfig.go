@@ -438,9 +438,27 @@ var goTypes = map[string]string{
 	"spider.Duration": "a duration string such as \"250ms\"",
 }
 
+// tableMismatch is go-toml's message for a table header ("[fetchers]",
+// "[[limits]]") where no table or list of them is wanted.
+var tableMismatch = regexp.MustCompile(`^cannot store (a table|an array table) in a (\S+)$`)
+
 func friendlier(msg string) string {
 	if strings.HasPrefix(msg, "parsing time ") {
 		return "not a date-time such as 2026-01-01T00:00:00Z"
+	}
+	if m := tableMismatch.FindStringSubmatch(msg); m != nil {
+		what := "table"
+		if m[1] == "an array table" {
+			what = "array of tables"
+		}
+		want, ok := goTypes[m[2]]
+		switch {
+		case m[2] == "struct":
+			want = "a table"
+		case !ok:
+			return msg
+		}
+		return fmt.Sprintf("a TOML %s where %s is wanted", what, want)
 	}
 	m := typeMismatch.FindStringSubmatch(msg)
 	if m == nil {

@@ -144,3 +144,20 @@ func TestRunConfigErrorNamesInnerKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigTableHeaderForValue: a table header where a value is wanted
+// ("[fetchers]", "[[limits]]") was refused in go-toml's words, which name
+// Go types: "cannot store a table in a int". Now in the config's terms.
+func TestRunConfigTableHeaderForValue(t *testing.T) {
+	for doc, want := range map[string]string{
+		"[fetchers]\n":           `x.toml:1:2: fetchers: a TOML table where an integer is wanted`,
+		"[scope.reject_query]\n": `x.toml:1:2: scope.reject_query: a TOML table where true or false is wanted`,
+		"[[fetchers]]\n":         `x.toml:1:3: fetchers[0]: a TOML array of tables where an integer is wanted`,
+		"[[limits]]\n":           `x.toml:1:3: limits[0]: a TOML array of tables where a table is wanted`,
+		"[user_agent]\n":         `x.toml:1:2: user_agent: a TOML table where a string is wanted`,
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || err.Error() != want {
+			t.Errorf("%q: %v\nwant %s", doc, err, want)
+		}
+	}
+}
