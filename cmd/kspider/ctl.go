@@ -68,7 +68,13 @@ another user's process may hold its port).`)
 			if !ok || k == "" {
 				return usagef("set: %q is not KEY=VALUE", kv)
 			}
-			form.Add(k, v)
+			if form.Has(k) && form.Get(k) != v {
+				// The node takes the last, so "delay=1s delay=10s" set
+				// 10s of a mistyped line without a word: refused as a
+				// flag given twice is.
+				return usagef("set: %s is given twice, with different values (%q, %q): give it once", k, form.Get(k), v)
+			}
+			form.Set(k, v)
 		}
 	default:
 		return usagef("unknown action %q: pause, resume, drain or set KEY=VALUE", action)

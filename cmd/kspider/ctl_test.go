@@ -335,3 +335,23 @@ func TestCtlStatusPortOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// TestCtlSetKeyTwice: "ctl set delay=1s delay=10s" sent both, and the node
+// took the last: a mistyped line set 10s without a word. Now a key given
+// twice with different values is a usage error and nothing is sent; twice
+// the same value is that value.
+func TestCtlSetKeyTwice(t *testing.T) {
+	dir := t.TempDir()
+	tok, err := status.Token(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, got := fakeNode(t, tok)
+	code, _, errOut := runCmd(t, "", "ctl", "set", "delay=1s", "delay=10s", "--status", addr, "--dir", dir)
+	if code != 2 || !strings.Contains(errOut, `set: delay is given twice, with different values ("1s", "10s")`) || got.Load() != 0 {
+		t.Errorf("set delay twice, differently: exit %d, %d requests sent: %s", code, got.Load(), errOut)
+	}
+	if code, _, errOut := runCmd(t, "", "ctl", "set", "delay=1s", "delay=1s", "--status", addr, "--dir", dir); code != 0 || got.Load() != 1 {
+		t.Errorf("set delay twice, the same: exit %d, %d requests sent: %s", code, got.Load(), errOut)
+	}
+}
