@@ -22,7 +22,8 @@ import (
 //     per registrable domain, counted from the host table at open and kept
 //     up to date by the writer;
 //   - max_pages (NodeConfig.MaxPages): pages fetched in all runs, counted
-//     at open from the scheduler's completed and redirected URLs; lists
+//     at open from the scheduler's completed and redirected URLs and the
+//     pages a crash left stored but unreported (recover); lists
 //     reserve fetches against it before they go out, so it is never passed.
 //
 // In a cluster of N nodes the limits are the cluster's: each node counts
@@ -66,7 +67,10 @@ func (n *Node) openBudgets() error {
 		}
 	}
 	if n.cfg.MaxPages > 0 {
-		var pages int64
+		// A page a crash left stored but unreported (recover's n.stored)
+		// was fetched against the limit and is reported without a fetch:
+		// not counted, the run fetched as many pages past max_pages.
+		pages := int64(len(n.stored))
 		for id := uint32(0); uint64(id) < n.sched.Len(); id++ {
 			if st := n.sched.URL(id).State; st == scheduler.Completed || st == scheduler.Redirected {
 				pages++
