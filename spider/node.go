@@ -355,11 +355,13 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		n.Close()
 		return refuse(err)
 	}
-	if err := n.openDepthLimit(); err != nil { // node_depthlimit.go
+	depthRec, err := n.openDepthLimit() // node_depthlimit.go
+	if err != nil {
 		n.Close()
 		return refuse(err)
 	}
-	if err := n.openScope(); err != nil { // node_scopechange.go
+	scopeRec, err := n.openScope() // node_scopechange.go
+	if err != nil {
 		n.Close()
 		return refuse(err)
 	}
@@ -368,6 +370,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 			n.Close()
 			return refuse(err)
 		}
+	}
+	if err := recordAtStart(cfg.Dir, depthRec, scopeRec); err != nil { // node_refused.go
+		n.Close()
+		return refuse(err)
 	}
 	n.lock = lock
 	return n, nil

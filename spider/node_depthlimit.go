@@ -76,30 +76,32 @@ func CheckDepthFile(dir string) (int, error) { return readDepthLimit(dir) }
 
 // openDepthLimit compares the depth limit the directory was crawled to
 // with this run's: a higher one sets n.raiseFrom, for Run; otherwise the
-// new limit is recorded at once.
-func (n *Node) openDepthLimit() error {
+// new limit is to be recorded at once (the record returned, which OpenNode
+// writes once the start can no longer be refused).
+func (n *Node) openDepthLimit() (dirRecord, error) {
 	n.raiseFrom = -1
+	now := dirRecord{DepthFile, encodeDepthLimit(n.cfg.MaxDepth)}
 	prev, err := readDepthLimit(n.cfg.Dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && n.freshDir:
-		return writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth))
+		return now, nil
 	case errors.Is(err, fs.ErrNotExist):
 		// Taken as crawled to this limit, a limit raised since skipped
 		// the pass and the deeper pages silently: a full pass instead,
 		// recorded once made.
 		n.pastUnknown = append(n.pastUnknown, DepthFile)
 		n.raiseFrom = 0
-		return nil
+		return dirRecord{}, nil
 	case err != nil:
-		return err
+		return dirRecord{}, err
 	case prev == n.cfg.MaxDepth:
-		return nil
+		return dirRecord{}, nil
 	case prev > n.cfg.MaxDepth:
 		n.cfg.Logf("spider: limits.max_depth lowered from %d to %d: URLs queued deeper before are dropped unfetched (counted too deep), and queued again if the limit is raised", prev, n.cfg.MaxDepth)
-		return writeDirFile(n.cfg.Dir, DepthFile, encodeDepthLimit(n.cfg.MaxDepth))
+		return now, nil
 	}
 	n.raiseFrom = prev
-	return nil
+	return dirRecord{}, nil
 }
 
 // raiseDepth follows again, from their depths, the links of the pages

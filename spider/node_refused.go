@@ -96,3 +96,32 @@ func lockStoreDir(dir string) (unlock func(), err error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// A start's own view of the directory's crawl, a lowered depth limit or a
+// narrowed scope (and a new directory's first DEPTH and SCOPE), is
+// recorded only once the start can no longer be refused. Written as the
+// open found it, a start refused after (SCOPE damaged, a CLUSTER record
+// that does not match) left DEPTH or SCOPE saying the directory was
+// crawled to a limit or under a scope it never was: the next start, with
+// the config it had been crawled under, took the limit for raised or the
+// scope for changed and made the pass over every stored page again.
+
+// dirRecord is a file of the data directory to write at the start's end;
+// the zero dirRecord writes nothing.
+type dirRecord struct {
+	name string
+	body []byte
+}
+
+// recordAtStart writes recs in dir, in order.
+func recordAtStart(dir string, recs ...dirRecord) error {
+	for _, r := range recs {
+		if r.name == "" {
+			continue
+		}
+		if err := writeDirFile(dir, r.name, r.body); err != nil {
+			return err
+		}
+	}
+	return nil
+}

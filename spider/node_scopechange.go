@@ -212,31 +212,33 @@ func linksCap(m int) int {
 
 // openScope compares the scope the directory was crawled under with this
 // run's: another one sets n.scopeChanged, for Run, unless it only narrows
-// the old one; then, or when the file is of version 1, it is recorded
-// anew at once.
-func (n *Node) openScope() error {
+// the old one; then, or when the file is of version 1, it is to be
+// recorded anew at once (the record returned, which OpenNode writes once
+// the start can no longer be refused).
+func (n *Node) openScope() (dirRecord, error) {
 	now := scopeOf(*n.cfg.Scope, n.cfg.MaxLinks)
+	rec := dirRecord{ScopeFile, encodeScope(now)}
 	digest, was, err := readScope(n.cfg.Dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && n.freshDir:
-		return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
+		return rec, nil
 	case errors.Is(err, fs.ErrNotExist):
 		// Taken as crawled under this scope, a scope widened since
 		// skipped the pass silently: a full pass instead.
 		n.pastUnknown = append(n.pastUnknown, ScopeFile)
 		n.scopeChanged = true
-		return nil
+		return dirRecord{}, nil
 	case err != nil:
-		return err
+		return dirRecord{}, err
 	case digest == n.scopeDigest():
 		if was == nil { // version 1: kept as version 2, to tell a narrowing later
-			return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
+			return rec, nil
 		}
-		return nil
+		return dirRecord{}, nil
 	case was != nil && now.within(*was):
 		n.cfg.Logf("spider: the scope only narrowed since the directory was last crawled: no link it refused before is kept now, so the stored pages' links are not followed again")
-		return writeDirFile(n.cfg.Dir, ScopeFile, encodeScope(now))
+		return rec, nil
 	}
 	n.scopeChanged = true
-	return nil
+	return dirRecord{}, nil
 }
