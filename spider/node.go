@@ -342,6 +342,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		n.tree.Close()
 		return refuse(err)
 	}
+	if err = n.stores.record(); err != nil { // node_stores.go
+		n.store.Close()
+		n.closeSched()
+		n.tree.Close()
+		return refuse(err)
+	}
 	watch := append([]string{filepath.Join(cfg.Dir, treeSubdir), filepath.Join(cfg.Dir, "sched")}, cfg.StorageDirs...)
 	if n.dirs, err = watchPaths(append(watch, lock.Path())...); err != nil {
 		n.Close()

@@ -122,6 +122,9 @@ type storeDirs struct {
 	recorded []string // as in the file
 	missing  int      // how many of names are not recorded yet
 
+	// stale: the file is of a crawl whose tree is gone (record writes it
+	// anew).
+	stale bool
 	// running: the crawl runs; a directory that cannot be read is
 	// counted missing and said once (said) through logf, not an error.
 	running bool
@@ -157,8 +160,8 @@ func (s *storeDirs) path(name string) string {
 }
 
 // openStores checks storage.dirs (dirs) against DIR/STORES before the
-// store is opened, and records those that hold pages; a new URL tree
-// (fresh) starts the record anew. logf says what the node's syncs could
+// store is opened; record, once it is, records those that hold pages; a
+// new URL tree (fresh) starts the record anew. logf says what the node's syncs could
 // not look at.
 func openStores(dir string, dirs []string, fresh bool, logf func(string, ...any)) (*storeDirs, error) {
 	s := &storeDirs{dir: dir, logf: logf, said: map[string]bool{}}
@@ -194,11 +197,21 @@ func openStores(dir string, dirs []string, fresh bool, logf func(string, ...any)
 				s.path(d), dir, file, file)
 		}
 	}
-	if err := s.note(stale); err != nil {
-		return nil, err
+	s.stale = stale
+	return s, nil
+}
+
+// record records the directories that hold pages, once the store has
+// opened them (storeOpened): recorded before, a directory of another
+// crawl's store listed by mistake was in STORES by the time the store
+// refused it, and the start with the mistake undone was refused in turn,
+// the directory "not in storage.dirs".
+func (s *storeDirs) record() error {
+	if err := s.note(s.stale); err != nil {
+		return err
 	}
 	s.running = true
-	return s, nil
+	return nil
 }
 
 // note records the directories of storage.dirs that hold pages and were
