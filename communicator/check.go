@@ -189,7 +189,10 @@ func checkSpillFile(path string, self, peer NodeID, rep *SpillReport) error {
 		return fmt.Errorf("communicator: %w", err)
 	}
 	defer f.Close()
-	sc, scanErr := scanSpill(f, fi.Size(), self, peer, MaxItemLen(DefaultPayload), 0)
+	sc, hdr, scanErr := scanSpillHeaderless(f, fi.Size(), self, peer, MaxItemLen(DefaultPayload), 0)
+	if hdr != nil {
+		rep.Findings = append(rep.Findings, SpillFinding{File: path, Damage: true, What: headerLostText(&sc)})
+	}
 	fr := SpillFileReport{Path: path, Self: self, Peer: peer, Size: fi.Size(), Good: sc.good, Items: sc.items, Deliverable: sc.unread}
 	fr.Skipped, fr.Regions = sc.skipped()
 	if scanErr == nil || errors.Is(scanErr, errSpillNewer) {

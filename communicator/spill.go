@@ -47,7 +47,9 @@ import (
 // (.1, .2, ... appended if an earlier start took the name; new records are
 // appended to the file), but for the zeros that end it, which hold
 // nothing and are cut off; one in the middle, or a tail that cannot be
-// copied aside (a full disk), stays in place and the reader jumps over it. A bad header moves the whole file aside (to .bad-0); a file
+// copied aside (a full disk), stays in place and the reader jumps over it. A bad header moves the whole file aside (to .bad-0), but for
+// this file's header cut short, zeros after the cut, with intact items
+// after it, which is written again (spillzerohead.go); a file
 // that holds nothing, not even its whole header (empty, zeros: a crash
 // soon after the start that created it, whose header is not fsynced), is
 // made anew without a word.
@@ -173,7 +175,14 @@ func openSpill(dir string, self, peer NodeID, maxURL int, controlTag uint64) (*s
 		f.Close()
 		return nil, fmt.Errorf("communicator: %w", err)
 	}
-	sc, scanErr := scanSpill(f, fi.Size(), self, peer, maxURL, controlTag)
+	sc, hdr, scanErr := scanSpillHeaderless(f, fi.Size(), self, peer, maxURL, controlTag)
+	if hdr != nil {
+		if _, err := f.WriteAt(hdr, 0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("communicator: spill file %s: writing its header again: %w", path, err)
+		}
+		s.note(fmt.Sprintf("spill file %s: %s", path, headerLostText(&sc)))
+	}
 	if errors.Is(scanErr, errSpillUnwritten) {
 		// Nothing in it to keep aside or to say: made anew.
 		f.Close()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -71,16 +72,16 @@ func spillTruncatedAtRandom(t *testing.T, seed uint64) {
 			ti.delivered++
 		}
 	}
-	// cutRandom truncates the file at a random place past its header.
+	// cutRandom truncates the file at a random place, its header too.
 	cutRandom := func() {
 		fi, err := os.Stat(s.path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fi.Size() <= spillHeader {
+		if fi.Size() == 0 {
 			return
 		}
-		cut := spillHeader + rng.Int64N(fi.Size()-spillHeader)
+		cut := rng.Int64N(fi.Size())
 		if err := os.Truncate(s.path, cut); err != nil {
 			t.Fatal(err)
 		}
@@ -424,6 +425,83 @@ func TestSpillDamageBeforeCut(t *testing.T) {
 	for k := 300; k < 310; k++ {
 		if c := seen[testURL(1, 2, k)]; c != 1 {
 			t.Errorf("item %d of this run read %d times, want 1 (errors %v)", k, c, errs)
+		}
+	}
+}
+
+// TestSpillHeaderCutWrittenOn: something cuts a spill file into its
+// header while the endpoint writes on, before a read sees the cut: the
+// records written next land at their offsets, after a stretch of zeros
+// that begins with the header. The next start took the file for a
+// foreign one and moved it aside whole ('bad header at offset 0 ...
+// nothing in it delivered'), kspider check saying so: the intact items
+// after the zeros were never delivered. Now the start writes the header
+// again and delivers them, and says so; check reports the zeroed header
+// and the items as deliverable.
+func TestSpillHeaderCutWrittenOn(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openSpill(dir, 1, 2, 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 10 {
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(s.path, 5); err != nil {
+		t.Fatal(err)
+	}
+	for k := 10; k < 30; k++ {
+		s.append(uint64(k), []byte(testURL(1, 2, k)))
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckSpill(dir)
+	if err != nil || len(rep.Findings) == 0 || !strings.Contains(rep.Findings[0].What, "header at offset 0 cut short") || rep.Deliverable() != 20 {
+		t.Errorf("check: %v %+v; want the zeroed header found and the 20 items after the cut deliverable", err, rep)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := 0; s.unread(); i++ {
+		if i > 100 {
+			t.Fatal("reader does not advance")
+		}
+		var q queue
+		s.readChunk(&q, 500)
+		for _, it := range q.items[q.head:] {
+			seen[string(q.bytesOf(it))]++
+		}
+	}
+	for k := range 30 {
+		want := 0 // cut off
+		if k >= 10 {
+			want = 1
+		}
+		if c := seen[testURL(1, 2, k)]; c != want {
+			t.Errorf("item %d read %d times after the restart, want %d (errors %q)", k, c, want, s.errs)
+		}
+	}
+	if len(s.errs) == 0 || !strings.Contains(s.errs[0], "the header is written again and they are delivered") {
+		t.Errorf("errors %q; want the first to say the header is written again", s.errs)
+	}
+	if matches, _ := filepath.Glob(s.path + ".bad-*"); len(matches) != 0 {
+		t.Errorf("moved aside: %v", matches)
+	}
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = openSpill(dir, 1, 2, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	for _, e := range s.errs {
+		if strings.Contains(e, "header") {
+			t.Errorf("the header is not whole again: %q", s.errs)
 		}
 	}
 }
