@@ -109,7 +109,9 @@ func openIndex(path string, writable bool) (*index, error) {
 		flag = os.O_RDWR
 		prot |= unix.PROT_WRITE
 	}
-	f, err := openRegular(path, flag)
+	// Not through a link: a writer would write its entries and
+	// checkpoints into the file it leads to, another store's index.
+	f, err := openRegular(path, flag|unix.O_NOFOLLOW)
 	if err != nil {
 		return nil, err
 	}

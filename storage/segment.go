@@ -207,9 +207,13 @@ func segmentNumber(name string) (uint32, bool) {
 // openRegular opens path, which must be a regular file. A named pipe in
 // its place would block the open until something writes to it (forever),
 // and a device or a directory is no store file either: such a file is an
-// error wrapping ErrCorrupt, naming what it is.
+// error wrapping ErrCorrupt, naming what it is. With unix.O_NOFOLLOW in
+// flag, so is a symbolic link.
 func openRegular(path string, flag int) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ELOOP) && flag&unix.O_NOFOLLOW != 0 {
+		return nil, fmt.Errorf("storage: %s: %w: a symbolic link, not a file of the store's own", path, ErrCorrupt)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}

@@ -603,3 +603,46 @@ func TestWriterRefusesAStrayNameAhead(t *testing.T) {
 		checkStore(t, []string{dir}, 0, 50)
 	}
 }
+
+// url.idx a symbolic link to another store's index (a copy made with
+// cp -s, a slip, or a hostile link) was followed: a writer wrote its
+// entries and checkpoints into the other store's index, and a Reader took
+// the other's checkpoint for this store's ('truncated before the index
+// checkpoint: N bytes lost'). Now the link is damage like a damaged
+// index: a Reader reads the segments instead, saying it is a link, and a
+// writer replaces the link with an index of its own, rebuilt from the
+// segments; the file it led to is left as it was.
+func TestIndexLinkIsNotFollowed(t *testing.T) {
+	dir, _ := layoutStore(t, smallSegments(), 30)
+	other, _ := layoutStore(t, smallSegments(), 40)
+	target := filepath.Join(other, indexName)
+	before, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := filepath.Join(dir, indexName)
+	if err := os.Remove(ix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, ix); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReader([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := r.Stats()
+	r.Close()
+	if len(st.Errors) != 1 || !strings.Contains(st.Errors[0].Error(), ix+": corrupt record: a symbolic link, not a file of the store's own; reading the segments instead") {
+		t.Errorf("a reader with url.idx a link: %v", st.Errors)
+	}
+	writeStore(t, Config{Dirs: []string{dir}}, 30, 35)
+	if after, err := os.ReadFile(target); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the other store's index was written through the link (%v)", err)
+	}
+	if fi, err := os.Lstat(ix); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("url.idx after a writer: %v, %v, want a file of its own", fi, err)
+	}
+	checkStore(t, []string{dir}, 0, 35)
+	checkStore(t, []string{other}, 0, 40)
+}
