@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"golang.org/x/sys/unix"
@@ -67,4 +68,26 @@ func (s *holeSkip) next(id uint64) uint64 {
 		return s.holes[0][1]
 	}
 	return id
+}
+
+// eachWritten calls fn, under touch, with each entry of ix a writer may
+// have set, ascending: the holes above the dense mark (holeSkip) and the
+// zero entries there, the unwritten tail, are passed over.
+func (ix *index) eachWritten(fn func(id uint64, e []byte)) error {
+	n := ix.entries()
+	skip := newHoleSkip(ix)
+	return ix.touch(func() {
+		data := ix.data[indexHeaderSize:]
+		for id := uint64(0); id < n; id++ {
+			if next := skip.next(id); next != id {
+				id = next - 1
+				continue
+			}
+			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
+			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
+				continue
+			}
+			fn(id, e)
+		}
+	})
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -268,32 +267,20 @@ func (r *Reader) damagedEntries(dr *dirReader, v *dirView) string {
 		first   uint64
 		rereads int
 	)
-	skip := newHoleSkip(ix)
-	err := ix.touch(func() {
-		data := ix.data[indexHeaderSize:]
-		for id := uint64(0); id < ix.entries(); id++ {
-			if next := skip.next(id); next != id {
-				id = next - 1
-				continue
-			}
-			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
-			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
-				continue // the unwritten tail: skip it fast
-			}
-			_, _, st := decodeEntry(id, e)
-			for try := 0; dr.live && ix.judge(id, st) == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
-				rereads++
-				r.rereadWait()
-				_, _, st = decodeEntry(id, e)
-			}
-			if _, later := v.extra[id]; later || ix.judge(id, st) != entryBad {
-				continue
-			}
-			if n == 0 {
-				first = id
-			}
-			n++
+	err := ix.eachWritten(func(id uint64, e []byte) {
+		_, _, st := decodeEntry(id, e)
+		for try := 0; dr.live && ix.judge(id, st) == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
+			rereads++
+			r.rereadWait()
+			_, _, st = decodeEntry(id, e)
 		}
+		if _, later := v.extra[id]; later || ix.judge(id, st) != entryBad {
+			return
+		}
+		if n == 0 {
+			first = id
+		}
+		n++
 	})
 	switch {
 	case err != nil:
@@ -392,77 +379,64 @@ func (r *Reader) verifyIndex(dr *dirReader) {
 	if end.before(dr.ck) {
 		end = dr.ck
 	}
-	n := ix.entries()
-	skip := newHoleSkip(ix)
-	err := ix.touch(func() {
-		data := ix.data[indexHeaderSize:]
-		for id := uint64(0); id < n; id++ {
-			if next := skip.next(id); next != id {
-				id = next - 1
-				continue
-			}
-			e := data[id*indexEntrySize : (id+1)*indexEntrySize]
-			if id >= ix.dense && binary.LittleEndian.Uint64(e) == 0 && binary.LittleEndian.Uint64(e[8:]) == 0 {
-				continue // the unwritten tail: skip it fast
-			}
-			seg, off, st := decodeEntry(id, e)
-			if v.rebuilt {
-				// extra holds every record the segments have: a page
-				// there is not lost, wherever the entry points.
-				if _, held := v.extra[id]; held || ix.judge(id, st) != entrySet {
-					continue
-				}
-				if tailExcused && !(location{seg, off}).before(end) {
-					continue
-				}
-				if lostAt(seg, off, segs, bySeg, missing, beyond) {
-					lost++
-				}
-				// Else it points at intact bytes holding no record of
-				// it: a damaged index may say anything there, so it
-				// is not taken for a page lost.
-				continue
-			}
-			for try := 0; dr.live && st == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
-				rereads++ // one a live writer is storing reads whole once it is done (find)
-				r.rereadWait()
-				seg, off, st = decodeEntry(id, e)
-			}
-			if _, later := v.extra[id]; (id >= ix.dense && st == entryTorn) || (st == entryBad && later) {
-				// Torn by a writer killed mid-put: written after the
-				// checkpoint fresh (the CRC field still zero), or over an
-				// earlier entry (a refetch's, a "none" entry put when a
-				// higher id came first, a recovery's "none" fill, below
-				// dense too) with a record after the checkpoint, which
-				// answers for id and is indexed again at the next open.
-				if torn.N == 0 {
-					torn.First = id
-				}
-				torn.N++
-				continue
-			}
-			switch ix.judge(id, st) {
-			case entryEmpty:
-				continue
-			case entryBad:
-				if badEntries == 0 {
-					firstBad = id
-				}
-				badEntries++
-				continue
-			}
-			if _, ok := v.extra[id]; ok {
-				continue // a later record, after the checkpoint
+	err := ix.eachWritten(func(id uint64, e []byte) {
+		seg, off, st := decodeEntry(id, e)
+		if v.rebuilt {
+			// extra holds every record the segments have: a page
+			// there is not lost, wherever the entry points.
+			if _, held := v.extra[id]; held || ix.judge(id, st) != entrySet {
+				return
 			}
 			if tailExcused && !(location{seg, off}).before(end) {
-				continue // written after OpenReader, by a live writer
+				return
 			}
-			if !lostAt(seg, off, segs, bySeg, missing, beyond) {
-				intact++
-				continue
+			if lostAt(seg, off, segs, bySeg, missing, beyond) {
+				lost++
 			}
-			lost++
+			// Else it points at intact bytes holding no record of
+			// it: a damaged index may say anything there, so it
+			// is not taken for a page lost.
+			return
 		}
+		for try := 0; dr.live && st == entryBad && rereads < maxVerifyRereads && try < entryRereads; try++ {
+			rereads++ // one a live writer is storing reads whole once it is done (find)
+			r.rereadWait()
+			seg, off, st = decodeEntry(id, e)
+		}
+		if _, later := v.extra[id]; (id >= ix.dense && st == entryTorn) || (st == entryBad && later) {
+			// Torn by a writer killed mid-put: written after the
+			// checkpoint fresh (the CRC field still zero), or over an
+			// earlier entry (a refetch's, a "none" entry put when a
+			// higher id came first, a recovery's "none" fill, below
+			// dense too) with a record after the checkpoint, which
+			// answers for id and is indexed again at the next open.
+			if torn.N == 0 {
+				torn.First = id
+			}
+			torn.N++
+			return
+		}
+		switch ix.judge(id, st) {
+		case entryEmpty:
+			return
+		case entryBad:
+			if badEntries == 0 {
+				firstBad = id
+			}
+			badEntries++
+			return
+		}
+		if _, ok := v.extra[id]; ok {
+			return // a later record, after the checkpoint
+		}
+		if tailExcused && !(location{seg, off}).before(end) {
+			return // written after OpenReader, by a live writer
+		}
+		if !lostAt(seg, off, segs, bySeg, missing, beyond) {
+			intact++
+			return
+		}
+		lost++
 	})
 	if err != nil {
 		r.noteDamage(err)
