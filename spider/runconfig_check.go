@@ -105,6 +105,18 @@ func (k *checker) intRange(key string, v, lo, hi int64) {
 // maxPhaseLength bounds cluster.phase_length.
 const maxPhaseLength = 24 * time.Hour
 
+// path refuses a path holding a NUL byte ("\u0000" in TOML), which no
+// system call takes: it was said ok, and the run failed at its start,
+// "lock: mkdir x\x00y: invalid argument", naming no key. It reports
+// whether p is fine.
+func (k *checker) path(key, p string) bool {
+	if strings.IndexByte(p, 0) >= 0 {
+		k.errorf(key, "%q holds a NUL byte, which no path can", p)
+		return false
+	}
+	return true
+}
+
 func (k *checker) duration(key string, d Duration, positive bool) {
 	switch {
 	case d.Duration < 0:
@@ -124,6 +136,9 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	if c.DataDir == "" {
 		k.errorf("data_dir", "must not be empty")
 	}
+	k.path("data_dir", c.DataDir)
+	k.path("seeds_file", c.SeedsFile)
+	k.path("cluster.secret_file", c.Cluster.SecretFile)
 	k.intRange("fetchers", int64(c.Fetchers), 1, 100_000)
 	k.intRange("pipelining", int64(c.Pipelining), 1, 128)
 	if !isToken(c.UserAgent) {
@@ -201,6 +216,9 @@ func (c *RunConfig) validateStorage(k *checker) {
 		key := fmt.Sprintf("storage.dirs[%d]", i)
 		if d == "" {
 			k.errorf(key, "empty directory name")
+			continue
+		}
+		if !k.path(key, d) {
 			continue
 		}
 		clean := filepath.Clean(d)

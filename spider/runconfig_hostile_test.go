@@ -161,3 +161,19 @@ func TestRunConfigTableHeaderForValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigPathNUL: a path holding a NUL byte was said ok, and the run
+// failed at its start ("lock: mkdir x\x00y: invalid argument", the NUL
+// printed raw), naming no key. Now it is an error naming the key.
+func TestRunConfigPathNUL(t *testing.T) {
+	for doc, want := range map[string]string{
+		"data_dir = \"x\\u0000y\"\n":                        `x.toml:1: data_dir: "x\x00y" holds a NUL byte, which no path can`,
+		"seeds_file = \"s\\u0000\"\n":                       `x.toml:1: seeds_file: "s\x00" holds a NUL byte`,
+		"[storage]\ndirs = [\"a\", \"\\u0000b\"]\n":         `x.toml:2: storage.dirs[1]: "\x00b" holds a NUL byte`,
+		"[cluster]\nsecret_file = \"/etc/\\u0000secret\"\n": `x.toml:2: cluster.secret_file: "/etc/\x00secret" holds a NUL byte`,
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v\nwant %s", doc, err, want)
+		}
+	}
+}
