@@ -396,7 +396,7 @@ func decodeError(err error, name string, data []byte, lines *keyIndex) error {
 		for i := range strict.Errors {
 			e := &strict.Errors[i]
 			line, _ := e.Position()
-			k.add(fmt.Errorf("%s:%d: unknown key %s", name, line, strings.Join(e.Key(), ".")))
+			k.add(fmt.Errorf("%s:%d: unknown key %s", name, line, printable(strings.Join(e.Key(), "."))))
 		}
 		return k.err()
 	}
@@ -418,8 +418,9 @@ func decodeError(err error, name string, data []byte, lines *keyIndex) error {
 			// and column of the value, not the value.
 			f += ": " + v
 		}
-		msg = f
-		if key := lines.keyAt(line, col); key != "" {
+		// go-toml's message may quote a key ("key x is already defined").
+		msg = printable(f)
+		if key := printable(lines.keyAt(line, col)); key != "" {
 			return fmt.Errorf("%s:%d:%d: %s: %s", name, line, col, key, msg)
 		}
 		return fmt.Errorf("%s:%d:%d: %s", name, line, col, msg)

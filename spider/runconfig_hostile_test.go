@@ -177,3 +177,26 @@ func TestRunConfigPathNUL(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigKeyControlBytes: an unknown key was printed as written, and
+// TOML's quoted keys hold anything: "\u001b[2J" = 1 cleared the terminal
+// of whoever ran 'init --check', U+202E turned the text after it around.
+// Now such bytes are escaped as Go quotes them.
+func TestRunConfigKeyControlBytes(t *testing.T) {
+	for doc, want := range map[string]string{
+		"\"\\u001b[2J\" = 1\n":                           `x.toml:1: unknown key \x1b[2J`,
+		"[limits]\n\"a\\u0000b\" = 1\n":                  `x.toml:2: unknown key limits.a\x00b`,
+		"'\u202e' = 1\n":                                 `x.toml:1: unknown key \u202e`,
+		"\"\\u001b]0;x\\u0007\" = 1\nfetchers = \"x\"\n": `x.toml:1: unknown key \x1b]0;x\a`,
+	} {
+		_, err := ParseRunConfig([]byte(doc), "x.toml")
+		if err == nil || !strings.Contains(err.Error(), want) || strings.ContainsAny(err.Error(), "\x00\x07\x1b\u202e") {
+			t.Errorf("%q: %q\nwant %s", doc, err, want)
+		}
+	}
+	// go-toml's own message quotes the key of a duplicate.
+	_, err := ParseRunConfig([]byte("\"\\u001b[2J\" = 1\n\"\\u001b[2J\" = 2\n"), "x.toml")
+	if err == nil || !strings.Contains(err.Error(), `x.toml:2:1: \x1b[2J: key \x1b[2J is already defined`) || strings.Contains(err.Error(), "\x1b") {
+		t.Errorf("a duplicate key of control bytes: %q", err)
+	}
+}

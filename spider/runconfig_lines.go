@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -212,7 +215,7 @@ func (x *keyIndex) unknown(name string, known map[string]bool) (n int, err error
 	for _, key := range x.keys {
 		if !known[stripIndexes(key)] {
 			n++
-			k.add(fmt.Errorf("%s:%d: unknown key %s", name, x.lineFor(key), key))
+			k.add(fmt.Errorf("%s:%d: unknown key %s", name, x.lineFor(key), printable(key)))
 		}
 	}
 	return n, k.err()
@@ -243,6 +246,26 @@ func (x *keyIndex) textScalars(name string, want map[string]string) error {
 		}
 	}
 	return k.err()
+}
+
+// printable escapes, as Go quotes them, what a terminal would not show
+// as written in s: control bytes (ESC starts a sequence that recolours or
+// clears the screen), invalid UTF-8, format characters (U+202E turns the
+// text after it around). TOML lets a quoted key hold any of them, and an
+// error quoting such a key must show what is there.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // stripIndexes removes "[n]" parts from a key.
