@@ -144,8 +144,19 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	if !isToken(c.UserAgent) {
 		k.errorf("user_agent", "%q is not a product token like \"MyCrawler/1.0\"", c.UserAgent)
 	}
-	if !isContactURL(c.Contact) {
+	contactOK := isContactURL(c.Contact)
+	if !contactOK {
 		k.errorf("contact", "%q is not an http(s) or mailto URL", c.Contact)
+	}
+	if n := len(c.UserAgentHeader()); n > maxUserAgentHeader && contactOK && isToken(c.UserAgent) {
+		// Servers answer a header line past their bound (8 KiB in nginx
+		// and Apache) with 431, which was stored as the page: a crawl of
+		// the seeds' 431s ended "0 errors", exit 0.
+		key := "user_agent"
+		if len(c.Contact) > len(c.UserAgent) {
+			key = "contact"
+		}
+		k.errorf(key, "user_agent and contact make a User-Agent header of %d bytes, more than %d: servers refuse a header that long", n, maxUserAgentHeader)
 	}
 	if c.From != "" {
 		if a, err := mail.ParseAddress(c.From); err != nil || a.Name != "" {
@@ -206,6 +217,10 @@ func (c *RunConfig) validate(name string, lines *keyIndex) error {
 	c.validateCluster(k)
 	return k.err()
 }
+
+// maxUserAgentHeader bounds the User-Agent header user_agent and contact
+// make: real ones are a few dozen bytes.
+const maxUserAgentHeader = 1024
 
 // maxPoliteDelay is the longest politeness.delay (as Node.Set's "delay").
 const maxPoliteDelay = time.Hour

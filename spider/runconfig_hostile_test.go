@@ -200,3 +200,23 @@ func TestRunConfigKeyControlBytes(t *testing.T) {
 		t.Errorf("a duplicate key of control bytes: %q", err)
 	}
 }
+
+// TestRunConfigUserAgentTooLong: a User-Agent of 70,000 bytes was said ok;
+// the test web answered every request 431, each stored as the page, and
+// the run ended "0 errors", exit 0. Now user_agent and contact that make
+// a header over maxUserAgentHeader are an error naming the longer key.
+func TestRunConfigUserAgentTooLong(t *testing.T) {
+	long := strings.Repeat("a", 70000)
+	for doc, want := range map[string]string{
+		"user_agent = \"" + long + "\"\n":                          "x.toml:1: user_agent: user_agent and contact make a User-Agent header of 70038 bytes, more than 1024",
+		"contact = \"https://a.example/" + long + "\"\n":           "x.toml:1: contact: user_agent and contact make a User-Agent header of 70033 bytes",
+		"user_agent = \"" + strings.Repeat("a", 1000) + "/1.0\"\n": "x.toml:1: user_agent: user_agent and contact make a User-Agent header of 1042 bytes",
+	} {
+		if _, err := ParseRunConfig([]byte(doc), "x.toml"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.60q: %.300v\nwant %s", doc, err, want)
+		}
+	}
+	if _, err := ParseRunConfig([]byte("user_agent = \"MyCrawler/1.0\"\ncontact = \"mailto:me@example.org\"\n"), "x.toml"); err != nil {
+		t.Errorf("a usual User-Agent: %v", err)
+	}
+}
