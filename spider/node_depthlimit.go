@@ -111,8 +111,10 @@ func (n *Node) openDepthLimit() (dirRecord, error) {
 // again at their depth they are nothing new. With the scope changed
 // (node_scopechange.go) it does so for every page and every URL dropped.
 // The writer calls it, first. A pass over a large store takes long: the
-// end of ctx (a Ctrl-C) cuts it short, else the interrupted crawl waited
-// for it to end; the next run makes it again.
+// end of ctx (a Ctrl-C), or a Drain, cuts it short, else the interrupted
+// or drained crawl waited for it to end (the drain, asked for to stop the
+// node soon, for as long as the pass took: hours on a large store); the
+// next run makes it again.
 // passProgressEvery is how often raiseDepth's pass says where it is.
 const passProgressEvery = 10 * time.Second
 
@@ -140,9 +142,9 @@ func (n *Node) raiseDepth(ctx context.Context, outlinks map[uint32]pageLinks) {
 			n.cfg.Logf("spider: %s: the pass is at URL %d of %d, %d pages' links followed again", why, id, end, pages)
 			next = time.Now().Add(passProgressEvery)
 		}
-		if id%64 == 0 && ctx.Err() != nil {
+		if id%64 == 0 && (ctx.Err() != nil || n.draining()) {
 			n.raiseCut.Store(true)
-			n.cfg.Logf("spider: the pass following the stored pages' links again (limits.max_depth raised or the scope changed) stopped by the interruption at URL %d of %d, after %d pages: the next run makes it again", id, end, pages)
+			n.cfg.Logf("spider: the pass following the stored pages' links again (limits.max_depth raised or the scope changed) stopped by the interruption or the drain at URL %d of %d, after %d pages: the next run makes it again", id, end, pages)
 			return
 		}
 		if u := n.sched.URL(id); u.State == scheduler.Filtered && int(u.Depth) >= dropped && int(u.Depth) <= n.cfg.MaxDepth {

@@ -207,8 +207,8 @@ func (n *Node) Run(ctx context.Context) (*NodeSummary, error) {
 	if ctx.Err() != nil && (!(n.done() && n.clusterOver()) || n.raiseCut.Load()) {
 		return sum, ErrInterrupted // (a pass cut short: what it would add is not queued yet)
 	}
-	if n.draining() && !n.done() {
-		return sum, ErrDrained
+	if n.draining() && (!n.done() || n.raiseCut.Load()) {
+		return sum, ErrDrained // (a pass cut short: the next run makes it)
 	}
 	sum.Finished = true
 	sum.LimitReached = n.pagesExhausted() && n.unfinished.Load() > 0
