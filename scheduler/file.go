@@ -137,7 +137,7 @@ func foreign(path string, id [16]byte, metaPath string, metaID [16]byte) error {
 //	8      8    urls: state records durable (highest added id + 1)
 //	16     8    hosts: host records durable
 //	24     8    names: bytes of host names durable after the names header
-//	32     4    flags: 1 = clean close
+//	32     4    flags: 1 = clean close (taken off again when Open finds it)
 //	36     24   zero
 //	60     4    CRC-32C of bytes 0..59
 const (

@@ -164,6 +164,17 @@ func (s *Scheduler) open() error {
 		// another data directory, refused, is left as it was.
 		err = s.upgradeStates()
 	}
+	if err == nil && s.meta.last.flags&flagClean != 0 {
+		// The clean mark is taken off before anything is written in
+		// place (AdmitPage's counts, a URL's state): kept until the first
+		// Sync, a kill -9 before it left those writes under the last
+		// run's clean mark, and the next Open, trusting it, did not trim
+		// the counts of URLs the crash lost (trimPages): a host's budget
+		// spent on URLs it did not have, for good.
+		c := s.meta.last
+		c.flags &^= flagClean
+		err = s.meta.write(c)
+	}
 	if err != nil {
 		s.closeFiles()
 		return err
