@@ -2,48 +2,20 @@ package spider
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"testing"
-	"time"
-
-	"github.com/kspider/kspider/storage"
 )
 
 const maxPagesCrashChildEnv = "KSPIDER_MAX_PAGES_CRASH_CHILD"
 
-// TestMaxPagesCrashChild is TestMaxPagesCountsStoredUnreported's node: it
-// adds two URLs of one host, syncs them, stores the first's page durably
-// without reporting it (a kill -9 between the store's sync and the
-// scheduler's), says so and waits to be killed.
+// TestMaxPagesCrashChild is TestMaxPagesCountsStoredUnreported's node:
+// two URLs of one host, the first's page stored but unreported.
 func TestMaxPagesCrashChild(t *testing.T) {
 	dir := os.Getenv(maxPagesCrashChildEnv)
 	if dir == "" {
 		t.Skip("only run as TestMaxPagesCountsStoredUnreported's child process")
 	}
-	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
-	if err != nil {
-		childFail(err)
-	}
-	n.seeOne("http://a.test/", 0, map[uint32]pageLinks{})
-	n.seeOne("http://a.test/b", 0, map[uint32]pageLinks{})
-	id, ok := n.tree.FindString("http://a.test/")
-	if !ok {
-		childFail(fmt.Errorf("the seed is not in the tree"))
-	}
-	if err := errors.Join(n.tree.Sync(), n.sched.Sync()); err != nil {
-		childFail(err)
-	}
-	p := &storage.Page{URLID: uint64(id), URL: "http://a.test/", FetchTime: time.Now(), Status: 200, Body: []byte("<p>a")}
-	if err := n.store.Put(context.Background(), p); err != nil {
-		childFail(err)
-	}
-	for n.store.Durable() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	fmt.Println("stored")
-	select {}
+	crashWithUnreportedPage(t, dir, "http://a.test/", "http://a.test/b")
 }
 
 // A page a crash left stored but unreported was fetched within

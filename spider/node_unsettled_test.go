@@ -2,6 +2,7 @@ package spider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,31 +15,35 @@ import (
 
 const storedUnreportedChildEnv = "KSPIDER_STORED_UNREPORTED_CHILD"
 
-// TestStoredUnreportedChild is TestStoredUnreportedKeptUnclean's node: it
-// adds a URL, syncs it, stores its page durably without reporting it (a
-// kill -9 between the store's sync and the scheduler's), says so and waits
-// to be killed.
+// TestStoredUnreportedChild is TestStoredUnreportedKeptUnclean's node.
 func TestStoredUnreportedChild(t *testing.T) {
 	dir := os.Getenv(storedUnreportedChildEnv)
 	if dir == "" {
 		t.Skip("only run as TestStoredUnreportedKeptUnclean's child process")
 	}
+	crashWithUnreportedPage(t, dir, "http://a.test/")
+}
+
+// crashWithUnreportedPage is a crash test's child node in dir: it adds
+// urls, syncs them, stores the first's page durably without reporting it
+// (a kill -9 between the store's sync and the scheduler's), says "stored"
+// and waits to be killed.
+func crashWithUnreportedPage(t *testing.T, dir string, urls ...string) {
 	n, err := OpenNode(nodeConfigFor(t, dir, nil, noLookup, nil, 2))
 	if err != nil {
 		childFail(err)
 	}
-	n.seeOne("http://a.test/", 0, map[uint32]pageLinks{})
-	id, ok := n.tree.FindString("http://a.test/")
+	for _, u := range urls {
+		n.seeOne(u, 0, map[uint32]pageLinks{})
+	}
+	id, ok := n.tree.FindString(urls[0])
 	if !ok {
-		childFail(fmt.Errorf("the seed is not in the tree"))
+		childFail(fmt.Errorf("%s is not in the tree", urls[0]))
 	}
-	if err := n.tree.Sync(); err != nil {
+	if err := errors.Join(n.tree.Sync(), n.sched.Sync()); err != nil {
 		childFail(err)
 	}
-	if err := n.sched.Sync(); err != nil {
-		childFail(err)
-	}
-	p := &storage.Page{URLID: uint64(id), URL: "http://a.test/", FetchTime: time.Now(), Status: 200, Body: []byte("<p>a")}
+	p := &storage.Page{URLID: uint64(id), URL: urls[0], FetchTime: time.Now(), Status: 200, Body: []byte("<p>a")}
 	if err := n.store.Put(context.Background(), p); err != nil {
 		childFail(err)
 	}
