@@ -306,6 +306,13 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 			defer lock.Release()
 		}
 	}
+	if !repair && isNodeDir(dir) {
+		if pid, held := spider.LockHolder(dir); held {
+			// Read while a node writes it: what it is writing (a
+			// segment's or a file's last record) may read as torn.
+			fmt.Fprintf(w, "lock: %s: in use by a running node (pid %d): checked as it is being written, so a finding at the end of a file may be a write in progress; stop the node for a check to act on\n", dir, pid)
+		}
+	}
 	found := 0
 	tree := &treeID{checked: stores}
 	var byID []string // the parts found whose records are by the tree's URL ids

@@ -255,3 +255,37 @@ func TestCheckEveryDataDir(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// check (no --repair) of a running node's directory said "ok" for each
+// part and "lock: ok: a file of its own", no word that a node was writing
+// it as it read: its findings at a file's end may be writes in progress.
+// Now it says the directory is in use, by which pid, without taking the
+// lock (a node starting then would refuse its directory) or writing.
+func TestCheckSaysANodeRunsThere(t *testing.T) {
+	dirs, _ := buildTestStore(t, 1, "none")
+	node := filepath.Dir(dirs[0])
+	if err := os.Rename(dirs[0], filepath.Join(node, "pages")); err != nil {
+		t.Fatal(err)
+	}
+	code0, out, errOut := runCmd(t, "", "check", "--data", node) // (no urls/ here: a problem)
+	if strings.Contains(out, "in use") {
+		t.Fatalf("a stopped node: exit %d, stdout %q, stderr %q", code0, out, errOut)
+	}
+	lock, err := spider.LockDir(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	before, err := os.ReadFile(lock.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "", "check", "--data", node)
+	want := fmt.Sprintf("lock: %s: in use by a running node (pid %d)", node, os.Getpid())
+	if code != code0 || !strings.Contains(out, want) {
+		t.Fatalf("a running node: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+	if after, err := os.ReadFile(lock.Path()); err != nil || string(after) != string(before) {
+		t.Errorf("the running node's LOCK after the check: %q, %v; was %q", after, err, before)
+	}
+}
