@@ -18,11 +18,7 @@ import (
 func openStore(ctx context.Context, stderr io.Writer, cmd string, dirs []string) (*storage.Reader, error) {
 	var p storage.OpenProgress
 	terminal := stats.IsTerminal(stderr)
-	every := 10 * time.Second
-	if terminal {
-		every = 250 * time.Millisecond
-	}
-	stop := showOpenProgress(stderr, terminal, cmd, &p, every)
+	stop := showOpenProgress(stderr, terminal, cmd, &p, progressEvery(terminal))
 	r, err := storage.OpenReaderContext(ctx, dirs, &p)
 	stop()
 	if interrupted(ctx, err) {

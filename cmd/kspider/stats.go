@@ -111,10 +111,17 @@ the report covers the intact pages and the exit status is 1 unless
 // every 10 s (a log of a scan of hours shows it going on, one of seconds
 // stays clean). Lines written to w meanwhile must go through a lock.
 func startScanProgress(w io.Writer, terminal bool, counts stats.PageCounts, r *storage.Reader) (stop func()) {
+	return stats.StartProgress(w, counts, r, progressEvery(terminal), terminal).Stop
+}
+
+// progressEvery is how often an offline command's progress line is
+// drawn: redrawn in place on a terminal, a line of its own every 10 s in
+// a log or a pipe.
+func progressEvery(terminal bool) time.Duration {
 	if terminal {
-		return stats.StartProgress(w, counts, r, 250*time.Millisecond, true).Stop
+		return 250 * time.Millisecond
 	}
-	return stats.StartProgress(w, counts, r, 10*time.Second, false).Stop
+	return 10 * time.Second
 }
 
 // interrupted reports whether err is ctx's end (Ctrl-C), which the offline
