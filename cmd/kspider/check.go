@@ -289,25 +289,24 @@ func checkDir(dir string, repair bool, w io.Writer, stores *checkedDirs) (total 
 		return 0, nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	rep := &repairs{dir: dir, asked: repair}
-	if repair && isNodeDir(dir) {
-		lock, err := spider.LockDir(dir)
-		switch {
-		case errors.Is(err, spider.ErrDirLocked):
-			return 0, nil, fmt.Errorf("not repairing: %w; stop the node first", err)
-		case err != nil:
-			// A LOCK the start refuses too (a link, a FIFO): no node
-			// runs on it, and stopping one mends nothing. It left the
-			// whole directory unchecked; the rest is checked, repairing
-			// nothing without the lock, and the lock checker counts the
-			// LOCK as a problem.
-			fmt.Fprintf(w, "lock: %s: not repairing: %v: the parts are checked, not repaired\n", dir, err)
-			rep.turnOff("the lock could not be taken")
-		default:
-			defer lock.Release()
-		}
-	}
-	if !repair && isNodeDir(dir) {
-		if pid, held := spider.LockHolder(dir); held {
+	if isNodeDir(dir) {
+		if repair {
+			lock, err := spider.LockDir(dir)
+			switch {
+			case errors.Is(err, spider.ErrDirLocked):
+				return 0, nil, fmt.Errorf("not repairing: %w; stop the node first", err)
+			case err != nil:
+				// A LOCK the start refuses too (a link, a FIFO): no node
+				// runs on it, and stopping one mends nothing. It left the
+				// whole directory unchecked; the rest is checked, repairing
+				// nothing without the lock, and the lock checker counts the
+				// LOCK as a problem.
+				fmt.Fprintf(w, "lock: %s: not repairing: %v: the parts are checked, not repaired\n", dir, err)
+				rep.turnOff("the lock could not be taken")
+			default:
+				defer lock.Release()
+			}
+		} else if pid, held := spider.LockHolder(dir); held {
 			// Read while a node writes it: what it is writing (a
 			// segment's or a file's last record) may read as torn.
 			fmt.Fprintf(w, "lock: %s: in use by a running node (pid %d): checked as it is being written, so a finding at the end of a file may be a write in progress; stop the node for a check to act on\n", dir, pid)
