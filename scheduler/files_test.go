@@ -172,10 +172,7 @@ func TestPowerLoss(t *testing.T) {
 	}
 	s.Add(10, "new.example", 0)
 	s.Add(11, "old.example", 0)
-	s.mu.Lock()
-	s.closeFiles()
-	s.closed = true
-	s.mu.Unlock()
+	killed(s)
 	// The host record of new.example (host 1) never reached the disk.
 	f, err := os.OpenFile(filepath.Join(dir, hostsName), os.O_RDWR, 0)
 	if err != nil {
@@ -302,4 +299,13 @@ func TestCloseUnclean(t *testing.T) {
 	if o := s.Opened(); !o.Clean || o.URLs != 5 {
 		t.Fatalf("reopen after Close: %+v", o)
 	}
+}
+
+// killed closes s as a kill -9 leaves it: the mappings' pages written, no
+// commit.
+func killed(s *Scheduler) {
+	s.mu.Lock()
+	s.closeFiles()
+	s.closed = true
+	s.mu.Unlock()
 }

@@ -126,10 +126,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	s.Sync()
 	s.Add(50, "late.example", 0)
-	s.mu.Lock()
-	s.closeFiles() // as if killed: the last add is past the commit
-	s.closed = true
-	s.mu.Unlock()
+	killed(s) // as if killed: the last add is past the commit
 	files := []string{statesName, hostsName, namesName, metaName}
 	f.Fuzz(func(t *testing.T, which uint8, off uint16, data []byte) {
 		dir := t.TempDir()

@@ -233,10 +233,7 @@ func runModel(t *testing.T, seed uint64) {
 			}
 		} else {
 			// What kill -9 leaves: the mappings' pages, no commit.
-			s.mu.Lock()
-			s.closeFiles()
-			s.closed = true
-			s.mu.Unlock()
+			killed(s)
 		}
 		s = mustOpen(t, dir, cfg)
 		m.boundWaits(clk.Now(), cfg) // stored waits are cut so at Open (hostWait)

@@ -91,10 +91,7 @@ func TestURLLimit(t *testing.T) {
 	for id := uint32(10); id < 15; id++ {
 		s.Add(id, "old.example", 0)
 	}
-	s.mu.Lock() // a crash: no sync, no clean mark
-	s.closeFiles()
-	s.closed = true
-	s.mu.Unlock()
+	killed(s) // a crash: no sync, no clean mark
 	cfg := basicConfig(clk)
 	cfg.URLLimit = 12 // the tree kept ids 0..11
 	s = mustOpen(t, dir, cfg)
@@ -131,10 +128,7 @@ func TestURLLimitZero(t *testing.T) {
 	for id := range uint32(3) {
 		s.Add(id, "new.example", 0)
 	}
-	s.mu.Lock() // a crash before any sync
-	s.closeFiles()
-	s.closed = true
-	s.mu.Unlock()
+	killed(s) // a crash before any sync
 	cfg := basicConfig(clk)
 	cfg.LimitURLs = true
 	s = mustOpen(t, dir, cfg)
@@ -152,6 +146,18 @@ func TestURLLimitZero(t *testing.T) {
 // admitted and 6 URLs). Open after an unclean stop lowers the count to the
 // URLs the host has.
 func TestCrashTrimsPages(t *testing.T) {
+	info, o := admitThenCrash(t, false)
+	if info.Pages != 3 || o.PagesTrimmed != 1 || o.Dropped != 2 {
+		t.Errorf("after the crash: %d pages admitted, want 3; %+v", info.Pages, o)
+	}
+}
+
+// admitThenCrash admits 3 pages of a host and syncs them (closedFirst:
+// closes the scheduler clean and opens it again), admits 2 more, crashes
+// before the next sync, and returns the host and the open after the
+// crash, with the URL tree keeping ids 0..2.
+func admitThenCrash(t *testing.T, closedFirst bool) (HostInfo, OpenStats) {
+	t.Helper()
 	clk := newFakeClock(1, time.Hour, 0)
 	dir := t.TempDir()
 	s := mustOpen(t, dir, basicConfig(clk))
@@ -168,26 +174,26 @@ func TestCrashTrimsPages(t *testing.T) {
 	for id := range uint32(3) {
 		admit(id)
 	}
-	if err := s.Sync(); err != nil {
+	if closedFirst {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s = mustOpen(t, dir, basicConfig(clk))
+	} else if err := s.Sync(); err != nil {
 		t.Fatal(err)
 	}
 	admit(3)
 	admit(4)
-	s.mu.Lock() // a crash; the tree kept ids 0..2
-	s.closeFiles()
-	s.closed = true
-	s.mu.Unlock()
+	killed(s) // the tree kept ids 0..2
 	cfg := basicConfig(clk)
 	cfg.URLLimit = 3
 	s = mustOpen(t, dir, cfg)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	info, err := s.HostInfo(h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := s.Opened(); info.Pages != 3 || o.PagesTrimmed != 1 || o.Dropped != 2 {
-		t.Errorf("after the crash: %d pages admitted, want 3; %+v", info.Pages, o)
-	}
+	return info, s.Opened()
 }
 
 // The same crash in a run that opened a scheduler closed clean, before its
@@ -196,41 +202,8 @@ func TestCrashTrimsPages(t *testing.T) {
 // varied round: "9 URLs admitted against its budget, 7 in the
 // scheduler", after a drained run and a kill early in the next).
 func TestCrashAfterCleanTrimsPages(t *testing.T) {
-	clk := newFakeClock(1, time.Hour, 0)
-	dir := t.TempDir()
-	s := mustOpen(t, dir, basicConfig(clk))
-	h, err := s.Host("a.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admit := func(id uint32) {
-		if ok, err := s.AdmitPage(h, 10); !ok || err != nil {
-			t.Fatalf("admit %d: %v, %v", id, ok, err)
-		}
-		s.Add(id, "a.example", 0)
-	}
-	for id := range uint32(3) {
-		admit(id)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = mustOpen(t, dir, basicConfig(clk))
-	admit(3)
-	admit(4)
-	s.mu.Lock() // a crash before the run's first Sync; the tree kept ids 0..2
-	s.closeFiles()
-	s.closed = true
-	s.mu.Unlock()
-	cfg := basicConfig(clk)
-	cfg.URLLimit = 3
-	s = mustOpen(t, dir, cfg)
-	defer s.Close()
-	info, err := s.HostInfo(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o := s.Opened(); info.Pages != 3 || o.Clean {
+	info, o := admitThenCrash(t, true)
+	if info.Pages != 3 || o.Clean {
 		t.Errorf("after the crash: %d pages admitted, want 3; %+v", info.Pages, o)
 	}
 }
